@@ -1,0 +1,91 @@
+"""mcp-sansio: the Model Context Protocol, sans I/O.
+
+A connection object takes bytes (or decoded messages) in and hands events out; it takes
+``send_*`` calls and hands bytes (or messages) out. It never reads a socket, a clock or a
+random source: time comes in as ``now`` arguments. See the documentation's "Call order
+contract" for how to drive it.
+"""
+
+from __future__ import annotations
+
+from ._capabilities import METHODS, MethodRule
+from ._codec import DEFAULT_MAX_DEPTH
+from ._connection import (
+    DEFAULT_REQUEST_TIMEOUT,
+    LOG_LEVELS,
+    ClientConnection,
+    Connection,
+    ServerConnection,
+)
+from ._errors import (
+    NEED_DATA,
+    ErrorCode,
+    LocalProtocolError,
+    NeedData,
+    ProtocolError,
+    RemoteProtocolError,
+)
+from ._events import (
+    CancelRequested,
+    CloseReason,
+    ConnectionClosed,
+    ErrorResponse,
+    Event,
+    Initialized,
+    LateResponse,
+    MessageRejected,
+    Notification,
+    Progress,
+    Request,
+    RequestAborted,
+    RequestCancelled,
+    RequestId,
+    RequestTimedOut,
+    Response,
+    UnexpectedResponse,
+)
+from ._framing.ndjson import DEFAULT_MAX_LINE
+from ._state import Role, State
+from ._versions import FEATURES, HANDSHAKE_REVISIONS, KNOWN_REVISIONS
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_LINE",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "FEATURES",
+    "HANDSHAKE_REVISIONS",
+    "KNOWN_REVISIONS",
+    "LOG_LEVELS",
+    "METHODS",
+    "NEED_DATA",
+    "CancelRequested",
+    "ClientConnection",
+    "CloseReason",
+    "Connection",
+    "ConnectionClosed",
+    "ErrorCode",
+    "ErrorResponse",
+    "Event",
+    "Initialized",
+    "LateResponse",
+    "LocalProtocolError",
+    "MessageRejected",
+    "MethodRule",
+    "NeedData",
+    "Notification",
+    "Progress",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "Request",
+    "RequestAborted",
+    "RequestCancelled",
+    "RequestId",
+    "RequestTimedOut",
+    "Response",
+    "Role",
+    "ServerConnection",
+    "State",
+    "UnexpectedResponse",
+]

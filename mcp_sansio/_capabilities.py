@@ -1,0 +1,251 @@
+"""The method table: who may send each method, in which revisions, gated by which capability.
+
+Theory of operation
+-------------------
+One row per (method, era). A row names the message kind, which role sends it, the revisions
+it exists in, and the capability that must have been declared -- by the *receiver* for a
+request (the receiver promises to handle it: ``tools/call`` needs the server's ``tools``), by
+the *sender* for a notification (the sender promises to emit it: ``notifications/tools/
+list_changed`` needs the server's ``tools.listChanged``). A few rules also depend on the
+params (``sampling/createMessage`` with ``tools`` needs ``sampling.tools``); those rows carry a
+small check function, named after the rule it implements.
+
+Sources, cited per row group: spec-digest section c (``schema/<rev>/schema.json`` unions
+``ClientRequest``/``ServerRequest``/``ClientNotification``/``ServerNotification`` and the
+capability sections of ``docs/specification/<rev>/{server,client}/*.mdx``).
+
+The connection consults :func:`lookup` for the direction and existence checks and
+:func:`missing_capability` for gating; neither re-encodes a rule.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from ._state import Role
+from ._versions import HANDSHAKE_REVISIONS, KNOWN_REVISIONS
+
+__all__ = [
+    "METHODS",
+    "Kind",
+    "MethodRule",
+    "Sender",
+    "declared",
+    "lookup",
+    "missing_capability",
+    "rules_for",
+]
+
+
+class Kind(enum.Enum):
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+
+
+class Sender(enum.Enum):
+    CLIENT = "client"
+    SERVER = "server"
+    BOTH = "both"
+
+    def allows(self, role: Role) -> bool:
+        return self is Sender.BOTH or self.value == role.value
+
+
+#: A params-dependent gate: given the params and the capabilities that gate the row,
+#: return the dotted path of a missing capability, or None.
+ParamsCheck = Callable[[Mapping[str, Any], Mapping[str, Any]], str | None]
+
+
+@attrs.frozen(kw_only=True)
+class MethodRule:
+    """One row of the method table."""
+
+    method: str
+    kind: Kind
+    sender: Sender
+    revisions: frozenset[str]
+    #: Dotted capability path that must be declared (``None``: always allowed).
+    capability: str | None = None
+    #: Revisions in which the capability is *not* required although the method exists
+    #: (``completion/complete`` in 2024-11-05).
+    ungated_in: frozenset[str] = frozenset()
+    #: An additional params-dependent gate.
+    params_check: ParamsCheck | None = None
+
+    @property
+    def gated_by_receiver(self) -> bool:
+        """Requests are gated by the receiver's capabilities, notifications by the sender's."""
+        return self.kind is Kind.REQUEST
+
+
+def declared(capabilities: Mapping[str, Any], path: str) -> bool:
+    """Whether the dotted ``path`` is declared in ``capabilities``.
+
+    A capability is declared when it is present and not ``false``/``null``: ``{"tools": {}}``
+    declares ``tools``; ``{"tools": {"listChanged": true}}`` also declares
+    ``tools.listChanged``. Capability maps are open sets (lifecycle.mdx): unknown keys are fine.
+    """
+    node: Any = capabilities
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return False
+        node = node.get(part)
+        if node is None or node is False:
+            return False
+    return True
+
+
+# -- params-dependent gates --------------------------------------------------------------------
+
+
+def _sampling_subcapabilities(params: Mapping[str, Any], caps: Mapping[str, Any]) -> str | None:
+    """2025-11-25 ``client/sampling.mdx``: ``tools``/``toolChoice`` need ``sampling.tools``;
+    ``includeContext`` other than ``none`` needs ``sampling.context``."""
+    if ("tools" in params or "toolChoice" in params) and not declared(caps, "sampling.tools"):
+        return "sampling.tools"
+    include = params.get("includeContext")
+    if include not in (None, "none") and not declared(caps, "sampling.context"):
+        return "sampling.context"
+    return None
+
+
+def _elicitation_mode(params: Mapping[str, Any], caps: Mapping[str, Any]) -> str | None:
+    """2025-11-25 ``client/elicitation.mdx``: the request's mode (default ``form``) must be
+    declared; an empty ``elicitation: {}`` declares form mode only."""
+    mode = params.get("mode", "form")
+    elicitation = caps.get("elicitation")
+    if not isinstance(elicitation, Mapping):
+        return "elicitation"
+    if not elicitation.get("form") and not elicitation.get("url"):
+        return None if mode == "form" else f"elicitation.{mode}"
+    return None if declared(caps, f"elicitation.{mode}") else f"elicitation.{mode}"
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+_ALL_HS = frozenset(HANDSHAKE_REVISIONS)
+_FROM_0618 = frozenset({"2025-06-18", "2025-11-25"})
+_ONLY_1125 = frozenset({"2025-11-25"})
+_SL = frozenset({"2026-07-28"})
+_REQ, _NOTE = Kind.REQUEST, Kind.NOTIFICATION
+_C, _S, _B = Sender.CLIENT, Sender.SERVER, Sender.BOTH
+
+
+def _r(method: str, kind: Kind, sender: Sender, revisions: frozenset[str],
+       capability: str | None = None, **kw: Any) -> MethodRule:
+    return MethodRule(method=method, kind=kind, sender=sender, revisions=revisions,
+                      capability=capability, **kw)
+
+
+METHODS: tuple[MethodRule, ...] = (
+    # ---- handshake era: spec-digest c2 ----
+    # lifecycle.mdx
+    _r("initialize", _REQ, _C, _ALL_HS),
+    _r("notifications/initialized", _NOTE, _C, _ALL_HS),
+    # utilities/ping.mdx, cancellation.mdx, progress.mdx
+    _r("ping", _REQ, _B, _ALL_HS),
+    _r("notifications/cancelled", _NOTE, _B, _ALL_HS),
+    _r("notifications/progress", _NOTE, _B, _ALL_HS),
+    # server/resources.mdx
+    _r("resources/list", _REQ, _C, _ALL_HS, "resources"),
+    _r("resources/templates/list", _REQ, _C, _ALL_HS, "resources"),
+    _r("resources/read", _REQ, _C, _ALL_HS, "resources"),
+    _r("resources/subscribe", _REQ, _C, _ALL_HS, "resources.subscribe"),
+    _r("resources/unsubscribe", _REQ, _C, _ALL_HS, "resources.subscribe"),
+    _r("notifications/resources/list_changed", _NOTE, _S, _ALL_HS, "resources.listChanged"),
+    _r("notifications/resources/updated", _NOTE, _S, _ALL_HS, "resources.subscribe"),
+    # server/prompts.mdx
+    _r("prompts/list", _REQ, _C, _ALL_HS, "prompts"),
+    _r("prompts/get", _REQ, _C, _ALL_HS, "prompts"),
+    _r("notifications/prompts/list_changed", _NOTE, _S, _ALL_HS, "prompts.listChanged"),
+    # server/tools.mdx
+    _r("tools/list", _REQ, _C, _ALL_HS, "tools"),
+    _r("tools/call", _REQ, _C, _ALL_HS, "tools"),
+    _r("notifications/tools/list_changed", _NOTE, _S, _ALL_HS, "tools.listChanged"),
+    # server/utilities/logging.mdx
+    _r("logging/setLevel", _REQ, _C, _ALL_HS, "logging"),
+    _r("notifications/message", _NOTE, _S, _ALL_HS, "logging"),
+    # server/utilities/completion.mdx: the `completions` capability exists from 2025-03-26.
+    _r("completion/complete", _REQ, _C, _ALL_HS, "completions",
+       ungated_in=frozenset({"2024-11-05"})),
+    # client/sampling.mdx, client/roots.mdx, client/elicitation.mdx
+    _r("sampling/createMessage", _REQ, _S, _ALL_HS, "sampling",
+       params_check=_sampling_subcapabilities),
+    _r("roots/list", _REQ, _S, _ALL_HS, "roots"),
+    _r("notifications/roots/list_changed", _NOTE, _C, _ALL_HS, "roots.listChanged"),
+    _r("elicitation/create", _REQ, _S, _FROM_0618, "elicitation",
+       params_check=_elicitation_mode),
+    _r("notifications/elicitation/complete", _NOTE, _S, _ONLY_1125, "elicitation.url"),
+    # basic/utilities/tasks.mdx (2025-11-25, experimental, both directions)
+    _r("tasks/get", _REQ, _B, _ONLY_1125),
+    _r("tasks/result", _REQ, _B, _ONLY_1125),
+    _r("tasks/list", _REQ, _B, _ONLY_1125, "tasks.list"),
+    _r("tasks/cancel", _REQ, _B, _ONLY_1125, "tasks.cancel"),
+    _r("notifications/tasks/status", _NOTE, _B, _ONLY_1125),
+    # ---- stateless era, 2026-07-28: spec-digest c1 (every request is client -> server) ----
+    _r("server/discover", _REQ, _C, _SL),
+    _r("tools/list", _REQ, _C, _SL, "tools"),
+    _r("tools/call", _REQ, _C, _SL, "tools"),
+    _r("prompts/list", _REQ, _C, _SL, "prompts"),
+    _r("prompts/get", _REQ, _C, _SL, "prompts"),
+    _r("resources/list", _REQ, _C, _SL, "resources"),
+    _r("resources/templates/list", _REQ, _C, _SL, "resources"),
+    _r("resources/read", _REQ, _C, _SL, "resources"),
+    _r("completion/complete", _REQ, _C, _SL, "completions"),
+    _r("subscriptions/listen", _REQ, _C, _SL),
+    # stdio: client -> server; server -> client only to end a listen stream.
+    _r("notifications/cancelled", _NOTE, _B, _SL),
+    _r("notifications/progress", _NOTE, _S, _SL),
+    _r("notifications/message", _NOTE, _S, _SL, "logging"),
+    _r("notifications/subscriptions/acknowledged", _NOTE, _S, _SL),
+    _r("notifications/tools/list_changed", _NOTE, _S, _SL, "tools.listChanged"),
+    _r("notifications/prompts/list_changed", _NOTE, _S, _SL, "prompts.listChanged"),
+    _r("notifications/resources/list_changed", _NOTE, _S, _SL, "resources.listChanged"),
+    _r("notifications/resources/updated", _NOTE, _S, _SL, "resources.subscribe"),
+)
+
+_INDEX: dict[tuple[str, str], MethodRule] = {}
+for _rule in METHODS:
+    for _rev in _rule.revisions:
+        if (_rule.method, _rev) in _INDEX:  # pragma: no cover - guards the table itself
+            raise AssertionError(f"duplicate row for {_rule.method} in {_rev}")
+        _INDEX[_rule.method, _rev] = _rule
+
+#: Every method name in any revision.
+ALL_METHODS: frozenset[str] = frozenset(rule.method for rule in METHODS)
+
+
+def lookup(method: str, revision: str) -> MethodRule | None:
+    """The row for ``method`` in ``revision``, or None if the method does not exist there."""
+    return _INDEX.get((method, revision))
+
+
+def rules_for(revision: str) -> list[MethodRule]:
+    """Every row that applies in ``revision``."""
+    return [rule for rule in METHODS if revision in rule.revisions]
+
+
+def missing_capability(
+    rule: MethodRule,
+    revision: str,
+    params: Mapping[str, Any] | None,
+    capabilities: Mapping[str, Any],
+) -> str | None:
+    """The dotted path of the capability that ``rule`` needs and ``capabilities`` lacks.
+
+    ``capabilities`` must be the right party's: the receiver's for a request, the sender's for
+    a notification (:attr:`MethodRule.gated_by_receiver`).
+    """
+    if rule.capability is not None and revision not in rule.ungated_in:
+        if not declared(capabilities, rule.capability):
+            return rule.capability
+    if rule.params_check is not None and params is not None:
+        return rule.params_check(params, capabilities)
+    return None
+
+
+assert set(KNOWN_REVISIONS) >= {rev for rule in METHODS for rev in rule.revisions}

@@ -1,0 +1,1 @@
+"""Framing layers: turn a byte stream into whole messages and back."""

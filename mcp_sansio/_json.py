@@ -1,0 +1,214 @@
+"""The JSON seam: the stdlib ``json`` by default, ``orjson`` when it is installed.
+
+Theory of operation
+-------------------
+The stdlib is the *reference* behaviour; orjson is a fast path that must give the same
+answer or step aside. Where the two libraries differ by nature we pin one behaviour and make
+the other follow it:
+
+* decoding is strict UTF-8 (no BOM, no UTF-16 sniffing, no lone surrogates from ``\\uD800``
+  escapes) and strict RFC 8259 (no ``NaN``/``Infinity``, no number that overflows to an
+  infinite float);
+* integers beyond the 64-bit range decode as floats, as orjson does (so such an ``id`` is
+  not an integer and is refused like any other float id);
+* encoding refuses non-finite floats and lone surrogates, and accepts what the stdlib accepts
+  (orjson falls back to the stdlib for the rare values it cannot write itself, e.g. integers
+  beyond 64 bits or non-string keys).
+
+Nesting depth is checked here, before parsing, so that neither library ever recurses deeper
+than the configured limit (the stdlib would otherwise hit ``RecursionError`` and orjson stops
+at its own fixed 1024).
+
+``backend`` names the library in use; :func:`use_backend` switches it (tests run the whole
+codec suite with both).
+"""
+
+from __future__ import annotations
+
+import json as _stdjson
+import math
+import re
+from itertools import accumulate
+from collections.abc import Callable
+from typing import Any
+
+try:  # pragma: no cover - depends on the environment
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
+__all__ = ["DecodeError", "EncodeError", "available_backends", "backend", "dumps", "loads"]
+
+
+class DecodeError(ValueError):
+    """The input is not acceptable JSON (reason in the message)."""
+
+
+class EncodeError(ValueError):
+    """The value cannot be written as standard JSON."""
+
+
+_INT64_MIN = -(2**63)
+_UINT64_MAX = 2**64 - 1
+
+
+def _parse_int(text: str) -> int | float:
+    value = int(text)
+    if _INT64_MIN <= value <= _UINT64_MAX:
+        return value
+    return float(text)
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise DecodeError("number is too large to represent")
+    return value
+
+
+def _parse_constant(name: str) -> Any:
+    raise DecodeError(f"{name} is not valid JSON")
+
+
+_std_decoder = _stdjson.JSONDecoder(
+    parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant
+)
+_std_encoder = _stdjson.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=True
+)
+
+# Strings are removed before the bracket scan, so that "[[[" inside a string does not count.
+_STRING_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = bytes(sorted(set(range(256)) - {0x5B, 0x5D, 0x7B, 0x7D}))
+_DEPTH_STEP = [0] * 256
+_DEPTH_STEP[0x5B] = _DEPTH_STEP[0x7B] = 1
+_DEPTH_STEP[0x5D] = _DEPTH_STEP[0x7D] = -1
+
+
+def _too_deep(data: bytes, max_depth: int) -> bool:
+    """True when the JSON text nests arrays/objects deeper than ``max_depth``.
+
+    The common case costs two C-level ``count`` calls: a text with no more openers than
+    ``max_depth`` cannot nest deeper. Only otherwise is the text scanned (linear time).
+    """
+    if data.count(b"[") + data.count(b"{") <= max_depth:
+        return False
+    brackets = _STRING_RE.sub(b"", data).translate(None, _NOT_BRACKET)
+    # C-level iteration: the running depth is the prefix sum of +1/-1 steps.
+    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > max_depth
+
+
+def _has_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _has_nonfinite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+def _std_loads(data: bytes) -> Any:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"invalid UTF-8 at byte {exc.start}") from None
+    try:
+        value = _std_decoder.decode(text)
+    except _stdjson.JSONDecodeError as exc:
+        raise DecodeError(exc.msg) from None
+    # Only an escape can produce a surrogate from valid UTF-8; look only if one may exist.
+    if ("\\ud" in text or "\\uD" in text) and _has_surrogate(value):
+        raise DecodeError("lone surrogate in string")
+    return value
+
+
+def _std_dumps(value: Any) -> bytes:
+    try:
+        return _std_encoder.encode(value).encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise EncodeError(str(exc)) from None
+    except UnicodeEncodeError:  # pragma: no cover - subclass of ValueError, kept for clarity
+        raise EncodeError("lone surrogate in string") from None
+
+
+def _orjson_loads(data: bytes) -> Any:
+    assert _orjson is not None
+    try:
+        return _orjson.loads(data)
+    except _orjson.JSONDecodeError as exc:
+        raise DecodeError(exc.msg) from None
+
+
+def _orjson_dumps(value: Any) -> bytes:
+    assert _orjson is not None
+    try:
+        out = _orjson.dumps(value)
+    except (_orjson.JSONEncodeError, TypeError):
+        # orjson refuses some values the stdlib writes (64-bit overflow, int keys): the
+        # stdlib's answer is the reference, whether it writes them or refuses.
+        return _std_dumps(value)
+    # orjson writes NaN/Infinity as null; "null" in the output is the only place one can hide.
+    if b"null" in out and _has_nonfinite(value):
+        raise EncodeError("Out of range float values are not JSON compliant")
+    return out
+
+
+backend: str = "stdlib"
+_loads: Callable[[bytes], Any] = _std_loads
+_dumps: Callable[[Any], bytes] = _std_dumps
+
+
+def available_backends() -> list[str]:
+    """The JSON backends usable here: always ``"stdlib"``, plus ``"orjson"`` if installed."""
+    return ["stdlib", "orjson"] if _orjson is not None else ["stdlib"]
+
+
+def use_backend(name: str) -> None:
+    """Select the JSON backend (``"stdlib"`` or ``"orjson"``) for the whole process."""
+    global backend, _loads, _dumps
+    if name == "orjson":
+        if _orjson is None:
+            raise ValueError("orjson is not installed (pip install 'mcp-sansio[fast]')")
+        backend, _loads, _dumps = "orjson", _orjson_loads, _orjson_dumps
+    elif name == "stdlib":
+        backend, _loads, _dumps = "stdlib", _std_loads, _std_dumps
+    else:
+        raise ValueError(f"unknown JSON backend {name!r}")
+
+
+def loads(data: bytes, max_depth: int) -> Any:
+    """Decode one JSON text, refusing anything nested deeper than ``max_depth``."""
+    if _too_deep(data, max_depth):
+        raise DecodeError(f"JSON nested deeper than {max_depth} levels")
+    return _loads(data)
+
+
+def dumps(value: Any) -> bytes:
+    """Encode ``value`` as compact UTF-8 JSON."""
+    return _dumps(value)
+
+
+if _orjson is not None:  # pragma: no branch
+    use_backend("orjson")

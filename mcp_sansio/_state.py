@@ -1,0 +1,230 @@
+"""The lifecycle: states, inputs and one transition table per role.
+
+Theory of operation
+-------------------
+The handshake era's lifecycle (``basic/lifecycle.mdx`` of 2024-11-05 .. 2025-11-25) has three
+phases -- initialization, operation, shutdown -- which we model as four states:
+
+=============== ===================================== =========================================
+state           client                                server
+=============== ===================================== =========================================
+IDLE            created; ``initialize`` not yet sent  waiting for ``initialize``
+INITIALIZING    ``initialize`` sent, awaiting result  answered ``initialize``, awaiting
+                                                      ``notifications/initialized``
+OPERATING       handshake complete                    handshake complete
+CLOSED          nothing more is sent or received      same
+=============== ===================================== =========================================
+
+Every message that crosses the connection, in either direction, is first classified into an
+:class:`Input` (by :func:`classify_request` / :func:`classify_notification`), then looked up in
+:data:`TRANSITIONS`, which yields a :class:`Verdict` and the next state. The table is total:
+every (role, state, input) triple has a row, so the docs can print it and the tests can walk
+it. The connection consults it and never re-encodes these rules in ``if`` statements.
+
+What a ``REFUSE`` means depends on the input's direction:
+
+* a ``SEND_*`` input: ``LocalProtocolError``, nothing queued;
+* a received request: an error reply with :data:`NOT_INITIALIZED_CODE` and a
+  ``MessageRejected`` event; the state does not change;
+* a received notification or response: a ``MessageRejected`` event only (JSON-RPC never
+  answers those).
+
+The stateless era (2026-07-28) has no handshake; it gets its own states in a later revision
+of this table (``Role`` x ``State`` leaves room for them).
+"""
+
+from __future__ import annotations
+
+import enum
+
+from ._errors import ErrorCode
+
+__all__ = [
+    "NOT_INITIALIZED_CODE",
+    "TRANSITIONS",
+    "Input",
+    "Role",
+    "State",
+    "Verdict",
+    "classify_notification",
+    "classify_request",
+    "transition",
+]
+
+
+class Role(enum.Enum):
+    CLIENT = "client"
+    SERVER = "server"
+
+
+class State(enum.Enum):
+    IDLE = "idle"
+    INITIALIZING = "initializing"
+    OPERATING = "operating"
+    CLOSED = "closed"
+
+
+class Input(enum.Enum):
+    """What can happen to a connection, classified for the lifecycle table."""
+
+    SEND_INITIALIZE = "send initialize"
+    SEND_INITIALIZED = "send notifications/initialized"
+    SEND_PING = "send ping"
+    SEND_REQUEST = "send other request"
+    SEND_LOG = "send notifications/message"
+    #: ``notifications/cancelled`` and ``notifications/progress``: about a request already in
+    #: flight, which was legal when it was sent, so they follow it in every open state.
+    SEND_UTILITY = "send cancelled/progress"
+    SEND_NOTIFICATION = "send other notification"
+    SEND_RESPONSE = "send response"
+    RECV_INITIALIZE = "recv initialize"
+    RECV_INITIALIZE_RESULT = "recv initialize result"
+    RECV_INITIALIZE_ERROR = "recv initialize error"
+    RECV_INITIALIZED = "recv notifications/initialized"
+    RECV_PING = "recv ping"
+    RECV_REQUEST = "recv other request"
+    RECV_LOG = "recv notifications/message"
+    RECV_UTILITY = "recv cancelled/progress"
+    RECV_NOTIFICATION = "recv other notification"
+    RECV_RESPONSE = "recv response"
+    EOF = "eof"
+
+
+class Verdict(enum.Enum):
+    ALLOW = "allow"
+    REFUSE = "refuse"
+    #: Dropped without an event: input that arrives after the connection closed.
+    IGNORE = "ignore"
+
+
+#: The error code for a request refused because the handshake is not complete. JSON-RPC's
+#: "Invalid Request" fits: the request is well formed but not valid in this state (MCP defines
+#: no dedicated code; lifecycle.mdx only says such requests SHOULD NOT be sent).
+NOT_INITIALIZED_CODE = ErrorCode.INVALID_REQUEST
+
+_I, _S = Input, State
+A, R, X = Verdict.ALLOW, Verdict.REFUSE, Verdict.IGNORE
+
+_SEND = [i for i in Input if i.name.startswith("SEND_")]
+_RECV = [i for i in Input if i.name.startswith("RECV_")]
+
+
+def _row(
+    default: Verdict, state: State, **cells: tuple[Verdict, State] | Verdict
+) -> dict[Input, tuple[Verdict, State]]:
+    """One state's row: every input gets ``default`` (staying in ``state``) unless named."""
+    row = {i: (default, state) for i in Input}
+    for name, cell in cells.items():
+        row[Input[name]] = cell if isinstance(cell, tuple) else (cell, state)
+    row[Input.EOF] = (A, State.CLOSED)
+    return row
+
+
+# Citations: lifecycle.mdx (every handshake revision), "Initialization" and "Operation".
+_CLIENT: dict[State, dict[Input, tuple[Verdict, State]]] = {
+    # "The initialization phase MUST be the first interaction": only initialize goes out;
+    # ping is allowed at any time (ping.mdx).
+    _S.IDLE: _row(
+        R, _S.IDLE,
+        SEND_INITIALIZE=(A, _S.INITIALIZING), SEND_PING=A, SEND_UTILITY=A, SEND_RESPONSE=A,
+        RECV_PING=A, RECV_LOG=A, RECV_UTILITY=A, RECV_RESPONSE=A,
+    ),
+    # "The client SHOULD NOT send requests other than pings before the server has responded
+    # to the initialize request." The server "SHOULD NOT send requests other than pings and
+    # logging before receiving the initialized notification".
+    _S.INITIALIZING: _row(
+        R, _S.INITIALIZING,
+        SEND_PING=A, SEND_UTILITY=A, SEND_RESPONSE=A,
+        RECV_INITIALIZE_RESULT=(A, _S.OPERATING),
+        RECV_INITIALIZE_ERROR=(A, _S.CLOSED),
+        RECV_PING=A, RECV_LOG=A, RECV_UTILITY=A, RECV_RESPONSE=A,
+    ),
+    # Operation: anything the method and capability tables allow. initialize happens once.
+    _S.OPERATING: _row(
+        A, _S.OPERATING,
+        SEND_INITIALIZE=R, SEND_INITIALIZED=R,
+        RECV_INITIALIZE=R, RECV_INITIALIZED=R,
+    ),
+    _S.CLOSED: {
+        **{i: (R, _S.CLOSED) for i in _SEND},
+        **{i: (X, _S.CLOSED) for i in _RECV},
+        Input.EOF: (X, _S.CLOSED),
+    },
+}
+
+_SERVER: dict[State, dict[Input, tuple[Verdict, State]]] = {
+    # Waiting for initialize. Ping and log messages may go out before initialized.
+    _S.IDLE: _row(
+        R, _S.IDLE,
+        SEND_PING=A, SEND_LOG=A, SEND_UTILITY=A, SEND_RESPONSE=A,
+        RECV_INITIALIZE=(A, _S.INITIALIZING), RECV_PING=A, RECV_UTILITY=A, RECV_RESPONSE=A,
+    ),
+    # initialize answered; "the client MUST send an initialized notification" next. A second
+    # initialize is refused and changes nothing.
+    _S.INITIALIZING: _row(
+        R, _S.INITIALIZING,
+        SEND_PING=A, SEND_LOG=A, SEND_UTILITY=A, SEND_RESPONSE=A,
+        RECV_INITIALIZED=(A, _S.OPERATING), RECV_PING=A, RECV_UTILITY=A, RECV_RESPONSE=A,
+    ),
+    _S.OPERATING: _row(
+        A, _S.OPERATING,
+        SEND_INITIALIZE=R, SEND_INITIALIZED=R,
+        RECV_INITIALIZE=R, RECV_INITIALIZED=R,
+    ),
+    _S.CLOSED: _CLIENT[_S.CLOSED],
+}
+
+# The core sends notifications/initialized itself (when the InitializeResult is accepted), and
+# the handshake messages only ever flow one way: these cells are refusals in every state.
+# (Direction of every other method is the method table's business, _capabilities.py.)
+for _state in (_S.IDLE, _S.INITIALIZING, _S.OPERATING):
+    _CLIENT[_state][Input.SEND_INITIALIZED] = (R, _state)
+    _CLIENT[_state][Input.RECV_INITIALIZE] = (R, _state)
+    _CLIENT[_state][Input.RECV_INITIALIZED] = (R, _state)
+    _SERVER[_state][Input.SEND_INITIALIZE] = (R, _state)
+    _SERVER[_state][Input.SEND_INITIALIZED] = (R, _state)
+    _SERVER[_state][Input.RECV_INITIALIZE_RESULT] = (R, _state)
+    _SERVER[_state][Input.RECV_INITIALIZE_ERROR] = (R, _state)
+
+#: (role, state, input) -> (verdict, next state). Total over all three enums.
+TRANSITIONS: dict[tuple[Role, State, Input], tuple[Verdict, State]] = {
+    (role, state, inp): cell
+    for role, table in ((Role.CLIENT, _CLIENT), (Role.SERVER, _SERVER))
+    for state, row in table.items()
+    for inp, cell in row.items()
+}
+
+
+def transition(role: Role, state: State, inp: Input) -> tuple[Verdict, State]:
+    """Look up one cell of the lifecycle table."""
+    return TRANSITIONS[role, state, inp]
+
+
+_SEND_REQUEST = {"initialize": Input.SEND_INITIALIZE, "ping": Input.SEND_PING}
+_RECV_REQUEST = {"initialize": Input.RECV_INITIALIZE, "ping": Input.RECV_PING}
+_SEND_NOTIFICATION = {
+    "notifications/initialized": Input.SEND_INITIALIZED,
+    "notifications/message": Input.SEND_LOG,
+    "notifications/cancelled": Input.SEND_UTILITY,
+    "notifications/progress": Input.SEND_UTILITY,
+}
+_RECV_NOTIFICATION = {
+    "notifications/initialized": Input.RECV_INITIALIZED,
+    "notifications/message": Input.RECV_LOG,
+    "notifications/cancelled": Input.RECV_UTILITY,
+    "notifications/progress": Input.RECV_UTILITY,
+}
+
+
+def classify_request(method: str, *, sending: bool) -> Input:
+    """The lifecycle input for a request with this method."""
+    if sending:
+        return _SEND_REQUEST.get(method, Input.SEND_REQUEST)
+    return _RECV_REQUEST.get(method, Input.RECV_REQUEST)
+
+
+def classify_notification(method: str, *, sending: bool) -> Input:
+    """The lifecycle input for a notification with this method."""
+    if sending:
+        return _SEND_NOTIFICATION.get(method, Input.SEND_NOTIFICATION)
+    return _RECV_NOTIFICATION.get(method, Input.RECV_NOTIFICATION)

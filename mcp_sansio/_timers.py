@@ -1,0 +1,93 @@
+"""Deadlines for requests in flight: a heap with lazy deletion.
+
+Theory of operation
+-------------------
+Each outgoing request may own two deadlines: an *idle* one (reset by progress, when asked)
+and a *hard* one (never extended). Both go into one binary heap as ``(when, seq, key, kind)``
+entries. Moving or cancelling a deadline does not search the heap: the owner's current
+deadline is kept in :attr:`TimerTable._current`, and heap entries that no longer match it are
+*stale* and skipped when they reach the top (lazy deletion). So:
+
+* ``set``/``clear`` are O(log n) / O(1);
+* ``next_deadline`` is O(1) amortised (stale entries at the top are popped once, ever);
+* ``expired(now)`` pops every due entry in O(k log n) for k due entries.
+
+Keeping stale entries costs memory only until they surface; ``_compact`` rebuilds the heap
+when stale entries outnumber live ones, so the heap never exceeds twice the live size.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+from collections.abc import Hashable
+
+__all__ = ["TimerKind", "TimerTable"]
+
+
+class TimerKind(enum.IntEnum):
+    IDLE = 0
+    HARD = 1
+
+
+class TimerTable:
+    """Deadlines keyed by ``(key, kind)``."""
+
+    __slots__ = ("_current", "_heap", "_seq")
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Hashable, TimerKind]] = []
+        self._current: dict[tuple[Hashable, TimerKind], float] = {}
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self._current)
+
+    def set(self, key: Hashable, kind: TimerKind, when: float) -> None:
+        """Set (or move) the deadline ``(key, kind)`` to ``when``."""
+        self._current[key, kind] = when
+        self._seq += 1
+        heapq.heappush(self._heap, (when, self._seq, key, kind))
+        if len(self._heap) > 64 and len(self._heap) > 2 * len(self._current):
+            self._compact()
+
+    def clear(self, key: Hashable, kind: TimerKind | None = None) -> None:
+        """Remove one deadline of ``key`` (or both when ``kind`` is None)."""
+        if kind is None:
+            self._current.pop((key, TimerKind.IDLE), None)
+            self._current.pop((key, TimerKind.HARD), None)
+        else:
+            self._current.pop((key, kind), None)
+
+    def get(self, key: Hashable, kind: TimerKind) -> float | None:
+        return self._current.get((key, kind))
+
+    def _prune(self) -> None:
+        heap, current = self._heap, self._current
+        while heap:
+            when, _, key, kind = heap[0]
+            if current.get((key, kind)) == when:
+                return
+            heapq.heappop(heap)
+
+    def next_deadline(self) -> float | None:
+        """The earliest live deadline, or None."""
+        self._prune()
+        return self._heap[0][0] if self._heap else None
+
+    def pop_expired(self, now: float) -> list[tuple[Hashable, TimerKind]]:
+        """Remove and return every live deadline at or before ``now``, earliest first."""
+        due: list[tuple[Hashable, TimerKind]] = []
+        heap, current = self._heap, self._current
+        while heap and heap[0][0] <= now:
+            when, _, key, kind = heapq.heappop(heap)
+            if current.get((key, kind)) == when:
+                del current[key, kind]
+                due.append((key, kind))
+        return due
+
+    def _compact(self) -> None:
+        self._heap = [
+            entry for entry in self._heap if self._current.get((entry[2], entry[3])) == entry[0]
+        ]
+        heapq.heapify(self._heap)
