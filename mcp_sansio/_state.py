@@ -144,6 +144,7 @@ _CLIENT: dict[State, dict[Input, tuple[Verdict, State]]] = {
         A, _S.OPERATING,
         SEND_INITIALIZE=R, SEND_INITIALIZED=R,
         RECV_INITIALIZE=R, RECV_INITIALIZED=R,
+        RECV_INITIALIZE_RESULT=R, RECV_INITIALIZE_ERROR=R,
     ),
     _S.CLOSED: {
         **{i: (R, _S.CLOSED) for i in _SEND},
@@ -174,15 +175,18 @@ _SERVER: dict[State, dict[Input, tuple[Verdict, State]]] = {
     _S.CLOSED: _CLIENT[_S.CLOSED],
 }
 
-# The core sends notifications/initialized itself (when the InitializeResult is accepted), and
-# the handshake messages only ever flow one way: these cells are refusals in every state.
-# (Direction of every other method is the method table's business, _capabilities.py.)
+# The core sends notifications/initialized itself (when the InitializeResult is accepted); the
+# handshake messages and log messages, which have inputs of their own, only ever flow one way:
+# these cells are refusals in every state. (The direction of the methods grouped under
+# SEND_REQUEST/RECV_REQUEST/... is the method table's business, _capabilities.py.)
 for _state in (_S.IDLE, _S.INITIALIZING, _S.OPERATING):
     _CLIENT[_state][Input.SEND_INITIALIZED] = (R, _state)
+    _CLIENT[_state][Input.SEND_LOG] = (R, _state)
     _CLIENT[_state][Input.RECV_INITIALIZE] = (R, _state)
     _CLIENT[_state][Input.RECV_INITIALIZED] = (R, _state)
     _SERVER[_state][Input.SEND_INITIALIZE] = (R, _state)
     _SERVER[_state][Input.SEND_INITIALIZED] = (R, _state)
+    _SERVER[_state][Input.RECV_LOG] = (R, _state)
     _SERVER[_state][Input.RECV_INITIALIZE_RESULT] = (R, _state)
     _SERVER[_state][Input.RECV_INITIALIZE_ERROR] = (R, _state)
 
