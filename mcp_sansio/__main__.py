@@ -8,7 +8,6 @@ complete example of driving both sides of the core by hand.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import TextIO

@@ -240,9 +240,12 @@ def missing_capability(
     ``capabilities`` must be the right party's: the receiver's for a request, the sender's for
     a notification (:attr:`MethodRule.gated_by_receiver`).
     """
-    if rule.capability is not None and revision not in rule.ungated_in:
-        if not declared(capabilities, rule.capability):
-            return rule.capability
+    if (
+        rule.capability is not None
+        and revision not in rule.ungated_in
+        and not declared(capabilities, rule.capability)
+    ):
+        return rule.capability
     if rule.params_check is not None and params is not None:
         return rule.params_check(params, capabilities)
     return None

@@ -139,12 +139,11 @@ def parse(obj: Any) -> Parsed:
                 request_id=readable_id, method=method, reply=has_id,
             )
         params = obj.get("params")
-        if params is not None or "params" in obj:
-            if type(params) is not dict:
-                raise InvalidMessage(
-                    "Invalid Request: 'params' must be an object",
-                    request_id=readable_id, method=method, reply=has_id,
-                )
+        if (params is not None or "params" in obj) and type(params) is not dict:
+            raise InvalidMessage(
+                "Invalid Request: 'params' must be an object",
+                request_id=readable_id, method=method, reply=has_id,
+            )
         if has_id:
             return _REQUEST, msg_id, method, params
         return _NOTIFICATION, None, method, params

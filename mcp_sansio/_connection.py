@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from . import _codec
 from ._capabilities import ALL_METHODS, Kind, lookup, missing_capability
@@ -58,7 +58,7 @@ from ._events import (
     Response,
     UnexpectedResponse,
 )
-from ._framing.ndjson import DEFAULT_MAX_LINE, OVERSIZED, LineSplitter, Oversized
+from ._framing.ndjson import DEFAULT_MAX_LINE, OVERSIZED, LineSplitter
 from ._json import EncodeError
 from ._pending import Incoming, Outgoing, RecentIds
 from ._state import (
@@ -120,7 +120,7 @@ class _Batch:
 
 
 def _number(value: object) -> bool:
-    return (type(value) is int or type(value) is float) and math.isfinite(value)  # type: ignore[arg-type]
+    return (type(value) is int or type(value) is float) and math.isfinite(value)
 
 
 class Connection:
@@ -512,6 +512,7 @@ class Connection:
         """Report progress on a request the peer sent us, with the token it gave.
 
         ``message`` is left out in 2024-11-05, which does not define it.
+
         :raises LocalProtocolError: no token was given, the request is finished, or
             ``progress`` does not increase.
         """
@@ -920,7 +921,12 @@ class Connection:
             return
         total = params.get("total")
         message = params.get("message")
-        if not _number(progress) or (total is not None and not _number(total)):
+        if (
+            isinstance(progress, bool)
+            or not isinstance(progress, int | float)
+            or not _number(progress)
+            or (total is not None and not _number(total))
+        ):
             self._report(ErrorCode.INVALID_PARAMS, "progress and total must be numbers",
                          request_id, "notifications/progress")
             return
@@ -937,7 +943,7 @@ class Connection:
             Progress(
                 request_id=request_id,
                 token=token,  # type: ignore[arg-type]
-                progress=progress,  # type: ignore[arg-type]
+                progress=progress,
                 total=total,
                 message=message if isinstance(message, str) else None,
             )
@@ -969,7 +975,7 @@ class Connection:
             inp = Input.RECV_INITIALIZE_RESULT if is_result else Input.RECV_INITIALIZE_ERROR
         else:
             inp = Input.RECV_RESPONSE
-        verdict, next_state = transition(self.role, self._state, inp)
+        verdict, _ = transition(self.role, self._state, inp)
         if verdict is not Verdict.ALLOW:  # pragma: no cover - responses are allowed when open
             self._report(ErrorCode.INVALID_REQUEST, _refusal(inp, self._state), request_id)
             return
@@ -1106,8 +1112,8 @@ class ClientConnection(Connection):
             )
             return
         self.protocol_version = version
-        self.peer_capabilities = capabilities  # type: ignore[assignment]
-        self.peer_info = info  # type: ignore[assignment]
+        self.peer_capabilities = capabilities
+        self.peer_info = cast("dict[str, Any]", info)
         self.instructions = instructions
         self._advance(Input.RECV_INITIALIZE_RESULT)
         # lifecycle.mdx: "the client MUST send an initialized notification".
@@ -1161,8 +1167,8 @@ class ServerConnection(Connection):
         if self.server_instructions is not None:
             result["instructions"] = self.server_instructions
         self.protocol_version = version
-        self.peer_capabilities = capabilities  # type: ignore[assignment]
-        self.peer_info = info  # type: ignore[assignment]
+        self.peer_capabilities = capabilities
+        self.peer_info = cast("dict[str, Any]", info)
         self._state = next_state
         self._queue_reply(batch, _codec.result_message(request_id, result), request_id)
 

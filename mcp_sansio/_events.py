@@ -57,7 +57,9 @@ def _check_request_id(_inst: object, attribute: attrs.Attribute[Any], value: obj
         raise TypeError(f"{attribute.name} must be a str or int, not {type(value).__name__}")
 
 
-def _check_optional_request_id(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _check_optional_request_id(
+    inst: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
     if value is not None:
         _check_request_id(inst, attribute, value)
 

@@ -28,10 +28,11 @@ from __future__ import annotations
 import json as _stdjson
 import math
 import re
-from itertools import accumulate
 from collections.abc import Callable
+from itertools import accumulate
 from typing import Any
 
+_orjson: Any
 try:  # pragma: no cover - depends on the environment
     import orjson as _orjson
 except ImportError:  # pragma: no cover
@@ -164,7 +165,7 @@ def _orjson_loads(data: bytes) -> Any:
 def _orjson_dumps(value: Any) -> bytes:
     assert _orjson is not None
     try:
-        out = _orjson.dumps(value)
+        out: bytes = _orjson.dumps(value)
     except (_orjson.JSONEncodeError, TypeError):
         # orjson refuses some values the stdlib writes (64-bit overflow, int keys): the
         # stdlib's answer is the reference, whether it writes them or refuses.
