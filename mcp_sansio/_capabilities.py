@@ -26,6 +26,7 @@ from typing import Any
 
 import attrs
 
+from ._errors import ErrorCode
 from ._state import Role
 from ._versions import HANDSHAKE_REVISIONS, KNOWN_REVISIONS
 
@@ -44,6 +45,9 @@ __all__ = [
 class Kind(enum.Enum):
     REQUEST = "request"
     NOTIFICATION = "notification"
+    #: 2026-07-28: a server-to-client request embedded in an ``InputRequiredResult`` (MRTR),
+    #: gated by the capabilities the *retried request* declared.
+    INPUT_REQUEST = "input request"
 
 
 class Sender(enum.Enum):
@@ -73,13 +77,27 @@ class MethodRule:
     #: Revisions in which the capability is *not* required although the method exists
     #: (``completion/complete`` in 2024-11-05).
     ungated_in: frozenset[str] = frozenset()
-    #: An additional params-dependent gate.
+    #: An additional params-dependent gate. A sub-capability it finds missing is answered
+    #: -32602 (Invalid params) on receipt, not -32601: the method itself is supported
+    #: (2025-11-25 ``client/elicitation.mdx`` requires -32602 for an undeclared mode).
     params_check: ParamsCheck | None = None
+    #: Whose declared capabilities gate the row when it is not the default (requests: the
+    #: receiver's; notifications: the sender's). ``notifications/elicitation/complete`` is
+    #: sent by the server but gated by the client's ``elicitation.url``.
+    gated_by: Role | None = None
+    #: 2026-07-28: a complete result carries ``ttlMs``/``cacheScope`` (spec-digest h, Caching).
+    cacheable: bool = False
+    #: 2026-07-28: the result may be ``input_required`` (spec-digest h, MRTR).
+    mrtr: bool = False
 
     @property
     def gated_by_receiver(self) -> bool:
-        """Requests are gated by the receiver's capabilities, notifications by the sender's."""
-        return self.kind is Kind.REQUEST
+        """Requests are gated by the receiver's capabilities, notifications by the sender's
+        (unless the row says otherwise); input requests by the client's (the receiver's)
+        capabilities declared for the request."""
+        if self.gated_by is not None:
+            return self.sender is not Sender.BOTH and self.gated_by.value != self.sender.value
+        return self.kind is not Kind.NOTIFICATION
 
 
 def declared(capabilities: Mapping[str, Any], path: str) -> bool:
@@ -120,7 +138,7 @@ def _elicitation_mode(params: Mapping[str, Any], caps: Mapping[str, Any]) -> str
     elicitation = caps.get("elicitation")
     if not isinstance(elicitation, Mapping):
         return "elicitation"
-    if not elicitation.get("form") and not elicitation.get("url"):
+    if "form" not in elicitation and "url" not in elicitation:
         return None if mode == "form" else f"elicitation.{mode}"
     return None if declared(caps, f"elicitation.{mode}") else f"elicitation.{mode}"
 
@@ -128,10 +146,11 @@ def _elicitation_mode(params: Mapping[str, Any], caps: Mapping[str, Any]) -> str
 # -- the table ---------------------------------------------------------------------------------
 
 _ALL_HS = frozenset(HANDSHAKE_REVISIONS)
+_UNTIL_0618 = frozenset({"2024-11-05", "2025-03-26", "2025-06-18"})
 _FROM_0618 = frozenset({"2025-06-18", "2025-11-25"})
 _ONLY_1125 = frozenset({"2025-11-25"})
 _SL = frozenset({"2026-07-28"})
-_REQ, _NOTE = Kind.REQUEST, Kind.NOTIFICATION
+_REQ, _NOTE, _INPUT = Kind.REQUEST, Kind.NOTIFICATION, Kind.INPUT_REQUEST
 _C, _S, _B = Sender.CLIENT, Sender.SERVER, Sender.BOTH
 
 
@@ -172,14 +191,18 @@ METHODS: tuple[MethodRule, ...] = (
     # server/utilities/completion.mdx: the `completions` capability exists from 2025-03-26.
     _r("completion/complete", _REQ, _C, _ALL_HS, "completions",
        ungated_in=frozenset({"2024-11-05"})),
-    # client/sampling.mdx, client/roots.mdx, client/elicitation.mdx
-    _r("sampling/createMessage", _REQ, _S, _ALL_HS, "sampling",
+    # client/sampling.mdx, client/roots.mdx, client/elicitation.mdx. The sub-capabilities
+    # (sampling.tools/context, elicitation modes) exist from 2025-11-25.
+    _r("sampling/createMessage", _REQ, _S, _UNTIL_0618, "sampling"),
+    _r("sampling/createMessage", _REQ, _S, _ONLY_1125, "sampling",
        params_check=_sampling_subcapabilities),
     _r("roots/list", _REQ, _S, _ALL_HS, "roots"),
     _r("notifications/roots/list_changed", _NOTE, _C, _ALL_HS, "roots.listChanged"),
-    _r("elicitation/create", _REQ, _S, _FROM_0618, "elicitation",
+    _r("elicitation/create", _REQ, _S, frozenset({"2025-06-18"}), "elicitation"),
+    _r("elicitation/create", _REQ, _S, _ONLY_1125, "elicitation",
        params_check=_elicitation_mode),
-    _r("notifications/elicitation/complete", _NOTE, _S, _ONLY_1125, "elicitation.url"),
+    _r("notifications/elicitation/complete", _NOTE, _S, _ONLY_1125, "elicitation.url",
+       gated_by=Role.CLIENT),
     # basic/utilities/tasks.mdx (2025-11-25, experimental, both directions)
     _r("tasks/get", _REQ, _B, _ONLY_1125),
     _r("tasks/result", _REQ, _B, _ONLY_1125),
@@ -187,14 +210,14 @@ METHODS: tuple[MethodRule, ...] = (
     _r("tasks/cancel", _REQ, _B, _ONLY_1125, "tasks.cancel"),
     _r("notifications/tasks/status", _NOTE, _B, _ONLY_1125),
     # ---- stateless era, 2026-07-28: spec-digest c1 (every request is client -> server) ----
-    _r("server/discover", _REQ, _C, _SL),
-    _r("tools/list", _REQ, _C, _SL, "tools"),
-    _r("tools/call", _REQ, _C, _SL, "tools"),
-    _r("prompts/list", _REQ, _C, _SL, "prompts"),
-    _r("prompts/get", _REQ, _C, _SL, "prompts"),
-    _r("resources/list", _REQ, _C, _SL, "resources"),
-    _r("resources/templates/list", _REQ, _C, _SL, "resources"),
-    _r("resources/read", _REQ, _C, _SL, "resources"),
+    _r("server/discover", _REQ, _C, _SL, cacheable=True),
+    _r("tools/list", _REQ, _C, _SL, "tools", cacheable=True),
+    _r("tools/call", _REQ, _C, _SL, "tools", mrtr=True),
+    _r("prompts/list", _REQ, _C, _SL, "prompts", cacheable=True),
+    _r("prompts/get", _REQ, _C, _SL, "prompts", mrtr=True),
+    _r("resources/list", _REQ, _C, _SL, "resources", cacheable=True),
+    _r("resources/templates/list", _REQ, _C, _SL, "resources", cacheable=True),
+    _r("resources/read", _REQ, _C, _SL, "resources", cacheable=True, mrtr=True),
     _r("completion/complete", _REQ, _C, _SL, "completions"),
     _r("subscriptions/listen", _REQ, _C, _SL),
     # stdio: client -> server; server -> client only to end a listen stream.
@@ -206,6 +229,12 @@ METHODS: tuple[MethodRule, ...] = (
     _r("notifications/prompts/list_changed", _NOTE, _S, _SL, "prompts.listChanged"),
     _r("notifications/resources/list_changed", _NOTE, _S, _SL, "resources.listChanged"),
     _r("notifications/resources/updated", _NOTE, _S, _SL, "resources.subscribe"),
+    # MRTR input requests embedded in an InputRequiredResult (basic/patterns/mrtr.mdx):
+    # "only request declared client caps".
+    _r("elicitation/create", _INPUT, _S, _SL, "elicitation", params_check=_elicitation_mode),
+    _r("sampling/createMessage", _INPUT, _S, _SL, "sampling",
+       params_check=_sampling_subcapabilities),
+    _r("roots/list", _INPUT, _S, _SL, "roots"),
 )
 
 _INDEX: dict[tuple[str, str], MethodRule] = {}
@@ -237,8 +266,9 @@ def missing_capability(
 ) -> str | None:
     """The dotted path of the capability that ``rule`` needs and ``capabilities`` lacks.
 
-    ``capabilities`` must be the right party's: the receiver's for a request, the sender's for
-    a notification (:attr:`MethodRule.gated_by_receiver`).
+    ``capabilities`` must be the right party's (:attr:`MethodRule.gated_by_receiver`). The
+    base capability is checked first; a path other than ``rule.capability`` comes from the
+    params check (see :func:`refusal_code`).
     """
     if (
         rule.capability is not None
@@ -252,3 +282,10 @@ def missing_capability(
 
 
 assert set(KNOWN_REVISIONS) >= {rev for rule in METHODS for rev in rule.revisions}
+
+
+def refusal_code(rule: MethodRule, missing: str) -> ErrorCode:
+    """The code for refusing a received message whose gate failed: -32601 when the method's
+    capability itself is missing (``completion.mdx``, ``roots.mdx`` examples), -32602 when
+    only a params-dependent sub-capability is (``client/elicitation.mdx``, 2025-11-25)."""
+    return ErrorCode.METHOD_NOT_FOUND if missing == rule.capability else ErrorCode.INVALID_PARAMS

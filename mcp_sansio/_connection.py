@@ -36,7 +36,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from . import _codec
-from ._capabilities import ALL_METHODS, Kind, lookup, missing_capability
+from ._capabilities import (
+    ALL_METHODS,
+    METHODS,
+    Kind,
+    declared,
+    lookup,
+    missing_capability,
+    refusal_code,
+)
 from ._codec import InvalidMessage, MessageKind
 from ._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
 from ._events import (
@@ -46,6 +54,7 @@ from ._events import (
     ErrorResponse,
     Event,
     Initialized,
+    InputRequired,
     LateResponse,
     MessageRejected,
     Notification,
@@ -53,9 +62,11 @@ from ._events import (
     Request,
     RequestAborted,
     RequestCancelled,
+    RequestFailed,
     RequestId,
     RequestTimedOut,
     Response,
+    SubscriptionAcknowledged,
     UnexpectedResponse,
 )
 from ._framing.ndjson import DEFAULT_MAX_LINE, OVERSIZED, LineSplitter
@@ -71,8 +82,32 @@ from ._state import (
     classify_request,
     transition,
 )
+from ._stateless import (
+    LISTEN_FILTERS,
+    LISTEN_NOTIFICATIONS,
+    LOG_LEVELS,
+    LOG_RANK,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
+    InvalidRequestState,
+    filter_allows,
+    has_stateless_meta,
+    open_state,
+    seal_state,
+)
 from ._timers import TimerKind, TimerTable
-from ._versions import FEATURES, HANDSHAKE_REVISIONS, negotiate_server_version, newest
+from ._versions import (
+    FEATURES,
+    KNOWN_REVISIONS,
+    Era,
+    judge_probe,
+    negotiate_server_version,
+    newest,
+)
 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
@@ -88,13 +123,18 @@ __all__ = [
 #: ``None`` disables it. Progress can reset it per request (``progress_resets_timeout``).
 DEFAULT_REQUEST_TIMEOUT: float | None = 60.0
 
-#: Syslog severities, lowest first (``server/utilities/logging.mdx``, every revision).
-LOG_LEVELS: tuple[str, ...] = (
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
-)
-_LOG_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
+#: How long a dual-era client waits for the answer to its ``server/discover`` probe before
+#: falling back to ``initialize``. A handshake-era server answers an unknown method at once
+#: (-32601), so only a server that drops unknown requests makes us wait; five seconds keeps
+#: that case tolerable without misjudging a slow but modern server on a local pipe.
+DEFAULT_PROBE_TIMEOUT = 5.0
 
 _DEFAULT = object()  # "use the connection's default" for per-request options
+
+#: Methods whose 2026-07-28 result may be input_required (from the method table).
+_MRTR_METHODS = frozenset(rule.method for rule in METHODS if rule.mrtr)
+#: The listen stream's own notifications (client side checks).
+_LISTEN_ACK = "notifications/subscriptions/acknowledged"
 
 
 class _Eof:
@@ -129,7 +169,8 @@ class Connection:
     :param info: our ``Implementation`` object (``clientInfo``/``serverInfo``):
         at least ``name`` and ``version``.
     :param capabilities: the capabilities we declare.
-    :param versions: the protocol revisions we accept (default: every handshake-era one).
+    :param versions: the protocol revisions we accept (default: every known revision, both
+        eras).
     :param request_timeout: default idle timeout for requests we send (seconds, or None).
     :param max_request_time: default hard maximum for requests we send (never extended by
         progress), or None.
@@ -159,12 +200,14 @@ class Connection:
     ) -> None:
         self.info: dict[str, Any] = dict(info or {"name": "mcp-sansio", "version": "0"})
         self.capabilities: dict[str, Any] = dict(capabilities or {})
-        supported = tuple(versions) if versions is not None else HANDSHAKE_REVISIONS
+        supported = tuple(versions) if versions is not None else KNOWN_REVISIONS
         handshake = tuple(v for v in supported if v in FEATURES and FEATURES[v].handshake)
-        if not handshake:
-            raise ValueError("at least one handshake-era revision is required")
+        stateless = tuple(v for v in supported if v in FEATURES and not FEATURES[v].handshake)
+        if not handshake and not stateless:
+            raise ValueError(f"no known revision among {supported!r}")
         self.versions: tuple[str, ...] = supported
         self._handshake_versions = handshake
+        self._stateless_versions = stateless
         self.request_timeout = request_timeout
         self.max_request_time = max_request_time
         self.progress_resets_timeout = progress_resets_timeout
@@ -176,10 +219,11 @@ class Connection:
         self._peer_role = Role.SERVER if self.role is Role.CLIENT else Role.CLIENT
         #: The negotiated revision (None until negotiated).
         self.protocol_version: str | None = None
-        #: The peer's declared capabilities, its Implementation object, and (for a client)
-        #: the server's instructions.
+        #: The capabilities the peer declared (initialize, or a DiscoverResult).
         self.peer_capabilities: dict[str, Any] = {}
+        #: The peer's ``Implementation`` object (``clientInfo`` / ``serverInfo``).
         self.peer_info: dict[str, Any] = {}
+        #: Client: the server's instructions, if it sent any.
         self.instructions: str | None = None
         #: Why the connection closed (None while open).
         self.close_reason: CloseReason | None = None
@@ -200,6 +244,20 @@ class Connection:
         self.subscriptions: set[str] = set()
         #: The minimum log level the client asked for with logging/setLevel (server side).
         self.log_level: str | None = None
+        #: Open subscriptions/listen streams (2026-07-28), by the listen request's id: the
+        #: honoured filter (None on the client until the acknowledgement arrives).
+        self._listens: dict[RequestId, dict[str, Any] | None] = {}
+        #: Client, 2026-07-28: input_required answers awaiting retry_with_input(), by id:
+        #: (method, params as sent, inputRequests, requestState).
+        self._mrtr: dict[RequestId, tuple[str, dict[str, Any] | None, dict[str, Any],
+                                          str | None]] = {}
+        #: Client, 2026-07-28: the last DiscoverResult received (None before).
+        self.discovery: dict[str, Any] | None = None
+        #: Server: key that seals requestState (None: the application handles it raw), and
+        #: the caching hints of 2026-07-28 results (see ServerConnection).
+        self.request_state_key: bytes | None = None
+        self.cache_ttl_ms = 0
+        self.cache_scope = "private"
 
     # -- properties --------------------------------------------------------------------------
 
@@ -215,9 +273,32 @@ class Connection:
 
     @property
     def revision(self) -> str:
-        """The revision whose tables apply now: the negotiated one, or (before negotiation)
-        the newest handshake revision we support."""
-        return self.protocol_version or newest(self._handshake_versions)
+        """The revision whose tables apply now: the negotiated one; in the stateless state,
+        the newest stateless revision; before negotiation, the newest handshake revision we
+        support (the newest stateless one if none)."""
+        if self.protocol_version is not None:
+            return self.protocol_version
+        if self._state is State.STATELESS or not self._handshake_versions:
+            return newest(self._stateless_versions)
+        return newest(self._handshake_versions)
+
+    @property
+    def _handshake_revision(self) -> str:
+        """The revision for a message handled with handshake-era semantics."""
+        if self.protocol_version is not None and FEATURES[self.protocol_version].handshake:
+            return self.protocol_version
+        return newest(self._handshake_versions or self._stateless_versions)
+
+    @property
+    def era(self) -> Era | None:
+        """The era this connection speaks, once known."""
+        if self._state in (State.INITIALIZING, State.OPERATING):
+            return Era.HANDSHAKE
+        if self._state is State.STATELESS:
+            return Era.STATELESS
+        if self.protocol_version is not None:
+            return Era.HANDSHAKE if FEATURES[self.protocol_version].handshake else Era.STATELESS
+        return None
 
     # -- time --------------------------------------------------------------------------------
 
@@ -242,6 +323,13 @@ class Connection:
                 # lifecycle.mdx: the client MUST NOT cancel initialize; close instead.
                 self._close(CloseReason.INITIALIZE_TIMEOUT, "initialize was not answered in time")
                 return
+            if self._state is State.PROBING:
+                # versioning.mdx: a timeout of the probe means fall back to initialize. No
+                # cancel: before initialize a handshake-era server expects nothing else.
+                self._end_outgoing(request_id, record)
+                self._ended_outgoing.add(request_id, record.method)
+                self._probe_failed("the server/discover probe timed out")
+                continue
             self._end_outgoing(request_id, record)
             self._ended_outgoing.add(request_id, record.method)
             reason = "hard time limit reached" if kind is TimerKind.HARD else "timed out"
@@ -345,8 +433,9 @@ class Connection:
         """Drain the outbox as ``(message, related_request_id)`` pairs (HTTP routing).
 
         ``related_request_id`` is the id of the request a message belongs to: a response's
-        own id, a progress notification's request, a request the application sent on behalf
-        of an incoming one; None for unrelated messages.
+        own id; a progress or log notification's request; a listen stream's id for its
+        notifications; for a request we send, the incoming request it was sent on behalf of
+        (``related_request_id=``) or else its own id; None for unrelated messages.
         """
         out = [(entry[0], entry[1]) for entry in self._outbox]
         self._outbox.clear()
@@ -402,6 +491,25 @@ class Connection:
         self._check_send(inp, method, Kind.REQUEST, params)
         if method == "initialize" and progress:
             raise LocalProtocolError("initialize cannot carry a progress token")
+        request_id = self._queue_request(
+            method, params, now, timeout, max_total, progress, progress_resets_timeout,
+            related_request_id,
+        )
+        self._advance(inp)
+        return request_id
+
+    def _queue_request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        now: float,
+        timeout: Any,
+        max_total: Any,
+        progress: bool,
+        progress_resets_timeout: bool | None,
+        related_request_id: RequestId | None,
+    ) -> RequestId:
+        """Build, encode and queue a request whose sending the caller has checked."""
         request_id = self._next_id
         body = dict(params) if params is not None else None
         token: str | int | None = None
@@ -414,6 +522,8 @@ class Connection:
             if token in self._progress_tokens:
                 raise LocalProtocolError(f"progress token {token!r} is already in use")
             body["_meta"] = meta
+        if self._state in (State.STATELESS, State.PROBING) and self.role is Role.CLIENT:
+            body = self._with_stateless_meta(body)
         message = _codec.request_message(request_id, method, body)
         data = self._encode(message)
         # Committed from here on: nothing below can fail.
@@ -426,16 +536,18 @@ class Connection:
             else progress_resets_timeout
         )
         subject = _subject(method, body)
-        self._outgoing[request_id] = Outgoing(method, idle, token, resets, subject,
-                                              related_request_id)
+        record = Outgoing(method, idle, token, resets, subject, related_request_id)
+        if self._state is State.STATELESS and method in _MRTR_METHODS:
+            record.params = body  # kept to build a retry after input_required
+        self._outgoing[request_id] = record
         if token is not None:
             self._progress_tokens[token] = request_id
         if idle is not None:
             self._timers.set(request_id, TimerKind.IDLE, now + idle)
         if hard is not None:
             self._timers.set(request_id, TimerKind.HARD, now + hard)
-        self._advance(inp)
-        self._outbox.append((message, related_request_id or request_id, data))
+        related = request_id if related_request_id is None else related_request_id
+        self._outbox.append((message, related, data))
         return request_id
 
     def send_notification(
@@ -453,6 +565,9 @@ class Connection:
         inp = classify_notification(method, sending=True)
         self._check_send(inp, method, Kind.NOTIFICATION, params)
         body = dict(params) if params is not None else None
+        if self._state is State.STATELESS and self.role is Role.SERVER:
+            self._send_stateless_notification(method, body, related_request_id)
+            return
         if method == "notifications/message" and not self._log_wanted(body):
             return
         if method == "notifications/resources/updated":
@@ -465,20 +580,98 @@ class Connection:
         self._outbox.append((message, related_request_id, self._encode(message)))
         self._advance(inp)
 
+    def _send_stateless_notification(
+        self, method: str, body: dict[str, Any] | None, related: RequestId | None
+    ) -> None:
+        """2026-07-28 server notifications: log messages only about a request that asked for
+        a level; change notifications only on listen streams that acknowledged them."""
+        if method == "notifications/message":
+            # logging.mdx (2026-07-28): no logLevel in the request's _meta -> MUST NOT log.
+            record = self._incoming.get(related) if related is not None else None
+            level = (body or {}).get("level")
+            if (
+                record is None
+                or record.log_level is None
+                or LOG_RANK.get(level, len(LOG_LEVELS)) < LOG_RANK[record.log_level]  # type: ignore[arg-type]
+            ):
+                return
+        elif method in LISTEN_NOTIFICATIONS:
+            for sub_id, honoured in self._listens.items():
+                if honoured is not None and filter_allows(honoured, method, body):
+                    meta = dict((body or {}).get("_meta") or {})
+                    meta[META_SUBSCRIPTION_ID] = sub_id
+                    note = _codec.notification_message(method, {**(body or {}), "_meta": meta})
+                    self._outbox.append((note, sub_id, self._encode(note)))
+            return
+        elif method == "notifications/cancelled":
+            # On stdio the server cancels only to end a listen stream.
+            listen_id: Any = (body or {}).get("requestId")
+            if listen_id not in self._listens:
+                raise LocalProtocolError(
+                    "in 2026-07-28 a server sends notifications/cancelled only to end a "
+                    "listen stream"
+                )
+            del self._listens[listen_id]
+            self._incoming.pop(listen_id, None)
+            related = listen_id
+        message = _codec.notification_message(method, body)
+        self._outbox.append((message, related, self._encode(message)))
+
+    def _with_stateless_meta(self, body: dict[str, Any] | None) -> dict[str, Any]:
+        """Add the per-request ``_meta`` of 2026-07-28 (``RequestMetaObject``): the protocol
+        version (ours, always), our capabilities and info (unless the caller set them for
+        this request)."""
+        body = dict(body or {})
+        meta = dict(body.get("_meta") or {})
+        meta[META_PROTOCOL_VERSION] = (
+            self.protocol_version
+            if self._state is State.STATELESS and self.protocol_version
+            else newest(self._stateless_versions)
+        )
+        meta.setdefault(META_CLIENT_CAPABILITIES, self.capabilities)
+        meta.setdefault(META_CLIENT_INFO, self.info)
+        body["_meta"] = meta
+        return body
+
+    def _stateless_result(
+        self, request_id: RequestId, record: Incoming, result: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Decorate a 2026-07-28 result: ``resultType``, ``serverInfo`` in ``_meta``
+        (SHOULD), the caching fields for cacheable methods, the listen stream's id."""
+        result_type = result.setdefault("resultType", "complete")
+        if result_type == "input_required":
+            raise LocalProtocolError("use send_input_required() to ask for input")
+        meta = dict(result.get("_meta") or {})
+        meta.setdefault(META_SERVER_INFO, self.info)
+        if record.method == "subscriptions/listen":
+            meta[META_SUBSCRIPTION_ID] = request_id
+        result["_meta"] = meta
+        rule = lookup(record.method, self.revision)
+        if rule is not None and rule.cacheable and result_type == "complete":
+            result.setdefault("ttlMs", self.cache_ttl_ms)
+            result.setdefault("cacheScope", self.cache_scope)
+        return result
+
     def send_response(self, request_id: RequestId, result: Mapping[str, Any]) -> None:
         """Answer a request the peer sent us with a result.
 
         A response for a request the peer has cancelled is dropped quietly (races are
         normal); answering twice, or an id never received, raises ``LocalProtocolError``.
+        In the stateless era the core adds ``resultType``, ``serverInfo`` and, for
+        discover/list/read, ``ttlMs``/``cacheScope`` from config when they are missing.
         """
         if not isinstance(result, Mapping):
             raise LocalProtocolError("a result must be a mapping (JSON object)")
         record = self._answerable(request_id)
         if record is None:
             return
-        message = _codec.result_message(request_id, dict(result))
+        body = dict(result)
+        if self._state is State.STATELESS and self.role is Role.SERVER:
+            body = self._stateless_result(request_id, record, body)
+        message = _codec.result_message(request_id, body)
         data = self._encode(message)
         del self._incoming[request_id]
+        self._listens.pop(request_id, None)
         if record.subject is not None:
             if record.method == "resources/subscribe":
                 self.subscriptions.add(record.subject)
@@ -500,6 +693,7 @@ class Connection:
         wire = _codec.error_message(request_id, code, message, data)
         encoded = self._encode(wire)
         del self._incoming[request_id]
+        self._listens.pop(request_id, None)
         self._queue_reply(record.batch, wire, request_id, encoded, from_application=True)
 
     def send_progress(
@@ -642,8 +836,8 @@ class Connection:
         if self.log_level is None:
             return True
         level = (params or {}).get("level")
-        rank = _LOG_RANK.get(level) if isinstance(level, str) else None
-        return rank is None or rank >= _LOG_RANK[self.log_level]
+        rank = LOG_RANK.get(level) if isinstance(level, str) else None
+        return rank is None or rank >= LOG_RANK[self.log_level]
 
     # -- queueing ----------------------------------------------------------------------------
 
@@ -736,7 +930,7 @@ class Connection:
             return
         batch = _Batch()
         for item in items:
-            if type(item) is dict and item.get("method") == "initialize":
+            if type(item) is dict and item.get("method") == "initialize" and "id" in item:
                 self._reply_error(
                     batch, item.get("id") if _codec._is_id(item.get("id")) else None,
                     ErrorCode.INVALID_REQUEST,
@@ -776,7 +970,15 @@ class Connection:
                 method,
             )
             return
-        revision = self.revision
+        if (
+            self.role is Role.SERVER
+            and self._stateless_versions
+            and method != "initialize"
+            and (not self._handshake_versions or has_stateless_meta(params))
+        ):
+            self._on_stateless_request(request_id, method, params, batch)
+            return
+        revision = self._handshake_revision
         rule = lookup(method, revision)
         if rule is None or rule.kind is not Kind.REQUEST or not rule.sender.allows(
             self._peer_role
@@ -792,12 +994,8 @@ class Connection:
             return
         missing = missing_capability(rule, revision, params, self.capabilities)
         if missing is not None:
-            self._reply_error(
-                batch, request_id, ErrorCode.METHOD_NOT_FOUND,
-                f"Method not found: {method} needs the {missing!r} capability, "
-                "which was not declared",
-                method,
-            )
+            self._reply_error(batch, request_id, refusal_code(rule, missing),
+                              _gate_message(rule, method, missing), method)
             return
         if method == "ping":
             # ping.mdx: the receiver MUST respond promptly with an empty result.
@@ -818,12 +1016,123 @@ class Connection:
             batch.waiting += 1
         self._events.append(Request(request_id=request_id, method=method, params=params))
 
+    def _on_stateless_request(
+        self, request_id: RequestId, method: str, params: dict[str, Any] | None,
+        batch: _Batch | None,
+    ) -> None:
+        """A request served with 2026-07-28 semantics: checked on its own, never by what
+        earlier requests said (``basic/versioning.mdx``)."""
+        verdict, next_state = transition(self.role, self._state, Input.RECV_STATELESS)
+        if verdict is not Verdict.ALLOW:
+            self._reply_error(
+                batch, request_id, NOT_INITIALIZED_CODE,
+                "this connection negotiated a handshake revision with initialize; "
+                "stateless requests are not accepted on it", method,
+            )
+            return
+        meta = (params or {}).get("_meta")
+        meta = meta if type(meta) is dict else {}
+        version = meta.get(META_PROTOCOL_VERSION)
+        capabilities = meta.get(META_CLIENT_CAPABILITIES)
+        if not isinstance(version, str) or type(capabilities) is not dict:
+            # versioning.mdx: missing version or capabilities -> -32602 (HTTP 400).
+            self._reply_error(
+                batch, request_id, ErrorCode.INVALID_PARAMS,
+                f"Invalid params: _meta must carry {META_PROTOCOL_VERSION} and "
+                f"{META_CLIENT_CAPABILITIES}", method,
+            )
+            return
+        if version not in self._stateless_versions:
+            self._reply_error(
+                batch, request_id, ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version", method,
+                data={"supported": list(self._stateless_versions), "requested": version},
+            )
+            return
+        rule = lookup(method, version)
+        if rule is None or rule.kind is not Kind.REQUEST or not rule.sender.allows(
+            self._peer_role
+        ):
+            self._reply_error(batch, request_id, ErrorCode.METHOD_NOT_FOUND,
+                              f"Method not found: {method}", method)
+            return
+        missing = missing_capability(rule, version, params, self.capabilities)
+        if missing is not None:
+            self._reply_error(batch, request_id, refusal_code(rule, missing),
+                              _gate_message(rule, method, missing), method)
+            return
+        level = meta.get(META_LOG_LEVEL)
+        if level is not None and level not in LOG_RANK:
+            # logging.mdx (2026-07-28): an unknown level SHOULD be -32602.
+            self._reply_error(batch, request_id, ErrorCode.INVALID_PARAMS,
+                              f"Invalid params: unknown log level {level!r}", method)
+            return
+        name = _bound_name(method, params)
+        if (
+            rule.mrtr
+            and self.request_state_key is not None
+            and params is not None
+            and "requestState" in params
+        ):
+            try:
+                state = open_state(self.request_state_key, params["requestState"],
+                                   method=method, name=name, now=self._now)
+            except InvalidRequestState as exc:
+                self._reply_error(batch, request_id, exc.code, exc.message, method)
+                return
+            params = {**params, "requestState": state}
+        # Nothing is recorded from the request itself: the next one is judged afresh.
+        self._state = next_state
+        if method == "server/discover":
+            self._queue_reply(batch, _codec.result_message(request_id, self._discover_result()),
+                              request_id)
+            return
+        token = meta.get("progressToken")
+        if isinstance(token, bool) or not isinstance(token, str | int):
+            token = None
+        record = Incoming(method, token, None, batch)
+        record.client_capabilities = capabilities
+        record.log_level = level
+        record.name = name
+        self._incoming[request_id] = record
+        if batch is not None:  # pragma: no cover - batches exist only in 2025-03-26
+            batch.waiting += 1
+        if method == "subscriptions/listen":
+            self._open_listen(request_id, params or {})
+        self._events.append(Request(request_id=request_id, method=method, params=params))
+
+    def _discover_result(self) -> dict[str, Any]:  # pragma: no cover - server only
+        raise AssertionError("unreachable")
+
+    def _open_listen(self, request_id: RequestId, params: dict[str, Any]) -> None:
+        """Acknowledge a listen stream with the subset of its filter our declared
+        capabilities honour; that acknowledgement is the stream's first message (spec-digest
+        h, "Listen streams")."""
+        wanted = params.get("notifications")
+        wanted = wanted if type(wanted) is dict else {}
+        honoured: dict[str, Any] = {}
+        for key, (_, capability) in LISTEN_FILTERS.items():
+            value = wanted.get(key)
+            if not declared(self.capabilities, capability):
+                continue
+            if key == "resourceSubscriptions":
+                if isinstance(value, list) and value:
+                    honoured[key] = [uri for uri in value if isinstance(uri, str)]
+            elif value is True:
+                honoured[key] = True
+        self._listens[request_id] = honoured
+        note = _codec.notification_message(
+            _LISTEN_ACK,
+            {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: request_id}},
+        )
+        self._outbox.append((note, request_id, _codec.encode(note)))
+
     def _on_set_level(
         self, request_id: RequestId, params: dict[str, Any], batch: _Batch | None
     ) -> None:
         # server/utilities/logging.mdx: an invalid level is -32602.
         level = params.get("level")
-        if level not in _LOG_RANK:
+        if level not in LOG_RANK:
             self._reply_error(batch, request_id, ErrorCode.INVALID_PARAMS,
                               f"Invalid params: unknown log level {level!r}",
                               "logging/setLevel")
@@ -851,7 +1160,8 @@ class Connection:
             self._report(NOT_INITIALIZED_CODE, _refusal(inp, self._state), None, method)
             return
         if self._state is State.OPERATING:
-            missing = missing_capability(rule, revision, params, self.peer_capabilities)
+            gate = self.capabilities if rule.gated_by_receiver else self.peer_capabilities
+            missing = missing_capability(rule, revision, params, gate)
             if missing is not None:
                 self._report(ErrorCode.METHOD_NOT_FOUND,
                              f"{method} needs the {missing!r} capability, which the peer did "
@@ -870,11 +1180,47 @@ class Connection:
             self._on_cancelled(params or {})
         elif method == "notifications/progress":
             self._on_progress(params or {})
+        elif self._state is State.STATELESS and (
+            method == _LISTEN_ACK or method in LISTEN_NOTIFICATIONS
+        ):
+            self._on_listen_notification(method, params or {})
         elif method == "notifications/resources/updated" and (
             (params or {}).get("uri") not in self.subscriptions
         ):
             self._report(ErrorCode.INVALID_PARAMS,
                          "resources/updated for a URI we did not subscribe to", None, method)
+        else:
+            self._events.append(Notification(method=method, params=params))
+
+    def _on_listen_notification(self, method: str, params: dict[str, Any]) -> None:
+        """Client side of a listen stream: the acknowledgement comes first, then only the
+        notification types it honoured, each tagged with the stream's subscriptionId."""
+        meta = params.get("_meta")
+        sub_id = meta.get(META_SUBSCRIPTION_ID) if type(meta) is dict else None
+        if sub_id is None or isinstance(sub_id, bool) or sub_id not in self._listens:
+            self._report(ErrorCode.INVALID_PARAMS,
+                         f"{method} is not tagged with the subscriptionId of a listen stream "
+                         "we opened", None, method)
+            return
+        honoured = self._listens[sub_id]
+        if method == _LISTEN_ACK:
+            granted = params.get("notifications")
+            if honoured is not None or type(granted) is not dict:
+                self._report(ErrorCode.INVALID_PARAMS,
+                             "duplicate or malformed subscription acknowledgement", sub_id,
+                             method)
+                return
+            self._listens[sub_id] = granted
+            self._events.append(SubscriptionAcknowledged(request_id=sub_id,
+                                                         notifications=granted))
+        elif honoured is None:
+            self._report(ErrorCode.INVALID_PARAMS,
+                         f"{method} arrived before the listen stream was acknowledged",
+                         sub_id, method)
+        elif not filter_allows(honoured, method, params):
+            self._report(ErrorCode.INVALID_PARAMS,
+                         f"{method} was not acknowledged on listen stream {sub_id!r}",
+                         sub_id, method)
         else:
             self._events.append(Notification(method=method, params=params))
 
@@ -891,13 +1237,24 @@ class Connection:
         request_id = params.get("requestId")
         if isinstance(request_id, bool) or not isinstance(request_id, str | int):
             return
+        reason = params.get("reason")
+        listen = self._outgoing.get(request_id) if self.role is Role.CLIENT else None
+        if listen is not None and listen.method == "subscriptions/listen":
+            # CancelledNotification (2026-07-28): on stdio the server ends a listen stream
+            # this way, and only a listen stream.
+            self._end_outgoing(request_id, listen)
+            self._events.append(RequestCancelled(
+                request_id=request_id, method=listen.method,
+                reason=reason if isinstance(reason, str) else None,
+            ))
+            return
         record = self._incoming.pop(request_id, None)
         if record is None:
             return
+        self._listens.pop(request_id, None)
         self._cancelled_incoming.add(request_id, record.method)
         if record.batch is not None:
             self._flush_batch(record.batch, answered=True)
-        reason = params.get("reason")
         self._events.append(
             CancelRequested(
                 request_id=request_id,
@@ -971,6 +1328,12 @@ class Connection:
                     )
                 )
             return
+        if self._state is State.PROBING:
+            # The only request in flight while probing is the probe; its answer is judged
+            # into PROBE_STATELESS or PROBE_FALLBACK (_on_probe_response).
+            self._end_outgoing(request_id, record)
+            self._on_probe_response(is_result, payload)
+            return
         if record.method == "initialize":
             inp = Input.RECV_INITIALIZE_RESULT if is_result else Input.RECV_INITIALIZE_ERROR
         else:
@@ -982,6 +1345,9 @@ class Connection:
         self._end_outgoing(request_id, record)
         if record.method == "initialize":
             self._on_initialize_response(is_result, payload)
+            return
+        if is_result and self._state is State.STATELESS:
+            self._on_stateless_result(request_id, record, payload)
             return
         if is_result:
             if record.subject is not None:
@@ -1003,7 +1369,59 @@ class Connection:
                 )
             )
 
+    def _on_stateless_result(
+        self, request_id: RequestId, record: Outgoing, payload: dict[str, Any]
+    ) -> None:
+        # Result.resultType (2026-07-28 schema): missing means "complete" (older servers).
+        result_type = payload.get("resultType", "complete")
+        if result_type == "complete":
+            if record.method == "server/discover":
+                self._record_discovery(payload)
+            self._events.append(
+                Response(request_id=request_id, result=payload, method=record.method)
+            )
+            return
+        if result_type == "input_required" and record.method in _MRTR_METHODS:
+            inputs = payload.get("inputRequests")
+            state = payload.get("requestState")
+            if (inputs is None or type(inputs) is dict) and (
+                state is None or isinstance(state, str)
+            ) and (inputs or state is not None):
+                self._mrtr[request_id] = (record.method, record.params, inputs or {}, state)
+                self._events.append(InputRequired(
+                    request_id=request_id, method=record.method,
+                    input_requests=inputs or {}, request_state=state,
+                ))
+                return
+            reason = "malformed input_required result (inputRequests and/or requestState)"
+        elif result_type == "input_required":
+            reason = f"{record.method} may not answer input_required (mrtr.mdx)"
+        else:
+            reason = f"unknown resultType {result_type!r}"
+        self._events.append(RequestFailed(request_id=request_id, method=record.method,
+                                          reason=reason, result=payload))
+
+    def _record_discovery(self, result: dict[str, Any]) -> None:
+        """Keep what a DiscoverResult says about the server (``server/discover.mdx``)."""
+        capabilities = result.get("capabilities")
+        if type(capabilities) is dict:
+            self.peer_capabilities = capabilities
+        meta = result.get("_meta")
+        info = meta.get(META_SERVER_INFO) if type(meta) is dict else None
+        if _implementation(info):
+            self.peer_info = cast("dict[str, Any]", info)
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        self.discovery = result
+
+    def _on_probe_response(self, is_result: bool, payload: dict[str, Any]) -> None:
+        raise AssertionError("unreachable")  # pragma: no cover - only clients probe
+
+    def _probe_failed(self, detail: str) -> None:
+        raise AssertionError("unreachable")  # pragma: no cover - only clients probe
+
     def _end_outgoing(self, request_id: RequestId, record: Outgoing) -> None:
+        self._listens.pop(request_id, None)
         del self._outgoing[request_id]
         self._timers.clear(request_id)
         if record.progress_token is not None:
@@ -1055,6 +1473,34 @@ def _refusal(inp: Input, state: State) -> str:
     return "the handshake is not complete yet (lifecycle.mdx)"
 
 
+def _gate_message(rule: Any, method: str, missing: str) -> str:
+    if missing == rule.capability:
+        return f"Method not found: {method} needs the {missing!r} capability, which was not " \
+            "declared"
+    return f"Invalid params: {method} as sent needs the {missing!r} capability, which was " \
+        "not declared"
+
+
+def _bound_name(method: str, params: Mapping[str, Any] | None) -> str | None:
+    """What a sealed requestState is bound to: the tool/prompt name or the resource URI."""
+    if not params:
+        return None
+    value = params.get("uri") if method == "resources/read" else params.get("name")
+    return value if isinstance(value, str) else None
+
+
+def _leaf_paths(tree: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """``{"sampling": {"tools": {}}}`` -> ``["sampling.tools"]``."""
+    paths: list[str] = []
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            paths.extend(_leaf_paths(value, path + "."))
+        else:
+            paths.append(path)
+    return paths
+
+
 def _implementation(value: object) -> bool:
     return (
         type(value) is dict
@@ -1064,9 +1510,134 @@ def _implementation(value: object) -> bool:
 
 
 class ClientConnection(Connection):
-    """The client side of an MCP connection."""
+    """The client side of an MCP connection.
+
+    :param probe_timeout: how long a dual-era client waits for its ``server/discover`` probe
+        (see :data:`DEFAULT_PROBE_TIMEOUT`).
+    """
 
     role = Role.CLIENT
+
+    def __init__(self, *, probe_timeout: float = DEFAULT_PROBE_TIMEOUT, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.probe_timeout = probe_timeout
+
+    def connect(self, *, now: float | None = None) -> RequestId:
+        """Start the connection in whichever era the server speaks.
+
+        * handshake revisions only: ``initialize`` (see :meth:`initialize`);
+        * otherwise the era probe (``2026-07-28/basic/versioning.mdx``): ``server/discover``
+          with the stateless ``_meta``. A discover result or a recognised stateless-era error
+          (:func:`~mcp_sansio.judge_probe`) settles the connection in the stateless era;
+          anything else -- any other error, or no answer within ``probe_timeout`` -- falls
+          back to ``initialize`` when we support a handshake revision.
+
+        Either way the outcome is one :class:`Initialized` event (for the stateless era it
+        carries the discovered capabilities, server info and instructions) or a
+        :class:`ConnectionClosed`. The probe itself produces no ``Response`` event. Returns
+        the id of the first request sent.
+        """
+        now = self._clock(now)
+        if not self._stateless_versions:
+            return self.initialize(now=now)
+        verdict, next_state = transition(self.role, self._state, Input.START_PROBE)
+        if verdict is not Verdict.ALLOW:
+            raise LocalProtocolError(_refusal(Input.START_PROBE, self._state))
+        self._state = next_state
+        return self._queue_request("server/discover", {}, now, self.probe_timeout, None,
+                                   False, None, None)
+
+    def _on_probe_response(self, is_result: bool, payload: dict[str, Any]) -> None:
+        era = judge_probe({"result": payload} if is_result else {"error": payload})
+        if era is Era.STATELESS:
+            offered: object = (
+                payload.get("supportedVersions") if is_result
+                else (payload.get("data") or {}).get("supported")
+                if isinstance(payload.get("data"), dict) else None
+            )
+            common = [v for v in self._stateless_versions
+                      if not isinstance(offered, list) or v in offered]
+            if common:
+                self._state = transition(self.role, self._state, Input.PROBE_STATELESS)[1]
+                self.protocol_version = newest(common)
+                if is_result:
+                    self._record_discovery(payload)
+                self._events.append(Initialized(
+                    protocol_version=self.protocol_version,
+                    peer_capabilities=self.peer_capabilities,
+                    peer_info=self.peer_info,
+                    instructions=self.instructions,
+                ))
+                return
+            self._probe_failed(f"the server speaks the stateless era but none of "
+                               f"{', '.join(self._stateless_versions)} ({offered!r})")
+            return
+        detail = (f"error {payload['code']}: {payload['message']}" if not is_result
+                  else "a result that is not a DiscoverResult")
+        self._probe_failed(f"the server answered server/discover with {detail}")
+
+    def _probe_failed(self, detail: str) -> None:
+        """Fall back to initialize (versioning.mdx), or close if we cannot."""
+        if not self._handshake_versions:
+            self._close(CloseReason.VERSION_REJECTED,
+                        f"{detail}; this client supports no handshake-era revision")
+            return
+        self._state = transition(self.role, self._state, Input.PROBE_FALLBACK)[1]
+        self.initialize()
+
+    def retry_with_input(
+        self,
+        request_id: RequestId,
+        responses: Mapping[str, Any] | None = None,
+        *,
+        now: float | None = None,
+        timeout: Any = _DEFAULT,
+        max_total: Any = _DEFAULT,
+    ) -> RequestId:
+        """Answer an :class:`InputRequired`: send the retry as a new request and return its
+        id (``mrtr.mdx``: same method and params, a new id, ``inputResponses`` under the same
+        keys as the ``inputRequests``, and the ``requestState`` echoed exactly)."""
+        pending = self._mrtr.get(request_id)
+        if pending is None:
+            raise LocalProtocolError(f"request {request_id!r} is not waiting for input")
+        method, sent_params, inputs, state = pending
+        answers = dict(responses or {})
+        if set(answers) != set(inputs):
+            raise LocalProtocolError(
+                f"inputResponses must answer exactly the keys {sorted(inputs)}, "
+                f"got {sorted(answers)}"
+            )
+        params = {k: v for k, v in (sent_params or {}).items()
+                  if k not in ("inputResponses", "requestState", "_meta")}
+        meta = {k: v for k, v in ((sent_params or {}).get("_meta") or {}).items()
+                if k != "progressToken"}
+        if meta:
+            params["_meta"] = meta
+        if inputs:
+            params["inputResponses"] = answers
+        if state is not None:
+            params["requestState"] = state
+        new_id = self.send_request(method, params, now=now, timeout=timeout,
+                                   max_total=max_total)
+        del self._mrtr[request_id]
+        return new_id
+
+    def listen(
+        self, notifications: Mapping[str, Any], *, now: float | None = None,
+        timeout: Any = None,
+    ) -> RequestId:
+        """Open a ``subscriptions/listen`` stream (2026-07-28) with this filter
+        (``toolsListChanged``, ``promptsListChanged``, ``resourcesListChanged``: booleans;
+        ``resourceSubscriptions``: URIs). A :class:`SubscriptionAcknowledged` event comes
+        first, then the honoured notifications as :class:`Notification` events. End it with
+        :meth:`cancel` (stdio); the server may end it with a result or a cancel. Listen
+        streams are long-lived: no timeout unless one is given."""
+        request_id = self.send_request(
+            "subscriptions/listen", {"notifications": dict(notifications)},
+            now=now, timeout=timeout, max_total=None,
+        )
+        self._listens[request_id] = None
+        return request_id
 
     def initialize(self, *, now: float | None = None, timeout: Any = _DEFAULT) -> RequestId:
         """Queue ``initialize`` offering our newest handshake-era revision.
@@ -1075,6 +1646,8 @@ class ClientConnection(Connection):
         never cancelled. Its outcome is an :class:`Initialized` event or a
         :class:`ConnectionClosed` one -- never a ``Response``.
         """
+        if not self._handshake_versions:
+            raise LocalProtocolError("this client supports no handshake-era revision")
         params = {
             "protocolVersion": newest(self._handshake_versions),
             "capabilities": self.capabilities,
@@ -1132,14 +1705,134 @@ class ClientConnection(Connection):
 class ServerConnection(Connection):
     """The server side of an MCP connection.
 
-    :param instructions: sent in the ``InitializeResult`` (optional).
+    :param instructions: sent in the ``InitializeResult`` and the ``DiscoverResult``.
+    :param cache_ttl_ms: 2026-07-28 ``ttlMs`` for complete discover/list/read results that do
+        not set their own. The default, 0, means "immediately stale": safe for a server whose
+        lists change, and still a valid hint.
+    :param cache_scope: 2026-07-28 ``cacheScope`` default: ``"private"`` (the safe choice:
+        shared caches must not reuse it across users).
+    :param request_state_key: when set, the core seals every ``requestState`` it sends in an
+        ``input_required`` result and opens (verifies) the one a retry brings back, refusing
+        tampered or expired state with -32602 (see :mod:`mcp_sansio._stateless`).
+    :param request_state_ttl: how long sealed state stays valid, in seconds of the caller's
+        clock. Ten minutes leaves a human time to answer an elicitation.
     """
 
     role = Role.SERVER
 
-    def __init__(self, *, instructions: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        instructions: str | None = None,
+        cache_ttl_ms: int = 0,
+        cache_scope: str = "private",
+        request_state_key: bytes | None = None,
+        request_state_ttl: float = 600.0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
+        if isinstance(cache_ttl_ms, bool) or not isinstance(cache_ttl_ms, int) or (
+            cache_ttl_ms < 0
+        ):
+            raise ValueError("cache_ttl_ms must be an integer >= 0")
+        if cache_scope not in ("public", "private"):
+            raise ValueError("cache_scope must be 'public' or 'private'")
         self.server_instructions = instructions
+        self.cache_ttl_ms = cache_ttl_ms
+        self.cache_scope = cache_scope
+        self.request_state_key = request_state_key
+        self.request_state_ttl = request_state_ttl
+
+    def _discover_result(self) -> dict[str, Any]:
+        """``server/discover`` answered from config (``server/discover.mdx``)."""
+        result: dict[str, Any] = {
+            "resultType": "complete",
+            "supportedVersions": list(self.versions),
+            "capabilities": self.capabilities,
+            "ttlMs": self.cache_ttl_ms,
+            "cacheScope": self.cache_scope,
+            "_meta": {META_SERVER_INFO: self.info},
+        }
+        if self.server_instructions is not None:
+            result["instructions"] = self.server_instructions
+        return result
+
+    def send_input_required(
+        self,
+        request_id: RequestId,
+        input_requests: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+    ) -> None:
+        """Answer a 2026-07-28 ``tools/call``, ``prompts/get`` or ``resources/read`` with
+        ``input_required`` (``basic/patterns/mrtr.mdx``). Ends the request: the client
+        retries with a new id.
+
+        :param input_requests: key -> ``{"method": ..., "params": ...}``, each an
+            ``elicitation/create``, ``sampling/createMessage`` or ``roots/list`` that the
+            request's declared client capabilities allow.
+        :param request_state: opaque state for the retry; sealed when the connection has a
+            ``request_state_key``.
+        :raises LocalProtocolError: not a stateless MRTR-capable request, nothing asked, or an
+            input request the client did not declare a capability for.
+        """
+        record = self._answerable(request_id)
+        if record is None:
+            return
+        rule = lookup(record.method, self.revision)
+        if self._state is not State.STATELESS or rule is None or not rule.mrtr:
+            raise LocalProtocolError(
+                f"{record.method} cannot answer input_required (only tools/call, prompts/get "
+                "and resources/read, in 2026-07-28)"
+            )
+        if not input_requests and request_state is None:
+            raise LocalProtocolError("input_required needs inputRequests and/or requestState")
+        inputs = dict(input_requests or {})
+        for key, item in inputs.items():
+            method = item.get("method") if isinstance(item, Mapping) else None
+            input_rule = lookup(method, self.revision) if isinstance(method, str) else None
+            if input_rule is None or input_rule.kind is not Kind.INPUT_REQUEST:
+                raise LocalProtocolError(f"input request {key!r} is not an input request method")
+            params = item.get("params")
+            missing = missing_capability(input_rule, self.revision,
+                                         params if isinstance(params, Mapping) else {},
+                                         record.client_capabilities or {})
+            if missing is not None:
+                raise LocalProtocolError(
+                    f"input request {key!r} ({method}) needs the client's {missing!r} "
+                    "capability, which this request did not declare"
+                )
+        result: dict[str, Any] = {"resultType": "input_required",
+                                  "_meta": {META_SERVER_INFO: self.info}}
+        if inputs:
+            result["inputRequests"] = inputs
+        if request_state is not None:
+            if self.request_state_key is not None:
+                request_state = seal_state(
+                    self.request_state_key, request_state, method=record.method,
+                    name=record.name, expires_at=self._now + self.request_state_ttl,
+                )
+            result["requestState"] = request_state
+        message = _codec.result_message(request_id, result)
+        data = self._encode(message)
+        del self._incoming[request_id]
+        self._queue_reply(record.batch, message, request_id, data, from_application=True)
+
+    def require_client_capabilities(
+        self, request_id: RequestId, required: Mapping[str, Any]
+    ) -> bool:
+        """Check that a 2026-07-28 request declared the client capabilities the application
+        needs to serve it. If it did not, answer it with -32021 and
+        ``data.requiredCapabilities`` (``basic/versioning.mdx``) and return False."""
+        record = self._incoming.get(request_id)
+        if record is None:
+            raise LocalProtocolError(f"no request {request_id!r} is waiting for an answer")
+        declared_caps = record.client_capabilities or {}
+        if all(declared(declared_caps, path) for path in _leaf_paths(required)):
+            return True
+        self.send_error(request_id, ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                        "Missing required client capability",
+                        {"requiredCapabilities": dict(required)})
+        return False
 
     def _on_initialize(
         self, request_id: RequestId, params: dict[str, Any], next_state: State,
@@ -1156,6 +1849,15 @@ class ServerConnection(Connection):
                 "Invalid params: initialize needs protocolVersion, capabilities and clientInfo "
                 "(with name and version)",
                 "initialize",
+            )
+            return
+        if not self._handshake_versions:
+            # versioning.mdx: a stateless-only server SHOULD name its versions when it
+            # rejects initialize (in the handshake era's own error shape, which old clients
+            # understand: lifecycle.mdx, "Error Handling").
+            self._reply_error(
+                batch, request_id, ErrorCode.INVALID_PARAMS, "Unsupported protocol version",
+                "initialize", data={"supported": list(self.versions), "requested": requested},
             )
             return
         version = negotiate_server_version(requested, self._handshake_versions)

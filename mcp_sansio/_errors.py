@@ -84,9 +84,10 @@ class LocalProtocolError(ProtocolError):
 class RemoteProtocolError(ProtocolError):
     """The peer sent something the protocol forbids.
 
-    A single bad message never escapes ``receive_*``: it becomes an error reply plus a
-    :class:`~mcp_sansio.MessageRejected` event. Calling an input method on a connection that a
-    remote error has already closed for good raises it.
+    It never escapes the connection: the codec raises it (as ``InvalidMessage``) for one bad
+    message, and the connection turns that into an error reply plus a
+    :class:`~mcp_sansio.MessageRejected` event and goes on. It is public so that code
+    driving the codec directly, and ``except ProtocolError`` handlers, can name it.
     """
 
 

@@ -15,7 +15,9 @@ message was refused, a request timed out, the connection closed.
 
 Every request we send ends with **exactly one** terminal event carrying its id:
 :class:`Response`, :class:`ErrorResponse`, :class:`RequestTimedOut`,
-:class:`RequestCancelled` or :class:`RequestAborted`.
+:class:`RequestCancelled`, :class:`RequestAborted`, or -- in the stateless era --
+:class:`InputRequired` (the story continues under the retry's new id) and
+:class:`RequestFailed` (a result the core could not accept).
 
 Params and results are plain ``dict`` objects (the hot path stays on dicts); the typed models
 in ``mcp_sansio.types`` are opt-in.
@@ -35,6 +37,7 @@ __all__ = [
     "ErrorResponse",
     "Event",
     "Initialized",
+    "InputRequired",
     "LateResponse",
     "MessageRejected",
     "Notification",
@@ -42,9 +45,11 @@ __all__ = [
     "Request",
     "RequestAborted",
     "RequestCancelled",
+    "RequestFailed",
     "RequestId",
     "RequestTimedOut",
     "Response",
+    "SubscriptionAcknowledged",
     "UnexpectedResponse",
 ]
 
@@ -291,3 +296,47 @@ class Progress(Event):
     total: float | None = attrs.field(default=None, validator=_check_optional_number)
     message: str | None = attrs.field(default=None, validator=_optional_str)
 
+
+
+# -- the stateless era (2026-07-28) ------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class InputRequired(Event):
+    """The server needs input before it can complete a request (multi-round-trip requests,
+    ``basic/patterns/mrtr.mdx``). Terminal for ``request_id``.
+
+    Satisfy every entry of ``input_requests`` (key -> ``{"method", "params"}``: an
+    ``elicitation/create``, ``sampling/createMessage`` or ``roots/list``) and call
+    ``ClientConnection.retry_with_input(request_id, responses)`` with the results under the
+    same keys. The core sends the retry as a *new* request (new id, same method and params,
+    plus ``inputResponses`` and the exact ``requestState``) and returns that id: the
+    request's story continues under it, and may produce another ``InputRequired``.
+    """
+
+    request_id: RequestId = attrs.field(validator=_check_request_id)
+    method: str = attrs.field(validator=_str)
+    input_requests: dict[str, Any] = attrs.field(factory=dict, validator=_dict)
+    request_state: str | None = attrs.field(default=None, validator=_optional_str)
+
+
+@attrs.frozen(kw_only=True)
+class SubscriptionAcknowledged(Event):
+    """The server acknowledged a ``subscriptions/listen`` stream we opened, honouring
+    ``notifications`` (a subset of the filter we asked for). Change notifications for it
+    follow as :class:`Notification` events tagged with its ``subscriptionId``."""
+
+    request_id: RequestId = attrs.field(validator=_check_request_id)
+    notifications: dict[str, Any] = attrs.field(validator=_dict)
+
+
+@attrs.frozen(kw_only=True)
+class RequestFailed(Event):
+    """A request we sent got a result the core cannot accept (an unknown ``resultType``, or
+    an ``input_required`` for a method that may not return one). Terminal; a local
+    verdict, so it carries no JSON-RPC code."""
+
+    request_id: RequestId = attrs.field(validator=_check_request_id)
+    method: str = attrs.field(validator=_str)
+    reason: str = attrs.field(validator=_str)
+    result: dict[str, Any] | None = attrs.field(default=None, validator=_optional_dict)

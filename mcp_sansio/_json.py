@@ -54,10 +54,17 @@ _UINT64_MAX = 2**64 - 1
 
 
 def _parse_int(text: str) -> int | float:
-    value = int(text)
-    if _INT64_MIN <= value <= _UINT64_MAX:
-        return value
-    return float(text)
+    # Beyond 64 bits the value is read as a float, as orjson does; a 21+ character token is
+    # beyond 64 bits whatever it holds, and skipping int() there avoids the interpreter's
+    # limit on int conversion of very long digit strings.
+    if len(text) <= 20:
+        value = int(text)
+        if _INT64_MIN <= value <= _UINT64_MAX:
+            return value
+    result = float(text)
+    if math.isinf(result):
+        raise DecodeError("number is too large to represent")
+    return result
 
 
 def _parse_float(text: str) -> float:

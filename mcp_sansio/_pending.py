@@ -35,6 +35,7 @@ class Outgoing:
     __slots__ = (
         "last_progress",
         "method",
+        "params",
         "paused",
         "progress_resets",
         "progress_token",
@@ -63,12 +64,18 @@ class Outgoing:
         self.subject = subject
         #: The incoming request this one was sent on behalf of (HTTP routing).
         self.related = related
+        #: 2026-07-28 tools/call, prompts/get, resources/read: the params as sent, to build
+        #: the retry if the server answers input_required.
+        self.params: dict[str, Any] | None = None
 
 
 class Incoming:
     """A request the peer sent that the application has not answered yet."""
 
-    __slots__ = ("batch", "last_progress", "method", "progress_token", "subject")
+    __slots__ = (
+        "batch", "client_capabilities", "last_progress", "log_level", "method", "name",
+        "progress_token", "subject",
+    )
 
     def __init__(
         self,
@@ -84,6 +91,11 @@ class Incoming:
         self.subject = subject
         #: The batch whose reply array this request's answer belongs in (2025-03-26), if any.
         self.batch = batch
+        #: 2026-07-28: what the request's ``_meta`` declared (capabilities, log level), and
+        #: the tool/prompt name or resource URI that a sealed requestState is bound to.
+        self.client_capabilities: dict[str, Any] | None = None
+        self.log_level: str | None = None
+        self.name: str | None = None
 
 
 class RecentIds:

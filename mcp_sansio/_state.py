@@ -8,10 +8,15 @@ phases -- initialization, operation, shutdown -- which we model as four states:
 =============== ===================================== =========================================
 state           client                                server
 =============== ===================================== =========================================
-IDLE            created; ``initialize`` not yet sent  waiting for ``initialize``
+IDLE            created; nothing sent yet             waiting for ``initialize`` or a stateless
+                                                      request
+PROBING         ``server/discover`` sent to find the  (not used)
+                server's era (dual-era client)
 INITIALIZING    ``initialize`` sent, awaiting result  answered ``initialize``, awaiting
                                                       ``notifications/initialized``
 OPERATING       handshake complete                    handshake complete
+STATELESS       the server speaks 2026-07-28: every   serving stateless requests, each checked
+                request carries its own ``_meta``     on its own
 CLOSED          nothing more is sent or received      same
 =============== ===================================== =========================================
 
@@ -29,8 +34,12 @@ What a ``REFUSE`` means depends on the input's direction:
 * a received notification or response: a ``MessageRejected`` event only (JSON-RPC never
   answers those).
 
-The stateless era (2026-07-28) has no handshake; it gets its own states in a later revision
-of this table (``Role`` x ``State`` leaves room for them).
+The stateless era (2026-07-28, ``basic/versioning.mdx``) has no handshake: a dual-era client
+probes with ``server/discover`` (``PROBING``) and either settles in ``STATELESS`` or falls back
+to ``initialize``; a server moves to ``STATELESS`` on the first request that carries the
+stateless ``_meta`` and may still be initialized later (it "MUST NOT derive" anything from
+earlier stateless requests). A connection that completed a handshake refuses stateless
+requests: it negotiated one revision for its whole life.
 """
 
 from __future__ import annotations
@@ -59,8 +68,10 @@ class Role(enum.Enum):
 
 class State(enum.Enum):
     IDLE = "idle"
+    PROBING = "probing"
     INITIALIZING = "initializing"
     OPERATING = "operating"
+    STATELESS = "stateless"
     CLOSED = "closed"
 
 
@@ -87,6 +98,14 @@ class Input(enum.Enum):
     RECV_UTILITY = "recv cancelled/progress"
     RECV_NOTIFICATION = "recv other notification"
     RECV_RESPONSE = "recv response"
+    #: A request carrying the stateless ``_meta`` (server side).
+    RECV_STATELESS = "recv stateless request"
+    #: A dual-era client sends its ``server/discover`` probe.
+    START_PROBE = "start era probe"
+    #: The probe's answer says the server speaks the stateless era (``judge_probe``).
+    PROBE_STATELESS = "probe: stateless"
+    #: Anything else (including a timeout of the probe): fall back to ``initialize``.
+    PROBE_FALLBACK = "probe: fall back"
     EOF = "eof"
 
 
@@ -107,6 +126,7 @@ A, R, X = Verdict.ALLOW, Verdict.REFUSE, Verdict.IGNORE
 
 _SEND = [i for i in Input if i.name.startswith("SEND_")]
 _RECV = [i for i in Input if i.name.startswith("RECV_")]
+_OTHER = [i for i in Input if i not in _SEND and i not in _RECV and i is not Input.EOF]
 
 
 def _row(
@@ -128,6 +148,15 @@ _CLIENT: dict[State, dict[Input, tuple[Verdict, State]]] = {
         R, _S.IDLE,
         SEND_INITIALIZE=(A, _S.INITIALIZING), SEND_PING=A, SEND_UTILITY=A, SEND_RESPONSE=A,
         RECV_PING=A, RECV_LOG=A, RECV_UTILITY=A, RECV_RESPONSE=A,
+        START_PROBE=(A, _S.PROBING),
+    ),
+    # versioning.mdx (2026-07-28), dual-era clients: only the probe is in flight; its answer
+    # decides. A fallback returns to IDLE, from where the core sends initialize at once.
+    # Any response other than the probe's is unexpected here (nothing else was sent).
+    _S.PROBING: _row(
+        R, _S.PROBING,
+        RECV_PING=A,
+        PROBE_STATELESS=(A, _S.STATELESS), PROBE_FALLBACK=(A, _S.IDLE),
     ),
     # "The client SHOULD NOT send requests other than pings before the server has responded
     # to the initialize request." The server "SHOULD NOT send requests other than pings and
@@ -146,9 +175,20 @@ _CLIENT: dict[State, dict[Input, tuple[Verdict, State]]] = {
         RECV_INITIALIZE=R, RECV_INITIALIZED=R,
         RECV_INITIALIZE_RESULT=R, RECV_INITIALIZE_ERROR=R,
     ),
+    # 2026-07-28: no session. Requests carry their own _meta; servers send no requests; ping
+    # is gone (changelog.mdx); the only notification a client sends is cancelled.
+    _S.STATELESS: _row(
+        A, _S.STATELESS,
+        SEND_INITIALIZE=R, SEND_INITIALIZED=R, SEND_PING=R, SEND_NOTIFICATION=R,
+        RECV_INITIALIZE=R, RECV_INITIALIZE_RESULT=R, RECV_INITIALIZE_ERROR=R,
+        RECV_INITIALIZED=R, RECV_PING=R, RECV_REQUEST=R, RECV_STATELESS=R,
+        START_PROBE=R, PROBE_STATELESS=R, PROBE_FALLBACK=R,
+    ),
     _S.CLOSED: {
         **{i: (R, _S.CLOSED) for i in _SEND},
         **{i: (X, _S.CLOSED) for i in _RECV},
+        **{i: (X, _S.CLOSED) for i in _OTHER},
+        Input.START_PROBE: (R, _S.CLOSED),
         Input.EOF: (X, _S.CLOSED),
     },
 }
@@ -159,7 +199,9 @@ _SERVER: dict[State, dict[Input, tuple[Verdict, State]]] = {
         R, _S.IDLE,
         SEND_PING=A, SEND_LOG=A, SEND_UTILITY=A, SEND_RESPONSE=A,
         RECV_INITIALIZE=(A, _S.INITIALIZING), RECV_PING=A, RECV_UTILITY=A, RECV_RESPONSE=A,
+        RECV_STATELESS=(A, _S.STATELESS),
     ),
+    _S.PROBING: _row(R, _S.PROBING),  # servers do not probe
     # initialize answered; "the client MUST send an initialized notification" next. A second
     # initialize is refused and changes nothing.
     _S.INITIALIZING: _row(
@@ -172,6 +214,16 @@ _SERVER: dict[State, dict[Input, tuple[Verdict, State]]] = {
         SEND_INITIALIZE=R, SEND_INITIALIZED=R,
         RECV_INITIALIZE=R, RECV_INITIALIZED=R,
     ),
+    # Serving stateless requests. initialize may still select the handshake for the rest of
+    # the connection: nothing may be derived from earlier stateless requests. The server sends
+    # no requests in 2026-07-28; notifications only about a request or on a listen stream.
+    _S.STATELESS: _row(
+        A, _S.STATELESS,
+        SEND_INITIALIZE=R, SEND_INITIALIZED=R, SEND_PING=R, SEND_REQUEST=R,
+        RECV_INITIALIZE=(A, _S.INITIALIZING), RECV_INITIALIZED=R, RECV_REQUEST=R,
+        RECV_INITIALIZE_RESULT=R, RECV_INITIALIZE_ERROR=R,
+        RECV_RESPONSE=R,  # it sent no request, so any response is unexpected
+    ),
     _S.CLOSED: _CLIENT[_S.CLOSED],
 }
 
@@ -179,7 +231,7 @@ _SERVER: dict[State, dict[Input, tuple[Verdict, State]]] = {
 # handshake messages and log messages, which have inputs of their own, only ever flow one way:
 # these cells are refusals in every state. (The direction of the methods grouped under
 # SEND_REQUEST/RECV_REQUEST/... is the method table's business, _capabilities.py.)
-for _state in (_S.IDLE, _S.INITIALIZING, _S.OPERATING):
+for _state in (_S.IDLE, _S.PROBING, _S.INITIALIZING, _S.OPERATING, _S.STATELESS):
     _CLIENT[_state][Input.SEND_INITIALIZED] = (R, _state)
     _CLIENT[_state][Input.SEND_LOG] = (R, _state)
     _CLIENT[_state][Input.RECV_INITIALIZE] = (R, _state)
@@ -189,6 +241,15 @@ for _state in (_S.IDLE, _S.INITIALIZING, _S.OPERATING):
     _SERVER[_state][Input.RECV_LOG] = (R, _state)
     _SERVER[_state][Input.RECV_INITIALIZE_RESULT] = (R, _state)
     _SERVER[_state][Input.RECV_INITIALIZE_ERROR] = (R, _state)
+    # Only servers receive stateless requests; only clients probe.
+    _CLIENT[_state][Input.RECV_STATELESS] = (R, _state)
+    for _probe in (Input.START_PROBE, Input.PROBE_STATELESS, Input.PROBE_FALLBACK):
+        _SERVER[_state][_probe] = (R, _state)
+for _state in (_S.INITIALIZING, _S.OPERATING):
+    # A connection that negotiated a handshake revision keeps it (see module docstring).
+    _SERVER[_state][Input.RECV_STATELESS] = (R, _state)
+    for _probe in (Input.START_PROBE, Input.PROBE_STATELESS, Input.PROBE_FALLBACK):
+        _CLIENT[_state][_probe] = (R, _state)
 
 #: (role, state, input) -> (verdict, next state). Total over all three enums.
 TRANSITIONS: dict[tuple[Role, State, Input], tuple[Verdict, State]] = {

@@ -11,6 +11,10 @@ each cell citing where the spec says so).
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Mapping
+from typing import Any
+
 import attrs
 
 __all__ = [
@@ -18,7 +22,11 @@ __all__ = [
     "HANDSHAKE_REVISIONS",
     "KNOWN_REVISIONS",
     "LATEST_HANDSHAKE_REVISION",
+    "STATELESS_ERROR_CODES",
+    "STATELESS_REVISIONS",
+    "Era",
     "Features",
+    "judge_probe",
     "negotiate_server_version",
 ]
 
@@ -36,6 +44,18 @@ HANDSHAKE_REVISIONS: tuple[str, ...] = KNOWN_REVISIONS[:4]
 
 LATEST_HANDSHAKE_REVISION = HANDSHAKE_REVISIONS[-1]
 
+#: The revisions without a handshake (``2026-07-28/basic/versioning.mdx``).
+STATELESS_REVISIONS: tuple[str, ...] = KNOWN_REVISIONS[4:]
+
+
+class Era(enum.Enum):
+    """Which family of revisions a connection speaks."""
+
+    #: initialize -> operation -> shutdown (2024-11-05 .. 2025-11-25).
+    HANDSHAKE = "handshake"
+    #: per-request ``_meta``, no session (2026-07-28).
+    STATELESS = "stateless"
+
 
 @attrs.frozen(kw_only=True)
 class Features:
@@ -47,28 +67,18 @@ class Features:
     #: JSON-RPC batches -- added in 2025-03-26 (``changelog.mdx``: "MUST accept, MAY send"),
     #: removed in 2025-06-18 (``changelog.mdx``).
     batching: bool
-    #: ``ping`` -- ``basic/utilities/ping.mdx``; removed in 2026-07-28.
-    ping: bool
     #: ``message`` in progress notifications -- added in 2025-03-26 (``changelog.mdx``).
     progress_message: bool
-    #: An error response may omit ``id`` when it could not be read -- 2025-11-25 schema
-    #: (``JSONRPCErrorResponse.id`` optional); earlier schemas require it.
-    error_id_optional: bool
 
 
 _ROW = Features
 #: The per-revision feature table (spec-digest section a).
 FEATURES: dict[str, Features] = {
-    "2024-11-05": _ROW(handshake=True, batching=False, ping=True, progress_message=False,
-                       error_id_optional=False),
-    "2025-03-26": _ROW(handshake=True, batching=True, ping=True, progress_message=True,
-                       error_id_optional=False),
-    "2025-06-18": _ROW(handshake=True, batching=False, ping=True, progress_message=True,
-                       error_id_optional=False),
-    "2025-11-25": _ROW(handshake=True, batching=False, ping=True, progress_message=True,
-                       error_id_optional=True),
-    "2026-07-28": _ROW(handshake=False, batching=False, ping=False, progress_message=True,
-                       error_id_optional=True),
+    "2024-11-05": _ROW(handshake=True, batching=False, progress_message=False),
+    "2025-03-26": _ROW(handshake=True, batching=True, progress_message=True),
+    "2025-06-18": _ROW(handshake=True, batching=False, progress_message=True),
+    "2025-11-25": _ROW(handshake=True, batching=False, progress_message=True),
+    "2026-07-28": _ROW(handshake=False, batching=False, progress_message=True),
 }
 
 
@@ -86,3 +96,33 @@ def negotiate_server_version(requested: object, supported: tuple[str, ...]) -> s
     if isinstance(requested, str) and requested in supported:
         return requested
     return newest(supported)
+
+
+#: Error codes only a stateless-era server sends (2026-07-28 ``basic/index.mdx``: the range
+#: -32020..-32099 is reserved for the spec; these three are defined): header mismatch,
+#: missing required client capability, unsupported protocol version.
+STATELESS_ERROR_CODES = frozenset({-32020, -32021, -32022})
+
+
+def judge_probe(response: Mapping[str, Any]) -> Era:
+    """Which era a server speaks, judged from its answer to a stateless-era probe.
+
+    ``response`` is the JSON-RPC response object (with ``result`` or ``error``) to a
+    ``server/discover`` sent with the stateless ``_meta`` (stdio), or the JSON body of an HTTP
+    400 answering a stateless request. ``2026-07-28/basic/versioning.mdx``: a discover result
+    or a recognised stateless-era error means the stateless era; *anything else* means fall
+    back to ``initialize`` -- the fallback never depends on one specific error code, so an
+    old server's -32601, -32600, -32602 or a timeout (judged by the caller) all fall back.
+    """
+    result = response.get("result")
+    if isinstance(result, Mapping):
+        versions = result.get("supportedVersions")
+        if isinstance(versions, list) and "capabilities" in result:
+            return Era.STATELESS
+        return Era.HANDSHAKE
+    error = response.get("error")
+    if isinstance(error, Mapping):
+        code = error.get("code")
+        if type(code) is int and code in STATELESS_ERROR_CODES:
+            return Era.STATELESS
+    return Era.HANDSHAKE

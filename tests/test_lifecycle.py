@@ -63,6 +63,26 @@ def initialize_result(request_id: int = 1, version: str = REV) -> dict[str, Any]
         "protocolVersion": version, "capabilities": SERVER_CAPS, "serverInfo": SERVER_INFO}}
 
 
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": CLIENT_CAPS,
+    "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+}
+
+
+def stateless_request(request_id: Any, method: str, params: dict[str, Any] | None = None,
+                      **meta: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method,
+            "params": {**(params or {}), "_meta": {**STATELESS_META, **meta}}}
+
+
+def discover_result(request_id: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": {
+        "resultType": "complete", "supportedVersions": ["2026-07-28"],
+        "capabilities": SERVER_CAPS, "ttlMs": 0, "cacheScope": "private",
+        "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO}}}
+
+
 def drain(conn: Connection) -> list[Event]:
     out = []
     while (event := conn.next_event()) is not NEED_DATA:
@@ -78,19 +98,27 @@ def sent(conn: Connection) -> list[dict[str, Any]]:
 
 
 def make(role: Role, state: State) -> Connection:
+    """A connection (dual-era: every known revision) brought to ``state`` for real."""
     conn: Connection
     if role is Role.CLIENT:
-        conn = ClientConnection(info=CLIENT_INFO, capabilities=CLIENT_CAPS)
+        client = ClientConnection(info=CLIENT_INFO, capabilities=CLIENT_CAPS)
+        conn = client
         if state in (State.INITIALIZING, State.OPERATING):
-            conn.initialize(now=0)
+            client.initialize(now=0)
         if state is State.OPERATING:
             conn.receive_data(line(initialize_result()))
+        if state in (State.PROBING, State.STATELESS):
+            probe = client.connect(now=0)
+        if state is State.STATELESS:
+            conn.receive_data(line(discover_result(probe)))
     else:
         conn = ServerConnection(info=SERVER_INFO, capabilities=SERVER_CAPS)
         if state in (State.INITIALIZING, State.OPERATING):
             conn.receive_data(line(initialize_request()))
         if state is State.OPERATING:
             conn.receive_data(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        if state is State.STATELESS:
+            conn.receive_data(line(stateless_request("d", "server/discover")))
     if state is State.CLOSED:
         conn.receive_eof()
     drain(conn)
@@ -134,10 +162,28 @@ def _send(conn: Connection, inp: Input) -> None:
     elif inp is Input.SEND_REQUEST:
         conn.send_request(*_OTHER_REQUEST[role])
     elif inp is Input.SEND_LOG:
-        conn.send_notification("notifications/message", {"level": "info", "data": "hi"})
+        related = None
+        if role is Role.SERVER and conn.state is State.STATELESS:
+            # 2026-07-28: a log message belongs to a request that asked for a level.
+            related = "log"
+            conn.receive_data(line(stateless_request(related, "tools/list",
+                                                     **{"io.modelcontextprotocol/logLevel":
+                                                        "debug"})))
+            drain(conn)
+        conn.send_notification("notifications/message", {"level": "info", "data": "hi"},
+                               related_request_id=related)
     elif inp is Input.SEND_UTILITY:
-        conn.send_notification("notifications/cancelled", {"requestId": 99})
+        if role is Role.SERVER and conn.state is State.STATELESS:
+            conn.send_notification("notifications/progress", {"progressToken": 1, "progress": 1})
+        else:
+            conn.send_notification("notifications/cancelled", {"requestId": 99})
     elif inp is Input.SEND_NOTIFICATION:
+        if role is Role.SERVER and conn.state is State.STATELESS:
+            # 2026-07-28: change notifications travel only on listen streams.
+            conn.receive_data(line(stateless_request(
+                "listen", "subscriptions/listen", {"notifications": {"toolsListChanged": True}})))
+            drain(conn)
+            conn.data_to_send()
         conn.send_notification(*_OTHER_NOTIFICATION[role])
     elif inp is Input.SEND_RESPONSE:
         # Answer a real incoming request where one can exist; else an unknown id.
@@ -147,9 +193,24 @@ def _send(conn: Connection, inp: Input) -> None:
                                     "method": _PEER_REQUEST[role]}))
             [event] = drain(conn)
             assert isinstance(event, Request)
+        elif role is Role.SERVER and conn.state is State.STATELESS:
+            conn.receive_data(line(stateless_request(request_id, "tools/list")))
+            [event] = drain(conn)
+            assert isinstance(event, Request)
         conn.send_response(request_id, {"roots": []} if role is Role.CLIENT else {"tools": []})
+    elif inp is Input.START_PROBE:
+        if not isinstance(conn, ClientConnection):
+            raise LocalProtocolError("servers do not probe")  # no such method on a server
+        conn.connect()
     else:  # pragma: no cover
         raise AssertionError(inp)
+
+
+def _pending_id(conn: Connection, method: str, default: Any) -> Any:
+    for request_id, record in conn._outgoing.items():
+        if record.method == method:
+            return request_id
+    return default
 
 
 def _receive(conn: Connection, inp: Input) -> None:
@@ -157,10 +218,17 @@ def _receive(conn: Connection, inp: Input) -> None:
     if inp is Input.RECV_INITIALIZE:
         conn.receive_data(line(initialize_request(500)))
     elif inp is Input.RECV_INITIALIZE_RESULT:
-        conn.receive_data(line(initialize_result()))
+        conn.receive_data(line(initialize_result(_pending_id(conn, "initialize", 4141))))
     elif inp is Input.RECV_INITIALIZE_ERROR:
-        conn.receive_data(line({"jsonrpc": "2.0", "id": 1,
+        conn.receive_data(line({"jsonrpc": "2.0", "id": _pending_id(conn, "initialize", 4141),
                                 "error": {"code": -32603, "message": "no"}}))
+    elif inp is Input.RECV_STATELESS:
+        conn.receive_data(line(stateless_request("s", "tools/list")))
+    elif inp is Input.PROBE_STATELESS:
+        conn.receive_data(line(discover_result(_pending_id(conn, "server/discover", 4343))))
+    elif inp is Input.PROBE_FALLBACK:
+        conn.receive_data(line({"jsonrpc": "2.0", "id": _pending_id(conn, "server/discover", 4343),
+                                "error": {"code": -32601, "message": "Method not found"}}))
     elif inp is Input.RECV_INITIALIZED:
         conn.receive_data(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     elif inp is Input.RECV_PING:
@@ -174,11 +242,15 @@ def _receive(conn: Connection, inp: Input) -> None:
         conn.receive_data(line({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                 "params": {"requestId": 12345}}))
     elif inp is Input.RECV_NOTIFICATION:
-        conn.receive_data(line({"jsonrpc": "2.0", "method": _PEER_NOTIFICATION[role]}))
+        # A notification no revision defines: its fate is the lifecycle's alone.
+        conn.receive_data(line({"jsonrpc": "2.0", "method": "notifications/x-custom"}))
     elif inp is Input.RECV_RESPONSE:
-        # A response to a ping we sent, when we can send one; else to an unknown id.
+        # A response to a request we sent, when we can send one; else to an unknown id.
         request_id: Any = 4242
-        if conn.state is not State.CLOSED:
+        if conn.state is State.STATELESS and role is Role.CLIENT:
+            request_id = conn.send_request("tools/list")
+            conn.data_to_send()
+        elif conn.state not in (State.CLOSED, State.PROBING, State.STATELESS):
             request_id = conn.send_request("ping")
             conn.data_to_send()
         conn.receive_data(line({"jsonrpc": "2.0", "id": request_id, "result": {}}))
@@ -191,7 +263,7 @@ def _receive(conn: Connection, inp: Input) -> None:
 def perform(conn: Connection, inp: Input) -> Outcome:
     outcome = Outcome()
     try:
-        if inp.name.startswith("SEND_"):
+        if inp.name.startswith(("SEND_", "START_")):
             _send(conn, inp)
         else:
             _receive(conn, inp)
@@ -202,8 +274,19 @@ def perform(conn: Connection, inp: Input) -> Outcome:
     return outcome
 
 
-CELLS = sorted(TRANSITIONS.items(), key=lambda kv: (kv[0][0].value, kv[0][1].value,
-                                                   kv[0][2].value))
+#: Servers never probe: that row is unreachable (checked on its own below).
+CELLS = sorted(
+    ((key, cell) for key, cell in TRANSITIONS.items()
+     if key[:2] != (Role.SERVER, State.PROBING)),
+    key=lambda kv: (kv[0][0].value, kv[0][1].value, kv[0][2].value),
+)
+
+
+def test_servers_never_probe_so_their_probing_row_refuses_everything() -> None:
+    for inp in Input:
+        verdict, state = TRANSITIONS[Role.SERVER, State.PROBING, inp]
+        assert (verdict, state) == ((Verdict.ALLOW, State.CLOSED) if inp is Input.EOF
+                                    else (Verdict.REFUSE, State.PROBING))
 
 
 @pytest.mark.parametrize(
@@ -217,7 +300,7 @@ def test_every_cell_of_the_lifecycle_table(
     verdict, next_state = cell
     conn = make(role, state)
     outcome = perform(conn, inp)
-    sending = inp.name.startswith("SEND_")
+    sending = inp.name.startswith(("SEND_", "START_"))
 
     if verdict is Verdict.IGNORE:
         assert outcome.raised is None and not outcome.events and not outcome.output
@@ -228,8 +311,9 @@ def test_every_cell_of_the_lifecycle_table(
         if sending:
             assert outcome.raised is not None, "a refused send must raise"
             assert not outcome.output, "nothing may be queued by a refused send"
-        elif inp in (Input.RECV_INITIALIZE, Input.RECV_PING, Input.RECV_REQUEST):
-            [reply] = [m for m in outcome.output if m.get("id") in (500, "p", "r")]
+        elif inp in (Input.RECV_INITIALIZE, Input.RECV_PING, Input.RECV_REQUEST,
+                     Input.RECV_STATELESS):
+            [reply] = [m for m in outcome.output if m.get("id") in (500, "p", "r", "s")]
             assert reply["error"]["code"] in (ErrorCode.INVALID_REQUEST,
                                               ErrorCode.METHOD_NOT_FOUND)
             assert any(isinstance(e, MessageRejected) and e.replied for e in outcome.events)
@@ -241,9 +325,21 @@ def test_every_cell_of_the_lifecycle_table(
         return
 
     # ALLOW
+    if inp is Input.PROBE_FALLBACK:
+        # The table returns to IDLE; the core sends initialize from there at once.
+        assert next_state is State.IDLE and conn.state is State.INITIALIZING
+        assert [m["method"] for m in outcome.output] == ["initialize"]
+        return
     assert conn.state is next_state
     if sending:
-        if inp is Input.SEND_RESPONSE and state is not State.OPERATING:
+        if inp is Input.START_PROBE:
+            [probe] = outcome.output
+            assert probe["method"] == "server/discover"
+            assert probe["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == (
+                "2026-07-28")
+        elif inp is Input.SEND_RESPONSE and not (
+            state is State.OPERATING or (role, state) == (Role.SERVER, State.STATELESS)
+        ):
             # The lifecycle allows answering, but no request can have arrived yet: the
             # refusal must come from request tracking, not from the lifecycle.
             assert outcome.raised is not None and "waiting for an answer" in str(outcome.raised)
@@ -265,8 +361,10 @@ def test_every_cell_of_the_lifecycle_table(
     elif inp is Input.RECV_INITIALIZE_ERROR:
         assert isinstance(outcome.events[-1], ConnectionClosed)
         assert outcome.events[-1].reason is CloseReason.INITIALIZE_FAILED
-    elif inp is Input.RECV_INITIALIZED:
+    elif inp in (Input.RECV_INITIALIZED, Input.PROBE_STATELESS):
         assert isinstance(outcome.events[0], Initialized)
+    elif inp is Input.RECV_STATELESS:
+        assert isinstance(outcome.events[0], Request)
     elif inp is Input.RECV_REQUEST:
         assert isinstance(outcome.events[0], Request)
     elif inp in (Input.RECV_LOG, Input.RECV_NOTIFICATION):
@@ -294,8 +392,10 @@ def test_random_walks_follow_the_table(role: Role, inputs: list[Input]) -> None:
         before = conn.state
         verdict, expected = TRANSITIONS[role, before, inp]
         perform(conn, inp)
-        if verdict is Verdict.ALLOW and inp not in (Input.RECV_INITIALIZE_RESULT,
-                                                     Input.RECV_INITIALIZE_ERROR):
+        if inp is Input.PROBE_FALLBACK and verdict is Verdict.ALLOW:
+            assert conn.state is State.INITIALIZING  # IDLE, then initialize at once
+        elif verdict is Verdict.ALLOW and inp not in (Input.RECV_INITIALIZE_RESULT,
+                                                       Input.RECV_INITIALIZE_ERROR):
             assert conn.state is expected
         elif verdict is not Verdict.ALLOW:
             assert conn.state is before
@@ -374,7 +474,7 @@ def test_server_sends_only_ping_and_logs_before_initialized() -> None:
 
 def test_ping_is_answered_in_both_directions_at_any_time() -> None:
     for role in Role:
-        for state in (State.IDLE, State.INITIALIZING, State.OPERATING):
+        for state in (State.IDLE, State.INITIALIZING, State.OPERATING):  # not stateless
             conn = make(role, state)
             conn.receive_data(line({"jsonrpc": "2.0", "id": "x", "method": "ping"}))
             assert drain(conn) == []
