@@ -32,6 +32,7 @@ from ._events import (
     ErrorResponse,
     Event,
     Initialized,
+    InputRequired,
     LateResponse,
     MessageRejected,
     Notification,
@@ -39,14 +40,24 @@ from ._events import (
     Request,
     RequestAborted,
     RequestCancelled,
+    RequestFailed,
     RequestId,
     RequestTimedOut,
     Response,
+    SubscriptionAcknowledged,
     UnexpectedResponse,
 )
 from ._framing.ndjson import DEFAULT_MAX_LINE
 from ._state import Role, State
-from ._versions import FEATURES, HANDSHAKE_REVISIONS, KNOWN_REVISIONS
+from ._stateless import InvalidRequestState, open_state, seal_state
+from ._versions import (
+    FEATURES,
+    HANDSHAKE_REVISIONS,
+    KNOWN_REVISIONS,
+    STATELESS_REVISIONS,
+    Era,
+    judge_probe,
+)
 
 __version__ = "0.1.0.dev0"
 
@@ -57,6 +68,7 @@ __all__ = [
     "FEATURES",
     "HANDSHAKE_REVISIONS",
     "KNOWN_REVISIONS",
+    "STATELESS_REVISIONS",
     "LOG_LEVELS",
     "METHODS",
     "NEED_DATA",
@@ -65,10 +77,13 @@ __all__ = [
     "CloseReason",
     "Connection",
     "ConnectionClosed",
+    "Era",
     "ErrorCode",
     "ErrorResponse",
     "Event",
     "Initialized",
+    "InputRequired",
+    "InvalidRequestState",
     "LateResponse",
     "LocalProtocolError",
     "MessageRejected",
@@ -81,11 +96,16 @@ __all__ = [
     "Request",
     "RequestAborted",
     "RequestCancelled",
+    "RequestFailed",
     "RequestId",
     "RequestTimedOut",
     "Response",
     "Role",
     "ServerConnection",
     "State",
+    "SubscriptionAcknowledged",
     "UnexpectedResponse",
+    "judge_probe",
+    "open_state",
+    "seal_state",
 ]

@@ -278,7 +278,7 @@ class Connection:
         support (the newest stateless one if none)."""
         if self.protocol_version is not None:
             return self.protocol_version
-        if self._state is State.STATELESS or not self._handshake_versions:
+        if self._state in (State.STATELESS, State.PROBING) or not self._handshake_versions:
             return newest(self._stateless_versions)
         return newest(self._handshake_versions)
 
@@ -977,6 +977,16 @@ class Connection:
             and (not self._handshake_versions or has_stateless_meta(params))
         ):
             self._on_stateless_request(request_id, method, params, batch)
+            return
+        if method == "initialize" and not self._handshake_versions:
+            # versioning.mdx: a stateless-only server SHOULD name its versions when it
+            # rejects initialize (in the handshake era's own error shape, which old clients
+            # understand: lifecycle.mdx, "Error Handling").
+            requested = (params or {}).get("protocolVersion")
+            self._reply_error(
+                batch, request_id, ErrorCode.INVALID_PARAMS, "Unsupported protocol version",
+                method, data={"supported": list(self.versions), "requested": requested},
+            )
             return
         revision = self._handshake_revision
         rule = lookup(method, revision)
@@ -1849,15 +1859,6 @@ class ServerConnection(Connection):
                 "Invalid params: initialize needs protocolVersion, capabilities and clientInfo "
                 "(with name and version)",
                 "initialize",
-            )
-            return
-        if not self._handshake_versions:
-            # versioning.mdx: a stateless-only server SHOULD name its versions when it
-            # rejects initialize (in the handshake era's own error shape, which old clients
-            # understand: lifecycle.mdx, "Error Handling").
-            self._reply_error(
-                batch, request_id, ErrorCode.INVALID_PARAMS, "Unsupported protocol version",
-                "initialize", data={"supported": list(self.versions), "requested": requested},
             )
             return
         version = negotiate_server_version(requested, self._handshake_versions)

@@ -92,6 +92,12 @@ class ConnectionPair:
         assert any(isinstance(e, Initialized) for e in self.client_events)
         assert any(isinstance(e, Initialized) for e in self.server_events)
 
+    def connect(self) -> None:
+        """``client.connect()`` (era probe or handshake) and pump until both are ready."""
+        self.client.connect(now=self.now)
+        self.pump()
+        assert any(isinstance(e, Initialized) for e in self.client_events)
+
     def advance(self, seconds: float) -> None:
         """Move the virtual clock and fire both sides' timers."""
         self.now += seconds

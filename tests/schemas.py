@@ -40,6 +40,7 @@ RESULT_TYPES = {
     "roots/list": "ListRootsResult",
     "elicitation/create": "ElicitResult",
     "server/discover": "DiscoverResult",
+    "subscriptions/listen": "SubscriptionsListenResult",
 }
 
 
@@ -111,7 +112,9 @@ def validate_message(revision: str, message: Any, methods: dict[Any, str]) -> No
         validate(revision, name, message)
     elif "result" in message:
         method = methods.get(message["id"])
-        if method in RESULT_TYPES and RESULT_TYPES[method] in definition_names(revision):
+        if message["result"].get("resultType") == "input_required":
+            validate(revision, "InputRequiredResult", message["result"])
+        elif method in RESULT_TYPES and RESULT_TYPES[method] in definition_names(revision):
             validate(revision, RESULT_TYPES[method], message["result"])
 
 
