@@ -1531,8 +1531,9 @@ class ClientConnection(Connection):
     def __init__(self, *, probe_timeout: float = DEFAULT_PROBE_TIMEOUT, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.probe_timeout = probe_timeout
+        self._no_fallback = False
 
-    def connect(self, *, now: float | None = None) -> RequestId:
+    def connect(self, *, now: float | None = None, era: Era | None = None) -> RequestId:
         """Start the connection in whichever era the server speaks.
 
         * handshake revisions only: ``initialize`` (see :meth:`initialize`);
@@ -1546,10 +1547,15 @@ class ClientConnection(Connection):
         carries the discovered capabilities, server info and instructions) or a
         :class:`ConnectionClosed`. The probe itself produces no ``Response`` event. Returns
         the id of the first request sent.
+
+        :param era: a verdict cached from an earlier connection to the same server
+            (``versioning.mdx``: clients SHOULD cache it): ``Era.HANDSHAKE`` skips the probe;
+            ``Era.STATELESS`` probes without falling back.
         """
         now = self._clock(now)
-        if not self._stateless_versions:
+        if not self._stateless_versions or era is Era.HANDSHAKE:
             return self.initialize(now=now)
+        self._no_fallback = era is Era.STATELESS
         verdict, next_state = transition(self.role, self._state, Input.START_PROBE)
         if verdict is not Verdict.ALLOW:
             raise LocalProtocolError(_refusal(Input.START_PROBE, self._state))
@@ -1588,7 +1594,7 @@ class ClientConnection(Connection):
 
     def _probe_failed(self, detail: str) -> None:
         """Fall back to initialize (versioning.mdx), or close if we cannot."""
-        if not self._handshake_versions:
+        if not self._handshake_versions or self._no_fallback:
             self._close(CloseReason.VERSION_REJECTED,
                         f"{detail}; this client supports no handshake-era revision")
             return

@@ -620,3 +620,17 @@ def test_cancel_silences_the_server_for_that_request() -> None:
     pair.server.send_notification("notifications/message", {"level": "error", "data": "x"},
                                   related_request_id=rid)
     assert pair.server.data_to_send() == b""
+
+
+def test_a_cached_era_verdict_skips_or_commits_the_probe() -> None:
+    c = client()
+    c.connect(now=0, era=Era.HANDSHAKE)
+    assert [m["method"] for m in wire(c)] == ["initialize"]
+    c = client()
+    probe = c.connect(now=0, era=Era.STATELESS)
+    wire(c)
+    c.receive_data(line({"jsonrpc": "2.0", "id": probe,
+                         "error": {"code": -32601, "message": "Method not found"}}))
+    [closed] = drain(c)
+    assert isinstance(closed, ConnectionClosed) and closed.reason is CloseReason.VERSION_REJECTED
+    assert wire(c) == []
