@@ -592,7 +592,7 @@ class Connection:
             if (
                 record is None
                 or record.log_level is None
-                or LOG_RANK.get(level, len(LOG_LEVELS)) < LOG_RANK[record.log_level]  # type: ignore[arg-type]
+                or _log_rank(level) < LOG_RANK[record.log_level]
             ):
                 return
         elif method in LISTEN_NOTIFICATIONS:
@@ -851,7 +851,13 @@ class Connection:
             batch.replies.append(message)
             self._flush_batch(batch, answered=from_application)
             return
-        self._outbox.append((message, request_id, data or _codec.encode(message)))
+        if data is None:
+            try:
+                data = _codec.encode(message)
+            except EncodeError:
+                message = _sanitized_reply(message)
+                data = _codec.encode(message)
+        self._outbox.append((message, request_id, data))
 
     def _flush_batch(self, batch: _Batch, *, answered: bool) -> None:
         if answered:
@@ -1072,7 +1078,7 @@ class Connection:
                               _gate_message(rule, method, missing), method)
             return
         level = meta.get(META_LOG_LEVEL)
-        if level is not None and level not in LOG_RANK:
+        if level is not None and (not isinstance(level, str) or level not in LOG_RANK):
             # logging.mdx (2026-07-28): an unknown level SHOULD be -32602.
             self._reply_error(batch, request_id, ErrorCode.INVALID_PARAMS,
                               f"Invalid params: unknown log level {level!r}", method)
@@ -1142,7 +1148,7 @@ class Connection:
     ) -> None:
         # server/utilities/logging.mdx: an invalid level is -32602.
         level = params.get("level")
-        if level not in LOG_RANK:
+        if not isinstance(level, str) or level not in LOG_RANK:
             self._reply_error(batch, request_id, ErrorCode.INVALID_PARAMS,
                               f"Invalid params: unknown log level {level!r}",
                               "logging/setLevel")
@@ -1194,8 +1200,8 @@ class Connection:
             method == _LISTEN_ACK or method in LISTEN_NOTIFICATIONS
         ):
             self._on_listen_notification(method, params or {})
-        elif method == "notifications/resources/updated" and (
-            (params or {}).get("uri") not in self.subscriptions
+        elif method == "notifications/resources/updated" and not _is_member(
+            (params or {}).get("uri"), self.subscriptions
         ):
             self._report(ErrorCode.INVALID_PARAMS,
                          "resources/updated for a URI we did not subscribe to", None, method)
@@ -1207,11 +1213,12 @@ class Connection:
         notification types it honoured, each tagged with the stream's subscriptionId."""
         meta = params.get("_meta")
         sub_id = meta.get(META_SUBSCRIPTION_ID) if type(meta) is dict else None
-        if sub_id is None or isinstance(sub_id, bool) or sub_id not in self._listens:
+        if not _is_member(sub_id, self._listens):
             self._report(ErrorCode.INVALID_PARAMS,
                          f"{method} is not tagged with the subscriptionId of a listen stream "
                          "we opened", None, method)
             return
+        sub_id = cast("RequestId", sub_id)
         honoured = self._listens[sub_id]
         if method == _LISTEN_ACK:
             granted = params.get("notifications")
@@ -1481,6 +1488,26 @@ def _refusal(inp: Input, state: State) -> str:
     if state is State.IDLE:
         return "not initialized: initialize must come first (lifecycle.mdx)"
     return "the handshake is not complete yet (lifecycle.mdx)"
+
+
+def _sanitized_reply(message: dict[str, Any]) -> dict[str, Any]:
+    """An automatic reply that JSON cannot carry because it echoes what the peer handed in
+    already decoded (``receive_message``), e.g. a lone surrogate in an id or a method name:
+    the id becomes null (as for an unreadable id) and the text loses what cannot be written."""
+    error = message.get("error") or {
+        "code": ErrorCode.INVALID_REQUEST, "message": "Invalid Request: unencodable id"}
+    text = str(error.get("message", "")).encode("utf-8", "replace").decode("utf-8")
+    return _codec.error_message(None, error["code"], text)
+
+
+def _is_member(value: object, container: set[str] | dict[RequestId, Any]) -> bool:
+    """``value in container`` for a value read off the wire (which may be unhashable)."""
+    return (type(value) is str or type(value) is int) and value in container
+
+
+def _log_rank(level: object) -> int:
+    """A log level's rank; an unknown level ranks above every known one (sent, never lost)."""
+    return LOG_RANK.get(level, len(LOG_LEVELS)) if isinstance(level, str) else len(LOG_LEVELS)
 
 
 def _gate_message(rule: Any, method: str, missing: str) -> str:

@@ -25,9 +25,11 @@ codec suite with both).
 
 from __future__ import annotations
 
+import enum
 import json as _stdjson
 import math
 import re
+import uuid
 from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
@@ -81,8 +83,20 @@ def _parse_constant(name: str) -> Any:
 _std_decoder = _stdjson.JSONDecoder(
     parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant
 )
+def _default(value: Any) -> Any:
+    """Values beyond JSON's own types that both backends write: an ``Enum`` as its value and
+    a ``UUID`` as its string (orjson writes these natively; the stdlib follows it here).
+    Everything else -- dataclasses, datetimes, arbitrary objects -- is refused by both."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 _std_encoder = _stdjson.JSONEncoder(
-    ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=True
+    ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=True,
+    default=_default,
 )
 
 # Strings are removed before the bracket scan, so that "[[[" inside a string does not count.
@@ -106,21 +120,27 @@ def _too_deep(data: bytes, max_depth: int) -> bool:
     return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > max_depth
 
 
-def _has_surrogate(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
+# Every escape in a JSON text, in order: "\\\\" is one escape, so backslash parity is kept.
+_ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
+
+
+def _has_lone_surrogate_escape(text: str) -> bool:
+    """Whether the text (not the decoded value: a duplicate key may hide one) holds a
+    ``\\uD800``-``\\uDFFF`` escape that is not half of a high+low pair."""
+    pending_high = -1  # end offset of an unpaired high-surrogate escape
+    for match in _ESCAPE_RE.finditer(text):
+        escape = match.group(1)
+        unit = int(escape[1:], 16) if escape[0] == "u" else -1
+        if pending_high >= 0:
+            if match.start() == pending_high and 0xDC00 <= unit <= 0xDFFF:
+                pending_high = -1
+                continue
+            return True
+        if 0xD800 <= unit <= 0xDBFF:
+            pending_high = match.end()
+        elif 0xDC00 <= unit <= 0xDFFF:
+            return True
+    return pending_high >= 0
 
 
 def _has_nonfinite(value: Any) -> bool:
@@ -146,8 +166,10 @@ def _std_loads(data: bytes) -> Any:
         value = _std_decoder.decode(text)
     except _stdjson.JSONDecodeError as exc:
         raise DecodeError(exc.msg) from None
+    except RecursionError:  # only when max_depth is set above the interpreter's limit
+        raise DecodeError("JSON nested too deeply to parse") from None
     # Only an escape can produce a surrogate from valid UTF-8; look only if one may exist.
-    if ("\\ud" in text or "\\uD" in text) and _has_surrogate(value):
+    if ("\\ud" in text or "\\uD" in text) and _has_lone_surrogate_escape(text):
         raise DecodeError("lone surrogate in string")
     return value
 
@@ -172,7 +194,7 @@ def _orjson_loads(data: bytes) -> Any:
 def _orjson_dumps(value: Any) -> bytes:
     assert _orjson is not None
     try:
-        out: bytes = _orjson.dumps(value)
+        out: bytes = _orjson.dumps(value, default=_default, option=_ORJSON_OPTIONS)
     except (_orjson.JSONEncodeError, TypeError):
         # orjson refuses some values the stdlib writes (64-bit overflow, int keys): the
         # stdlib's answer is the reference, whether it writes them or refuses.
@@ -182,6 +204,16 @@ def _orjson_dumps(value: Any) -> bytes:
         raise EncodeError("Out of range float values are not JSON compliant")
     return out
 
+
+# Hand dataclasses, datetimes and str/int/dict/list subclasses to _default, as the stdlib
+# does, instead of letting orjson write them its own way.
+_ORJSON_OPTIONS = (
+    _orjson.OPT_PASSTHROUGH_DATACLASS
+    | _orjson.OPT_PASSTHROUGH_DATETIME
+    | _orjson.OPT_PASSTHROUGH_SUBCLASS
+    if _orjson is not None
+    else 0
+)
 
 backend: str = "stdlib"
 _loads: Callable[[bytes], Any] = _std_loads
@@ -206,8 +238,16 @@ def use_backend(name: str) -> None:
         raise ValueError(f"unknown JSON backend {name!r}")
 
 
+#: The deepest nesting ever parsed, whatever ``max_depth`` asks: the stdlib's parser recurses
+#: once per level and the interpreter stops it near 1000 frames (orjson stops at 1024), so
+#: above this the two backends could not agree.
+DEPTH_CEILING = 512
+
+
 def loads(data: bytes, max_depth: int) -> Any:
-    """Decode one JSON text, refusing anything nested deeper than ``max_depth``."""
+    """Decode one JSON text, refusing anything nested deeper than ``max_depth`` (itself
+    capped at :data:`DEPTH_CEILING`)."""
+    max_depth = min(max_depth, DEPTH_CEILING)
     if _too_deep(data, max_depth):
         raise DecodeError(f"JSON nested deeper than {max_depth} levels")
     return _loads(data)
