@@ -572,7 +572,7 @@ class Connection:
             return
         if method == "notifications/resources/updated":
             uri = (body or {}).get("uri")
-            if uri not in self.subscriptions:
+            if not _is_member(uri, self.subscriptions):
                 raise LocalProtocolError(
                     f"the client has not subscribed to {uri!r}", code=ErrorCode.INVALID_PARAMS
                 )
@@ -864,7 +864,12 @@ class Connection:
             batch.waiting -= 1
         if not batch.open and batch.waiting == 0 and batch.replies:
             replies, batch.replies = batch.replies, []
-            self._outbox.append((replies, None, _codec.encode(replies)))
+            try:
+                data = _codec.encode(replies)
+            except EncodeError:  # see _sanitized_reply
+                replies = [_sanitized_reply(r) if _unencodable(r) else r for r in replies]
+                data = _codec.encode(replies)
+            self._outbox.append((replies, None, data))
 
     def _queue_cancel(self, request_id: RequestId, reason: str | None) -> None:
         params: dict[str, Any] = {"requestId": request_id}
@@ -1490,6 +1495,14 @@ def _refusal(inp: Input, state: State) -> str:
     return "the handshake is not complete yet (lifecycle.mdx)"
 
 
+def _unencodable(message: dict[str, Any]) -> bool:
+    try:
+        _codec.encode(message)
+    except EncodeError:
+        return True
+    return False
+
+
 def _sanitized_reply(message: dict[str, Any]) -> dict[str, Any]:
     """An automatic reply that JSON cannot carry because it echoes what the peer handed in
     already decoded (``receive_message``), e.g. a lone surrogate in an id or a method name:
@@ -1497,7 +1510,12 @@ def _sanitized_reply(message: dict[str, Any]) -> dict[str, Any]:
     error = message.get("error") or {
         "code": ErrorCode.INVALID_REQUEST, "message": "Invalid Request: unencodable id"}
     text = str(error.get("message", "")).encode("utf-8", "replace").decode("utf-8")
-    return _codec.error_message(None, error["code"], text)
+    request_id = message.get("id")
+    try:
+        _codec.encode(request_id)
+    except EncodeError:
+        request_id = None
+    return _codec.error_message(request_id, error["code"], text)
 
 
 def _is_member(value: object, container: set[str] | dict[RequestId, Any]) -> bool:

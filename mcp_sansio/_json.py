@@ -150,6 +150,8 @@ def _has_nonfinite(value: Any) -> bool:
         if isinstance(item, float):
             if not math.isfinite(item):
                 return True
+        elif isinstance(item, enum.Enum):  # written as its value (see _default)
+            stack.append(item.value)
         elif isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, list | tuple):

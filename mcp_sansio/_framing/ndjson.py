@@ -10,8 +10,9 @@ line too. :class:`LineSplitter` cuts a byte stream into lines:
 * ``\\r\\n`` is tolerated (the ``\\r`` is dropped) and blank lines are skipped;
 * a line longer than ``max_line`` is *refused*: the bytes seen so far are dropped at once,
   the rest of that line is discarded as it arrives, and :data:`OVERSIZED` is produced in its
-  place so that the connection can answer it. Memory stays bounded by ``max_line`` plus one
-  chunk whatever the peer sends.
+  place so that the connection can answer it. The limit counts the message, not a CR before
+  its LF. Memory stays bounded by ``max_line`` (+ 1 for a CR awaiting its LF) plus one chunk
+  whatever the peer sends.
 
 Each chunk is scanned once (the search for a newline resumes where the previous one
 stopped), so feeding a large message in small chunks takes linear time.
@@ -70,13 +71,16 @@ class LineSplitter:
         while True:
             newline = buffer.find(b"\n", self._scanned)
             if newline < 0:
-                if len(buffer) > self.max_line:
+                # A trailing CR may be the first half of a CRLF: it does not count yet.
+                if len(buffer) > self.max_line + (buffer[-1:] == b"\r"):
                     out.append(OVERSIZED)
                     buffer.clear()
                     self._discarding = True
                 self._scanned = len(buffer)
                 return out
-            if newline > self.max_line:
+            # The limit is on the message: a CR before the LF does not count against it.
+            length = newline - 1 if newline and buffer[newline - 1] == 0x0D else newline
+            if length > self.max_line:
                 out.append(OVERSIZED)
             else:
                 line = bytes(buffer[:newline])
