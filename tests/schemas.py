@@ -7,7 +7,7 @@ types), and its params/result against the method's own definition.
 One documented exception: an error answering a message whose id could not be read carries
 ``"id": null`` as JSON-RPC 2.0 section 5 requires, which no MCP schema admits (they model only
 MCP's own messages; 2025-11-25 makes the id optional instead). Such errors are validated with
-the ``id`` member removed.
+a placeholder id.
 """
 
 from __future__ import annotations
@@ -120,5 +120,7 @@ def validate_message(revision: str, message: Any, methods: dict[Any, str]) -> No
 
 def _envelope_view(message: dict[str, Any]) -> dict[str, Any]:
     if "error" in message and message.get("id", 0) is None:
-        return {k: v for k, v in message.items() if k != "id"}
+        # 2025-11-25+ make the id optional; older schemas require a RequestId, so the null
+        # (which they cannot express) stands in as a placeholder for validation only.
+        return {**message, "id": 0}
     return message

@@ -363,9 +363,7 @@ def test_every_cell_of_the_lifecycle_table(
         assert outcome.events[-1].reason is CloseReason.INITIALIZE_FAILED
     elif inp in (Input.RECV_INITIALIZED, Input.PROBE_STATELESS):
         assert isinstance(outcome.events[0], Initialized)
-    elif inp is Input.RECV_STATELESS:
-        assert isinstance(outcome.events[0], Request)
-    elif inp is Input.RECV_REQUEST:
+    elif inp is Input.RECV_STATELESS or inp is Input.RECV_REQUEST:
         assert isinstance(outcome.events[0], Request)
     elif inp in (Input.RECV_LOG, Input.RECV_NOTIFICATION):
         assert isinstance(outcome.events[0], Notification)
