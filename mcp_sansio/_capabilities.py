@@ -43,6 +43,8 @@ __all__ = [
 
 
 class Kind(enum.Enum):
+    __hash__ = object.__hash__  # identity hash: C speed for lookups
+
     REQUEST = "request"
     NOTIFICATION = "notification"
     #: 2026-07-28: a server-to-client request embedded in an ``InputRequiredResult`` (MRTR),
@@ -51,13 +53,19 @@ class Kind(enum.Enum):
 
 
 class Sender(enum.Enum):
+    __hash__ = object.__hash__  # identity hash: C speed for lookups
+
     CLIENT = "client"
     SERVER = "server"
     BOTH = "both"
 
     def allows(self, role: Role) -> bool:
-        return self is Sender.BOTH or self.value == role.value
+        return self is Sender.BOTH or _SENDER_ROLE[self] is role
 
+
+_SENDER_ROLE: dict[Sender, Role | None] = {
+    Sender.CLIENT: Role.CLIENT, Sender.SERVER: Role.SERVER, Sender.BOTH: None,
+}
 
 #: A params-dependent gate: given the params and the capabilities that gate the row,
 #: return the dotted path of a missing capability, or None.

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import enum
 import json as _stdjson
+import json.encoder as _stdjson_encoder
+import json.scanner as _stdjson_scanner
 import math
 import re
 import uuid
@@ -159,7 +161,40 @@ def _has_nonfinite(value: Any) -> bool:
     return False
 
 
+# The C encoder and scanner behind JSONEncoder/JSONDecoder, built once: JSONEncoder.encode
+# rebuilds its encoder on every call and JSONDecoder.decode adds Python-level wrapping, about
+# a third of a small round trip. Anything unusual takes the full path below.
+_c_make_encoder: Any = getattr(_stdjson_encoder, "c_make_encoder", None)
+_c_make_scanner: Any = getattr(_stdjson_scanner, "c_make_scanner", None)
+_c_encode: Any = (
+    _c_make_encoder(
+        None, _default, _stdjson_encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+    if _c_make_encoder is not None
+    else None
+)
+_c_scan: Any = _c_make_scanner(_std_decoder) if _c_make_scanner is not None else None
+
+
 def _std_loads(data: bytes) -> Any:
+    if _c_scan is None:  # pragma: no cover - CPython always has the C scanner
+        return _std_loads_full(data)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return _std_loads_full(data)
+    if "\\u" in text:  # escapes may hide surrogates: the full path checks them
+        return _std_loads_full(data)
+    try:
+        value, end = _c_scan(text, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return _std_loads_full(data)
+    if end != len(text):
+        return _std_loads_full(data)
+    return value
+
+
+def _std_loads_full(data: bytes) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -178,7 +213,9 @@ def _std_loads(data: bytes) -> Any:
 
 def _std_dumps(value: Any) -> bytes:
     try:
-        return _std_encoder.encode(value).encode("utf-8")
+        if _c_encode is not None:
+            return "".join(_c_encode(value, 0)).encode("utf-8")
+        return _std_encoder.encode(value).encode("utf-8")  # pragma: no cover
     except (TypeError, ValueError, RecursionError) as exc:
         raise EncodeError(str(exc)) from None
     except UnicodeEncodeError:  # pragma: no cover - subclass of ValueError, kept for clarity

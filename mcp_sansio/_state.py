@@ -62,11 +62,13 @@ __all__ = [
 
 
 class Role(enum.Enum):
+    __hash__ = object.__hash__  # identity hash: C speed for table lookups
     CLIENT = "client"
     SERVER = "server"
 
 
 class State(enum.Enum):
+    __hash__ = object.__hash__  # identity hash: C speed for table lookups
     IDLE = "idle"
     PROBING = "probing"
     INITIALIZING = "initializing"
@@ -77,6 +79,7 @@ class State(enum.Enum):
 
 class Input(enum.Enum):
     """What can happen to a connection, classified for the lifecycle table."""
+    __hash__ = object.__hash__  # identity hash: C speed for table lookups
 
     SEND_INITIALIZE = "send initialize"
     SEND_INITIALIZED = "send notifications/initialized"
@@ -110,6 +113,7 @@ class Input(enum.Enum):
 
 
 class Verdict(enum.Enum):
+    __hash__ = object.__hash__  # identity hash: C speed for table lookups
     ALLOW = "allow"
     REFUSE = "refuse"
     #: Dropped without an event: input that arrives after the connection closed.

@@ -58,6 +58,15 @@ class LineSplitter:
 
     def feed(self, data: bytes) -> list[bytes | Oversized]:
         """Add ``data``; return the complete lines it finished, in order."""
+        if not self._buffer and not self._discarding and type(data) is bytes:
+            # Fast path: a chunk that is exactly one whole line, nothing buffered (the usual
+            # case on a pipe between two processes that write one message at a time).
+            newline = data.find(b"\n")
+            if newline == len(data) - 1 and newline <= self.max_line:
+                line = data[:-1]
+                if line.endswith(b"\r"):
+                    line = line[:-1]
+                return [line] if line.strip() else []
         out: list[bytes | Oversized] = []
         buffer = self._buffer
         start = 0
