@@ -40,6 +40,7 @@ from ._capabilities import (
     ALL_METHODS,
     METHODS,
     Kind,
+    MethodRule,
     declared,
     lookup,
     missing_capability,
@@ -1000,12 +1001,8 @@ class Connection:
             )
             return
         revision = self._handshake_revision
-        rule = lookup(method, revision)
-        if rule is None or rule.kind is not Kind.REQUEST or not rule.sender.allows(
-            self._peer_role
-        ):
-            self._reply_error(batch, request_id, ErrorCode.METHOD_NOT_FOUND,
-                              f"Method not found: {method}", method)
+        rule = self._incoming_rule(request_id, method, revision, batch)
+        if rule is None:
             return
         inp = classify_request(method, sending=False)
         verdict, next_state = transition(self.role, self._state, inp)
@@ -1013,10 +1010,7 @@ class Connection:
             self._reply_error(batch, request_id, NOT_INITIALIZED_CODE,
                               _refusal(inp, self._state), method)
             return
-        missing = missing_capability(rule, revision, params, self.capabilities)
-        if missing is not None:
-            self._reply_error(batch, request_id, refusal_code(rule, missing),
-                              _gate_message(rule, method, missing), method)
+        if not self._gate_incoming(request_id, rule, revision, params, batch):
             return
         if method == "ping":
             # ping.mdx: the receiver MUST respond promptly with an empty result.
@@ -1036,6 +1030,33 @@ class Connection:
         if batch is not None:
             batch.waiting += 1
         self._events.append(Request(request_id=request_id, method=method, params=params))
+
+    def _incoming_rule(
+        self, request_id: RequestId, method: str, revision: str, batch: _Batch | None
+    ) -> MethodRule | None:
+        """The method-table row for a received request, or None after answering -32601: the
+        method does not exist in ``revision``, or the peer's role does not send it."""
+        rule = lookup(method, revision)
+        if rule is None or rule.kind is not Kind.REQUEST or not rule.sender.allows(
+            self._peer_role
+        ):
+            self._reply_error(batch, request_id, ErrorCode.METHOD_NOT_FOUND,
+                              f"Method not found: {method}", method)
+            return None
+        return rule
+
+    def _gate_incoming(
+        self, request_id: RequestId, rule: MethodRule, revision: str,
+        params: dict[str, Any] | None, batch: _Batch | None,
+    ) -> bool:
+        """Whether our declared capabilities let us serve a received request; if not, it has
+        been answered (-32601 for the capability, -32602 for a params-dependent one)."""
+        missing = missing_capability(rule, revision, params, self.capabilities)
+        if missing is None:
+            return True
+        self._reply_error(batch, request_id, refusal_code(rule, missing),
+                          _gate_message(rule, rule.method, missing), rule.method)
+        return False
 
     def _on_stateless_request(
         self, request_id: RequestId, method: str, params: dict[str, Any] | None,
@@ -1070,17 +1091,8 @@ class Connection:
                 data={"supported": list(self._stateless_versions), "requested": version},
             )
             return
-        rule = lookup(method, version)
-        if rule is None or rule.kind is not Kind.REQUEST or not rule.sender.allows(
-            self._peer_role
-        ):
-            self._reply_error(batch, request_id, ErrorCode.METHOD_NOT_FOUND,
-                              f"Method not found: {method}", method)
-            return
-        missing = missing_capability(rule, version, params, self.capabilities)
-        if missing is not None:
-            self._reply_error(batch, request_id, refusal_code(rule, missing),
-                              _gate_message(rule, method, missing), method)
+        rule = self._incoming_rule(request_id, method, version, batch)
+        if rule is None or not self._gate_incoming(request_id, rule, version, params, batch):
             return
         level = meta.get(META_LOG_LEVEL)
         if level is not None and (not isinstance(level, str) or level not in LOG_RANK):
@@ -1528,7 +1540,7 @@ def _log_rank(level: object) -> int:
     return LOG_RANK.get(level, len(LOG_LEVELS)) if isinstance(level, str) else len(LOG_LEVELS)
 
 
-def _gate_message(rule: Any, method: str, missing: str) -> str:
+def _gate_message(rule: MethodRule, method: str, missing: str) -> str:
     if missing == rule.capability:
         return f"Method not found: {method} needs the {missing!r} capability, which was not " \
             "declared"
