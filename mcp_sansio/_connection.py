@@ -72,7 +72,7 @@ from ._events import (
 )
 from ._framing.ndjson import DEFAULT_MAX_LINE, OVERSIZED, LineSplitter
 from ._json import EncodeError
-from ._pending import Incoming, Outgoing, RecentIds
+from ._pending import RECENT_IDS_LIMIT, Incoming, Outgoing, RecentIds
 from ._state import (
     NOT_INITIALIZED_CODE,
     Input,
@@ -123,6 +123,12 @@ __all__ = [
 #: SDKs use; long enough for a slow tool, short enough that a lost reply is noticed.
 #: ``None`` disables it. Progress can reset it per request (``progress_resets_timeout``).
 DEFAULT_REQUEST_TIMEOUT: float | None = 60.0
+
+#: How many requests from the peer may await our answer at once. Ten thousand is far beyond
+#: what any real client keeps in flight (the official SDKs send one request per user action)
+#: and costs the core about 2 MB of bookkeeping; the cap stops a peer that floods requests
+#: without reading answers from growing our memory (and the application's work) without bound.
+DEFAULT_MAX_INCOMING_REQUESTS = 10_000
 
 #: How long a dual-era client waits for the answer to its ``server/discover`` probe before
 #: falling back to ``initialize``. A handshake-era server answers an unknown method at once
@@ -182,6 +188,12 @@ class Connection:
         :data:`~mcp_sansio._framing.ndjson.DEFAULT_MAX_LINE`).
     :param max_depth: the deepest JSON nesting accepted (see
         :data:`~mcp_sansio._codec.DEFAULT_MAX_DEPTH`).
+    :param max_incoming_requests: how many requests from the peer may await our answer at
+        once; more are refused with -32000 (see :data:`DEFAULT_MAX_INCOMING_REQUESTS`).
+    :param max_outgoing_requests: how many of our requests may be in flight at once (None:
+        no limit -- the application decides what it sends); more raise LocalProtocolError.
+    :param recent_ids_limit: how many ended request ids are remembered per direction (see
+        :data:`~mcp_sansio._pending.RECENT_IDS_LIMIT`).
     """
 
     role: Role
@@ -198,6 +210,9 @@ class Connection:
         strict_capabilities: bool = True,
         max_message_size: int = DEFAULT_MAX_LINE,
         max_depth: int = _codec.DEFAULT_MAX_DEPTH,
+        max_incoming_requests: int = DEFAULT_MAX_INCOMING_REQUESTS,
+        max_outgoing_requests: int | None = None,
+        recent_ids_limit: int = RECENT_IDS_LIMIT,
     ) -> None:
         self.info: dict[str, Any] = dict(info or {"name": "mcp-sansio", "version": "0"})
         self.capabilities: dict[str, Any] = dict(capabilities or {})
@@ -215,6 +230,8 @@ class Connection:
         self.strict_capabilities = strict_capabilities
         self.max_message_size = max_message_size
         self.max_depth = max_depth
+        self.max_incoming_requests = max_incoming_requests
+        self.max_outgoing_requests = max_outgoing_requests
 
         self._state = State.IDLE
         self._peer_role = Role.SERVER if self.role is Role.CLIENT else Role.CLIENT
@@ -238,8 +255,8 @@ class Connection:
         self._outgoing: dict[RequestId, Outgoing] = {}
         self._incoming: dict[RequestId, Incoming] = {}
         self._progress_tokens: dict[str | int, RequestId] = {}
-        self._ended_outgoing = RecentIds()  # timed out / cancelled by us
-        self._cancelled_incoming = RecentIds()  # cancelled by the peer
+        self._ended_outgoing = RecentIds(recent_ids_limit)  # timed out / cancelled by us
+        self._cancelled_incoming = RecentIds(recent_ids_limit)  # cancelled by the peer
         self._timers = TimerTable()
         #: Resource URIs with an active subscription (resources/subscribe succeeded).
         self.subscriptions: set[str] = set()
@@ -511,6 +528,13 @@ class Connection:
         related_request_id: RequestId | None,
     ) -> RequestId:
         """Build, encode and queue a request whose sending the caller has checked."""
+        if (
+            self.max_outgoing_requests is not None
+            and len(self._outgoing) >= self.max_outgoing_requests
+        ):
+            raise LocalProtocolError(
+                f"too many requests in flight (limit {self.max_outgoing_requests})"
+            )
         request_id = self._next_id
         body = dict(params) if params is not None else None
         token: str | int | None = None
@@ -975,6 +999,12 @@ class Connection:
         self, request_id: RequestId, method: str, params: dict[str, Any] | None,
         batch: _Batch | None,
     ) -> None:
+        if len(self._incoming) >= self.max_incoming_requests and method != "ping":
+            self._reply_error(
+                batch, request_id, ErrorCode.TOO_MANY_REQUESTS,
+                f"Too many requests in flight (limit {self.max_incoming_requests})", method,
+            )
+            return
         if request_id in self._incoming:
             self._reply_error(
                 batch, request_id, ErrorCode.INVALID_REQUEST,

@@ -44,6 +44,10 @@ class ErrorCode(enum.IntEnum):
     METHOD_NOT_FOUND = -32601
     INVALID_PARAMS = -32602
     INTERNAL_ERROR = -32603
+    #: Implementation-defined server error (JSON-RPC 2.0 section 5.1 reserves -32000..-32099;
+    #: 2026-07-28 keeps -32000..-32019 for implementations): we use it for "too many requests
+    #: in flight" (``max_incoming_requests``).
+    TOO_MANY_REQUESTS = -32000
     #: 2024-11-05 .. 2025-11-25; 2026-07-28 uses -32602 (clients should still accept it).
     RESOURCE_NOT_FOUND = -32002
     #: 2025-11-25 only: URL-mode elicitation required.

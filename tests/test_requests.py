@@ -442,3 +442,51 @@ def test_timer_table_lazy_deletion_and_compaction() -> None:
     assert table.next_deadline() == 2001.0
     assert table.pop_expired(2010.0) == [(i, TimerKind.IDLE) for i in range(1, 11, 2)]
     assert table.pop_expired(2010.0) == []
+
+
+# -- limits ------------------------------------------------------------------------------------
+
+
+def test_incoming_requests_beyond_the_limit_are_refused_and_ping_still_works() -> None:
+    pair = ConnectionPair(
+        ClientConnection(info=CLIENT_INFO, capabilities=CLIENT_CAPS),
+        ServerConnection(info=SERVER_INFO, capabilities=SERVER_CAPS, max_incoming_requests=2),
+    )
+    pair.handshake()
+    server = pair.server
+    for i in range(3):
+        server.receive_data(line({"jsonrpc": "2.0", "id": i, "method": "tools/list"}))
+    events = drain(server)
+    assert [type(e) for e in events] == [Request, Request, MessageRejected]
+    [refused] = wire(server)
+    assert refused["id"] == 2 and refused["error"]["code"] == ErrorCode.TOO_MANY_REQUESTS
+    server.receive_data(line({"jsonrpc": "2.0", "id": "p", "method": "ping"}))
+    drain(server)
+    assert wire(server) == [{"jsonrpc": "2.0", "id": "p", "result": {}}]
+    server.send_response(0, {"tools": []})  # room again
+    wire(server)
+    server.receive_data(line({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))
+    assert isinstance(drain(server)[0], Request)
+
+
+def test_outgoing_requests_beyond_the_limit_raise() -> None:
+    pair = operating_pair(max_outgoing_requests=2)
+    pair.client.send_request("tools/list", now=0)
+    pair.client.send_request("tools/list", now=0)
+    with pytest.raises(LocalProtocolError, match="too many"):
+        pair.client.send_request("tools/list", now=0)
+    assert pair.client.pending_requests == 2
+
+
+def test_recent_ids_limit_bounds_what_late_responses_remember() -> None:
+    pair = operating_pair(recent_ids_limit=1)
+    a = pair.client.send_request("tools/list", now=0)
+    b = pair.client.send_request("tools/list", now=0)
+    pair.client.cancel(a)
+    pair.client.cancel(b)
+    drain(pair.client)
+    wire(pair.client)
+    pair.client.receive_data(line({"jsonrpc": "2.0", "id": a, "result": {}}))
+    pair.client.receive_data(line({"jsonrpc": "2.0", "id": b, "result": {}}))
+    assert [type(e).__name__ for e in drain(pair.client)] == ["UnexpectedResponse",
+                                                              "LateResponse"]
