@@ -1,0 +1,377 @@
+"""The high-level Client and Server shapes, written once for every ``async`` runtime.
+
+asyncio and trio differ only in their primitives: a runtime subclass supplies ``_now``,
+``_arm``, ``_write`` (see :class:`~._session.Session`), ``_new_event()`` (an object with
+``set()`` and ``await wait()``), ``_start_task(key, coroutine)`` and ``_cancel_task(key)``.
+The blocking twin for threads is in :mod:`._sync_api`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any, Protocol
+
+from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
+
+from ._session import (
+    DEFAULT,
+    Call,
+    ClientLogic,
+    Context,
+    Job,
+    Listener,
+    ProgressCallback,
+    ServerLogic,
+    Session,
+    elicit_request,
+    next_cursor,
+    outcome,
+    page_params,
+    sampling_request,
+)
+
+__all__ = ["AsyncClient", "AsyncContext", "AsyncServerSession", "AsyncSubscription"]
+
+
+class AsyncEvent(Protocol):
+    def set(self) -> None: ...
+    async def wait(self) -> Any: ...
+
+
+class AsyncSession(Session):
+    """The awaiting half shared by asyncio and trio."""
+
+    def _new_event(self) -> AsyncEvent:  # pragma: no cover - runtime hook
+        raise NotImplementedError
+
+    def _start_task(self, key: RequestId | None,
+                    coro: Coroutine[Any, Any, None]) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _cancel_task(self, key: RequestId) -> bool:  # pragma: no cover - runtime hook
+        raise NotImplementedError
+
+    def _spawn_awaitable(self, awaitable: Awaitable[Any]) -> None:
+        async def run() -> None:
+            try:
+                await awaitable
+            except Exception:
+                from ._session import log
+                log.exception("an async callback raised")
+        self._start_task(None, run())
+
+    async def _wait_call(self, call: Call) -> None:
+        if call.done:
+            return
+        event = self._new_event()
+        call.wake = event.set
+        try:
+            await event.wait()
+        except BaseException:
+            # The caller was cancelled (asyncio task cancel, trio cancel scope): the core
+            # sends notifications/cancelled and the call ends with RequestCancelled.
+            if not call.done:
+                self.cancel_call(call)
+            raise
+
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *,
+        timeout: Any = DEFAULT, max_total: Any = DEFAULT,
+        progress: ProgressCallback | None = None,
+        related_request_id: RequestId | None = None,
+    ) -> dict[str, Any]:
+        """Send any request and await its result.
+
+        :param timeout: idle timeout in seconds (None: none); default: the connection's.
+        :param max_total: hard maximum in seconds, never extended by progress.
+        :param progress: ``progress(progress, total, message)``, called for each progress
+            notification (asks the peer for progress).
+        :raises McpError: the peer answered with an error.
+        :raises RequestTimeout: no answer in time (``notifications/cancelled`` was sent).
+        :raises ConnectionClosedError: the connection closed first.
+        """
+        call = self.start_call(method, params, timeout=timeout, max_total=max_total,
+                               on_progress=progress, related_request_id=related_request_id)
+        while True:
+            await self._wait_call(call)
+            event = call.event
+            if isinstance(event, InputRequired):
+                call = self.retry_call(call, await self._fulfil(event))
+                continue
+            return outcome(call, self.closed_detail())
+
+    async def _fulfil(self, event: InputRequired) -> dict[str, Any]:
+        """Answer a stateless-era ``input_required`` with the client's callbacks."""
+        assert isinstance(self, ClientLogic)
+        answers: dict[str, Any] = {}
+        for key, method, params in self.input_items(event):
+            answers[key] = await _maybe_await(self.input_callback(method)(params))
+        return answers
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+# -- the client ------------------------------------------------------------------------------------
+
+
+class AsyncSubscription:
+    """A ``subscriptions/listen`` stream: ``async for notification in subscription``.
+    Leaving ``async with`` (or :meth:`close`) cancels it."""
+
+    def __init__(self, client: AsyncClient, listener: Listener) -> None:
+        self._client = client
+        self._listener = listener
+
+    @property
+    def acknowledged(self) -> dict[str, Any] | None:
+        """The subset of the filter the server honours (after :meth:`wait_acknowledged`)."""
+        return self._listener.acknowledged
+
+    async def _wait(self) -> None:
+        event = self._client._new_event()
+        self._listener.wake = event.set
+        try:
+            await event.wait()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def wait_acknowledged(self) -> dict[str, Any]:
+        listener = self._listener
+        while listener.acknowledged is None:
+            if listener.ended:
+                outcome(listener.call, self._client.closed_detail())  # raises on errors
+                raise ConnectionError("the listen stream ended before it was acknowledged")
+            await self._wait()
+        return listener.acknowledged
+
+    def __aiter__(self) -> AsyncSubscription:
+        return self
+
+    async def __anext__(self) -> Notification:
+        listener = self._listener
+        while not listener.items:
+            if listener.ended:
+                raise StopAsyncIteration
+            await self._wait()
+        return listener.items.popleft()
+
+    async def close(self) -> None:
+        self._client.cancel_call(self._listener.call, "listen stream closed")
+
+    async def __aenter__(self) -> AsyncSubscription:
+        await self.wait_acknowledged()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class AsyncClient(ClientLogic, AsyncSession):
+    """An MCP client on an ``async`` runtime. Every method returns plain dicts (or lists of
+    them) and raises :class:`~._session.McpError`, :class:`~._session.RequestTimeout` or
+    :class:`~._session.ConnectionClosedError`. Each accepts ``timeout=`` and ``max_total=``;
+    ``call_tool``, ``read_resource`` and ``get_prompt`` also ``progress=``."""
+
+    def _spawn_incoming(self, request: Request) -> None:
+        self._start_task(request.request_id, self._answer(request))
+
+    def _cancel_incoming(self, request_id: RequestId) -> None:
+        self._cancel_task(request_id)
+
+    async def _answer(self, request: Request) -> None:
+        """Answer a handshake-era server's request (sampling, elicitation, roots)."""
+        try:
+            value = await _maybe_await(self.input_callback(request.method)(
+                request.params or {}))
+        except Exception as exc:
+            self.finish_incoming(request.request_id, error=exc, method=request.method)
+            return
+        self.finish_incoming(request.request_id, value, method=request.method)
+
+    async def connect(self, *, era: Era | None = None) -> Initialized:
+        """Negotiate the era (the core probes with ``server/discover`` and falls back to
+        ``initialize``) and wait until the connection is usable. ``era`` is a cached
+        verdict (:attr:`era` of an earlier connection)."""
+        if not self.start_connect(era):
+            while self.initialized is None and self.closed is None:
+                event = self._new_event()
+                self._ready_wakers.append(event.set)
+                await event.wait()
+        return self.connect_outcome()
+
+    @property
+    def era(self) -> Era | None:
+        return self.conn.era
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self.conn.protocol_version
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        return self.conn.peer_info
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        return self.conn.peer_capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        return self.conn.instructions
+
+    async def _all_pages(self, method: str, key: str, options: dict[str, Any]
+                         ) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        cursor: str | None = None
+        while True:
+            result = await self.request(method, page_params(cursor), **options)
+            page = result.get(key)
+            if isinstance(page, list):
+                items.extend(page)
+            cursor = next_cursor(result, seen)
+            if cursor is None:
+                return items
+
+    async def list_tools(self, **options: Any) -> list[dict[str, Any]]:
+        """Every tool, following ``nextCursor`` through all pages."""
+        return await self._all_pages("tools/list", "tools", options)
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
+                        **options: Any) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return await self.request("tools/call", params, **options)
+
+    async def list_resources(self, **options: Any) -> list[dict[str, Any]]:
+        return await self._all_pages("resources/list", "resources", options)
+
+    async def list_resource_templates(self, **options: Any) -> list[dict[str, Any]]:
+        return await self._all_pages("resources/templates/list", "resourceTemplates",
+                                     options)
+
+    async def read_resource(self, uri: str, **options: Any) -> dict[str, Any]:
+        return await self.request("resources/read", {"uri": uri}, **options)
+
+    async def subscribe(self, uri: str, **options: Any) -> dict[str, Any]:
+        return await self.request("resources/subscribe", {"uri": uri}, **options)
+
+    async def unsubscribe(self, uri: str, **options: Any) -> dict[str, Any]:
+        return await self.request("resources/unsubscribe", {"uri": uri}, **options)
+
+    async def list_prompts(self, **options: Any) -> list[dict[str, Any]]:
+        return await self._all_pages("prompts/list", "prompts", options)
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None,
+                         **options: Any) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return await self.request("prompts/get", params, **options)
+
+    async def complete(self, ref: Mapping[str, Any], argument: Mapping[str, Any],
+                       context: Mapping[str, Any] | None = None,
+                       **options: Any) -> dict[str, Any]:
+        params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
+        if context is not None:
+            params["context"] = dict(context)
+        return await self.request("completion/complete", params, **options)
+
+    async def set_logging_level(self, level: str, **options: Any) -> dict[str, Any]:
+        return await self.request("logging/setLevel", {"level": level}, **options)
+
+    async def ping(self, **options: Any) -> dict[str, Any]:
+        return await self.request("ping", None, **options)
+
+    async def discover(self, **options: Any) -> dict[str, Any]:
+        """``server/discover`` (stateless era; the connect probe already sent one)."""
+        return await self.request("server/discover", {}, **options)
+
+    async def listen(self, notifications: Mapping[str, Any], *,
+                     timeout: float | None = None) -> AsyncSubscription:
+        """Open a listen stream (stateless era) and wait for its acknowledgement."""
+        subscription = AsyncSubscription(self, self.start_listen(notifications, timeout))
+        await subscription.wait_acknowledged()
+        return subscription
+
+
+# -- the server ------------------------------------------------------------------------------------
+
+
+class AsyncContext(Context):
+    """The handler's context on an ``async`` runtime."""
+
+    session: AsyncServerSession
+
+    async def ask(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]],
+                  request_state: str | None = None) -> dict[str, Any]:
+        """Ask the client for input: ``{key: (method, params)}`` -> ``{key: result}``.
+
+        Handshake era: real requests to the client (sampling, elicitation, roots), one
+        after the other. Stateless era: the answers the retry carries, or else this request
+        is answered ``input_required`` (with ``request_state``) and the handler stops here;
+        the client's retry runs it again from the top."""
+        planned = self.plan_ask(requests, request_state)
+        if planned is not None:
+            return planned
+        return {key: await self.session.request(method, params,
+                                                related_request_id=self.request_id)
+                for key, (method, params) in requests.items()}
+
+    async def elicit(self, message: str, schema: Mapping[str, Any], *,
+                     key: str = "elicitation") -> dict[str, Any]:
+        return (await self.ask({key: elicit_request(message, schema)}))[key]  # type: ignore[no-any-return]
+
+    async def sample(self, params: Mapping[str, Any], *, key: str = "sampling"
+                     ) -> dict[str, Any]:
+        return (await self.ask({key: sampling_request(params)}))[key]  # type: ignore[no-any-return]
+
+    async def list_roots(self, *, key: str = "roots") -> dict[str, Any]:
+        return (await self.ask({key: ("roots/list", {})}))[key]  # type: ignore[no-any-return]
+
+
+class AsyncServerSession(ServerLogic, AsyncSession):
+    """One served connection: every request runs its handler in its own task."""
+
+    context_class: type[AsyncContext] = AsyncContext
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._contexts: dict[RequestId, Context] = {}
+
+    def _spawn_incoming(self, request: Request) -> None:
+        ctx = self.context_class(self, request)
+        job = self.make_job(request, ctx)
+        if job is not None:
+            self._contexts[request.request_id] = ctx
+            self._start_task(request.request_id, self._run(request, job, ctx))
+
+    def _cancel_incoming(self, request_id: RequestId) -> None:
+        ctx = self._contexts.pop(request_id, None)
+        if ctx is not None:
+            ctx.cancelled = True
+        self._cancel_task(request_id)
+
+    async def _run(self, request: Request, job: Job, ctx: Context) -> None:
+        try:
+            assert job.fn is not None
+            value = await _maybe_await(job.fn(*job.args, **job.kwargs))
+            result = job.shape(value)
+        except Exception as exc:
+            if not ctx.cancelled:
+                self.job_failed(request, exc)
+            return
+        finally:
+            self._contexts.pop(request.request_id, None)
+        if not ctx.cancelled:
+            self.finish_incoming(request.request_id, result, method=request.method)
+
+
+Callback = Callable[[dict[str, Any]], Any]

@@ -1,0 +1,105 @@
+"""stdio plumbing shared by the runtimes: the child's argv and environment, its process
+group, the shutdown sequence's signals, and keeping stray output off a server's stdout."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+
+__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "ProtectedStdio", "argv_of", "env_of", "signal_group"]
+
+#: How long each step of the stdio shutdown sequence waits (after closing stdin, after
+#: SIGTERM) before the next, in seconds (``basic/transports.mdx``: "wait for the server to
+#: exit"; the official SDKs wait about two seconds).
+DEFAULT_SHUTDOWN_TIMEOUT = 2.0
+
+
+def argv_of(command: str | Sequence[str], args: Sequence[str]) -> list[str]:
+    """``command`` is a program (then ``args`` follow it) or a whole argv list."""
+    argv = [command] if isinstance(command, str) else list(command)
+    argv.extend(args)
+    if not argv:
+        raise ValueError("no command to run")
+    return argv
+
+
+def env_of(env: Mapping[str, str] | None, inherit: bool = True) -> dict[str, str] | None:
+    """The child's environment: ours plus ``env`` (or ``env`` alone when not inheriting)."""
+    if env is None:
+        return None
+    base = dict(os.environ) if inherit else {}
+    base.update(env)
+    return base
+
+
+def signal_group(pid: int, sig: int) -> bool:
+    """Send ``sig`` to the process group the child leads (it was started in a new session,
+    so its group id is its pid). False when nobody is left in it."""
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def kill_leftovers(pid: int) -> None:
+    """After the child exited: SIGKILL whatever it left in its group, so no orphan survives."""
+    signal_group(pid, signal.SIGKILL)
+
+
+class ProtectedStdio:
+    """While serving on the process's own stdin/stdout, stdout belongs to the protocol.
+
+    ``sys.stdout`` is pointed at stderr and file descriptor 1 is made a copy of 2, so a
+    stray ``print()`` (or a child process, or C code writing to fd 1) lands on stderr. The
+    protocol writes to :attr:`out_fd`, a private copy of the real stdout. Everything is put
+    back on :meth:`restore`, and the descriptors' blocking mode too (event loops make them
+    non-blocking, which would otherwise leak to the parent's terminal)."""
+
+    def __init__(self, in_fd: int = 0, out_fd: int = 1) -> None:
+        self.in_fd = in_fd
+        self._real_out = out_fd
+        self._in_blocking = os.get_blocking(in_fd)
+        self._saved_out = os.dup(out_fd)
+        self.out_fd = os.dup(out_fd)
+        self._saved_sys_stdout = sys.stdout
+        sys.stdout.flush()
+        os.dup2(sys.stderr.fileno(), out_fd)
+        sys.stdout = sys.stderr
+
+    def restore(self) -> None:
+        sys.stdout = self._saved_sys_stdout
+        with contextlib.suppress(OSError):
+            os.dup2(self._saved_out, self._real_out)
+        with contextlib.suppress(OSError):
+            os.close(self._saved_out)
+        with contextlib.suppress(OSError):
+            os.set_blocking(self.in_fd, self._in_blocking)
+
+    def close_out(self) -> None:
+        """Close the protocol's copy of stdout (when the adapter did not hand it to a
+        transport that closes it)."""
+        with contextlib.suppress(OSError):
+            os.close(self.out_fd)
+
+
+@contextlib.contextmanager
+def protected_stdio(enabled: bool = True) -> Iterator[ProtectedStdio | None]:
+    if not enabled:
+        yield None
+        return
+    guard = ProtectedStdio()
+    try:
+        yield guard
+    finally:
+        guard.restore()
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Blocking write of everything (threads; fallbacks for regular files)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

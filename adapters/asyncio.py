@@ -1,0 +1,368 @@
+"""The asyncio adapter: an MCP client and server over stdio on asyncio's own pipes.
+
+The pump is asyncio's protocol callbacks: bytes read from a pipe go straight into the core
+(``Session.feed``), the events are dispatched, the outbox is written to the pipe transport
+and one timer handle is re-armed for the core's next deadline. No thread, no queue, no task
+per message: a request handler or a waiting caller is the only task involved.
+
+Client::
+
+    async with connect_stdio(["python", "server.py"]) as client:
+        tools = await client.list_tools()
+        result = await client.call_tool("echo", {"text": "hi"}, timeout=10)
+
+Server::
+
+    server = Server("demo")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        return text
+
+    asyncio.run(serve_stdio(server))      # or run_stdio(server)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from typing import Any
+
+from mcp_sansio import ClientConnection, Era, Notification, RequestId
+
+from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession
+from ._session import (
+    STDERR_LOGGER,
+    ClientLogic,
+    ConnectionClosedError,
+    LineLogger,
+    McpError,
+    RequestTimeout,
+    Server,
+    ToolError,
+    default_client_info,
+)
+from ._stdio import (
+    DEFAULT_SHUTDOWN_TIMEOUT,
+    ProtectedStdio,
+    argv_of,
+    env_of,
+    kill_leftovers,
+    signal_group,
+    write_all,
+)
+
+__all__ = [
+    "Client",
+    "ConnectionClosedError",
+    "Context",
+    "McpError",
+    "RequestTimeout",
+    "Server",
+    "ServerSession",
+    "ToolError",
+    "connect_stdio",
+    "run_stdio",
+    "serve_stdio",
+]
+
+Context = AsyncContext
+
+
+class _AsyncioRuntime(AsyncSession):
+    """The asyncio primitives behind the shared async session."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._tasks: dict[RequestId, asyncio.Task[None]] = {}
+        self._background: set[asyncio.Task[None]] = set()
+        self._out: asyncio.WriteTransport | None = None
+        self._out_fd: int | None = None  # blocking fallback (a regular file)
+
+    def _now(self) -> float:
+        return self._loop.time()
+
+    def _arm(self, deadline: float | None) -> None:
+        if deadline == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = deadline
+        self._timer = None if deadline is None else self._loop.call_at(deadline, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self.on_timer()
+
+    def _write(self, data: bytes) -> None:
+        if self._out is not None:
+            if not self._out.is_closing():
+                self._out.write(data)
+        elif self._out_fd is not None:
+            write_all(self._out_fd, data)
+
+    def _new_event(self) -> asyncio.Event:
+        return asyncio.Event()
+
+    def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
+        task = self._loop.create_task(coro)
+        if key is None:
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+            return
+        self._tasks[key] = task
+
+        def done(_: asyncio.Task[None], key: RequestId = key) -> None:
+            if self._tasks.get(key) is task:
+                del self._tasks[key]
+        task.add_done_callback(done)
+
+    def _cancel_task(self, key: RequestId) -> bool:
+        task = self._tasks.pop(key, None)
+        if task is None:
+            return False
+        task.cancel()
+        return True
+
+    async def _stop_tasks(self) -> None:
+        tasks = [*self._tasks.values(), *self._background]
+        self._tasks.clear()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._arm(None)
+
+
+# -- the client ----------------------------------------------------------------------------------
+
+
+class Client(_AsyncioRuntime, AsyncClient):
+    """An MCP client on asyncio (see :class:`~mcp_sansio.adapters._api.AsyncClient` for the
+    methods). Made by :func:`connect_stdio`. Cancelling a task that awaits a call sends
+    ``notifications/cancelled`` for it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._process: asyncio.SubprocessTransport | None = None
+        self._exited = asyncio.Event()
+        self.returncode: int | None = None
+
+    def _stdout_closed(self) -> None:
+        if self.transport_detail is None:
+            self.transport_detail = "the server closed its stdout"
+        self.feed(b"")
+
+    def _process_exited(self, returncode: int | None) -> None:
+        self.returncode = returncode
+        self.transport_detail = f"the server process exited with status {returncode}"
+        self._exited.set()
+        if self.closed is None:
+            self.feed(b"")  # its pipes may still be open through a grandchild: it is over
+
+    async def _wait_exit(self, timeout: float | None) -> bool:
+        try:
+            await asyncio.wait_for(self._exited.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def aclose(self, shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -> None:
+        """Close the connection and stop the server as the spec says: close its stdin,
+        wait, SIGTERM, wait, SIGKILL (to its whole process group)."""
+        if self.closed is None:
+            self.conn.close(now=self._now())
+            self.service()
+        process = self._process
+        if self._out is not None:
+            self._out.close()
+        if process is not None:
+            pid = process.get_pid()
+            if not await self._wait_exit(shutdown_timeout):
+                signal_group(pid, signal.SIGTERM)
+                if not await self._wait_exit(shutdown_timeout):
+                    signal_group(pid, signal.SIGKILL)
+                    await self._wait_exit(None)
+            kill_leftovers(pid)
+            process.close()
+        await self._stop_tasks()
+
+
+class _ClientPipes(asyncio.SubprocessProtocol):
+    def __init__(self, client: Client, stderr: LineLogger) -> None:
+        self.client = client
+        self.stderr = stderr
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            self.client.feed(data)
+        else:
+            self.stderr.feed(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self.client._stdout_closed()
+        elif fd == 2:
+            self.stderr.flush()
+
+    def process_exited(self) -> None:
+        process = self.client._process
+        self.client._process_exited(process.get_returncode() if process else None)
+
+
+@contextlib.asynccontextmanager
+async def connect_stdio(
+    command: str | Sequence[str], args: Sequence[str] = (), *,
+    env: Mapping[str, str] | None = None, inherit_env: bool = True,
+    cwd: str | os.PathLike[str] | None = None, connect: bool = True, era: Era | None = None,
+    sampling: Callable[[dict[str, Any]], Any] | None = None,
+    elicitation: Callable[[dict[str, Any]], Any] | None = None,
+    roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
+    on_notification: Callable[[Notification], Any] | None = None,
+    on_log: Callable[[dict[str, Any]], Any] | None = None,
+    info: Mapping[str, Any] | None = None,
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    stderr_logger: logging.Logger = STDERR_LOGGER,
+    **connection_options: Any,
+) -> AsyncIterator[Client]:
+    """Spawn an MCP server (in its own process group) and yield a connected :class:`Client`.
+
+    ``command`` is a program or a whole argv; ``env`` is added to ours (replaces it with
+    ``inherit_env=False``). The server's stderr goes to ``stderr_logger`` line by line. The
+    callbacks answer the server's requests -- and the stateless era's ``input_required``
+    -- and declare the matching client capabilities. ``connection_options`` go to
+    :class:`~mcp_sansio.ClientConnection` (``versions``, ``request_timeout``,
+    ``max_request_time``, ``probe_timeout``, ...). On exit the server is shut down
+    (:meth:`Client.aclose`)."""
+    loop = asyncio.get_running_loop()
+    conn = ClientConnection(
+        info=info or default_client_info(),
+        capabilities=ClientLogic.capabilities_for(sampling, elicitation, roots),
+        **connection_options,
+    )
+    client = Client(conn, sampling=sampling, elicitation=elicitation, roots=roots,
+                    on_notification=on_notification, on_log=on_log)
+    argv = argv_of(command, args)
+    transport, _ = await loop.subprocess_exec(
+        lambda: _ClientPipes(client, LineLogger(stderr_logger)), *argv,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env=env_of(env, inherit_env), cwd=cwd,
+        start_new_session=True,
+    )
+    client._process = transport
+    stdin = transport.get_pipe_transport(0)
+    assert isinstance(stdin, asyncio.WriteTransport)
+    client._out = stdin
+    try:
+        if transport.get_returncode() is not None:
+            client._process_exited(transport.get_returncode())
+        if connect:
+            await client.connect(era=era)
+        yield client
+    finally:
+        await asyncio.shield(client.aclose(shutdown_timeout))
+
+
+# -- the server ----------------------------------------------------------------------------------
+
+
+class ServerSession(_AsyncioRuntime, AsyncServerSession):
+    """One connection served by a :class:`Server` on asyncio."""
+
+
+class _ReadPipe(asyncio.Protocol):
+    def __init__(self, session: ServerSession) -> None:
+        self.session = session
+
+    def data_received(self, data: bytes) -> None:
+        self.session.feed(data)
+
+    def eof_received(self) -> bool:
+        self.session.feed(b"")
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.session.closed is None:
+            self.session.feed(b"")
+
+
+class _WritePipe(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.lost = asyncio.get_running_loop().create_future()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.lost.done():
+            self.lost.set_result(None)
+
+
+async def serve_stdio(
+    server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
+    request_state_key: bytes | None = None, **connection_options: Any,
+) -> None:
+    """Serve one MCP connection on this process's stdin/stdout (or the given descriptors)
+    until the client closes stdin. While serving, ``sys.stdout`` and descriptor 1 point at
+    stderr, so stray ``print()`` output cannot corrupt the protocol stream.
+
+    ``request_state_key`` seals stateless-era ``requestState`` (a random key by default,
+    so state is valid for this process only)."""
+    loop = asyncio.get_running_loop()
+    guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
+    in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
+    out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
+    conn = server.connection(
+        request_state_key=request_state_key or secrets.token_bytes(32), **connection_options)
+    session = ServerSession(conn, server)
+    finished = asyncio.Event()
+    session._on_closed.append(finished.set)
+    reader: asyncio.BaseTransport | None = None
+    writer: asyncio.WriteTransport | None = None
+    write_pipe = _WritePipe()
+    try:
+        try:
+            writer, _ = await loop.connect_write_pipe(
+                lambda: write_pipe, os.fdopen(out_fd, "wb", buffering=0, closefd=False))
+            session._out = writer
+        except ValueError:  # a regular file: plain blocking writes
+            session._out_fd = out_fd
+        try:
+            reader, _ = await loop.connect_read_pipe(
+                lambda: _ReadPipe(session), os.fdopen(in_fd, "rb", buffering=0, closefd=False))
+        except ValueError:  # a regular file: read it whole, then end of file
+            session.feed(await loop.run_in_executor(None, _read_file, in_fd))
+            session.feed(b"")
+        await finished.wait()
+        await session._stop_tasks()
+    finally:
+        if reader is not None:
+            reader.close()
+        if writer is not None:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(write_pipe.lost, DEFAULT_SHUTDOWN_TIMEOUT)
+        if guard is not None:
+            guard.close_out()
+            guard.restore()
+
+
+def _read_file(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def run_stdio(server: Server, **options: Any) -> None:
+    """Blocking entry point: ``asyncio.run(serve_stdio(server))``; Ctrl-C exits quietly."""
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve_stdio(server, **options))
+    sys.stderr.flush()
