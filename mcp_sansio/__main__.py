@@ -1,16 +1,24 @@
 """The ``mcp-sansio`` command line (also ``python -m mcp_sansio``).
 
-``demo`` runs a client and a server connection against each other in this process and prints
-the wire transcript: the handshake, a ping and one ``tools/call``. It is also the shortest
-complete example of driving both sides of the core by hand.
+* ``demo`` spawns the example server as a real subprocess over stdio (asyncio) and runs a
+  client against it: the handshake, a list, a call with progress, a cancelled call and a
+  stateless-era call. ``demo --in-process`` instead drives a client and a server connection
+  by hand in this process and prints the wire transcript -- the shortest complete example of
+  the core without any I/O.
+* ``serve-example`` serves the example server (every conformance fixture, plus ``echo``,
+  ``add`` and ``sleep``) on stdio, on the runtime of your choice.
+* ``probe -- COMMAND ...`` connects to any stdio server and prints what it offers.
+
+The commands that do I/O live in ``mcp_sansio.adapters._cli``: this module only parses.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from . import (
     HANDSHAKE_REVISIONS,
@@ -92,6 +100,11 @@ def run_demo(revision: str, out: TextIO) -> int:
     return 0
 
 
+def _adapters_cli() -> Any:
+    """The commands that do I/O (imported only when one runs: the core stays I/O-free)."""
+    return importlib.import_module("mcp_sansio.adapters._cli")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="mcp-sansio",
@@ -101,15 +114,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = sub.add_parser(
         "demo",
-        help="run a client and a server in process and print the wire transcript",
-        description="Run a client and a server connection against each other in this process "
-        "and print the wire transcript of the handshake, a ping and one tools/call.",
+        help="run the example server as a subprocess and a client against it",
+        description="Spawn the example server as a subprocess over stdio (asyncio) and run a "
+        "client against it: the handshake, tools/list, a call with progress, a cancelled "
+        "call and a stateless-era call, told as a short account. With --in-process: drive a "
+        "client and a server connection by hand in this process and print the wire "
+        "transcript of the handshake, a ping and one tools/call.",
     )
     demo.add_argument(
         "--revision",
         choices=HANDSHAKE_REVISIONS,
         default=HANDSHAKE_REVISIONS[-1],
-        help="the protocol revision the client offers (default: %(default)s)",
+        help="the handshake-era revision the client offers (default: %(default)s)",
     )
     demo.add_argument(
         "--json",
@@ -117,13 +133,57 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=_json.backend,
         help="the JSON backend to use (default: %(default)s)",
     )
+    demo.add_argument("--in-process", action="store_true",
+                      help="no subprocess: print the wire transcript of two connections "
+                      "driven by hand")
+    runtimes = ("asyncio", "trio", "threading")
+    serve = sub.add_parser(
+        "serve-example",
+        help="serve the example server (the conformance fixtures, echo, add, sleep)",
+        description="Serve the example server on stdio until stdin closes: every fixture of "
+        "the official conformance harness, plus echo(text), add(a, b) and sleep(seconds). "
+        "It speaks both eras. Logs go to stderr; stdout carries protocol messages only.",
+    )
+    serve.add_argument("--transport", choices=["stdio"], default="stdio",
+                       help="the transport (default: %(default)s)")
+    serve.add_argument("--runtime", choices=runtimes, default="asyncio",
+                       help="the runtime to serve with (default: %(default)s; trio needs "
+                       "the trio extra)")
+    probe = sub.add_parser(
+        "probe",
+        help="connect to a stdio server and print what it offers",
+        description="Spawn COMMAND as an MCP server over stdio, negotiate the era and "
+        "version, and print its info, capabilities, tools, resources and prompts as tables. "
+        "Exits 1 with a message when it cannot.",
+        usage="mcp-sansio probe [-h] [--runtime RUNTIME] [--era ERA] [--timeout SECONDS] "
+        "[--verbose] -- COMMAND [ARGS ...]",
+    )
+    probe.add_argument("--runtime", choices=runtimes, default="asyncio",
+                       help="the runtime to use (default: %(default)s)")
+    probe.add_argument("--era", choices=["handshake", "stateless"], default=None,
+                       help="skip the era probe and use this era")
+    probe.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="idle timeout of each request (default: %(default)s)")
+    probe.add_argument("--verbose", action="store_true",
+                       help="show the server's stderr and the client's log")
+    probe.add_argument("server", nargs=argparse.REMAINDER, metavar="COMMAND [ARGS ...]",
+                       help="the server command, after --")
     args = parser.parse_args(argv)
     if args.command == "demo":
         _json.use_backend(args.json)
         try:
-            return run_demo(args.revision, sys.stdout)
+            if args.in_process:
+                return run_demo(args.revision, sys.stdout)
+            return int(_adapters_cli().demo(sys.stdout, args.revision))
         except BrokenPipeError:  # e.g. piped into `head`
             return 0
+    if args.command == "serve-example":
+        return int(_adapters_cli().serve_example(args.runtime))
+    if args.command == "probe":
+        command = args.server[1:] if args.server[:1] == ["--"] else args.server
+        return int(_adapters_cli().probe(sys.stdout, command, runtime=args.runtime,
+                                         era=args.era, timeout=args.timeout,
+                                         verbose=args.verbose))
     parser.print_help()
     return 2
 

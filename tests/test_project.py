@@ -89,10 +89,10 @@ def test_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Response(request_id=2" in out
 
 
-def test_demo_prints_the_handshake_a_ping_and_one_request(
+def test_demo_in_process_prints_the_handshake_a_ping_and_one_request(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["demo"]) == 0
+    assert main(["demo", "--in-process"]) == 0
     out = capsys.readouterr().out
     sent = [line for line in out.splitlines() if line.startswith(("C->S", "S->C"))]
     methods = [re.search(r'"method":"([^"]+)"', line) for line in sent]
@@ -106,11 +106,47 @@ def test_demo_prints_the_handshake_a_ping_and_one_request(
 
 @pytest.mark.parametrize("revision", mcp_sansio.HANDSHAKE_REVISIONS)
 def test_demo_each_revision(revision: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--revision", revision]) == 0
+    assert main(["demo", "--in-process", "--revision", revision]) == 0
     assert f'"protocolVersion":"{revision}"' in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args", [["--help"], ["demo", "--help"]])
+def test_demo_runs_the_example_server_as_a_subprocess() -> None:
+    result = subprocess.run([sys.executable, "-m", "mcp_sansio", "demo"], capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "1. handshake: 2025-11-25 (handshake era) with mcp-sansio-example" in out
+    assert "2. tools/list:" in out and "progress 5/5" in out
+    assert "-> 'slept 0.5 s'" in out
+    assert "the task was cancelled" in out and "ping afterwards: {}" in out
+    assert "negotiated 2026-07-28 (stateless era)" in out and "'Hello, Ada!'" in out
+    assert "the server exited with status 0" in out
+
+
+def test_probe_prints_tables_of_a_real_server() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_sansio", "probe", "--", sys.executable, "-m", "mcp_sansio",
+         "serve-example"], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "era       stateless" in out and "version   2026-07-28" in out
+    assert "mcp-sansio-example" in out
+    for heading in ("tools (30)", "resources (3)", "resource templates (1)", "prompts (5)"):
+        assert heading in out
+    assert re.search(r"test_prompt_with_arguments +arg1, arg2 +A prompt", out)
+
+
+@pytest.mark.parametrize("command", [["no-such-command-here"], [sys.executable, "-c", "pass"]])
+def test_probe_fails_with_a_clear_message(command: list[str]) -> None:
+    result = subprocess.run([sys.executable, "-m", "mcp_sansio", "probe", "--", *command],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 1
+    assert result.stderr.startswith("mcp-sansio probe: ")
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("args", [["--help"], ["demo", "--help"], ["serve-example", "--help"],
+                                  ["probe", "--help"]])
 def test_help_on_every_subcommand(args: list[str]) -> None:
     result = subprocess.run([sys.executable, "-m", "mcp_sansio", *args],
                             capture_output=True, text=True, check=False)
