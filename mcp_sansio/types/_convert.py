@@ -436,6 +436,9 @@ def _union_hook(tp: Any) -> Callable[[Any, Any], Any]:
                 raise _Invalid(f"{key}={tag!r} is none of {choices} (for {name})")
             return hooks[member.cls](value, member.cls)
         candidates = [m for m in models if m.accepts(value)]
+        if len(candidates) == 1 and not others:
+            only = candidates[0].cls
+            return hooks[only](value, only)
         # Most keys of the value known first; then the smaller class (the closer fit).
         candidates.sort(key=lambda m: (-len(m.known & value.keys()), len(m.known)))
         first_error: BaseException | None = None
@@ -548,12 +551,16 @@ def structure(data: Any, cls: Any, *, path: str = "$") -> Any:
     the root of ``data`` in error messages. Raises :class:`TypeValidationError` naming every
     field that does not fit.
     """
+    return _run(converter.get_structure_hook(cls), cls, data, path)
+
+
+def _run(hook: Callable[[Any, Any], Any], tp: Any, data: Any, path: str) -> Any:
     try:
-        return converter.structure(data, cls)
+        return hook(data, tp)
     except (cattrs.BaseValidationError, ValueError) as exc:
         errors: list[tuple[str, str]] = []
         _flatten(exc, path, errors)
-        raise TypeValidationError(_type_name(cls), errors) from None
+        raise TypeValidationError(_type_name(tp), errors) from None
 
 
 def unstructure(obj: Any) -> Any:
@@ -562,41 +569,71 @@ def unstructure(obj: Any) -> Any:
     return converter.unstructure(obj)
 
 
+_loaded: dict[str, types.ModuleType] = {}
+
+
 def namespace(revision: str) -> types.ModuleType:
     """The module of one revision's types (``mcp_sansio.types.v2025_11_25`` for
     ``"2025-11-25"``), imported on first use."""
-    module = _MODULES.get(revision)
+    module = _loaded.get(revision)
     if module is None:
-        raise ValueError(f"no types for MCP revision {revision!r}; "
-                         f"known: {', '.join(REVISIONS)}")
-    return importlib.import_module(f"{__name__.rsplit('.', 1)[0]}.{module}")
+        name = _MODULES.get(revision)
+        if name is None:
+            raise ValueError(f"no types for MCP revision {revision!r}; "
+                             f"known: {', '.join(REVISIONS)}")
+        module = _loaded[revision] = importlib.import_module(
+            f"{__name__.rsplit('.', 1)[0]}.{name}")
+    return module
 
 
-def _lookup(table: str, kind: str, method: str, revision: str) -> Any:
+@attrs.frozen
+class _Plan:
+    """How to structure the params or result of one method in one revision (cached)."""
+
+    tp: Any
+    hook: Callable[[Any, Any], Any]
+    #: 2026-07-28: the result to use when ``resultType`` is ``"input_required"``.
+    input_required: _Plan | None = None
+
+
+_plans: dict[tuple[str, str, str], _Plan] = {}
+
+
+def _plan(table: str, method: str, revision: str) -> _Plan:
+    key = (table, method, revision)
+    plan = _plans.get(key)
+    if plan is not None:
+        return plan
     found = getattr(namespace(revision), table).get(method)
     if found is None:
+        kind = "notification" if table == "NOTIFICATION_PARAMS" else "request"
         raise TypeValidationError(
             f"{kind} method", [("method", f"{method!r} is not a {kind} in MCP {revision}")])
-    return found
+    input_required = None
+    if table == "RESULTS":
+        choices = tuple(c for c in found if c.__name__ != "InputRequiredResult")
+        if len(choices) < len(found):
+            (other,) = (c for c in found if c.__name__ == "InputRequiredResult")
+            input_required = _Plan(other, converter.get_structure_hook(other))
+        found = choices[0] if len(choices) == 1 else Union[choices]  # noqa: UP007 (a tuple)
+    plan = _plans[key] = _Plan(found, converter.get_structure_hook(found), input_required)
+    return plan
 
 
 def structure_request(method: str, params: Mapping[str, Any] | None, revision: str) -> Any:
     """The typed ``params`` of a ``method`` request in ``revision``: e.g. a
     ``CallToolRequestParams`` for ``"tools/call"``. Absent params (``None``) are read as an
     empty object, which is fine for methods whose params are all optional."""
-    tp = _lookup("REQUEST_PARAMS", "request", method, revision)
-    return structure({} if params is None else params, tp, path="params")
+    plan = _plan("REQUEST_PARAMS", method, revision)
+    return _run(plan.hook, plan.tp, {} if params is None else params, "params")
 
 
 def structure_notification(method: str, params: Mapping[str, Any] | None,
                            revision: str) -> Any:
     """The typed ``params`` of a ``method`` notification in ``revision`` (absent params are
     read as an empty object)."""
-    tp = _lookup("NOTIFICATION_PARAMS", "notification", method, revision)
-    return structure({} if params is None else params, tp, path="params")
-
-
-_RESULT_UNIONS: dict[tuple[str, str], Any] = {}
+    plan = _plan("NOTIFICATION_PARAMS", method, revision)
+    return _run(plan.hook, plan.tp, {} if params is None else params, "params")
 
 
 def structure_result(method: str, result: Mapping[str, Any], revision: str) -> Any:
@@ -607,17 +644,9 @@ def structure_result(method: str, result: Mapping[str, Any], revision: str) -> A
     discriminator); in 2025-11-25 a task-augmented request's answer carries ``task`` and is a
     ``CreateTaskResult``.
     """
-    choices = _lookup("RESULTS", "request", method, revision)
-    if len(choices) > 1:
-        by_name = {c.__name__: c for c in choices}
-        wanted = "InputRequiredResult"
-        if wanted in by_name and isinstance(result, Mapping):
-            if result.get("resultType") == "input_required":
-                return structure(result, by_name[wanted], path="result")
-            choices = tuple(c for c in choices if c.__name__ != wanted)
-    if len(choices) == 1:
-        return structure(result, choices[0], path="result")
-    union = _RESULT_UNIONS.get((method, revision))
-    if union is None:
-        union = _RESULT_UNIONS[method, revision] = Union[choices]  # noqa: UP007 (a tuple)
-    return structure(result, union, path="result")
+    plan = _plan("RESULTS", method, revision)
+    other = plan.input_required
+    if (other is not None and isinstance(result, Mapping)
+            and result.get("resultType") == "input_required"):
+        plan = other
+    return _run(plan.hook, plan.tp, result, "result")
