@@ -166,6 +166,20 @@ def test_result_alternatives() -> None:
     assert v26.RESULTS["tools/list"] == (v26.ListToolsResult,)
 
 
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_strategies_cover_every_type_of_a_revision(revision: str) -> None:
+    module = types.namespace(revision)
+    found = _strategies.strategies(revision)
+    assert set(found) == {n for n in module.__all__ if not n.isupper()}
+    assert found["TextContent"] is _strategies.strategy_for(module.TextContent)
+
+
+def test_a_copied_union_is_an_alias() -> None:
+    v26 = types.namespace("2026-07-28")
+    assert v26.ClientNotification is v26.CancelledNotification
+    assert v26.ClientResult is v26.Result
+
+
 # -- by method -------------------------------------------------------------------------------
 
 

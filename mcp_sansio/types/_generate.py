@@ -75,6 +75,10 @@ OPAQUE = {"JSONValue"}
 FIELD_DEFAULTS = {("InputRequiredResult", "resultType"): "input_required",
                   ("*", "resultType"): "complete"}
 
+#: The message unions of the schemas (each revision has some of them).
+UNIONS = {"ClientRequest", "ServerRequest", "ClientNotification", "ServerNotification",
+          "ClientResult", "ServerResult", "InputRequest", "InputResponse"}
+
 #: Request method -> result definition, where the name is not the request's with
 #: ``Request`` replaced by ``Result`` (absent: the method answers ``EmptyResult``).
 RESULT_NAMES: dict[str, str] = {}
@@ -231,6 +235,13 @@ class _Reader:
         pointer = self.pointer(name)
         if name in OPAQUE:
             self.add(Entity(name, "alias", doc, type=ANY, pointer=pointer))
+            return
+        copied = [n for n, d in self.defs.items() if d == s and n != name]
+        if name in UNIONS and copied:
+            # A one-member union written out in full (2026-07-28's ClientNotification is
+            # CancelledNotification again): an alias of the definition it copies.
+            doc = f"The schema's ``{name}`` union, whose one member here is ``{copied[0]}``."
+            self.add(Entity(name, "alias", doc, type=("ref", copied[0]), pointer=pointer))
             return
         if "allOf" in s:
             s = self.merge_all_of(s, pointer)

@@ -500,33 +500,6 @@ class ClientCapabilities:
 
 
 @attrs.frozen(kw_only=True)
-class ClientNotification:
-    """This notification is sent by the client to indicate that it is cancelling a request it
-    previously issued.
-
-    On stdio, the server also sends this notification, solely to terminate a
-    ``subscriptions/listen`` stream: it references the ID of the ``subscriptions/listen``
-    request that opened the stream. Servers MUST NOT use this notification to cancel any other
-    request.
-
-    The request SHOULD still be in-flight, but due to communication latency, it is always
-    possible that this notification MAY arrive after the request has already finished.
-
-    This notification indicates that the result will be unused, so any associated processing
-    SHOULD cease.
-
-    Revision 2026-07-28.
-    """
-
-    jsonrpc: Literal["2.0"] = "2.0"
-    method: Literal["notifications/cancelled"] = "notifications/cancelled"
-    params: CancelledNotificationParams
-
-    extra: dict[str, Any] = attrs.field(factory=dict)
-    """Keys this revision does not define, kept as received and sent back unchanged."""
-
-
-@attrs.frozen(kw_only=True)
 class CompleteRequest:
     """A request from the client to the server, to ask for completion options.
 
@@ -2638,6 +2611,12 @@ class UnsupportedProtocolVersionErrorObject:
     """Keys this revision does not define, kept as received and sent back unchanged."""
 
 
+ClientNotification: TypeAlias = CancelledNotification
+"""The schema's ``ClientNotification`` union, whose one member here is ``CancelledNotification``.
+
+Revision 2026-07-28.
+"""
+
 ClientRequest: TypeAlias = (
     DiscoverRequest
     | ListResourcesRequest
@@ -2652,12 +2631,6 @@ ClientRequest: TypeAlias = (
 )
 """Revision 2026-07-28."""
 
-ClientResult: TypeAlias = Result
-"""Common result fields.
-
-Revision 2026-07-28.
-"""
-
 ElicitRequestParams: TypeAlias = ElicitRequestFormParams | ElicitRequestURLParams
 """The parameters for a request to elicit additional information from the user via the client.
 
@@ -2666,6 +2639,12 @@ Revision 2026-07-28.
 
 EmptyResult: TypeAlias = Result
 """Common result fields.
+
+Revision 2026-07-28.
+"""
+
+ClientResult: TypeAlias = EmptyResult
+"""The schema's ``ClientResult`` union, whose one member here is ``EmptyResult``.
 
 Revision 2026-07-28.
 """
