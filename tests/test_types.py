@@ -401,6 +401,14 @@ def test_error_paths(data: Any, path: str, message: str) -> None:
     assert (path, message) in info.value.errors
 
 
+def test_a_missing_discriminator_is_named() -> None:
+    with pytest.raises(types.TypeValidationError) as info:
+        types.structure_result("tools/call", {"content": [{"text": "x"}]}, "2025-06-18")
+    [(path, message)] = info.value.errors
+    assert path == "result.content[0]"
+    assert message.startswith("type missing: one of 'text', 'image'")
+
+
 def test_schema_bounds_are_checked_when_structuring_and_building() -> None:
     v = types.namespace("2025-06-18")
     with pytest.raises(types.TypeValidationError) as info:

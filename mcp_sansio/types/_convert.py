@@ -433,6 +433,8 @@ def _union_hook(tp: Any) -> Callable[[Any, Any], Any]:
             member = by_value.get(tag) if isinstance(tag, str | int) else None
             if member is None:
                 choices = ", ".join(repr(v) for v in by_value)
+                if key not in value:
+                    raise _Invalid(f"{key} missing: one of {choices} is needed (for {name})")
                 raise _Invalid(f"{key}={tag!r} is none of {choices} (for {name})")
             return hooks[member.cls](value, member.cls)
         candidates = [m for m in models if m.accepts(value)]
