@@ -351,7 +351,7 @@ class Connection:
             self._end_outgoing(request_id, record)
             self._ended_outgoing.add(request_id, record.method)
             reason = "hard time limit reached" if kind is TimerKind.HARD else "timed out"
-            self._queue_cancel(request_id, reason)
+            self._queue_cancel(request_id, reason, record.related)
             self._events.append(
                 RequestTimedOut(
                     request_id=request_id,
@@ -450,10 +450,13 @@ class Connection:
     def messages_to_send(self) -> list[tuple[Any, RequestId | None]]:
         """Drain the outbox as ``(message, related_request_id)`` pairs (HTTP routing).
 
-        ``related_request_id`` is the id of the request a message belongs to: a response's
-        own id; a progress or log notification's request; a listen stream's id for its
-        notifications; for a request we send, the incoming request it was sent on behalf of
-        (``related_request_id=``) or else its own id; None for unrelated messages.
+        ``related_request_id`` is the id of the *peer's* request a message belongs to: a
+        response's own id; a progress or log notification's request; a listen stream's id
+        for its notifications; for a request we send, the incoming request it was sent on
+        behalf of (``related_request_id=``); for the cancellation of one of our requests,
+        whatever that request related to; None for unrelated messages. (Our own request ids
+        live in another id space than the peer's, so they never appear here: an HTTP server
+        routes by this value alone.)
         """
         out = [(entry[0], entry[1]) for entry in self._outbox]
         self._outbox.clear()
@@ -571,8 +574,7 @@ class Connection:
             self._timers.set(request_id, TimerKind.IDLE, now + idle)
         if hard is not None:
             self._timers.set(request_id, TimerKind.HARD, now + hard)
-        related = request_id if related_request_id is None else related_request_id
-        self._outbox.append((message, related, data))
+        self._outbox.append((message, related_request_id, data))
         return request_id
 
     def send_notification(
@@ -773,7 +775,7 @@ class Connection:
             raise LocalProtocolError("initialize cannot be cancelled (lifecycle.mdx)")
         self._end_outgoing(request_id, record)
         self._ended_outgoing.add(request_id, record.method)
-        self._queue_cancel(request_id, reason)
+        self._queue_cancel(request_id, reason, record.related)
         self._events.append(
             RequestCancelled(request_id=request_id, method=record.method, reason=reason)
         )
@@ -896,12 +898,14 @@ class Connection:
                 data = _codec.encode(replies)
             self._outbox.append((replies, None, data))
 
-    def _queue_cancel(self, request_id: RequestId, reason: str | None) -> None:
+    def _queue_cancel(
+        self, request_id: RequestId, reason: str | None, related: RequestId | None
+    ) -> None:
         params: dict[str, Any] = {"requestId": request_id}
         if reason is not None:
             params["reason"] = reason
         message = _codec.notification_message("notifications/cancelled", params)
-        self._outbox.append((message, request_id, _codec.encode(message)))
+        self._outbox.append((message, related, _codec.encode(message)))
 
     def _reply_error(
         self, batch: _Batch | None, request_id: RequestId | None, code: int, reason: str,

@@ -1,0 +1,1327 @@
+"""The Streamable HTTP server (both eras) and the legacy HTTP+SSE server, sans I/O.
+
+Theory of operation
+-------------------
+One :class:`HTTPServer` serves one MCP endpoint over any number of TCP connections. The
+adapter gives it bytes per connection (a :class:`ServerChannel`, one per socket) and writes
+what :meth:`HTTPServer.data_to_send` returns. Between the two:
+
+* each channel wraps an h11 connection (:class:`~mcp_sansio.http._wire.ServerWire`) that cuts
+  the bytes into whole requests, one at a time, with keep-alive;
+* each request is checked at the HTTP level (path, ``Host``/``Origin``, method, ``Accept``,
+  ``Content-Type``, JSON, the JSON-RPC envelope, ``MCP-Protocol-Version``, the session, the
+  2026-07-28 mirrored headers) and either answered at once with a status code or handed to
+  a :class:`Session`: its body is fed to the session's
+  :class:`~mcp_sansio.ServerConnection`, and a *stream* is opened for the answer;
+* the application drains :meth:`HTTPServer.next_event` -- ``(session, event)`` pairs from
+  every session's connection -- and answers through ``session.connection``;
+* whatever a connection queues is *routed*: each outgoing message carries the id of the
+  client request it relates to (``Connection.encoded_messages_to_send``), which names the
+  stream it goes on: that request's POST stream, else the session's standalone GET stream.
+  Every message goes on exactly one stream. A stream becomes a JSON response (when the
+  final response is its first message) or an SSE stream, written event by event.
+
+Sessions of the handshake era (2025-03-26 .. 2025-11-25) live from ``initialize`` to
+``DELETE``, expiry, or :meth:`HTTPServer.end_session`; their id comes from the caller's
+``new_session_id`` (the adapter uses :mod:`secrets`). A stateless-era (2026-07-28) request
+gets a session of its own with ``id`` None and a fresh connection, which lives as long as its
+stream: the response ends it, and a stream the client closes is that request's cancellation
+(fed to the connection as ``notifications/cancelled``, so the application sees
+:class:`~mcp_sansio.CancelRequested`).
+
+Legacy HTTP+SSE (2024-11-05), when enabled: ``GET`` on ``legacy_sse_path`` opens a session
+whose one SSE stream starts with an ``endpoint`` event naming the URL to POST messages to;
+every message of the session goes on that stream and every POST is answered ``202``.
+
+Time is an argument (``now=``), as in the core: it drives idle-session expiry, SSE
+keep-alive comments and the connections' own timers (:meth:`HTTPServer.next_deadline`,
+:meth:`HTTPServer.handle_timeout`).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import heapq
+import itertools
+import math
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from .. import _codec
+from .._codec import InvalidMessage, MessageKind
+from .._connection import ServerConnection
+from .._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
+from .._events import CancelRequested, ConnectionClosed, Event, RequestId
+from .._state import State
+from .._stateless import META_PROTOCOL_VERSION, has_stateless_meta
+from .._versions import FEATURES, Era
+from ._headers import (
+    LOCAL_HOSTS,
+    LOCAL_ORIGINS,
+    AllowList,
+    Headers,
+    accepts,
+    decode_header_value,
+    media_type,
+    param_matches,
+    param_value,
+)
+from ._sse import encode_comment, encode_event
+from ._store import EventStore, InMemoryEventStore
+from ._wire import DEFAULT_MAX_HEADER_SIZE, HTTPRequest, ServerWire
+
+__all__ = [
+    "DEFAULT_KEEPALIVE_INTERVAL",
+    "DEFAULT_MAX_BODY_SIZE",
+    "DEFAULT_MAX_PENDING_MESSAGES",
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_RETRY_MS",
+    "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "HTTPServer",
+    "ResponseMode",
+    "ServerChannel",
+    "Session",
+    "SessionEnd",
+]
+
+#: Largest request body accepted: 4 MiB. Clients send requests, notifications and answers to
+#: server requests; 4 MiB holds tool arguments and a sampling result with an image, and is
+#: what the official SDKs accept. Larger bodies are refused with 413 before they are read.
+DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
+#: Live sessions at once: 10,000. An idle session costs a few kilobytes (its connection and
+#: stream bookkeeping), so the cap bounds memory at tens of megabytes while staying far above
+#: what one server process serves; initialize beyond it is answered 503.
+DEFAULT_MAX_SESSIONS = 10_000
+#: A session with no request and no open stream for this long ends (one hour). Clients are
+#: required to re-initialize when their session is gone (404), so expiry is always safe.
+DEFAULT_SESSION_IDLE_TIMEOUT: float | None = 3600.0
+#: The SSE ``retry`` field (milliseconds) sent at the start of resumable streams: how long a
+#: client waits before resuming a broken stream. One second: quick recovery, no hammering.
+DEFAULT_RETRY_MS: int | None = 1000
+#: Seconds between keep-alive comments on open SSE streams: 20 s, below the 30-60 s idle
+#: timeouts of common proxies and load balancers.
+DEFAULT_KEEPALIVE_INTERVAL: float | None = 20.0
+#: Messages held for a session's standalone stream while no GET is open: 1,000. Beyond it the
+#: oldest are dropped.
+DEFAULT_MAX_PENDING_MESSAGES = 1000
+
+#: JSON-RPC errors answered as JSON before any stream started, in the stateless era, get an
+#: HTTP status of their own (``2026-07-28/basic/transports/streamable-http.mdx``): 404 for an
+#: unknown method, 400 for a request that is malformed or cannot be served as sent.
+_STATELESS_STATUS = {
+    ErrorCode.METHOD_NOT_FOUND: 404,
+    ErrorCode.PARSE_ERROR: 400,
+    ErrorCode.INVALID_REQUEST: 400,
+    ErrorCode.INVALID_PARAMS: 400,
+    ErrorCode.HEADER_MISMATCH: 400,
+    ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    ErrorCode.UNSUPPORTED_PROTOCOL_VERSION: 400,
+}
+#: The revision from which the server primes SSE streams (2025-11-25 ``transports.mdx``).
+_PRIMING_FROM = "2025-11-25"
+_JSON = ("content-type", "application/json")
+_SSE_HEADERS = (
+    ("content-type", "text/event-stream"),
+    ("cache-control", "no-cache"),
+    ("x-accel-buffering", "no"),
+)
+#: Methods whose 2026-07-28 requests must carry Mcp-Name, and the params field it mirrors.
+_NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+class ResponseMode(enum.Enum):
+    """How the server answers a request POST."""
+
+    #: An SSE stream, unless the response is ready as soon as the request is processed
+    #: (then one JSON object). Messages about the request go on its stream.
+    SSE = "sse"
+    #: One JSON object. Messages about the request that come before the response go on the
+    #: standalone GET stream (handshake era) or are dropped (stateless era); a
+    #: ``subscriptions/listen`` stream is always SSE.
+    JSON = "json"
+    #: JSON if the response is the first message for the request, else an SSE stream (so
+    #: progress, logs and server requests still travel with their request).
+    AUTO = "auto"
+
+
+class SessionEnd(enum.Enum):
+    """Why a session ended."""
+
+    #: The client sent DELETE.
+    DELETED = "deleted"
+    #: No request and no open stream for ``session_idle_timeout`` seconds.
+    EXPIRED = "expired"
+    #: The application called :meth:`HTTPServer.end_session`.
+    CLOSED = "closed"
+    #: Legacy HTTP+SSE: the client closed the session's SSE stream.
+    DISCONNECTED = "disconnected"
+
+
+class _Kind(enum.Enum):
+    POST = "post"  # the answer to one request POST (or a 2025-03-26 batch)
+    STANDALONE = "standalone"  # the session's GET stream
+    LISTEN = "listen"  # 2026-07-28 subscriptions/listen
+
+
+class _Stream:
+    """One logical response stream: a POST's answer or the standalone stream. It outlives
+    the HTTP response carrying it when that breaks (resumption)."""
+
+    __slots__ = (
+        "channel", "finished", "id", "init", "kind", "pending", "processed", "resumable",
+        "sent", "session", "started",
+    )
+
+    def __init__(self, session: Session, kind: _Kind, stream_id: str) -> None:
+        self.session = session
+        self.kind = kind
+        self.id: str = stream_id
+        self.channel: ServerChannel | None = None
+        #: Client request ids whose responses belong here.
+        self.pending: set[RequestId] = set()
+        self.started = False  # the SSE head went out
+        self.sent = False  # anything went out (or into the store) for it
+        self.finished = False
+        self.processed = False  # the connection has processed the request(s)
+        self.resumable = False  # events get ids and go through the event store
+        self.init = False  # the answer to initialize: carries Mcp-Session-Id
+
+
+class Session:
+    """One MCP session: a :class:`~mcp_sansio.ServerConnection` and its streams.
+
+    Handshake-era sessions have an ``id`` (sent as ``Mcp-Session-Id``); a stateless-era
+    request gets a session of its own with ``id`` None, for as long as its stream lives.
+
+    Answer through :attr:`connection`. Messages sent while handling an event the server
+    handed out are picked up on the next :meth:`HTTPServer.next_event` call; anything sent at
+    another time (a handler that finishes later) needs :meth:`flush`.
+    """
+
+    def __init__(
+        self, server: HTTPServer, session_id: str | None, connection: ServerConnection,
+        era: Era, *, legacy: bool = False,
+    ) -> None:
+        self._server = server
+        #: The session id (None for a stateless-era request).
+        self.id = session_id
+        #: The MCP connection of this session.
+        self.connection = connection
+        #: The era this session speaks.
+        self.era = era
+        #: Whether it is a legacy HTTP+SSE (2024-11-05) session.
+        self.legacy = legacy
+        #: Why the session ended (None while it lives).
+        self.ended: SessionEnd | None = None
+        self._prefix = (
+            hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            if session_id is not None else ""
+        )
+        self._stream_numbers = itertools.count(1)
+        self._routes: dict[RequestId, _Stream] = {}
+        self._streams: dict[str, _Stream] = {}  # live (unfinished) streams by stream id
+        self._unprocessed: list[_Stream] = []
+        self._standalone: _Stream | None = None
+        self._backlog: deque[bytes] = deque()
+        self._queued = False  # in the server's ready queue
+        self._last_active = -math.inf
+        self._expiry_at: float | None = None  # scheduled expiry check
+        self._timer_at: float | None = None  # scheduled connection timer check
+        self._done = False  # fully retired (ConnectionClosed delivered, or stateless done)
+
+    def __repr__(self) -> str:
+        return f"<Session id={self.id!r} era={self.era.value}{' legacy' if self.legacy else ''}>"
+
+    def flush(self) -> None:
+        """Route what :attr:`connection` has queued onto this session's streams. Call it
+        after sending on the connection outside the handling of an event of this session
+        (then drain :meth:`HTTPServer.next_event` and :meth:`HTTPServer.data_to_send`)."""
+        self._server._dirty[self] = None
+
+    @property
+    def open_streams(self) -> int:
+        """How many HTTP responses are streaming for this session right now."""
+        count = sum(1 for s in self._streams.values() if s.channel is not None)
+        if self._standalone is not None and self._standalone.channel is not None:
+            count += 1
+        return count
+
+    def _new_stream(self, kind: _Kind) -> _Stream:
+        stream_id = f"{self._prefix}-{next(self._stream_numbers)}"
+        stream = _Stream(self, kind, stream_id)
+        self._streams[stream_id] = stream
+        return stream
+
+    def _idle(self) -> bool:
+        if self._streams:
+            return False
+        return self._standalone is None or self._standalone.channel is None
+
+
+class ServerChannel:
+    """One TCP connection to the server. Feed it what the socket reads; write what
+    :meth:`HTTPServer.data_to_send` (or :meth:`data_to_send`) gives for it; close the socket
+    when :attr:`closed` is true and its data is written."""
+
+    def __init__(self, server: HTTPServer) -> None:
+        self._server = server
+        self.wire = ServerWire(max_body_size=server.max_body_size,
+                               max_header_size=server.max_header_size)
+        self.stream: _Stream | None = None
+        self._gone = False  # the server has reported the channel closed
+
+    def __repr__(self) -> str:
+        return f"<ServerChannel at 0x{id(self):x}{' closed' if self.closed else ''}>"
+
+    @property
+    def closed(self) -> bool:
+        """True when the connection is over: close the socket after writing what is left."""
+        return self.wire.closed
+
+    def receive_data(self, data: bytes, *, now: float | None = None) -> None:
+        """Bytes read from the socket; ``b""`` is end of file."""
+        server = self._server
+        server._clock(now)
+        self.wire.receive_data(data)
+        if not data:
+            # End of file: the client is gone (a half-closed client cannot be told apart
+            # from one that left, and HTTP clients do not half-close while waiting).
+            if self.stream is not None:
+                server._detach(self.stream)
+            self.wire.abort()
+        elif self.wire.closed and self.stream is not None:
+            server._detach(self.stream)
+        server._process_channel(self)
+
+    def connection_lost(self, *, now: float | None = None) -> None:
+        """The socket broke (reset, write error): nothing more can be written to it."""
+        server = self._server
+        server._clock(now)
+        if self.stream is not None:
+            server._detach(self.stream)
+        self.wire.abort()
+        self.wire.data_to_send()  # discard: it cannot be written
+        server._writable[self] = None
+
+    def data_to_send(self) -> bytes:
+        """What to write to this socket now."""
+        self._server._writable.pop(self, None)
+        return self.wire.data_to_send()
+
+
+class HTTPServer:
+    """A Streamable HTTP MCP server (both eras), optionally with the legacy HTTP+SSE
+    endpoints, as a state machine with no I/O. See :doc:`/http` for the call order.
+
+    :param connection_factory: makes the :class:`~mcp_sansio.ServerConnection` of each new
+        session (and of each stateless-era request). Its ``versions`` decide which eras the
+        server speaks.
+    :param new_session_id: returns a fresh session id: visible ASCII (0x21-0x7E), globally
+        unique and unguessable (``secrets.token_urlsafe(32)`` in an adapter). Required for
+        the handshake era.
+    :param path: the MCP endpoint's path.
+    :param response_mode: how requests are answered (:class:`ResponseMode`).
+    :param enable_get: offer the standalone GET stream (else GET is answered 405).
+    :param enable_delete: let clients end sessions with DELETE (else 405).
+    :param allowed_hosts: ``Host`` values accepted (``"name"``, ``"name:port"``, ``"name:*"``
+        for any port, ``"*"``); None accepts any. Default: localhost only.
+    :param allowed_origins: ``Origin`` values accepted when the header is present (same
+        forms, e.g. ``"https://app.example:*"``); None accepts any. Default: localhost only.
+    :param max_body_size: largest request body (413 beyond).
+    :param max_header_size: largest request head (431 beyond).
+    :param max_sessions: live sessions at once (503 beyond).
+    :param session_idle_timeout: seconds without request or open stream before a session
+        ends (None: never).
+    :param resumable: give SSE events ids, prime streams and replay them on
+        ``Last-Event-ID`` (handshake era). False: no ids, no event store.
+    :param event_store: where SSE events wait for resumption (default: a bounded
+        :class:`InMemoryEventStore`).
+    :param retry_ms: the SSE ``retry`` field for resumable streams (None: not sent).
+    :param keepalive_interval: seconds between keep-alive comments on open SSE streams
+        (None: none).
+    :param max_pending_messages: messages held for a standalone stream no GET is reading.
+    :param tool_param_headers: 2026-07-28 ``x-mcp-header`` support: tool name -> ``{header
+        name: property path}`` (see :func:`param_headers`), to check ``Mcp-Param-*`` headers.
+    :param legacy_sse_path: serve the 2024-11-05 HTTP+SSE transport too: its SSE path.
+    :param legacy_post_path: the legacy transport's POST path.
+    """
+
+    def __init__(
+        self,
+        connection_factory: Callable[[], ServerConnection],
+        *,
+        new_session_id: Callable[[], str] | None = None,
+        path: str = "/mcp",
+        response_mode: ResponseMode = ResponseMode.SSE,
+        enable_get: bool = True,
+        enable_delete: bool = True,
+        allowed_hosts: Iterable[str] | None = LOCAL_HOSTS,
+        allowed_origins: Iterable[str] | None = LOCAL_ORIGINS,
+        max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+        max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+        resumable: bool = True,
+        event_store: EventStore | None = None,
+        retry_ms: int | None = DEFAULT_RETRY_MS,
+        keepalive_interval: float | None = DEFAULT_KEEPALIVE_INTERVAL,
+        max_pending_messages: int = DEFAULT_MAX_PENDING_MESSAGES,
+        tool_param_headers: Callable[[str], Mapping[str, Sequence[str]] | None] | None = None,
+        legacy_sse_path: str | None = None,
+        legacy_post_path: str = "/messages",
+    ) -> None:
+        self.connection_factory = connection_factory
+        template = connection_factory()
+        self._handshake_versions = tuple(v for v in template.versions
+                                         if v in FEATURES and FEATURES[v].handshake)
+        self._stateless_versions = tuple(v for v in template.versions
+                                         if v in FEATURES and not FEATURES[v].handshake)
+        self._max_depth = template.max_depth
+        if self._handshake_versions and new_session_id is None:
+            raise ValueError("new_session_id is required to serve the handshake era")
+        self.new_session_id = new_session_id
+        self.path = path
+        self.response_mode = response_mode
+        self.enable_get = enable_get
+        self.enable_delete = enable_delete
+        self._hosts = AllowList(allowed_hosts) if allowed_hosts is not None else None
+        self._origins = AllowList(allowed_origins) if allowed_origins is not None else None
+        self.max_body_size = max_body_size
+        self.max_header_size = max_header_size
+        self.max_sessions = max_sessions
+        self.session_idle_timeout = session_idle_timeout
+        self.event_store: EventStore | None = None
+        if resumable:
+            self.event_store = event_store if event_store is not None else InMemoryEventStore()
+        self.retry_ms = retry_ms
+        self.keepalive_interval = keepalive_interval
+        self.max_pending_messages = max_pending_messages
+        self.tool_param_headers = tool_param_headers
+        self.legacy_sse_path = legacy_sse_path
+        self.legacy_post_path = legacy_post_path
+
+        self._now = -math.inf
+        self._sessions: dict[str, Session] = {}
+        self._ready: deque[Session] = deque()
+        self._dirty: dict[Session, None] = {}
+        self._pending_channels: dict[ServerChannel, None] = {}
+        self._writable: dict[ServerChannel, None] = {}
+        self._listening: dict[Session, None] = {}  # stateless sessions with a listen stream
+        self._sse: dict[_Stream, None] = {}  # SSE streams open on a channel (keep-alives)
+        self._timers: list[tuple[float, int, Session | None, str]] = []
+        self._seq = itertools.count()
+        self._keepalive_at: float | None = None
+
+    # -- public API ----------------------------------------------------------------------------
+
+    def new_channel(self, *, now: float | None = None) -> ServerChannel:
+        """A new TCP connection was accepted: its channel."""
+        self._clock(now)
+        return ServerChannel(self)
+
+    @property
+    def sessions(self) -> Mapping[str, Session]:
+        """The live handshake-era and legacy sessions, by id."""
+        return self._sessions
+
+    def session(self, session_id: str) -> Session | None:
+        return self._sessions.get(session_id)
+
+    def next_event(self) -> tuple[Session, Event] | NeedData:
+        """The next ``(session, event)`` pair from any session's connection, or
+        ``NEED_DATA``. Each call first routes what the sessions handed out so far have
+        queued, and reads requests that were waiting on a channel."""
+        while True:
+            if self._dirty:
+                self._flush_dirty()
+            if self._pending_channels:
+                channels = list(self._pending_channels)
+                self._pending_channels.clear()
+                for channel in channels:
+                    self._process_channel(channel)
+                continue
+            if not self._ready:
+                if self._dirty:
+                    continue
+                return NEED_DATA
+            session = self._ready[0]
+            event = session.connection.next_event()
+            self._dirty[session] = None
+            if event is NEED_DATA:
+                self._ready.popleft()
+                session._queued = False
+                for stream in session._unprocessed:
+                    stream.processed = True
+                session._unprocessed.clear()
+                continue
+            self._observe(session, event)
+            return session, event
+
+    def data_to_send(self) -> list[tuple[ServerChannel, bytes]]:
+        """``(channel, bytes)`` for every channel with something to write, and ``(channel,
+        b"")`` once for a channel that closed: close its socket after writing."""
+        if self._dirty:
+            self._flush_dirty()
+        out: list[tuple[ServerChannel, bytes]] = []
+        for channel in list(self._writable):
+            data = channel.wire.data_to_send()
+            if channel.wire.closed:
+                if channel._gone and not data:
+                    continue
+                channel._gone = True
+                if channel.stream is not None:
+                    self._detach(channel.stream)
+            elif not data:
+                continue
+            out.append((channel, data))
+        self._writable.clear()
+        return out
+
+    def next_deadline(self) -> float | None:
+        """The earliest time :meth:`handle_timeout` has something to do, or None."""
+        return self._timers[0][0] if self._timers else None
+
+    def handle_timeout(self, now: float) -> None:
+        """Expire idle sessions, write keep-alives and fire the connections' timers."""
+        now = self._clock(now)
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            _, _, session, kind = heapq.heappop(timers)
+            if kind == "keepalive":
+                self._keepalive(now)
+            elif session is None or session._done:
+                continue
+            elif kind == "expiry":
+                session._expiry_at = None
+                self._check_expiry(session, now)
+            else:
+                session._timer_at = None
+                session.connection.handle_timeout(now)
+                self._mark_ready(session)
+
+    def end_session(self, session: Session | str, *, now: float | None = None) -> None:
+        """End a session on the server's initiative: later requests for it get 404."""
+        self._clock(now)
+        if isinstance(session, str):
+            found = self._sessions.get(session)
+            if found is None:
+                return
+            session = found
+        if session.ended is None:
+            self._end_session(session, SessionEnd.CLOSED)
+
+    def broadcast(self, method: str, params: Mapping[str, Any] | None = None) -> int:
+        """Send a notification to every session that may receive it (e.g.
+        ``notifications/tools/list_changed``): handshake sessions that are operating, and
+        stateless ``subscriptions/listen`` streams that asked for it. Returns how many
+        sessions it was offered to."""
+        count = 0
+        targets = [s for s in self._sessions.values() if s.connection.state is State.OPERATING]
+        targets.extend(self._listening)
+        for session in targets:
+            try:
+                session.connection.send_notification(method, params)
+            except LocalProtocolError:  # not allowed on this session: skip it
+                continue
+            count += 1
+            self._dirty[session] = None
+        return count
+
+    # -- time ----------------------------------------------------------------------------------
+
+    def _clock(self, now: float | None) -> float:
+        if now is not None and now > self._now:
+            self._now = float(now)
+        return self._now
+
+    def _schedule(self, when: float, session: Session | None, kind: str) -> None:
+        heapq.heappush(self._timers, (when, next(self._seq), session, kind))
+
+    def _touch(self, session: Session) -> None:
+        """Note activity on a session; schedule its expiry check when it is idle."""
+        session._last_active = self._now
+        timeout = self.session_idle_timeout
+        if timeout is None or session.id is None or session._done or not session._idle():
+            return
+        if session._expiry_at is None:
+            session._expiry_at = self._now + timeout
+            self._schedule(session._expiry_at, session, "expiry")
+
+    def _check_expiry(self, session: Session, now: float) -> None:
+        timeout = self.session_idle_timeout
+        if timeout is None or session.ended is not None or not session._idle():
+            return
+        due = session._last_active + timeout
+        if due <= now:
+            self._end_session(session, SessionEnd.EXPIRED)
+        else:
+            session._expiry_at = due
+            self._schedule(due, session, "expiry")
+
+    def _update_timer(self, session: Session) -> None:
+        deadline = session.connection.next_deadline()
+        if deadline is None or session._done:
+            return
+        if session._timer_at is None or deadline < session._timer_at:
+            session._timer_at = deadline
+            self._schedule(deadline, session, "timer")
+
+    def _keepalive(self, now: float) -> None:
+        self._keepalive_at = None
+        comment = encode_comment()
+        for stream in list(self._sse):
+            channel = stream.channel
+            if channel is None or not stream.started or stream.finished:
+                self._sse.pop(stream, None)
+                continue
+            channel.wire.send_body(comment)
+            self._writable[channel] = None
+        self._arm_keepalive()
+
+    def _arm_keepalive(self) -> None:
+        if self.keepalive_interval is None or self._keepalive_at is not None or not self._sse:
+            return
+        self._keepalive_at = self._now + self.keepalive_interval
+        self._schedule(self._keepalive_at, None, "keepalive")
+
+    # -- channels ------------------------------------------------------------------------------
+
+    def _process_channel(self, channel: ServerChannel) -> None:
+        wire = channel.wire
+        while channel.stream is None and not wire.closed:
+            request = wire.next_request()
+            if request is None:
+                break
+            self._handle(channel, request)
+        self._writable[channel] = None
+
+    def _respond(
+        self, channel: ServerChannel, status: int, headers: Iterable[tuple[str, str]] = (),
+        body: bytes = b"",
+    ) -> None:
+        channel.wire.respond(status, headers, body)
+        self._writable[channel] = None
+
+    def _error(
+        self, channel: ServerChannel, status: int, code: int, message: str,
+        request_id: RequestId | None = None, data: Any = None,
+        headers: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        """Answer with an HTTP error status and a JSON-RPC error body."""
+        body = _codec.encode(_codec.error_message(request_id, code, message, data))
+        self._respond(channel, status, [_JSON, *headers], body)
+
+    # -- one request ---------------------------------------------------------------------------
+
+    def _handle(self, channel: ServerChannel, request: HTTPRequest) -> None:
+        path = request.path
+        legacy = self.legacy_sse_path is not None and path in (
+            self.legacy_sse_path, self.legacy_post_path)
+        if path != self.path and not legacy:
+            self._error(channel, 404, ErrorCode.INVALID_REQUEST, "Not Found: no MCP endpoint here")
+            return
+        refusal = self._check_host_origin(request.headers)
+        if refusal is not None:
+            self._error(channel, 403, ErrorCode.INVALID_REQUEST, refusal)
+            return
+        method = request.method
+        if legacy:
+            if path == self.legacy_sse_path and method == "GET":
+                self._legacy_get(channel, request)
+            elif path == self.legacy_post_path and method == "POST":
+                self._legacy_post(channel, request)
+            else:
+                allow = "GET" if path == self.legacy_sse_path else "POST"
+                self._error(channel, 405, ErrorCode.INVALID_REQUEST,
+                            "Method Not Allowed", headers=[("allow", allow)])
+            return
+        if method == "POST":
+            self._post(channel, request)
+        elif method == "GET" and self._sessions_allowed(self.enable_get, request):
+            self._get(channel, request)
+        elif method == "DELETE" and self._sessions_allowed(self.enable_delete, request):
+            self._delete(channel, request)
+        else:
+            self._error(channel, 405, ErrorCode.INVALID_REQUEST, "Method Not Allowed",
+                        headers=[("allow", self._allow())])
+
+    def _sessions_allowed(self, enabled: bool, request: HTTPRequest) -> bool:
+        """GET and DELETE exist only with handshake-era sessions (2026-07-28 answers 405)."""
+        if not enabled or not self._handshake_versions:
+            return False
+        version = request.headers.get("mcp-protocol-version")
+        return version is None or version not in self._stateless_versions
+
+    def _allow(self) -> str:
+        methods = ["POST"]
+        if self._handshake_versions:
+            if self.enable_get:
+                methods.append("GET")
+            if self.enable_delete:
+                methods.append("DELETE")
+        return ", ".join(methods)
+
+    def _check_host_origin(self, headers: Headers) -> str | None:
+        """Why a request fails the DNS-rebinding checks (None: it passes)."""
+        if self._hosts is not None:
+            host = headers.get("host")
+            if host is None or not self._hosts.allows(host):
+                return f"Forbidden: Host {host!r} is not allowed"
+        if self._origins is not None:
+            origin = headers.get("origin")
+            if origin is not None and not self._origins.allows(origin):
+                return f"Forbidden: Origin {origin!r} is not allowed"
+        return None
+
+    def _session_for(self, channel: ServerChannel, headers: Headers) -> Session | None:
+        """The session a request names, or None after answering 400 (no id) or 404."""
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            self._error(channel, 400, ErrorCode.INVALID_REQUEST,
+                        "Bad Request: the Mcp-Session-Id header is required")
+            return None
+        session = self._sessions.get(session_id)
+        if session is None or session.ended is not None or session.legacy:
+            self._error(channel, 404, ErrorCode.INVALID_REQUEST,
+                        "Not Found: unknown or terminated session")
+            return None
+        return session
+
+    # -- POST ----------------------------------------------------------------------------------
+
+    def _post(self, channel: ServerChannel, request: HTTPRequest) -> None:
+        headers = request.headers
+        if media_type(headers.get("content-type")) != "application/json":
+            self._error(channel, 415, ErrorCode.INVALID_REQUEST,
+                        "Unsupported Media Type: the body must be application/json")
+            return
+        accept = headers.get("accept")
+        if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
+            self._error(channel, 406, ErrorCode.INVALID_REQUEST,
+                        "Not Acceptable: Accept must list application/json and "
+                        "text/event-stream")
+            return
+        parsed = self._parse_body(channel, request.body)
+        if parsed is None:
+            return
+        value, items = parsed
+        requests = [item for item in items if item[0] is MessageKind.REQUEST]
+        single = type(value) is dict
+        first = items[0]
+        version = headers.get("mcp-protocol-version")
+        if single and first[0] is MessageKind.REQUEST and first[2] == "initialize":
+            if self._handshake_versions:
+                self._post_initialize(channel, value, first[1])  # type: ignore[arg-type]
+            else:
+                # A stateless-only server: the connection refuses initialize naming its
+                # versions (versioning.mdx), answered 400.
+                self._serve_stateless(channel, value, first[1], "initialize")  # type: ignore[arg-type]
+            return
+        if version is not None and version in self._stateless_versions:
+            self._post_stateless(channel, request, value, items, version)
+            return
+        if version is not None and version not in self._handshake_versions:
+            self._unsupported_version(channel, version, first[1] if requests else None)
+            return
+        if not self._handshake_versions or (
+            version is None and single and first[0] is MessageKind.REQUEST
+            and has_stateless_meta(first[3])
+        ):
+            self._error(channel, 400, ErrorCode.HEADER_MISMATCH,
+                        "Header mismatch: the MCP-Protocol-Version header is required",
+                        first[1] if first[0] is MessageKind.REQUEST else None)
+            return
+        session = self._session_for(channel, headers)
+        if session is None:
+            return
+        self._post_to_session(channel, session, value, items)
+
+    def _parse_body(
+        self, channel: ServerChannel, body: bytes,
+    ) -> tuple[Any, list[tuple[MessageKind, RequestId | None, str | None, Any]]] | None:
+        """Decode and classify a POST body; answer 400 and return None when it is not JSON or
+        not JSON-RPC."""
+        try:
+            value = _codec.decode(body, self._max_depth)
+        except InvalidMessage as exc:
+            self._error(channel, 400, exc.code, exc.message)
+            return None
+        raw = value if type(value) is list else [value]
+        if not raw:
+            self._error(channel, 400, ErrorCode.INVALID_REQUEST, "Invalid Request: empty batch")
+            return None
+        items = []
+        for item in raw:
+            try:
+                items.append(_codec.parse(item))
+            except InvalidMessage as exc:
+                self._error(channel, 400, exc.code, exc.message,
+                            exc.request_id if type(value) is dict else None)
+                return None
+        return value, items
+
+    def _unsupported_version(
+        self, channel: ServerChannel, version: str, request_id: RequestId | None,
+    ) -> None:
+        supported = [*self._handshake_versions, *self._stateless_versions]
+        if self._stateless_versions:
+            self._error(channel, 400, ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+                        "Unsupported protocol version", request_id,
+                        {"supported": supported, "requested": version})
+        else:
+            # A handshake-only server answers in the old era's terms, so that a dual-era
+            # client probing it falls back to initialize (versioning.mdx).
+            self._error(channel, 400, ErrorCode.INVALID_REQUEST,
+                        f"Bad Request: unsupported MCP-Protocol-Version {version!r} "
+                        f"(supported: {', '.join(supported)})", request_id)
+
+    def _post_initialize(self, channel: ServerChannel, value: Any, request_id: RequestId) -> None:
+        if len(self._sessions) >= self.max_sessions:
+            self._error(channel, 503, ErrorCode.TOO_MANY_REQUESTS,
+                        "Service Unavailable: too many sessions", request_id,
+                        headers=[("retry-after", "1")])
+            return
+        session = self._open_session(Era.HANDSHAKE)
+        stream = self._open_post_stream(session, channel, [request_id])
+        stream.init = True
+        session.connection.receive_message(value, now=self._now)
+        self._mark_ready(session)
+
+    def _open_session(self, era: Era, *, legacy: bool = False) -> Session:
+        assert self.new_session_id is not None
+        session_id = self.new_session_id()
+        if not session_id or any(not 0x21 <= ord(c) <= 0x7E for c in session_id):
+            raise ValueError("a session id must be non-empty visible ASCII (0x21-0x7E)")
+        if session_id in self._sessions:
+            raise ValueError("new_session_id returned an id that is in use")
+        session = Session(self, session_id, self.connection_factory(), era, legacy=legacy)
+        self._sessions[session_id] = session
+        session._standalone = _Stream(session, _Kind.STANDALONE, f"{session._prefix}-0")
+        session._standalone.resumable = self.event_store is not None and not legacy
+        return session
+
+    def _open_post_stream(
+        self, session: Session, channel: ServerChannel, ids: Iterable[RequestId],
+        kind: _Kind = _Kind.POST,
+    ) -> _Stream:
+        stream = session._new_stream(kind)
+        stream.pending.update(ids)
+        for request_id in stream.pending:
+            session._routes[request_id] = stream
+        stream.channel = channel
+        stream.resumable = (
+            self.event_store is not None and session.era is Era.HANDSHAKE
+            and not session.legacy
+        )
+        channel.stream = stream
+        session._unprocessed.append(stream)
+        return stream
+
+    def _post_to_session(
+        self, channel: ServerChannel, session: Session, value: Any,
+        items: list[tuple[MessageKind, RequestId | None, str | None, Any]],
+    ) -> None:
+        conn = session.connection
+        ids = [item[1] for item in items if item[0] is MessageKind.REQUEST]
+        if type(value) is list:
+            version = conn.protocol_version
+            if version is None or not FEATURES[version].batching:
+                self._error(channel, 400, ErrorCode.INVALID_REQUEST,
+                            f"Invalid Request: batches are not supported in revision "
+                            f"{conn.revision}")
+                return
+        for request_id in ids:
+            if request_id in session._routes or ids.count(request_id) > 1:
+                self._error(channel, 400, ErrorCode.INVALID_REQUEST,
+                            f"Invalid Request: id {request_id!r} is already in use by a "
+                            "request in flight", request_id if len(items) == 1 else None)
+                return
+        if ids:
+            self._open_post_stream(session, channel, ids)  # type: ignore[arg-type]
+        else:
+            self._respond(channel, 202)
+        conn.receive_message(value, now=self._now)
+        self._mark_ready(session)
+        self._touch(session)
+
+    def _post_stateless(
+        self, channel: ServerChannel, request: HTTPRequest, value: Any,
+        items: list[tuple[MessageKind, RequestId | None, str | None, Any]], version: str,
+    ) -> None:
+        kind, request_id, method, params = items[0]
+        if type(value) is list:
+            self._error(channel, 400, ErrorCode.INVALID_REQUEST,
+                        "Invalid Request: batches are not supported in 2026-07-28")
+            return
+        if kind is MessageKind.NOTIFICATION:
+            # No client notification is defined for 2026-07-28 HTTP (cancellation is closing
+            # the stream): accepted and ignored.
+            self._respond(channel, 202)
+            return
+        if kind is not MessageKind.REQUEST:
+            self._error(channel, 400, ErrorCode.INVALID_REQUEST,
+                        "Invalid Request: clients do not send responses in 2026-07-28")
+            return
+        assert request_id is not None and method is not None
+        mismatch = self._check_mirrored_headers(request.headers, method, params, version)
+        if mismatch is not None:
+            self._error(channel, 400, ErrorCode.HEADER_MISMATCH, f"Header mismatch: {mismatch}",
+                        request_id)
+            return
+        self._serve_stateless(channel, value, request_id, method)
+
+    def _serve_stateless(
+        self, channel: ServerChannel, value: Any, request_id: RequestId, method: str,
+    ) -> None:
+        session = Session(self, None, self.connection_factory(), Era.STATELESS)
+        kind = _Kind.LISTEN if method == "subscriptions/listen" else _Kind.POST
+        self._open_post_stream(session, channel, [request_id], kind)
+        if kind is _Kind.LISTEN:
+            self._listening[session] = None
+        session.connection.receive_message(value, now=self._now)
+        self._mark_ready(session)
+
+    def _check_mirrored_headers(
+        self, headers: Headers, method: str, params: dict[str, Any] | None, version: str,
+    ) -> str | None:
+        """What is wrong with the 2026-07-28 mirrored headers (None: they match the body)."""
+        meta = (params or {}).get("_meta")
+        body_version = meta.get(META_PROTOCOL_VERSION) if type(meta) is dict else None
+        if body_version is not None and body_version != version:
+            return (f"MCP-Protocol-Version header {version!r} does not match the body's "
+                    f"{body_version!r}")
+        header_method = headers.get("mcp-method")
+        if header_method is None:
+            return "the Mcp-Method header is required"
+        if header_method != method:
+            return f"Mcp-Method header {header_method!r} does not match the body's {method!r}"
+        field = _NAME_FIELD.get(method)
+        if field is not None:
+            body_name = (params or {}).get(field)
+            raw = headers.get("mcp-name")
+            if raw is None:
+                if isinstance(body_name, str):
+                    return "the Mcp-Name header is required"
+            else:
+                name = decode_header_value(raw)
+                if name is None:
+                    return "the Mcp-Name header holds invalid characters"
+                if name != body_name:
+                    return f"Mcp-Name header {name!r} does not match the body's {body_name!r}"
+        if method == "tools/call" and self.tool_param_headers is not None:
+            tool = (params or {}).get("name")
+            annotated = self.tool_param_headers(tool) if isinstance(tool, str) else None
+            arguments = (params or {}).get("arguments")
+            for header, path in (annotated or {}).items():
+                raw = headers.get(f"mcp-param-{header}")
+                value = param_value(arguments, path)
+                if value is None:
+                    if raw is not None:
+                        return f"Mcp-Param-{header} is present but the argument is not"
+                    continue
+                if raw is None:
+                    return f"the Mcp-Param-{header} header is required"
+                text = decode_header_value(raw)
+                if text is None:
+                    return f"the Mcp-Param-{header} header holds invalid characters"
+                if not param_matches(text, value):
+                    return f"Mcp-Param-{header} header does not match the argument"
+        return None
+
+    # -- GET and DELETE ------------------------------------------------------------------------
+
+    def _get(self, channel: ServerChannel, request: HTTPRequest) -> None:
+        headers = request.headers
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version not in self._handshake_versions:
+            self._unsupported_version(channel, version, None)
+            return
+        if not accepts(headers.get("accept"), "text/event-stream"):
+            self._error(channel, 406, ErrorCode.INVALID_REQUEST,
+                        "Not Acceptable: Accept must list text/event-stream")
+            return
+        session = self._session_for(channel, headers)
+        if session is None:
+            return
+        last_event_id = headers.get("last-event-id")
+        if last_event_id is not None and self.event_store is not None:
+            self._resume(channel, session, last_event_id)
+            return
+        standalone = session._standalone
+        assert standalone is not None
+        if standalone.channel is not None:
+            self._error(channel, 409, ErrorCode.INVALID_REQUEST,
+                        "Conflict: this session's standalone stream is already open")
+            return
+        self._attach(standalone, channel)
+        self._drain_backlog(session)
+        self._touch(session)
+
+    def _resume(self, channel: ServerChannel, session: Session, last_event_id: str) -> None:
+        assert self.event_store is not None
+        found = self.event_store.replay(last_event_id)
+        if found is None or not found[0].startswith(f"{session._prefix}-"):
+            self._error(channel, 400, ErrorCode.INVALID_REQUEST,
+                        "Bad Request: unknown Last-Event-ID (events may have expired)")
+            return
+        stream_id, events = found
+        standalone = session._standalone
+        assert standalone is not None
+        stream = standalone if stream_id == standalone.id else session._streams.get(stream_id)
+        if stream is not None and stream.channel is not None:
+            # The client resumed while we still write to the old connection: hand over.
+            old = stream.channel
+            stream.channel = None
+            old.stream = None
+            old.wire.abort()
+            self._writable[old] = None
+        channel.wire.start_response(200, _SSE_HEADERS)
+        for event_id, data in events:
+            if data:
+                channel.wire.send_body(encode_event(data, id=event_id))
+        self._writable[channel] = None
+        if stream is None or stream.finished:
+            channel.wire.end_response()
+            return
+        stream.channel = channel
+        channel.stream = stream
+        stream.started = True
+        self._sse[stream] = None
+        self._arm_keepalive()
+        if stream is standalone:
+            self._drain_backlog(session)
+        self._touch(session)
+
+    def _delete(self, channel: ServerChannel, request: HTTPRequest) -> None:
+        version = request.headers.get("mcp-protocol-version")
+        if version is not None and version not in self._handshake_versions:
+            self._unsupported_version(channel, version, None)
+            return
+        session = self._session_for(channel, request.headers)
+        if session is None:
+            return
+        self._end_session(session, SessionEnd.DELETED)
+        self._respond(channel, 200)
+
+    # -- legacy HTTP+SSE (2024-11-05) ------------------------------------------------------------
+
+    def _legacy_get(self, channel: ServerChannel, request: HTTPRequest) -> None:
+        if not accepts(request.headers.get("accept"), "text/event-stream"):
+            self._error(channel, 406, ErrorCode.INVALID_REQUEST,
+                        "Not Acceptable: Accept must list text/event-stream")
+            return
+        if len(self._sessions) >= self.max_sessions:
+            self._error(channel, 503, ErrorCode.TOO_MANY_REQUESTS,
+                        "Service Unavailable: too many sessions", headers=[("retry-after", "1")])
+            return
+        session = self._open_session(Era.HANDSHAKE, legacy=True)
+        standalone = session._standalone
+        assert standalone is not None and session.id is not None
+        channel.wire.start_response(200, _SSE_HEADERS)
+        endpoint = f"{self.legacy_post_path}?session_id={quote(session.id, safe='')}"
+        channel.wire.send_body(encode_event(endpoint.encode("ascii"), event="endpoint"))
+        standalone.channel = channel
+        standalone.started = True
+        channel.stream = standalone
+        self._sse[standalone] = None
+        self._arm_keepalive()
+        self._writable[channel] = None
+
+    def _legacy_post(self, channel: ServerChannel, request: HTTPRequest) -> None:
+        ids = parse_qs(request.query).get("session_id")
+        if not ids:
+            self._error(channel, 400, ErrorCode.INVALID_REQUEST,
+                        "Bad Request: the session_id query parameter is required")
+            return
+        session = self._sessions.get(ids[0])
+        if session is None or not session.legacy or session.ended is not None:
+            self._error(channel, 404, ErrorCode.INVALID_REQUEST, "Not Found: unknown session")
+            return
+        if media_type(request.headers.get("content-type")) != "application/json":
+            self._error(channel, 415, ErrorCode.INVALID_REQUEST,
+                        "Unsupported Media Type: the body must be application/json")
+            return
+        parsed = self._parse_body(channel, request.body)
+        if parsed is None:
+            return
+        self._respond(channel, 202)
+        session.connection.receive_message(parsed[0], now=self._now)
+        self._mark_ready(session)
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def _mark_ready(self, session: Session) -> None:
+        if not session._queued:
+            session._queued = True
+            self._ready.append(session)
+
+    def _end_session(self, session: Session, reason: SessionEnd) -> None:
+        session.ended = reason
+        if session.id is not None:
+            self._sessions.pop(session.id, None)
+        for stream in [*session._streams.values(), session._standalone]:
+            if stream is None:
+                continue
+            channel = stream.channel
+            if channel is not None and not stream.finished:
+                if stream.started:
+                    self._close_response(stream)
+                else:
+                    stream.channel = None
+                    channel.stream = None
+                    self._error(channel, 404, ErrorCode.INVALID_REQUEST,
+                                "Not Found: the session has ended")
+                    self._pending_channels[channel] = None
+            stream.finished = True
+            if self.event_store is not None and stream.resumable and stream.sent:
+                self.event_store.forget(stream.id)
+        session._streams.clear()
+        session._routes.clear()
+        session._backlog.clear()
+        if reason is SessionEnd.DELETED or reason is SessionEnd.DISCONNECTED:
+            session.connection.receive_eof(now=self._now)
+        else:
+            session.connection.close(now=self._now)
+        self._mark_ready(session)
+
+    def _observe(self, session: Session, event: Event) -> None:
+        """Keep streams in step with what the connection reports."""
+        if type(event) is CancelRequested:
+            stream = session._routes.pop(event.request_id, None)
+            if stream is not None:
+                stream.pending.discard(event.request_id)
+                if not stream.pending and stream.kind is not _Kind.STANDALONE:
+                    self._finish(stream)
+        elif type(event) is ConnectionClosed:
+            session._done = True
+            self._listening.pop(session, None)
+
+    # -- routing -------------------------------------------------------------------------------
+
+    def _flush_dirty(self) -> None:
+        while self._dirty:
+            session = next(iter(self._dirty))
+            del self._dirty[session]
+            self._route(session)
+
+    def _route(self, session: Session) -> None:
+        for message, related, data in session.connection.encoded_messages_to_send():
+            stream = self._stream_for(session, message, related)
+            if stream is not None:
+                self._deliver(stream, message, data)
+        if self.response_mode is ResponseMode.SSE:
+            for stream in list(session._streams.values()):
+                if (stream.processed and not stream.started and not stream.finished
+                        and stream.channel is not None and stream.kind is _Kind.POST):
+                    self._start_sse(stream)
+        if session.era is Era.HANDSHAKE:
+            self._update_timer(session)
+
+    def _stream_for(self, session: Session, message: Any, related: RequestId | None) -> (
+        _Stream | None
+    ):
+        routes = session._routes
+        if type(message) is list:  # 2025-03-26 batch replies
+            for item in message:
+                found = _lookup(routes, item.get("id"))
+                if found is not None:
+                    return found
+            return None
+        if "method" not in message:  # a response: only ever on its request's stream
+            return _lookup(routes, message.get("id"))
+        found = _lookup(routes, related) if related is not None else None
+        return found if found is not None else session._standalone
+
+    def _deliver(self, stream: _Stream, message: Any, data: bytes) -> None:
+        session = stream.session
+        final = False
+        if stream.kind is not _Kind.STANDALONE:
+            answered = _response_ids(message)
+            if answered:
+                for request_id in answered:
+                    stream.pending.discard(request_id)
+                    if session._routes.get(request_id) is stream:
+                        del session._routes[request_id]
+                final = not stream.pending
+        if stream.finished:
+            return
+        if stream.kind is _Kind.STANDALONE:
+            self._deliver_standalone(stream, data)
+            return
+        channel = stream.channel
+        if stream.started:
+            self._write(stream, data)
+            if final:
+                self._finish(stream)
+            return
+        if channel is None:
+            # The client left before anything was written: there is nothing to resume.
+            if final:
+                self._finish(stream)
+            return
+        if final and not stream.sent:
+            status = 200
+            if session.era is Era.STATELESS and "error" in message:
+                status = _STATELESS_STATUS.get(message["error"].get("code"), 200)
+            headers = [_JSON]
+            init_ok = stream.init and "result" in message
+            if init_ok and session.id is not None:
+                headers.append(("mcp-session-id", session.id))
+            stream.sent = True
+            stream.channel = None
+            channel.stream = None
+            self._respond(channel, status, headers, data)
+            self._pending_channels[channel] = None
+            self._finish(stream)
+            if stream.init and not init_ok:
+                self._discard_session(session)
+            return
+        if self.response_mode is ResponseMode.JSON and stream.kind is _Kind.POST:
+            if session.era is Era.HANDSHAKE and session._standalone is not None:
+                self._deliver_standalone(session._standalone, data)
+            return
+        self._start_sse(stream)
+        self._write(stream, data)
+        if final:
+            self._finish(stream)
+
+    def _deliver_standalone(self, stream: _Stream, data: bytes) -> None:
+        if stream.channel is not None and stream.started:
+            self._write(stream, data)
+            return
+        backlog = stream.session._backlog
+        backlog.append(data)
+        while len(backlog) > self.max_pending_messages:
+            backlog.popleft()
+
+    def _drain_backlog(self, session: Session) -> None:
+        standalone = session._standalone
+        assert standalone is not None
+        backlog = session._backlog
+        while backlog and standalone.channel is not None:
+            self._write(standalone, backlog.popleft())
+
+    def _discard_session(self, session: Session) -> None:
+        """initialize failed: the session never existed for the client."""
+        if session.id is not None and self._sessions.get(session.id) is session:
+            del self._sessions[session.id]
+        session.ended = SessionEnd.CLOSED
+        session._done = True
+
+    def _start_sse(self, stream: _Stream) -> None:
+        channel = stream.channel
+        assert channel is not None
+        session = stream.session
+        headers = list(_SSE_HEADERS)
+        if stream.init and session.id is not None:
+            headers.append(("mcp-session-id", session.id))
+        channel.wire.start_response(200, headers)
+        stream.started = True
+        stream.sent = True
+        if stream.resumable and self.event_store is not None:
+            version = session.connection.protocol_version or ""
+            if version >= _PRIMING_FROM:
+                event_id = self.event_store.store(stream.id, b"")
+                channel.wire.send_body(encode_event(b"", id=event_id, retry=self.retry_ms))
+            elif self.retry_ms is not None:
+                channel.wire.send_body(encode_event(None, retry=self.retry_ms))
+        self._sse[stream] = None
+        self._arm_keepalive()
+        self._writable[channel] = None
+
+    def _attach(self, stream: _Stream, channel: ServerChannel) -> None:
+        stream.channel = channel
+        channel.stream = stream
+        self._start_sse(stream)
+
+    def _write(self, stream: _Stream, data: bytes) -> None:
+        stream.sent = True
+        event_id = None
+        if stream.resumable and self.event_store is not None:
+            event_id = self.event_store.store(stream.id, data)
+        channel = stream.channel
+        if channel is not None:
+            channel.wire.send_body(encode_event(data, id=event_id))
+            self._writable[channel] = None
+
+    def _close_response(self, stream: _Stream) -> None:
+        """End the HTTP response carrying ``stream`` (the stream itself may go on)."""
+        channel = stream.channel
+        if channel is None:
+            return
+        stream.channel = None
+        channel.stream = None
+        self._sse.pop(stream, None)
+        if stream.started:
+            channel.wire.end_response()
+        else:
+            # Nothing was said for it: an empty event stream ends the response.
+            channel.wire.start_response(200, _SSE_HEADERS)
+            channel.wire.end_response()
+        self._writable[channel] = None
+        self._pending_channels[channel] = None
+
+    def _finish(self, stream: _Stream) -> None:
+        if stream.finished:
+            return
+        stream.finished = True
+        session = stream.session
+        session._streams.pop(stream.id, None)
+        if stream.kind is _Kind.LISTEN:
+            self._listening.pop(session, None)
+        for request_id in stream.pending:
+            if session._routes.get(request_id) is stream:
+                del session._routes[request_id]
+        stream.pending.clear()
+        self._close_response(stream)
+        self._touch(session)
+
+    def _detach(self, stream: _Stream) -> None:
+        """The HTTP response carrying ``stream`` is gone (the client closed or the socket
+        broke). Handshake era: the stream waits for resumption (a disconnect is not a
+        cancellation). Stateless era: closing the stream cancels its request. Legacy: the
+        session ends."""
+        channel = stream.channel
+        if channel is None:
+            return
+        stream.channel = None
+        channel.stream = None
+        self._sse.pop(stream, None)
+        session = stream.session
+        if session.legacy:
+            if session.ended is None:
+                self._end_session(session, SessionEnd.DISCONNECTED)
+            return
+        if session.era is Era.STATELESS and not stream.finished:
+            for request_id in list(stream.pending):
+                session.connection.receive_message(
+                    {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": request_id,
+                                "reason": "the client closed the stream"}},
+                    now=self._now,
+                )
+            self._mark_ready(session)
+            return
+        self._touch(session)
+
+
+def _lookup(routes: dict[RequestId, _Stream], key: Any) -> _Stream | None:
+    if type(key) is str or type(key) is int:
+        return routes.get(key)
+    return None
+
+
+def _response_ids(message: Any) -> list[RequestId]:
+    """The request ids a message answers (none for requests and notifications)."""
+    if type(message) is list:
+        return [item["id"] for item in message
+                if type(item) is dict and "method" not in item
+                and (type(item.get("id")) is int or type(item.get("id")) is str)]
+    if "method" in message:
+        return []
+    request_id = message.get("id")
+    return [request_id] if type(request_id) is int or type(request_id) is str else []
+
