@@ -58,7 +58,8 @@ class Response:
     def messages(self) -> list[Any]:
         """The JSON-RPC messages carried (SSE events with data, or the JSON body)."""
         if self._sse is not None:
-            return [json.loads(e.data) for e in self.events if e.data]
+            return [json.loads(e.data) for e in self.events
+                    if e.data and e.event == "message"]
         return [self.json] if self.body else []
 
     @property
@@ -245,3 +246,107 @@ class Harness:
 def validate_messages(revision: str, messages: list[Any], methods: dict[Any, str]) -> None:
     for message in messages:
         schemas.validate_message(revision, message, methods)
+
+
+# -- client and server wired together --------------------------------------------------------
+
+
+class RecordingServerConnection(ServerConnection):
+    """A server connection that records (and validates) every message it emits."""
+
+    sent: list[Any]
+
+    def encoded_messages_to_send(self) -> list[Any]:
+        out = super().encoded_messages_to_send()
+        self.__dict__.setdefault("sent", []).extend(m for m, _, _ in out)
+        return out
+
+
+class Network:
+    """An :class:`HTTPClient` and an :class:`HTTPServer` wired back to back in memory: each
+    client channel gets a server channel, bytes go through h11 on both sides, and a virtual
+    clock drives both."""
+
+    def __init__(
+        self, server: HTTPServer, client: Any, *,
+        server_handler: Handler | None = answer_everything,
+        client_handler: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.server = server
+        self.client = client
+        self.server_handler = server_handler
+        self.client_handler = client_handler
+        self.now = 0.0
+        self.pairs: dict[Any, ServerChannel] = {}
+        self.reverse: dict[ServerChannel, Any] = {}
+        self.client_events: list[Event] = []
+        self.server_events: list[tuple[Session, Event]] = []
+        self.opened = 0  # TCP connections opened by the client
+        #: raw bytes written by the server to each client channel
+        self.down: dict[Any, bytearray] = {}
+        self.up: dict[Any, bytearray] = {}
+        self.refuse_connections = False
+
+    def run(self, limit: int = 1000) -> None:
+        client, server = self.client, self.server
+        for _ in range(limit):
+            progressed = False
+            while (event := client.next_event()) is not NEED_DATA:
+                progressed = True
+                self.client_events.append(event)
+                if self.client_handler is not None:
+                    self.client_handler(event)
+            for channel, data in client.data_to_send():
+                progressed = True
+                peer = self.pairs.get(channel)
+                if peer is None:
+                    if self.refuse_connections:
+                        channel.connection_lost(now=self.now)
+                        continue
+                    peer = server.new_channel(now=self.now)
+                    self.pairs[channel] = peer
+                    self.reverse[peer] = channel
+                    self.opened += 1
+                if data:
+                    self.up.setdefault(channel, bytearray()).extend(data)
+                    peer.receive_data(data, now=self.now)
+                if channel.closed:
+                    peer.receive_data(b"", now=self.now)
+            while (item := server.next_event()) is not NEED_DATA:
+                progressed = True
+                self.server_events.append(item)
+                if self.server_handler is not None:
+                    self.server_handler(*item)
+            for peer, data in server.data_to_send():
+                progressed = True
+                channel = self.reverse.get(peer)
+                if channel is None:
+                    continue
+                if data:
+                    self.down.setdefault(channel, bytearray()).extend(data)
+                    channel.receive_data(data, now=self.now)
+                if peer.closed:
+                    channel.receive_data(b"", now=self.now)
+            if not progressed:
+                return
+        raise AssertionError("the network did not settle")
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        self.client.handle_timeout(self.now)
+        self.server.handle_timeout(self.now)
+        self.run()
+
+    def drop(self, client_channel: Any) -> None:
+        """The network drops one TCP connection (both ends see it break)."""
+        peer = self.pairs.get(client_channel)
+        if peer is not None:
+            peer.connection_lost(now=self.now)
+        client_channel.connection_lost(now=self.now)
+        self.run()
+
+    def events_of(self, kind: type[Event]) -> list[Any]:
+        return [e for e in self.client_events if isinstance(e, kind)]
+
+    def server_events_of(self, kind: type[Event]) -> list[Any]:
+        return [e for _, e in self.server_events if isinstance(e, kind)]

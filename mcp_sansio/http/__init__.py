@@ -9,6 +9,17 @@ page "HTTP" for the call order and the deployment notes.
 
 from __future__ import annotations
 
+from ._client import (
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_RECONNECT_DELAY,
+    DEFAULT_MAX_RECONNECTS,
+    DEFAULT_RECONNECT_DELAY,
+    ClientChannel,
+    HTTPClient,
+    SessionRenewed,
+    Transport,
+    TransportFailed,
+)
 from ._headers import (
     LOCAL_HOSTS,
     LOCAL_ORIGINS,
@@ -42,6 +53,15 @@ from ._store import DEFAULT_MAX_STORED_EVENTS, EventStore, InMemoryEventStore
 from ._wire import DEFAULT_MAX_HEADER_SIZE, HTTPRequest
 
 __all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_RECONNECTS",
+    "DEFAULT_MAX_RECONNECT_DELAY",
+    "DEFAULT_RECONNECT_DELAY",
+    "ClientChannel",
+    "HTTPClient",
+    "SessionRenewed",
+    "Transport",
+    "TransportFailed",
     "DEFAULT_KEEPALIVE_INTERVAL",
     "DEFAULT_MAX_BODY_SIZE",
     "DEFAULT_MAX_EVENT_SIZE",

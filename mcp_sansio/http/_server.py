@@ -1123,6 +1123,8 @@ class HTTPServer:
     def _stream_for(self, session: Session, message: Any, related: RequestId | None) -> (
         _Stream | None
     ):
+        if session.legacy:  # HTTP+SSE: one stream carries everything
+            return session._standalone
         routes = session._routes
         if type(message) is list:  # 2025-03-26 batch replies
             for item in message:

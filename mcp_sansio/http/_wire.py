@@ -319,6 +319,8 @@ class ClientWire:
         self.closed = False
         #: A request has been sent and its response has not ended.
         self.busy = False
+        #: Bytes received since the last request was sent.
+        self.received = 0
         self._eof = False
 
     def send_request(
@@ -333,12 +335,14 @@ class ClientWire:
             self._out.append(conn.send(h11.Data(data=body)))
         self._out.append(conn.send(h11.EndOfMessage()))
         self.busy = True
+        self.received = 0
 
     def receive_data(self, data: bytes) -> None:
         if self._eof:
             return
         if not data:
             self._eof = True
+        self.received += len(data)
         self._h11.receive_data(data)
 
     def next_event(self) -> ClientWireEvent | None:

@@ -1,0 +1,1038 @@
+"""The HTTP client: Streamable HTTP (both eras) and legacy HTTP+SSE, sans I/O.
+
+Theory of operation
+-------------------
+An :class:`HTTPClient` wraps one :class:`~mcp_sansio.ClientConnection`. The application
+talks MCP to that connection as on stdio (``client.connection.send_request(...)``); the
+client turns each outgoing message into an HTTP exchange and each response into connection
+input:
+
+* every message is POSTed on its own (``Accept``, ``Content-Type``, ``Mcp-Session-Id``,
+  ``MCP-Protocol-Version``; in 2026-07-28 also ``Mcp-Method``, ``Mcp-Name`` and the
+  ``Mcp-Param-*`` headers the server's tool definitions ask for);
+* the answer is a JSON object or an SSE stream, parsed as it arrives; its messages are fed
+  to the connection, which produces the events the application drains with
+  :meth:`HTTPClient.next_event`;
+* exchanges run on *channels*, one per TCP connection, HTTP/1.1 with keep-alive, at most one
+  exchange at a time each. The adapter opens a socket for each new channel it sees in
+  :meth:`HTTPClient.data_to_send` (to :attr:`HTTPClient.host`, :attr:`HTTPClient.port`),
+  feeds back what it reads, and closes it when the channel says so.
+
+What the spec asks of a client around that:
+
+* **Era and transport.** :meth:`HTTPClient.connect` starts the connection's era probe (a
+  stateless ``server/discover``) or ``initialize``; an HTTP error without a recognised
+  stateless-era JSON-RPC error becomes a failed probe, so the connection falls back to
+  ``initialize`` (``2026-07-28/basic/versioning.mdx``). If ``initialize`` is answered 4xx,
+  the client tries the legacy HTTP+SSE transport: a GET whose first event is ``endpoint``
+  (``basic/transports.mdx``, backwards compatibility).
+* **Sessions.** The ``Mcp-Session-Id`` of the ``InitializeResult`` goes on every later
+  request. A 404 for it means the session is gone: the client initializes again, once, with
+  the same parameters, and retries what failed (:class:`SessionRenewed` tells the
+  application: server-side state such as subscriptions is lost). :meth:`HTTPClient.close`
+  sends DELETE.
+* **Streams.** After the handshake a standalone GET stream is kept open for server-initiated
+  messages (unless the server answers 405). A broken SSE stream is resumed with a GET
+  carrying ``Last-Event-ID`` after the server's ``retry`` delay, with bounded exponential
+  backoff; time is an argument (:meth:`HTTPClient.next_deadline`,
+  :meth:`HTTPClient.handle_timeout`).
+* **Cancellation.** Handshake era: ``notifications/cancelled`` is POSTed like any message.
+  Stateless era: the connection's cancellation (``cancel()`` or a timeout) closes the
+  request's stream instead, which is what the server takes as the cancel.
+* **Failures.** A request whose exchange fails at the HTTP level (a status with no JSON-RPC
+  answer in the body, a broken stream that cannot be resumed) ends with
+  :class:`~mcp_sansio.RequestCancelled` whose ``reason`` names the HTTP failure.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import itertools
+import math
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import attrs
+
+from .. import _codec
+from .._codec import InvalidMessage
+from .._connection import ClientConnection
+from .._errors import NEED_DATA, LocalProtocolError, NeedData
+from .._events import Event, RequestId
+from .._state import State
+from .._stateless import META_PROTOCOL_VERSION
+from .._versions import Era, judge_probe
+from ._headers import (
+    encode_header_value,
+    media_type,
+    param_header_text,
+    param_headers,
+    param_value,
+)
+from ._sse import DEFAULT_MAX_EVENT_SIZE, SSEError, SSEParser
+from ._wire import (
+    DEFAULT_MAX_HEADER_SIZE,
+    ClientWire,
+    ResponseBody,
+    ResponseEnd,
+    ResponseHead,
+    WireClosed,
+)
+
+__all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_RECONNECTS",
+    "DEFAULT_MAX_RECONNECT_DELAY",
+    "DEFAULT_RECONNECT_DELAY",
+    "ClientChannel",
+    "HTTPClient",
+    "SessionRenewed",
+    "Transport",
+    "TransportFailed",
+]
+
+#: How many TCP connections the client opens at most: 16. Long-lived streams (the standalone
+#: GET, listen streams, slow tool calls) each hold one; the rest queue for a free one.
+DEFAULT_MAX_CONNECTIONS = 16
+#: Attempts to resume one broken stream before giving up on it: 5.
+DEFAULT_MAX_RECONNECTS = 5
+#: Delay before resuming when the server sent no ``retry`` field: 1 s.
+DEFAULT_RECONNECT_DELAY = 1.0
+#: The longest backoff between two attempts: 30 s.
+DEFAULT_MAX_RECONNECT_DELAY = 30.0
+
+_ACCEPT = "application/json, text/event-stream"
+#: Methods whose 2026-07-28 requests carry Mcp-Name, and the params field it mirrors.
+_NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: JSON-RPC code of the error the client makes up for an HTTP failure of the era probe or of
+#: initialize (implementation-defined range; it only ever reaches the connection's judge).
+_HTTP_FAILURE_CODE = -32000
+
+
+class Transport(enum.Enum):
+    """Which HTTP transport to use (or which one was found)."""
+
+    #: Streamable HTTP, falling back to legacy HTTP+SSE when ``initialize`` is refused.
+    AUTO = "auto"
+    #: Streamable HTTP only (2025-03-26 and later; both eras).
+    STREAMABLE = "streamable"
+    #: The 2024-11-05 HTTP+SSE transport only.
+    LEGACY = "legacy"
+
+
+@attrs.frozen(kw_only=True)
+class SessionRenewed(Event):
+    """The server forgot our session (404) and the client initialized a new one, with the
+    same parameters, and retried what had failed. Whatever the old session held on the
+    server (resource subscriptions, the log level) is gone."""
+
+    previous_session_id: str
+    session_id: str | None
+
+
+@attrs.frozen(kw_only=True)
+class TransportFailed(Event):
+    """An HTTP exchange failed without a JSON-RPC answer (informational: the requests it
+    carried end with their own :class:`~mcp_sansio.RequestCancelled`)."""
+
+    status: int | None
+    detail: str
+    request_ids: tuple[RequestId, ...] = ()
+
+
+class _Kind(enum.Enum):
+    POST = "post"  # one message (or its retry)
+    STANDALONE = "standalone"  # the handshake era's GET stream
+    RESUME = "resume"  # GET with Last-Event-ID for a broken POST stream
+    DELETE = "delete"
+    LEGACY_GET = "legacy-get"  # the HTTP+SSE stream (and its endpoint event)
+    REINIT = "reinit"  # the hidden initialize after a 404
+    REINIT_NOTE = "reinit-note"  # its notifications/initialized
+
+
+class _Exchange:
+    """One HTTP request/response, and for streams the logical stream it carries."""
+
+    __slots__ = (
+        "answered", "attempts", "body", "channel", "done", "fresh_only", "got_bytes", "ids",
+        "json", "kind", "last_event_id", "message", "method", "retried", "retry_ms", "reused",
+        "session_id", "sse", "stateless", "status", "target",
+    )
+
+    def __init__(self, kind: _Kind, method: str, target: str) -> None:
+        self.kind = kind
+        self.method = method  # HTTP method
+        self.target = target
+        self.body = b""
+        self.message: Any = None  # the JSON-RPC message a POST carries
+        self.ids: tuple[RequestId, ...] = ()  # request ids it carries (or resumes)
+        self.answered: set[RequestId] = set()
+        self.channel: ClientChannel | None = None
+        self.status: int | None = None
+        self.json: bytearray | None = None
+        self.sse: SSEParser | None = None
+        self.last_event_id: str | None = None
+        self.retry_ms: int | None = None
+        self.attempts = 0
+        self.retried = False  # already retried after a 404 (re-initialization)
+        self.done = False
+        self.got_bytes = False
+        self.session_id: str | None = None  # the session it was sent for
+        self.stateless = False
+        self.fresh_only = False  # retry on a new connection after a stale keep-alive
+        self.reused = False  # sent on a connection that had carried an exchange before
+
+    @property
+    def open_ids(self) -> list[RequestId]:
+        return [i for i in self.ids if i not in self.answered]
+
+
+class ClientChannel:
+    """One TCP connection of the client. The adapter opens a socket for it when it first
+    appears in :meth:`HTTPClient.data_to_send`, feeds :meth:`receive_data` what it reads,
+    and closes it once :attr:`closed` is true and its data is written."""
+
+    def __init__(self, client: HTTPClient) -> None:
+        self._client = client
+        self.wire = ClientWire(max_header_size=client.max_header_size)
+        self.exchange: _Exchange | None = None
+        self.used = False  # has carried an exchange before (keep-alive reuse)
+        self._gone = False
+
+    def __repr__(self) -> str:
+        return f"<ClientChannel at 0x{id(self):x}{' closed' if self.closed else ''}>"
+
+    @property
+    def closed(self) -> bool:
+        return self.wire.closed
+
+    def receive_data(self, data: bytes, *, now: float | None = None) -> None:
+        """Bytes read from the socket; ``b""`` is end of file."""
+        client = self._client
+        client._clock(now)
+        self.wire.receive_data(data)
+        client._read(self)
+
+    def connection_lost(self, *, now: float | None = None) -> None:
+        """The socket could not be opened, or broke."""
+        client = self._client
+        client._clock(now)
+        self.wire.receive_data(b"")
+        client._read(self)
+        if not self.wire.closed:
+            self.wire.close()
+        client._lost(self)
+
+    def data_to_send(self) -> bytes:
+        self._client._writable.pop(self, None)
+        return self.wire.data_to_send()
+
+
+class HTTPClient:
+    """An MCP client over HTTP, as a state machine with no I/O. See :doc:`/http`.
+
+    :param connection: the MCP connection to carry. Its ``versions`` decide the era probe.
+    :param url: the server's MCP endpoint (``http://host:port/path``).
+    :param headers: extra headers on every request (e.g. ``Authorization``).
+    :param transport: :class:`Transport` to use (``AUTO`` falls back to legacy HTTP+SSE).
+    :param standalone_stream: open the handshake era's GET stream after initialization.
+    :param max_body_size: the largest JSON response body and SSE event accepted.
+    :param max_connections: TCP connections at most.
+    :param max_reconnects: attempts to resume one broken stream.
+    :param reconnect_delay: delay before resuming when the server gave no ``retry``.
+    :param max_reconnect_delay: the longest backoff.
+    """
+
+    def __init__(
+        self,
+        connection: ClientConnection,
+        url: str,
+        *,
+        headers: Iterable[tuple[str, str]] = (),
+        transport: Transport = Transport.AUTO,
+        standalone_stream: bool = True,
+        max_body_size: int = DEFAULT_MAX_EVENT_SIZE,
+        max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_reconnects: int = DEFAULT_MAX_RECONNECTS,
+        reconnect_delay: float = DEFAULT_RECONNECT_DELAY,
+        max_reconnect_delay: float = DEFAULT_MAX_RECONNECT_DELAY,
+    ) -> None:
+        self.connection = connection
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.url = url
+        #: ``http`` or ``https`` (the adapter does TLS for ``https``).
+        self.scheme = parts.scheme
+        #: Where the adapter connects.
+        self.host: str = parts.hostname
+        self.port: int = parts.port or (443 if parts.scheme == "https" else 80)
+        self._authority = parts.netloc.rpartition("@")[2]
+        self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.extra_headers = list(headers)
+        self.requested_transport = transport
+        #: The transport in use once known (None before).
+        self.transport: Transport | None = (
+            Transport.LEGACY if transport is Transport.LEGACY else None)
+        self.standalone_stream = standalone_stream
+        self.max_body_size = max_body_size
+        self.max_header_size = max_header_size
+        self.max_connections = max_connections
+        self.max_reconnects = max_reconnects
+        self.reconnect_delay = reconnect_delay
+        self.max_reconnect_delay = max_reconnect_delay
+        #: The session id the server gave (handshake era), or None.
+        self.session_id: str | None = None
+
+        self._now = -math.inf
+        self._channels: list[ClientChannel] = []
+        self._writable: dict[ClientChannel, None] = {}
+        self._queue: deque[_Exchange] = deque()
+        self._events: deque[Event] = deque()
+        self._by_id: dict[RequestId, _Exchange] = {}  # request id -> exchange carrying it
+        self._methods: dict[RequestId, str] = {}  # our request ids in flight -> method
+        self._timers: list[tuple[float, int, _Exchange]] = []
+        self._seq = itertools.count()
+        self._init_params: dict[str, Any] | None = None
+        self._init_id: RequestId | None = None
+        self._standalone: _Exchange | None = None
+        self._standalone_refused = False
+        self._legacy_endpoint: str | None = None
+        self._legacy_pending: list[_Exchange] = []  # POSTs waiting for the endpoint event
+        self._legacy_tried = False
+        self._renewing: _Exchange | None = None  # the hidden initialize in flight
+        self._waiting_renewal: list[_Exchange] = []
+        self._renew_counter = itertools.count(1)
+        self._tool_headers: dict[str, dict[str, tuple[str, ...]]] = {}
+        self._failed: set[RequestId] = set()  # ended here: drop their cancellations
+        self._closing = False
+        self._init_failure: bytes | None = None  # initialize's 4xx body, kept for a failed
+        # legacy fallback
+
+    # -- public API ----------------------------------------------------------------------------
+
+    def connect(self, *, now: float | None = None, era: Era | None = None) -> RequestId:
+        """Start the connection: the era probe or ``initialize`` (see
+        :meth:`ClientConnection.connect`). Returns the first request's id."""
+        self._clock(now)
+        request_id = self.connection.connect(now=self._now, era=era)
+        self._pump()
+        return request_id
+
+    def next_event(self) -> Event | NeedData:
+        """The next event: the connection's, or one of this module's
+        (:class:`SessionRenewed`, :class:`TransportFailed`)."""
+        while True:
+            if self._events:
+                return self._events.popleft()
+            event = self.connection.next_event()
+            if event is NEED_DATA:
+                self._pump()
+                if self._events:
+                    continue
+                return NEED_DATA
+            return event
+
+    def data_to_send(self) -> list[tuple[ClientChannel, bytes]]:
+        """``(channel, bytes)`` to write; a channel seen for the first time needs a new
+        socket to (:attr:`host`, :attr:`port`); ``(channel, b"")`` with ``channel.closed``: close
+        it."""
+        self._pump()
+        out: list[tuple[ClientChannel, bytes]] = []
+        for channel in list(self._writable):
+            data = channel.wire.data_to_send()
+            if channel.closed:
+                if channel._gone and not data:
+                    continue
+                channel._gone = True
+                if channel in self._channels:
+                    self._channels.remove(channel)
+            elif not data:
+                continue
+            out.append((channel, data))
+        self._writable.clear()
+        return out
+
+    def next_deadline(self) -> float | None:
+        own = self._timers[0][0] if self._timers else None
+        core = self.connection.next_deadline()
+        if own is None:
+            return core
+        return own if core is None else min(own, core)
+
+    def handle_timeout(self, now: float) -> None:
+        now = self._clock(now)
+        self.connection.handle_timeout(now)
+        while self._timers and self._timers[0][0] <= now:
+            _, _, exchange = heapq.heappop(self._timers)
+            if not exchange.done and not self._closing:
+                self._start(exchange)
+        self._pump()
+
+    def close(self, *, now: float | None = None) -> None:
+        """End the session: DELETE it (handshake era), close every stream, close the
+        connection (pending requests end with :class:`~mcp_sansio.RequestAborted`)."""
+        self._clock(now)
+        if self._closing:
+            return
+        if self.session_id is not None and self.transport is not Transport.LEGACY:
+            delete = _Exchange(_Kind.DELETE, "DELETE", self._target)
+            delete.session_id = self.session_id
+            self._closing = True
+            for channel in list(self._channels):
+                self._drop_channel(channel)
+            self._queue.clear()
+            self._start(delete)
+        else:
+            self._closing = True
+            for channel in list(self._channels):
+                self._drop_channel(channel)
+            self._queue.clear()
+        if self.connection.state is not State.CLOSED:
+            self.connection.close(now=self._now)
+            self.connection.encoded_messages_to_send()
+
+    # -- time ----------------------------------------------------------------------------------
+
+    def _clock(self, now: float | None) -> float:
+        if now is not None and now > self._now:
+            self._now = float(now)
+        return self._now
+
+    def _schedule(self, delay: float, exchange: _Exchange) -> None:
+        heapq.heappush(self._timers, (self._now + delay, next(self._seq), exchange))
+
+    # -- outgoing ------------------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        """Turn what the connection queued into exchanges, and keep the standalone stream."""
+        if self._closing:
+            self.connection.encoded_messages_to_send()
+            return
+        for message, _related, data in self.connection.encoded_messages_to_send():
+            self._outgoing(message, data)
+        if (
+            self.standalone_stream and self._standalone is None and not self._standalone_refused
+            and self.transport is Transport.STREAMABLE and self.session_id is not None
+            and self._renewing is None
+            and self.connection.state is State.OPERATING
+        ):
+            self._open_standalone()
+
+    def _outgoing(self, message: Any, data: bytes) -> None:
+        conn = self.connection
+        if type(message) is dict and message.get("method") == "notifications/cancelled":
+            target = (message.get("params") or {}).get("requestId")
+            if target in self._failed:
+                self._failed.discard(target)
+                return
+            if conn.state is State.STATELESS or conn.era is Era.STATELESS:
+                # 2026-07-28 over HTTP: closing the request's stream is the cancellation.
+                self._abort_request(target)
+                return
+            if isinstance(target, str | int):
+                self._methods.pop(target, None)
+                self._by_id.pop(target, None)
+        ids: tuple[RequestId, ...] = ()
+        method = message.get("method") if type(message) is dict else None
+        if type(message) is dict and "id" in message and method is not None:
+            ids = (message["id"],)
+            self._methods[message["id"]] = method
+            if method == "initialize":
+                self._init_params = message.get("params")
+                self._init_id = message["id"]
+        exchange = _Exchange(_Kind.POST, "POST", self._target)
+        exchange.message = message
+        exchange.body = data
+        exchange.ids = ids
+        exchange.stateless = conn.state in (State.STATELESS, State.PROBING) and bool(ids)
+        for request_id in ids:
+            self._by_id[request_id] = exchange
+        if self.transport is Transport.LEGACY:
+            if self._legacy_endpoint is None:
+                self._legacy_pending.append(exchange)
+                if not self._legacy_tried:
+                    self._start_legacy()
+                return
+            exchange.target = self._legacy_endpoint
+        self._start(exchange)
+
+    def _headers_for(self, exchange: _Exchange) -> list[tuple[str, str]]:
+        headers = [("host", self._authority)]
+        kind = exchange.kind
+        if exchange.method == "POST":
+            headers.append(("accept", _ACCEPT))
+            headers.append(("content-type", "application/json"))
+        elif kind is not _Kind.DELETE:
+            headers.append(("accept", "text/event-stream"))
+        message = exchange.message
+        if exchange.stateless and type(message) is dict:
+            params = message.get("params") or {}
+            meta = params.get("_meta") or {}
+            version = meta.get(META_PROTOCOL_VERSION)
+            method = message["method"]
+            if isinstance(version, str):
+                headers.append(("mcp-protocol-version", version))
+            headers.append(("mcp-method", method))
+            field = _NAME_FIELD.get(method)
+            value = params.get(field) if field else None
+            if isinstance(value, str):
+                headers.append(("mcp-name", encode_header_value(value)))
+            if method == "tools/call" and isinstance(params.get("name"), str):
+                annotated = self._tool_headers.get(params["name"], {})
+                arguments = params.get("arguments")
+                for name, path in annotated.items():
+                    text = param_header_text(param_value(arguments, path))
+                    if text is not None:
+                        headers.append((f"mcp-param-{name}", encode_header_value(text)))
+        elif self.transport is not Transport.LEGACY and kind not in (
+            _Kind.REINIT, _Kind.LEGACY_GET,
+        ):
+            if exchange.session_id is None and kind is not _Kind.DELETE:
+                exchange.session_id = self.session_id
+            if exchange.session_id is not None:
+                headers.append(("mcp-session-id", exchange.session_id))
+            version = self.connection.protocol_version
+            if version is not None and not (
+                type(message) is dict and message.get("method") == "initialize"
+            ):
+                headers.append(("mcp-protocol-version", version))
+            if kind in (_Kind.RESUME, _Kind.STANDALONE) and exchange.last_event_id is not None:
+                headers.append(("last-event-id", exchange.last_event_id))
+        headers.extend(self.extra_headers)
+        return headers
+
+    def _start(self, exchange: _Exchange) -> None:
+        """Send an exchange on a free channel (or queue it until one is free)."""
+        exchange.status = None
+        exchange.json = None
+        exchange.sse = None
+        exchange.got_bytes = False
+        exchange.done = False
+        channel = None
+        if not exchange.fresh_only:
+            channel = next((c for c in self._channels
+                            if c.exchange is None and not c.closed and not c.wire.busy), None)
+        if channel is None:
+            if len(self._channels) >= self.max_connections and not exchange.fresh_only:
+                self._queue.append(exchange)
+                return
+            channel = ClientChannel(self)
+            self._channels.append(channel)
+        exchange.fresh_only = False
+        self._send_on(channel, exchange)
+
+    def _send_on(self, channel: ClientChannel, exchange: _Exchange) -> None:
+        exchange.channel = channel
+        channel.exchange = exchange
+        exchange.reused = channel.used
+        channel.used = True
+        channel.wire.send_request(exchange.method, exchange.target,
+                                  self._headers_for(exchange), exchange.body)
+        self._writable[channel] = None
+
+    def _free(self, channel: ClientChannel) -> None:
+        """The channel finished an exchange: give it the next queued one (unless handling the
+        end of the last one already gave it a new exchange)."""
+        if channel.exchange is not None and not channel.closed:
+            return
+        channel.exchange = None
+        if self._closing and not channel.closed:
+            channel.wire.close()
+        if channel.closed:
+            if channel in self._channels:
+                self._channels.remove(channel)
+            self._writable[channel] = None
+        while self._queue:
+            exchange = self._queue.popleft()
+            if exchange.done:
+                continue
+            if not channel.closed and channel.exchange is None:
+                self._send_on(channel, exchange)
+                return
+            if len(self._channels) < self.max_connections:
+                fresh = ClientChannel(self)
+                self._channels.append(fresh)
+                self._send_on(fresh, exchange)
+                return
+            self._queue.appendleft(exchange)
+            return
+
+    def _drop_channel(self, channel: ClientChannel) -> None:
+        exchange = channel.exchange
+        if exchange is not None:
+            exchange.done = True
+            exchange.channel = None
+        channel.exchange = None
+        channel.wire.close()
+        if channel in self._channels:
+            self._channels.remove(channel)
+        self._writable[channel] = None
+
+    def _abort_request(self, request_id: Any) -> None:
+        """Stateless era: close the stream carrying ``request_id`` (the cancellation)."""
+        exchange = self._by_id.pop(request_id, None) if isinstance(request_id, str | int) \
+            else None
+        self._methods.pop(request_id, None)
+        if exchange is None:
+            return
+        if exchange in self._queue:
+            self._queue.remove(exchange)
+            exchange.done = True
+            return
+        channel = exchange.channel
+        exchange.done = True
+        if channel is not None:
+            self._drop_channel(channel)
+
+    # -- incoming ------------------------------------------------------------------------------
+
+    def _read(self, channel: ClientChannel) -> None:
+        wire = channel.wire
+        while True:
+            event = wire.next_event()
+            if event is None:
+                break
+            exchange = channel.exchange
+            if exchange is None:
+                continue
+            if isinstance(event, ResponseHead):
+                exchange.got_bytes = True
+                self._on_head(exchange, event)
+            elif isinstance(event, ResponseBody):
+                self._on_body(exchange, event.data)
+            elif isinstance(event, ResponseEnd):
+                self._on_end(exchange, broken=False)
+                self._free(channel)
+            elif isinstance(event, WireClosed):
+                exchange.got_bytes = exchange.got_bytes or wire.received > 0
+                self._on_end(exchange, broken=True)
+                self._free(channel)
+                break
+            if channel.exchange is not exchange:
+                continue
+        if wire.closed and channel.exchange is None:
+            self._free(channel)
+
+    def _lost(self, channel: ClientChannel) -> None:
+        exchange = channel.exchange
+        if exchange is not None:
+            self._on_end(exchange, broken=True)
+        self._free(channel)
+
+    def _on_head(self, exchange: _Exchange, head: ResponseHead) -> None:
+        exchange.status = head.status
+        if self.transport is None and exchange.kind is _Kind.POST and 200 <= head.status < 300:
+            self.transport = Transport.STREAMABLE
+        if exchange.kind in (_Kind.POST, _Kind.REINIT) and head.status == 200:
+            session_id = head.headers.get("mcp-session-id")
+            if session_id is not None:
+                if exchange.kind is _Kind.REINIT:
+                    exchange.session_id = session_id
+                elif exchange.ids and exchange.ids[0] == self._init_id:
+                    self.session_id = session_id
+        ctype = media_type(head.headers.get("content-type"))
+        if 200 <= head.status < 300 and ctype == "text/event-stream":
+            exchange.sse = SSEParser(max_event_size=self.max_body_size)
+        else:
+            exchange.json = bytearray()
+
+    def _on_body(self, exchange: _Exchange, data: bytes) -> None:
+        if exchange.sse is not None:
+            try:
+                events = exchange.sse.feed(data)
+            except SSEError:
+                self._abandon(exchange, "an SSE event was too large")
+                return
+            if exchange.sse.retry is not None:
+                exchange.retry_ms = exchange.sse.retry
+            for event in events:
+                if event.id is not None:
+                    exchange.last_event_id = event.id
+                    exchange.attempts = 0
+                if exchange.kind is _Kind.LEGACY_GET and event.event == "endpoint":
+                    self._on_endpoint(exchange, event.data)
+                    continue
+                if event.event != "message" or not event.data:
+                    continue  # priming events and unknown event types
+                self._on_message(exchange, event.data)
+            if exchange.sse.last_event_id is not None:
+                exchange.last_event_id = exchange.sse.last_event_id
+        elif exchange.json is not None:
+            exchange.json += data
+            if len(exchange.json) > self.max_body_size:
+                self._abandon(exchange, "the response body is too large")
+
+    def _abandon(self, exchange: _Exchange, detail: str) -> None:
+        channel = exchange.channel
+        if channel is not None:
+            self._drop_channel(channel)
+        self._fail(exchange, exchange.status, detail)
+
+    def _on_message(self, exchange: _Exchange, data: bytes) -> None:
+        """One JSON-RPC message (or batch) from the server: to the connection."""
+        try:
+            value = _codec.decode(data, self.connection.max_depth)
+        except InvalidMessage:
+            self.connection.receive_message(data, now=self._now)
+            return
+        if exchange.kind is _Kind.REINIT:
+            self._on_reinit_answer(exchange, value)
+            return
+        items = value if type(value) is list else [value]
+        for item in items:
+            if type(item) is dict and "method" not in item:
+                request_id = item.get("id")
+                if isinstance(request_id, str | int):
+                    self._answered(request_id, exchange, item)
+        self.connection.receive_message(value, now=self._now)
+
+    def _answered(self, request_id: RequestId, exchange: _Exchange, item: dict[str, Any]) -> None:
+        exchange.answered.add(request_id)
+        carrier = self._by_id.pop(request_id, None)
+        if carrier is not None and carrier is not exchange:
+            carrier.answered.add(request_id)
+        method = self._methods.pop(request_id, None)
+        if method == "tools/list" and type(item.get("result")) is dict:
+            self._learn_tools(item["result"])
+
+    def _learn_tools(self, result: dict[str, Any]) -> None:
+        """Read the ``x-mcp-header`` annotations of listed tools (2026-07-28), and leave out
+        the tools whose annotations are invalid, as clients MUST."""
+        tools = result.get("tools")
+        if not isinstance(tools, list):
+            return
+        kept = []
+        for tool in tools:
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                kept.append(tool)
+                continue
+            schema = tool.get("inputSchema")
+            try:
+                annotated = param_headers(schema) if isinstance(schema, dict) else {}
+            except ValueError:
+                self._tool_headers.pop(tool["name"], None)
+                continue
+            if annotated:
+                self._tool_headers[tool["name"]] = annotated
+            else:
+                self._tool_headers.pop(tool["name"], None)
+            kept.append(tool)
+        if len(kept) != len(tools):
+            result["tools"] = kept
+
+    def _on_end(self, exchange: _Exchange, *, broken: bool) -> None:
+        channel = exchange.channel
+        exchange.channel = None
+        if channel is not None and channel.exchange is exchange:
+            channel.exchange = None
+        if exchange.done:
+            return
+        status = exchange.status
+        if broken and not exchange.got_bytes and exchange.reused:
+            # A kept-alive connection the server had closed meanwhile: once more on a new one.
+            exchange.reused = False
+            exchange.fresh_only = True
+            self._start(exchange)
+            return
+        if exchange.json is not None and status is not None and not broken:
+            self._on_json(exchange, status, bytes(exchange.json))
+            return
+        if exchange.sse is not None or exchange.kind in (
+            _Kind.RESUME, _Kind.STANDALONE, _Kind.LEGACY_GET,
+        ):
+            self._on_stream_end(exchange, broken=broken)
+            return
+        self._fail(exchange, status, "the connection broke" if broken else "no response")
+
+    def _on_json(self, exchange: _Exchange, status: int, body: bytes) -> None:
+        kind = exchange.kind
+        if status == 404 and exchange.session_id is not None and kind not in (
+            _Kind.DELETE, _Kind.REINIT, _Kind.REINIT_NOTE,
+        ):
+            self._session_gone(exchange)
+            return
+        if kind is _Kind.DELETE:
+            exchange.done = True
+            return
+        if kind is _Kind.REINIT:
+            if status == 200 and body:
+                try:
+                    value = _codec.decode(body, self.connection.max_depth)
+                except InvalidMessage:
+                    value = None
+                self._on_reinit_answer(exchange, value)
+            else:
+                self._renewal_failed(f"HTTP {status}")
+            return
+        if kind is _Kind.REINIT_NOTE:
+            exchange.done = True
+            return
+        if kind in (_Kind.STANDALONE, _Kind.RESUME, _Kind.LEGACY_GET):
+            if kind is _Kind.STANDALONE:
+                if status == 405:  # the server offers no standalone stream
+                    self._standalone_refused = True
+                    self._standalone = None
+                    exchange.done = True
+                else:
+                    self._reconnect(exchange)
+                return
+            if kind is _Kind.LEGACY_GET:
+                self._legacy_failed(exchange, status)
+                return
+            self._fail(exchange, status, f"HTTP {status}")
+            return
+        # A POST.
+        if not exchange.ids:
+            exchange.done = True  # 202 (or a refusal we cannot act on) for a notification
+            return
+        if body:
+            try:
+                value = _codec.decode(body, self.connection.max_depth)
+            except InvalidMessage:
+                value = None
+            if value is not None and self._carries_answer(exchange, value):
+                if (
+                    status >= 400 and exchange.ids[0] == self._init_id
+                    and self._legacy_fallback_allowed(status, value)
+                ):
+                    self._init_failure = body
+                    self._start_legacy()
+                    return
+                exchange.done = True
+                self._on_message(exchange, body)
+                return
+        if status == 202:
+            exchange.done = True  # the answer will come on another stream (legacy)
+            return
+        if exchange.ids and exchange.ids[0] == self._init_id and self._legacy_fallback_allowed(
+            status, None
+        ):
+            self._start_legacy()
+            return
+        self._fail(exchange, status, f"HTTP {status}")
+
+    def _carries_answer(self, exchange: _Exchange, value: Any) -> bool:
+        items = value if type(value) is list else [value]
+        return any(type(item) is dict and "method" not in item and item.get("id") in exchange.ids
+                   for item in items)
+
+    def _on_stream_end(self, exchange: _Exchange, *, broken: bool) -> None:
+        kind = exchange.kind
+        if kind is _Kind.LEGACY_GET:
+            exchange.done = True
+            if self._legacy_endpoint is None:
+                self._legacy_failed(exchange, exchange.status)
+            elif not self._closing:
+                # HTTP+SSE cannot be resumed: the session is over.
+                self.connection.receive_eof(now=self._now)
+            return
+        if kind is _Kind.STANDALONE:
+            if self._closing or self.connection.state is State.CLOSED:
+                exchange.done = True
+                return
+            self._reconnect(exchange)
+            return
+        if not exchange.open_ids:
+            exchange.done = True
+            return
+        if exchange.last_event_id is not None and not exchange.stateless:
+            resume = exchange
+            if kind is _Kind.POST:
+                resume = _Exchange(_Kind.RESUME, "GET", self._target)
+                resume.ids = tuple(exchange.open_ids)
+                resume.last_event_id = exchange.last_event_id
+                resume.retry_ms = exchange.retry_ms
+                resume.session_id = exchange.session_id
+                resume.answered = set()
+                exchange.done = True
+                for request_id in resume.ids:
+                    self._by_id[request_id] = resume
+            self._reconnect(resume)
+            return
+        self._fail(exchange, exchange.status,
+                   "the stream ended before the response" + (" (broken)" if broken else ""))
+
+    def _reconnect(self, exchange: _Exchange) -> None:
+        """Resume a stream after the server's retry delay, with bounded backoff."""
+        if exchange.attempts >= self.max_reconnects:
+            if exchange.kind is _Kind.STANDALONE:
+                exchange.done = True
+                self._standalone = None
+                self._standalone_refused = True
+                return
+            self._fail(exchange, None, "the stream could not be resumed")
+            return
+        base = exchange.retry_ms / 1000 if exchange.retry_ms is not None else self.reconnect_delay
+        delay = min(base * (2 ** exchange.attempts), self.max_reconnect_delay)
+        exchange.attempts += 1
+        self._schedule(delay, exchange)
+
+    def _fail(self, exchange: _Exchange, status: int | None, detail: str) -> None:
+        """An exchange failed without a JSON-RPC answer: end what it carried."""
+        exchange.done = True
+        open_ids = exchange.open_ids
+        if exchange.kind is _Kind.STANDALONE:
+            self._standalone = None
+            self._standalone_refused = True
+            return
+        if not open_ids:
+            return
+        reason = f"{detail}" if status is None else f"{detail} (HTTP {status})"
+        self._events.append(TransportFailed(status=status, detail=reason,
+                                            request_ids=tuple(open_ids)))
+        conn = self.connection
+        for request_id in open_ids:
+            self._by_id.pop(request_id, None)
+            method = self._methods.pop(request_id, None)
+            if conn.state is State.PROBING or method == "initialize":
+                # The connection judges these answers itself: an HTTP failure is "anything
+                # else" -> fall back (probe) or close (initialize).
+                conn.receive_message(_codec.error_message(
+                    request_id, _HTTP_FAILURE_CODE, f"HTTP failure: {reason}"), now=self._now)
+                continue
+            try:
+                conn.cancel(request_id, reason=f"HTTP failure: {reason}", now=self._now)
+            except LocalProtocolError:
+                continue
+            self._failed.add(request_id)
+
+    # -- session renewal (404) -----------------------------------------------------------------
+
+    def _session_gone(self, exchange: _Exchange) -> None:
+        """A 404 for our session id: initialize again (once per exchange) and retry."""
+        stale = exchange.session_id != self.session_id  # sent before the last renewal
+        if exchange.kind is _Kind.STANDALONE:
+            exchange.done = True
+            self._standalone = None  # reopened by _pump once there is a session again
+            if not stale:
+                self._renew()
+            return
+        if exchange.retried or self._init_params is None or exchange.kind is _Kind.RESUME:
+            self._fail(exchange, 404, "the session is gone")
+            return
+        exchange.retried = True
+        exchange.session_id = None
+        if stale and self._renewing is None:
+            exchange.answered = set()
+            self._start(exchange)
+            return
+        self._waiting_renewal.append(exchange)
+        self._renew()
+
+    def _renew(self) -> None:
+        if self._renewing is not None or self.session_id is None or self._init_params is None:
+            return
+        renew = _Exchange(_Kind.REINIT, "POST", self._target)
+        request_id = f"mcp-sansio-reinitialize-{next(self._renew_counter)}"
+        renew.message = {"jsonrpc": "2.0", "id": request_id, "method": "initialize",
+                         "params": self._init_params}
+        renew.body = _codec.encode(renew.message)
+        renew.ids = (request_id,)
+        self._renewing = renew
+        if self._standalone is not None:
+            self._standalone.done = True
+            if self._standalone.channel is not None:
+                self._drop_channel(self._standalone.channel)
+            self._standalone = None
+        self._start(renew)
+
+    def _on_reinit_answer(self, exchange: _Exchange, value: Any) -> None:
+        exchange.done = True
+        exchange.answered.update(exchange.ids)
+        result = value.get("result") if type(value) is dict else None
+        version = result.get("protocolVersion") if type(result) is dict else None
+        if version != self.connection.protocol_version or exchange.session_id is None:
+            self._renewal_failed("the new session does not match the old one")
+            return
+        previous = self.session_id or ""
+        self.session_id = exchange.session_id
+        self._renewing = None
+        note = _Exchange(_Kind.REINIT_NOTE, "POST", self._target)
+        note.message = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        note.body = _codec.encode(note.message)
+        note.session_id = self.session_id
+        self._start(note)
+        self._events.append(SessionRenewed(previous_session_id=previous,
+                                           session_id=self.session_id))
+        waiting, self._waiting_renewal = self._waiting_renewal, []
+        for retry in waiting:
+            retry.session_id = self.session_id
+            retry.answered = set()
+            self._start(retry)
+
+    def _renewal_failed(self, detail: str) -> None:
+        self._renewing = None
+        waiting, self._waiting_renewal = self._waiting_renewal, []
+        for exchange in waiting:
+            self._fail(exchange, 404, f"the session is gone and could not be renewed: {detail}")
+        if self.connection.state is not State.CLOSED:
+            self.connection.receive_eof(now=self._now)
+
+    # -- the standalone stream -----------------------------------------------------------------
+
+    def _open_standalone(self) -> None:
+        exchange = _Exchange(_Kind.STANDALONE, "GET", self._target)
+        self._standalone = exchange
+        self._start(exchange)
+
+    # -- legacy HTTP+SSE -----------------------------------------------------------------------
+
+    def _legacy_fallback_allowed(self, status: int, body: Any) -> bool:
+        return (
+            self.requested_transport is Transport.AUTO and not self._legacy_tried
+            and 400 <= status < 500 and self.session_id is None
+            and not (body is not None and _is_stateless_error(body))
+        )
+
+    def _start_legacy(self) -> None:
+        """Try the 2024-11-05 transport: GET the URL, expect an ``endpoint`` event."""
+        self._legacy_tried = True
+        self.transport = Transport.LEGACY
+        init = self._by_id.get(self._init_id) if self._init_id is not None else None
+        if init is not None and init not in self._legacy_pending:
+            init.done = False
+            init.answered = set()
+            self._legacy_pending.append(init)
+        exchange = _Exchange(_Kind.LEGACY_GET, "GET", self._target)
+        self._start(exchange)
+
+    def _on_endpoint(self, exchange: _Exchange, data: bytes) -> None:
+        endpoint = urljoin(self.url, data.decode("utf-8", "replace").strip())
+        parts = urlsplit(endpoint)
+        if (parts.scheme, parts.hostname, parts.port or self.port) != (
+            self.scheme, self.host, self.port
+        ):
+            self._legacy_failed(exchange, exchange.status, "the endpoint is on another origin")
+            return
+        self._legacy_endpoint = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        pending, self._legacy_pending = self._legacy_pending, []
+        for post in pending:
+            post.target = self._legacy_endpoint
+            post.done = False
+            self._start(post)
+
+    def _legacy_failed(self, exchange: _Exchange, status: int | None,
+                       detail: str = "no endpoint event") -> None:
+        exchange.done = True
+        pending, self._legacy_pending = self._legacy_pending, []
+        for post in pending:
+            if self._init_failure is not None and post.ids and post.ids[0] == self._init_id:
+                # Neither transport worked: the initialize refusal is the answer.
+                post.done = True
+                self._on_message(post, self._init_failure)
+                continue
+            self._fail(post, status, f"legacy HTTP+SSE: {detail}")
+        channel = exchange.channel
+        if channel is not None:
+            self._drop_channel(channel)
+
+
+def _is_stateless_error(value: Any) -> bool:
+    """Whether a body is a recognised stateless-era JSON-RPC error (judge_probe)."""
+    return type(value) is dict and "error" in value and judge_probe(value) is Era.STATELESS
+
