@@ -469,7 +469,7 @@ def build(sleep: Sleep, name: str = "mcp-sansio-example") -> Server:
 
 
 
-RUNTIMES = ("asyncio",)
+RUNTIMES = ("asyncio", "trio", "threading")
 
 
 def run(runtime: str = "asyncio") -> None:
@@ -483,5 +483,15 @@ def run(runtime: str = "asyncio") -> None:
 
         from . import asyncio as adapter
         adapter.run_stdio(build(asyncio.sleep))
+    elif runtime == "trio":
+        import trio
+
+        from . import trio as trio_adapter
+        trio_adapter.run_stdio(build(trio.sleep))
+    elif runtime == "threading":
+        import asyncio
+
+        from . import threading as threads  # async handlers: a private loop per worker
+        threads.run_stdio(build(asyncio.sleep))
     else:
         raise ValueError(f"unknown runtime {runtime!r} (one of {', '.join(RUNTIMES)})")

@@ -78,6 +78,7 @@ __all__ = [
     "Job",
     "McpError",
     "MissingCapability",
+    "RequestCancelledError",
     "RequestTimeout",
     "Server",
     "Session",
@@ -128,6 +129,11 @@ class RequestTimeout(TimeoutError):
 
 class ConnectionClosedError(ConnectionError):
     """The connection closed (the peer went away, or we closed it) before an answer came."""
+
+
+class RequestCancelledError(Exception):
+    """A call was cancelled by the caller (a cancel token on threads; asyncio and trio raise
+    their own cancellation instead)."""
 
 
 class ResultRejected(McpError):
@@ -214,7 +220,7 @@ def outcome(call: Call, closed_detail: str) -> dict[str, Any]:
     if isinstance(event, RequestFailed):
         raise ResultRejected(ErrorCode.INTERNAL_ERROR, event.reason, event.result)
     if isinstance(event, RequestCancelled):
-        raise ConnectionClosedError(
+        raise RequestCancelledError(
             f"{event.method} was cancelled{': ' + event.reason if event.reason else ''}")
     raise AssertionError(f"not a terminal event: {event!r}")  # pragma: no cover
 
@@ -231,7 +237,8 @@ class Session:
 
     conn: Connection
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.conn = conn
         self._calls: dict[RequestId, Call] = {}
         self._servicing = False
@@ -460,9 +467,9 @@ class ClientLogic(Session):
         elicitation: Callable[[dict[str, Any]], Any] | None = None,
         roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
         on_notification: Callable[[Notification], Any] | None = None,
-        on_log: Callable[[dict[str, Any]], Any] | None = None,
+        on_log: Callable[[dict[str, Any]], Any] | None = None, **kwargs: Any,
     ) -> None:
-        super().__init__(conn)
+        super().__init__(conn, **kwargs)
         self.callbacks: dict[str, Any] = {
             "sampling": sampling, "elicitation": elicitation, "roots": roots}
         self.on_notification = on_notification
@@ -659,8 +666,8 @@ def _bind(fn: Callable[..., Any], arguments: Mapping[str, Any], ctx: Context | N
     kwargs = {str(k): v for k, v in arguments.items() if k != "ctx"}
     if ctx is not None and _wants_ctx(fn):
         kwargs["ctx"] = ctx
-    bound = inspect.signature(fn).bind(**kwargs)
-    return bound.args, bound.kwargs
+    inspect.signature(fn).bind(**kwargs)  # raises TypeError when they do not fit
+    return (), kwargs
 
 
 class Entry:
@@ -1125,8 +1132,8 @@ class ServerLogic(Session):
 
     conn: ServerConnection
 
-    def __init__(self, conn: ServerConnection, server: Server) -> None:
-        super().__init__(conn)
+    def __init__(self, conn: ServerConnection, server: Server, **kwargs: Any) -> None:
+        super().__init__(conn, **kwargs)
         self.server = server
 
     def make_job(self, request: Request, ctx: Context) -> Job | None:

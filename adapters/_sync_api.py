@@ -1,0 +1,441 @@
+"""The blocking twin of :mod:`._api`, for the threading adapter.
+
+The same Client and Server shapes, with plain (blocking) methods. The session is driven by
+one reader thread and by the threads that call it, so every use of the connection holds
+:attr:`Session.lock`. A call waits on a :class:`threading.Event`; it is cancelled by a
+:class:`CancelToken` (or a ``KeyboardInterrupt`` while waiting).
+
+Handlers run in a thread pool. A plain ``def`` handler gets a :class:`ThreadContext`
+(blocking ``ask``) and is cancelled cooperatively (``ctx.cancelled`` turns true; its result
+is dropped). An ``async def`` handler runs on a private event loop in its worker thread, gets
+an ``await``-able context, and is cancelled for real (its task is cancelled).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
+
+from ._api import AsyncContext
+from ._session import (
+    DEFAULT,
+    Call,
+    ClientLogic,
+    Context,
+    Job,
+    Listener,
+    ProgressCallback,
+    RequestCancelledError,
+    ServerLogic,
+    Session,
+    elicit_request,
+    next_cursor,
+    outcome,
+    page_params,
+    sampling_request,
+)
+
+__all__ = ["CancelToken", "SyncClient", "SyncServerSession", "SyncSubscription",
+           "ThreadAsyncContext", "ThreadContext"]
+
+
+class CancelToken:
+    """Cancels the calls it is given to (``call_tool(..., cancel=token)``) from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._callbacks: list[Callable[[], None]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def _register(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if not self._cancelled:
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def _unregister(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+
+class SyncSession(Session):
+    """The blocking half: calls wait on events; incoming requests run in a thread pool."""
+
+    def __init__(self, *args: Any, max_workers: int = 32, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lock = threading.RLock()
+        self._pool = ThreadPoolExecutor(max_workers=max_workers,
+                                        thread_name_prefix="mcp-sansio-handler")
+        self._cancellers: dict[RequestId, Callable[[], None]] = {}
+
+    def _wait_call(self, call: Call, cancel: CancelToken | None) -> None:
+        event = threading.Event()
+        with self.lock:
+            if call.done:
+                return
+            call.wake = event.set
+        def on_cancel() -> None:
+            self.cancel_call(call)
+        if cancel is not None:
+            cancel._register(on_cancel)
+        try:
+            event.wait()
+        except BaseException:  # KeyboardInterrupt while waiting: cancel, then re-raise
+            self.cancel_call(call)
+            raise
+        finally:
+            if cancel is not None:
+                cancel._unregister(on_cancel)
+
+    def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *,
+        timeout: Any = DEFAULT, max_total: Any = DEFAULT,
+        progress: ProgressCallback | None = None,
+        related_request_id: RequestId | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Send any request and wait for its result (see ``AsyncSession.request``).
+
+        :param cancel: a :class:`CancelToken`; cancelling it sends ``notifications/cancelled``
+            and this call raises :class:`~._session.RequestCancelledError`.
+        """
+        if cancel is not None and cancel.cancelled:
+            raise RequestCancelledError(f"{method} was cancelled before it was sent")
+        call = self.start_call(method, params, timeout=timeout, max_total=max_total,
+                               on_progress=progress, related_request_id=related_request_id)
+        while True:
+            self._wait_call(call, cancel)
+            event = call.event
+            if isinstance(event, InputRequired):
+                call = self.retry_call(call, self._fulfil(event))
+                continue
+            return outcome(call, self.closed_detail())
+
+    def _fulfil(self, event: InputRequired) -> dict[str, Any]:
+        assert isinstance(self, ClientLogic)
+        return {key: _resolve(self.input_callback(method)(params))
+                for key, method, params in self.input_items(event)}
+
+    def _spawn_awaitable(self, awaitable: Any) -> None:
+        self._pool.submit(asyncio.run, awaitable)
+
+    def _stop_workers(self) -> None:
+        with self.lock:
+            cancellers = list(self._cancellers.values())
+            self._cancellers.clear()
+        for cancel in cancellers:
+            cancel()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _resolve(value: Any) -> Any:
+    """A callback's answer; an ``async`` callback is run to completion on its own loop."""
+    if inspect.isawaitable(value):
+        async def wait() -> Any:
+            return await value
+        return asyncio.run(wait())
+    return value
+
+
+# -- the client ----------------------------------------------------------------------------------
+
+
+class SyncSubscription:
+    """A listen stream: ``for notification in subscription`` (blocks); ``close()`` or
+    leaving ``with`` cancels it."""
+
+    def __init__(self, client: SyncClient, listener: Listener) -> None:
+        self._client = client
+        self._listener = listener
+
+    @property
+    def acknowledged(self) -> dict[str, Any] | None:
+        return self._listener.acknowledged
+
+    def _wait(self, ready: Callable[[], bool]) -> None:
+        event = threading.Event()
+        with self._client.lock:
+            if ready():
+                return
+            self._listener.wake = event.set
+        event.wait()
+
+    def wait_acknowledged(self) -> dict[str, Any]:
+        listener = self._listener
+        while listener.acknowledged is None:
+            if listener.ended:
+                outcome(listener.call, self._client.closed_detail())
+                raise ConnectionError("the listen stream ended before it was acknowledged")
+            self._wait(lambda: listener.acknowledged is not None or listener.ended)
+        return listener.acknowledged
+
+    def __iter__(self) -> SyncSubscription:
+        return self
+
+    def __next__(self) -> Notification:
+        listener = self._listener
+        while True:
+            with self._client.lock:
+                if listener.items:
+                    return listener.items.popleft()
+                if listener.ended:
+                    raise StopIteration
+            self._wait(lambda: bool(listener.items) or listener.ended)
+
+    def close(self) -> None:
+        self._client.cancel_call(self._listener.call, "listen stream closed")
+
+    def __enter__(self) -> SyncSubscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SyncClient(ClientLogic, SyncSession):
+    """A blocking MCP client. The methods mirror the async Client's; each also takes
+    ``cancel=`` (a :class:`CancelToken`). Callbacks (progress, notifications) run on the
+    reader thread and must not block on this client."""
+
+    def _spawn_incoming(self, request: Request) -> None:
+        self._pool.submit(self._answer, request)
+
+    def _cancel_incoming(self, request_id: RequestId) -> None:
+        pass  # a callback answering the server is not interruptible; its answer is dropped
+
+    def _answer(self, request: Request) -> None:
+        try:
+            value = _resolve(self.input_callback(request.method)(request.params or {}))
+        except Exception as exc:
+            self.finish_incoming(request.request_id, error=exc, method=request.method)
+            return
+        self.finish_incoming(request.request_id, value, method=request.method)
+
+    def connect(self, *, era: Era | None = None) -> Initialized:
+        if not self.start_connect(era):
+            event = threading.Event()
+            with self.lock:
+                if self.initialized is None and self.closed is None:
+                    self._ready_wakers.append(event.set)
+                else:
+                    event.set()
+            event.wait()
+        return self.connect_outcome()
+
+    @property
+    def era(self) -> Era | None:
+        return self.conn.era
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self.conn.protocol_version
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        return self.conn.peer_info
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        return self.conn.peer_capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        return self.conn.instructions
+
+    def _all_pages(self, method: str, key: str, options: dict[str, Any]
+                   ) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        cursor: str | None = None
+        while True:
+            result = self.request(method, page_params(cursor), **options)
+            page = result.get(key)
+            if isinstance(page, list):
+                items.extend(page)
+            cursor = next_cursor(result, seen)
+            if cursor is None:
+                return items
+
+    def list_tools(self, **options: Any) -> list[dict[str, Any]]:
+        return self._all_pages("tools/list", "tools", options)
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
+                  **options: Any) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return self.request("tools/call", params, **options)
+
+    def list_resources(self, **options: Any) -> list[dict[str, Any]]:
+        return self._all_pages("resources/list", "resources", options)
+
+    def list_resource_templates(self, **options: Any) -> list[dict[str, Any]]:
+        return self._all_pages("resources/templates/list", "resourceTemplates", options)
+
+    def read_resource(self, uri: str, **options: Any) -> dict[str, Any]:
+        return self.request("resources/read", {"uri": uri}, **options)
+
+    def subscribe(self, uri: str, **options: Any) -> dict[str, Any]:
+        return self.request("resources/subscribe", {"uri": uri}, **options)
+
+    def unsubscribe(self, uri: str, **options: Any) -> dict[str, Any]:
+        return self.request("resources/unsubscribe", {"uri": uri}, **options)
+
+    def list_prompts(self, **options: Any) -> list[dict[str, Any]]:
+        return self._all_pages("prompts/list", "prompts", options)
+
+    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None,
+                   **options: Any) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return self.request("prompts/get", params, **options)
+
+    def complete(self, ref: Mapping[str, Any], argument: Mapping[str, Any],
+                 context: Mapping[str, Any] | None = None, **options: Any) -> dict[str, Any]:
+        params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
+        if context is not None:
+            params["context"] = dict(context)
+        return self.request("completion/complete", params, **options)
+
+    def set_logging_level(self, level: str, **options: Any) -> dict[str, Any]:
+        return self.request("logging/setLevel", {"level": level}, **options)
+
+    def ping(self, **options: Any) -> dict[str, Any]:
+        return self.request("ping", None, **options)
+
+    def discover(self, **options: Any) -> dict[str, Any]:
+        return self.request("server/discover", {}, **options)
+
+    def listen(self, notifications: Mapping[str, Any], *,
+               timeout: float | None = None) -> SyncSubscription:
+        subscription = SyncSubscription(self, self.start_listen(notifications, timeout))
+        subscription.wait_acknowledged()
+        return subscription
+
+
+# -- the server ------------------------------------------------------------------------------------
+
+
+class ThreadContext(Context):
+    """The context of a plain ``def`` handler: ``ask`` and friends block."""
+
+    session: SyncServerSession
+
+    def ask(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]],
+            request_state: str | None = None) -> dict[str, Any]:
+        planned = self.plan_ask(requests, request_state)
+        if planned is not None:
+            return planned
+        return {key: self.session.request(method, params, related_request_id=self.request_id)
+                for key, (method, params) in requests.items()}
+
+    def elicit(self, message: str, schema: Mapping[str, Any], *,
+               key: str = "elicitation") -> dict[str, Any]:
+        return self.ask({key: elicit_request(message, schema)})[key]  # type: ignore[no-any-return]
+
+    def sample(self, params: Mapping[str, Any], *, key: str = "sampling") -> dict[str, Any]:
+        return self.ask({key: sampling_request(params)})[key]  # type: ignore[no-any-return]
+
+    def list_roots(self, *, key: str = "roots") -> dict[str, Any]:
+        return self.ask({key: ("roots/list", {})})[key]  # type: ignore[no-any-return]
+
+
+class ThreadAsyncContext(AsyncContext):
+    """The context of an ``async def`` handler on threads: awaitable, blocking inside (the
+    handler's loop is private to its worker thread)."""
+
+    session: Any
+
+    async def ask(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]],
+                  request_state: str | None = None) -> dict[str, Any]:
+        planned = self.plan_ask(requests, request_state)
+        if planned is not None:
+            return planned
+        return {key: self.session.request(method, params, related_request_id=self.request_id)
+                for key, (method, params) in requests.items()}
+
+
+class SyncServerSession(ServerLogic, SyncSession):
+    """One served connection; each request runs in the thread pool."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._contexts: dict[RequestId, Context] = {}
+
+    def _spawn_incoming(self, request: Request) -> None:
+        ctx: Context = ThreadContext(self, request)
+        job = self.make_job(request, ctx)
+        if job is None:
+            return
+        if inspect.iscoroutinefunction(job.fn):
+            ctx = ThreadAsyncContext(self, request)
+            if "ctx" in job.kwargs:
+                job.kwargs["ctx"] = ctx
+        self._contexts[request.request_id] = ctx
+        self._pool.submit(self._run, request, job, ctx)
+
+    def _cancel_incoming(self, request_id: RequestId) -> None:
+        ctx = self._contexts.pop(request_id, None)
+        if ctx is not None:
+            ctx.cancelled = True
+        cancel = self._cancellers.pop(request_id, None)
+        if cancel is not None:
+            cancel()
+
+    def _run(self, request: Request, job: Job, ctx: Context) -> None:
+        try:
+            assert job.fn is not None
+            if inspect.iscoroutinefunction(job.fn):
+                value = self._run_async(request.request_id, job, ctx)
+            else:
+                value = job.fn(*job.args, **job.kwargs)
+            result = job.shape(value)
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:
+            if not ctx.cancelled:
+                self.job_failed(request, exc)
+            return
+        finally:
+            with self.lock:
+                self._contexts.pop(request.request_id, None)
+                self._cancellers.pop(request.request_id, None)
+        if not ctx.cancelled:
+            self.finish_incoming(request.request_id, result, method=request.method)
+
+    def _run_async(self, request_id: RequestId, job: Job, ctx: Context) -> Any:
+        assert job.fn is not None
+        loop = asyncio.new_event_loop()
+        try:
+            task = loop.create_task(job.fn(*job.args, **job.kwargs))
+
+            def cancel() -> None:
+                loop.call_soon_threadsafe(task.cancel)
+            with self.lock:
+                if ctx.cancelled:
+                    task.cancel()
+                else:
+                    self._cancellers[request_id] = cancel
+            return loop.run_until_complete(task)
+        finally:
+            loop.close()
+

@@ -1,0 +1,309 @@
+"""The threading adapter: a blocking MCP client and server over stdio.
+
+One reader thread per connection is the pump: it waits (``selectors``) for the peer's bytes,
+the child's stderr and the next deadline, feeds the core and dispatches the events. Writes go
+straight to the pipe from whichever thread produced them, under the session's lock. Handlers
+and the callbacks that answer a server run in a thread pool.
+
+Client::
+
+    with connect_stdio(["python", "server.py"]) as client:
+        tools = client.list_tools()
+        token = CancelToken()          # token.cancel() from another thread cancels the call
+        result = client.call_tool("sleep", {"seconds": 5}, cancel=token, timeout=10)
+
+Server::
+
+    server = Server("demo")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    run_stdio(server)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from mcp_sansio import ClientConnection, Era, Notification
+
+from ._session import (
+    STDERR_LOGGER,
+    ClientLogic,
+    ConnectionClosedError,
+    LineLogger,
+    McpError,
+    RequestCancelledError,
+    RequestTimeout,
+    Server,
+    ToolError,
+    default_client_info,
+)
+from ._stdio import (
+    DEFAULT_SHUTDOWN_TIMEOUT,
+    ProtectedStdio,
+    argv_of,
+    env_of,
+    kill_leftovers,
+    signal_group,
+    write_all,
+)
+from ._sync_api import (
+    CancelToken,
+    SyncClient,
+    SyncServerSession,
+    SyncSession,
+    ThreadContext,
+)
+
+__all__ = [
+    "CancelToken",
+    "Client",
+    "ConnectionClosedError",
+    "Context",
+    "McpError",
+    "RequestCancelledError",
+    "RequestTimeout",
+    "Server",
+    "ServerSession",
+    "ToolError",
+    "connect_stdio",
+    "run_stdio",
+    "serve_stdio",
+]
+
+Context = ThreadContext
+_CHUNK = 1 << 16
+
+
+class _ThreadRuntime(SyncSession):
+    """The pump of one connection: a selector loop over the peer's output (and the child's
+    stderr), a wake-up pipe, and the core's next deadline."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._out_fd: int | None = None
+        self._deadline: float | None = None
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        self._stderr: tuple[int, LineLogger] | None = None
+        self._reader: threading.Thread | None = None
+
+    def _now(self) -> float:
+        return time.monotonic()
+
+    def _arm(self, deadline: float | None) -> None:
+        previous, self._deadline = self._deadline, deadline
+        if deadline is not None and (previous is None or deadline < previous):
+            self._nudge()
+
+    def _nudge(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            os.write(self._wake_w, b"!")
+
+    def _write(self, data: bytes) -> None:
+        if self._out_fd is None:
+            return
+        try:
+            write_all(self._out_fd, data)
+        except (BrokenPipeError, OSError):
+            self._out_fd = None  # the peer is gone; its EOF reaches the reader soon
+
+    def _pump(self, in_fd: int) -> None:
+        """Read until end of file (or the connection closes); fire deadlines on time."""
+        selector = selectors.DefaultSelector()
+        selector.register(in_fd, selectors.EVENT_READ, "in")
+        selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        if self._stderr is not None:
+            selector.register(self._stderr[0], selectors.EVENT_READ, "err")
+        try:
+            while self.closed is None:
+                deadline = self._deadline
+                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+                for key, _ in selector.select(timeout):
+                    if key.data == "in":
+                        try:
+                            data = os.read(in_fd, _CHUNK)
+                        except OSError:
+                            data = b""
+                        if not data:
+                            self._on_eof()
+                        self.feed(data)
+                    elif key.data == "err":
+                        assert self._stderr is not None
+                        chunk = os.read(self._stderr[0], _CHUNK)
+                        self._stderr[1].feed(chunk)
+                        if not chunk:
+                            selector.unregister(self._stderr[0])
+                    else:
+                        os.read(self._wake_r, _CHUNK)
+                if self._deadline is not None and time.monotonic() >= self._deadline:
+                    self.on_timer()
+        finally:
+            selector.close()
+
+    def _on_eof(self) -> None:
+        """The peer closed its side (the client records why)."""
+
+    def _close_pipes(self) -> None:
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+# -- the client ----------------------------------------------------------------------------------
+
+
+class Client(_ThreadRuntime, SyncClient):
+    """A blocking MCP client (see :class:`~mcp_sansio.adapters._sync_api.SyncClient`). Made
+    by :func:`connect_stdio`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._process: subprocess.Popen[bytes] | None = None
+        self.returncode: int | None = None
+
+    def _on_eof(self) -> None:
+        process = self._process
+        if process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(0.05)  # usually gone by now: say so in the errors
+            if process.returncode is not None:
+                self.returncode = process.returncode
+                self.transport_detail = (
+                    f"the server process exited with status {process.returncode}")
+                return
+        self.transport_detail = "the server closed its stdout"
+
+    def close(self, shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -> None:
+        """Close the connection and stop the server: close its stdin, wait, SIGTERM, wait,
+        SIGKILL (its whole process group)."""
+        with self.lock:
+            if self.closed is None:
+                self.conn.close(now=self._now())
+                self.service()
+            self._out_fd = None
+        process = self._process
+        if process is not None:
+            if process.stdin is not None:
+                with contextlib.suppress(OSError):
+                    process.stdin.close()
+            try:
+                process.wait(shutdown_timeout)
+            except subprocess.TimeoutExpired:
+                signal_group(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(shutdown_timeout)
+                except subprocess.TimeoutExpired:
+                    signal_group(process.pid, signal.SIGKILL)
+                    process.wait()
+            self.returncode = process.returncode
+            kill_leftovers(process.pid)
+        self._nudge()
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(shutdown_timeout)
+        if process is not None:
+            for stream in (process.stdout, process.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+        self._stop_workers()
+        self._close_pipes()
+
+
+@contextlib.contextmanager
+def connect_stdio(
+    command: str | Sequence[str], args: Sequence[str] = (), *,
+    env: Mapping[str, str] | None = None, inherit_env: bool = True,
+    cwd: str | os.PathLike[str] | None = None, connect: bool = True, era: Era | None = None,
+    sampling: Callable[[dict[str, Any]], Any] | None = None,
+    elicitation: Callable[[dict[str, Any]], Any] | None = None,
+    roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
+    on_notification: Callable[[Notification], Any] | None = None,
+    on_log: Callable[[dict[str, Any]], Any] | None = None,
+    info: Mapping[str, Any] | None = None,
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    stderr_logger: logging.Logger = STDERR_LOGGER,
+    **connection_options: Any,
+) -> Iterator[Client]:
+    """Spawn an MCP server and yield a connected blocking :class:`Client` (the same options
+    as the asyncio adapter's ``connect_stdio``)."""
+    conn = ClientConnection(
+        info=info or default_client_info(),
+        capabilities=ClientLogic.capabilities_for(sampling, elicitation, roots),
+        **connection_options,
+    )
+    client = Client(conn, sampling=sampling, elicitation=elicitation, roots=roots,
+                    on_notification=on_notification, on_log=on_log)
+    try:
+        process = subprocess.Popen(
+            argv_of(command, args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=env_of(env, inherit_env), cwd=cwd, bufsize=0,
+            start_new_session=True,
+        )
+    except BaseException:
+        client._close_pipes()
+        raise
+    assert process.stdin and process.stdout and process.stderr
+    client._process = process
+    client._out_fd = process.stdin.fileno()
+    client._stderr = (process.stderr.fileno(), LineLogger(stderr_logger))
+    client._reader = threading.Thread(target=client._pump, args=(process.stdout.fileno(),),
+                                      name="mcp-sansio-reader", daemon=True)
+    client._reader.start()
+    try:
+        if connect:
+            client.connect(era=era)
+        yield client
+    finally:
+        client.close(shutdown_timeout)
+
+
+# -- the server ----------------------------------------------------------------------------------
+
+
+class ServerSession(_ThreadRuntime, SyncServerSession):
+    """One connection served by a :class:`Server` on threads."""
+
+
+def serve_stdio(
+    server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
+    request_state_key: bytes | None = None, max_workers: int = 32,
+    **connection_options: Any,
+) -> None:
+    """Serve one MCP connection on this process's stdin/stdout (or the given descriptors),
+    blocking until the client closes stdin. The calling thread is the reader; handlers run
+    in a pool of ``max_workers`` threads. Stray ``print()`` output goes to stderr."""
+    guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
+    in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
+    out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
+    conn = server.connection(
+        request_state_key=request_state_key or secrets.token_bytes(32), **connection_options)
+    session = ServerSession(conn, server, max_workers=max_workers)
+    session._out_fd = out_fd
+    try:
+        session._pump(in_fd)
+    finally:
+        session._stop_workers()
+        session._close_pipes()
+        if guard is not None:
+            guard.close_out()
+            guard.restore()
+
+
+def run_stdio(server: Server, **options: Any) -> None:
+    """:func:`serve_stdio`; Ctrl-C exits quietly."""
+    with contextlib.suppress(KeyboardInterrupt):
+        serve_stdio(server, **options)

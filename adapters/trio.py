@@ -1,0 +1,339 @@
+"""The trio adapter: an MCP client and server over stdio on trio's process and fd streams.
+
+The pump is one task per connection: it waits for the peer's bytes inside a cancel scope
+whose deadline is the core's next deadline (moved whenever the core's changes), feeds the
+core and dispatches the events. Writes are handed to one writer task (``send_all`` must be
+awaited; the core's outbox is filled synchronously). Handlers run in their own tasks, each in
+a cancel scope that a ``notifications/cancelled`` cancels. Needs the ``trio`` extra.
+
+Client::
+
+    async with connect_stdio(["python", "server.py"]) as client:
+        with trio.move_on_after(5):        # leaving the scope cancels the call
+            result = await client.call_tool("sleep", {"seconds": 30})
+
+Server::
+
+    trio.run(serve_stdio, server)          # or run_stdio(server)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import secrets
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from typing import Any
+
+import trio
+
+from mcp_sansio import ClientConnection, Era, Notification, RequestId
+
+from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession
+from ._session import (
+    STDERR_LOGGER,
+    ClientLogic,
+    ConnectionClosedError,
+    LineLogger,
+    McpError,
+    RequestTimeout,
+    Server,
+    ToolError,
+    default_client_info,
+)
+from ._stdio import (
+    DEFAULT_SHUTDOWN_TIMEOUT,
+    ProtectedStdio,
+    argv_of,
+    env_of,
+    kill_leftovers,
+    signal_group,
+)
+
+__all__ = [
+    "Client",
+    "ConnectionClosedError",
+    "Context",
+    "McpError",
+    "RequestTimeout",
+    "Server",
+    "ServerSession",
+    "ToolError",
+    "connect_stdio",
+    "run_stdio",
+    "serve_stdio",
+]
+
+Context = AsyncContext
+_CHUNK = 1 << 16
+
+
+class _TrioRuntime(AsyncSession):
+    """The trio primitives behind the shared async session."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._nursery: trio.Nursery | None = None
+        self._deadline = math.inf
+        self._scope: trio.CancelScope | None = None
+        self._scopes: dict[RequestId | None, trio.CancelScope] = {}
+        self._outbuf = bytearray()
+        self._out_lot = trio.lowlevel.ParkingLot()
+        self._out_broken = False
+        self._flushed = trio.Event()
+
+    def _now(self) -> float:
+        return trio.current_time()
+
+    def _arm(self, deadline: float | None) -> None:
+        self._deadline = math.inf if deadline is None else deadline
+        if self._scope is not None:
+            self._scope.deadline = self._deadline
+
+    def _write(self, data: bytes) -> None:
+        if not self._out_broken:
+            self._outbuf += data
+            if self._flushed.is_set():
+                self._flushed = trio.Event()
+            self._out_lot.unpark_all()
+
+    def _new_event(self) -> trio.Event:
+        return trio.Event()
+
+    def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
+        assert self._nursery is not None
+        scope = trio.CancelScope()
+        if key is not None:
+            self._scopes[key] = scope
+
+        async def run() -> None:
+            try:
+                with scope:
+                    await coro
+            finally:
+                if key is not None and self._scopes.get(key) is scope:
+                    del self._scopes[key]
+        self._nursery.start_soon(run)
+
+    def _cancel_task(self, key: RequestId) -> bool:
+        scope = self._scopes.pop(key, None)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    def _stop_tasks(self) -> None:
+        for scope in self._scopes.values():
+            scope.cancel()
+        self._scopes.clear()
+
+    async def _pump(self, stream: trio.abc.ReceiveStream) -> None:
+        """Read until end of file; a deadline that passes cancels the wait, not the read
+        loop."""
+        while self.closed is None:
+            with trio.CancelScope(deadline=self._deadline) as scope:
+                self._scope = scope
+                try:
+                    data = await stream.receive_some(_CHUNK)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+            self._scope = None
+            if scope.cancelled_caught:
+                self.on_timer()
+                continue
+            if not data:
+                self._on_eof()
+            self.feed(bytes(data))
+
+    def _on_eof(self) -> None:
+        """The peer closed its side (the client records why)."""
+
+    async def _writer(self, stream: trio.abc.SendStream) -> None:
+        """Send what the core queued, in order, one ``send_all`` per batch."""
+        try:
+            while True:
+                while not self._outbuf:
+                    self._flushed.set()
+                    await self._out_lot.park()
+                data = bytes(self._outbuf)
+                self._outbuf.clear()
+                await stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._out_broken = True
+            self._outbuf.clear()
+            self._flushed.set()
+
+    async def _flush(self, timeout: float) -> None:
+        with trio.move_on_after(timeout):
+            while not self._out_broken and not self._flushed.is_set():
+                await self._flushed.wait()
+
+
+# -- the client ----------------------------------------------------------------------------------
+
+
+class Client(_TrioRuntime, AsyncClient):
+    """An MCP client on trio (see :class:`~mcp_sansio.adapters._api.AsyncClient`). Made by
+    :func:`connect_stdio`. A call cancelled by its cancel scope sends
+    ``notifications/cancelled``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._process: trio.Process | None = None
+        self._exited = trio.Event()
+        self.returncode: int | None = None
+
+    def _on_eof(self) -> None:
+        if self.transport_detail is None:
+            self.transport_detail = "the server closed its stdout"
+
+    async def _watch(self, process: trio.Process) -> None:
+        returncode = await process.wait()
+        self.returncode = returncode
+        self.transport_detail = f"the server process exited with status {returncode}"
+        self._exited.set()
+        if self.closed is None:
+            self.feed(b"")
+
+    async def _wait_exit(self, timeout: float) -> bool:
+        with trio.move_on_after(timeout):
+            await self._exited.wait()
+        return self._exited.is_set()
+
+    async def aclose(self, shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -> None:
+        """Close the connection and stop the server: close its stdin, wait, SIGTERM, wait,
+        SIGKILL (its whole process group)."""
+        if self.closed is None:
+            self.conn.close(now=self._now())
+            self.service()
+        process = self._process
+        if process is not None:
+            await self._flush(shutdown_timeout)
+            if process.stdin is not None:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await process.stdin.aclose()
+            if not await self._wait_exit(shutdown_timeout):
+                signal_group(process.pid, signal.SIGTERM)
+                if not await self._wait_exit(shutdown_timeout):
+                    signal_group(process.pid, signal.SIGKILL)
+                    await self._exited.wait()
+            kill_leftovers(process.pid)
+        self._stop_tasks()
+
+
+async def _log_stderr(stream: trio.abc.ReceiveStream, lines: LineLogger) -> None:
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        while data := await stream.receive_some(_CHUNK):
+            lines.feed(bytes(data))
+    lines.flush()
+
+
+@contextlib.asynccontextmanager
+async def _one_error() -> AsyncIterator[None]:
+    """A nursery wraps what escapes it in an exception group; a lone error (the caller's own,
+    or a failed connect) is re-raised as itself, as the other adapters raise it."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+
+
+@contextlib.asynccontextmanager
+async def connect_stdio(
+    command: str | Sequence[str], args: Sequence[str] = (), *,
+    env: Mapping[str, str] | None = None, inherit_env: bool = True,
+    cwd: str | os.PathLike[str] | None = None, connect: bool = True, era: Era | None = None,
+    sampling: Callable[[dict[str, Any]], Any] | None = None,
+    elicitation: Callable[[dict[str, Any]], Any] | None = None,
+    roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
+    on_notification: Callable[[Notification], Any] | None = None,
+    on_log: Callable[[dict[str, Any]], Any] | None = None,
+    info: Mapping[str, Any] | None = None,
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    stderr_logger: logging.Logger = STDERR_LOGGER,
+    **connection_options: Any,
+) -> AsyncIterator[Client]:
+    """Spawn an MCP server and yield a connected :class:`Client` (the same options as the
+    asyncio adapter's ``connect_stdio``)."""
+    conn = ClientConnection(
+        info=info or default_client_info(),
+        capabilities=ClientLogic.capabilities_for(sampling, elicitation, roots),
+        **connection_options,
+    )
+    client = Client(conn, sampling=sampling, elicitation=elicitation, roots=roots,
+                    on_notification=on_notification, on_log=on_log)
+    process = await trio.lowlevel.open_process(
+        argv_of(command, args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env_of(env, inherit_env), cwd=cwd,
+        start_new_session=True,
+    )
+    assert process.stdin and process.stdout and process.stderr
+    client._process = process
+    async with _one_error(), trio.open_nursery() as nursery:
+        client._nursery = nursery
+        nursery.start_soon(client._writer, process.stdin)
+        nursery.start_soon(client._pump, process.stdout)
+        nursery.start_soon(_log_stderr, process.stderr, LineLogger(stderr_logger))
+        nursery.start_soon(client._watch, process)
+        try:
+            if connect:
+                await client.connect(era=era)
+            yield client
+        finally:
+            with trio.CancelScope(shield=True):
+                await client.aclose(shutdown_timeout)
+            nursery.cancel_scope.cancel()
+
+
+# -- the server ----------------------------------------------------------------------------------
+
+
+class ServerSession(_TrioRuntime, AsyncServerSession):
+    """One connection served by a :class:`Server` on trio."""
+
+
+async def serve_stdio(
+    server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
+    request_state_key: bytes | None = None, **connection_options: Any,
+) -> None:
+    """Serve one MCP connection on this process's stdin/stdout (or the given descriptors)
+    until the client closes stdin. Stray ``print()`` output goes to stderr."""
+    guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
+    in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
+    out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
+    conn = server.connection(
+        request_state_key=request_state_key or secrets.token_bytes(32), **connection_options)
+    session = ServerSession(conn, server)
+    reader = trio.lowlevel.FdStream(os.dup(in_fd))
+    writer = trio.lowlevel.FdStream(os.dup(out_fd))
+    in_blocking = os.get_blocking(in_fd)
+    try:
+        async with trio.open_nursery() as nursery:
+            session._nursery = nursery
+            nursery.start_soon(session._writer, writer)
+            await session._pump(reader)
+            session._stop_tasks()
+            await session._flush(DEFAULT_SHUTDOWN_TIMEOUT)
+            nursery.cancel_scope.cancel()
+    finally:
+        with contextlib.suppress(OSError):
+            await reader.aclose()
+        with contextlib.suppress(OSError):
+            await writer.aclose()
+        with contextlib.suppress(OSError):
+            os.set_blocking(in_fd, in_blocking)
+        if guard is not None:
+            guard.close_out()
+            guard.restore()
+
+
+def run_stdio(server: Server, **options: Any) -> None:
+    """Blocking entry point: ``trio.run(serve_stdio, server)``; Ctrl-C exits quietly."""
+    with contextlib.suppress(KeyboardInterrupt):
+        trio.run(lambda: serve_stdio(server, **options))
