@@ -666,3 +666,113 @@ def test_client_refuses_non_http_urls() -> None:
         HTTPClient(ClientConnection(), "ftp://x/")
     client = HTTPClient(ClientConnection(), "https://user@example.com/mcp?a=1")
     assert (client.host, client.port, client.scheme) == ("example.com", 443, "https")
+
+
+# -- more paths ------------------------------------------------------------------------------
+
+
+def test_initialize_refused_everywhere_reports_the_servers_refusal() -> None:
+    net = make(client_versions=["2025-11-25"], server_versions=["2026-07-28"])
+    net.client.connect(now=0)
+    net.run()
+    (closed,) = net.events_of(ConnectionClosed)
+    assert closed.reason.value == "initialize_failed"
+    assert "Unsupported protocol version" in closed.detail
+    sent = b"".join(bytes(b) for b in net.up.values())
+    assert b"GET /mcp" in sent  # the legacy transport was tried in between
+
+
+def test_a_renewal_that_changes_the_revision_closes_the_connection() -> None:
+    made = itertools.count()
+    ids = itertools.count(1)
+
+    def factory() -> ServerConnection:
+        # the template and the first session speak 2025-11-25; later sessions 2025-06-18
+        versions = ["2025-11-25"] if next(made) < 2 else ["2025-06-18"]
+        return ServerConnection(info=SERVER_INFO, capabilities=CAPS, versions=versions)
+
+    server = HTTPServer(factory, new_session_id=lambda: f"s{next(ids)}")
+    client = HTTPClient(ClientConnection(info=CLIENT_INFO,
+                                         versions=["2025-06-18", "2025-11-25"]), URL,
+                        standalone_stream=False)
+    net = Network(server, client)
+    client.connect(now=0)
+    net.run()
+    assert net.events_of(Initialized)[0].protocol_version == "2025-11-25"
+    server.end_session(client.session_id or "")
+    net.run()
+    rid = client.connection.send_request("tools/list", now=net.now)
+    net.run()
+    assert any(isinstance(e, RequestCancelled) and e.request_id == rid
+               for e in net.client_events)
+    assert net.events_of(ConnectionClosed)
+
+
+def test_close_in_the_stateless_era_sends_no_delete() -> None:
+    net = make()
+    net.client.connect(now=0)
+    net.run()
+    net.client.close(now=net.now)
+    net.run()
+    assert b"DELETE" not in b"".join(bytes(b) for b in net.up.values())
+    assert net.events_of(ConnectionClosed)
+    net.client.close(now=net.now)  # twice: nothing more
+
+
+def test_an_sse_event_over_the_limit_fails_the_request() -> None:
+    app = Deferred()
+    net = make(client_versions=["2025-11-25"], server_handler=app,
+               client_kwargs={"max_body_size": 1000})
+    net.client.connect(now=0)
+    net.run()
+    rid = net.client.connection.send_request("tools/call", {"name": "x", "arguments": {}},
+                                             now=net.now)
+    net.run()
+    session, req = app.requests[-1]
+    session.connection.send_notification("notifications/message",
+                                         {"level": "info", "data": "x" * 5000},
+                                         related_request_id=req.request_id)
+    session.flush()
+    net.run()
+    assert any(isinstance(e, RequestCancelled) and e.request_id == rid
+               for e in net.client_events)
+
+
+def test_a_legacy_endpoint_on_another_origin_is_refused() -> None:
+    client = HTTPClient(ClientConnection(info=CLIENT_INFO, versions=["2024-11-05"]),
+                        "http://localhost:8000/sse", transport=Transport.LEGACY)
+    client.connect(now=0)
+    (channel, data), = client.data_to_send()
+    assert data.startswith(b"GET /sse HTTP/1.1")
+    stream = b"event: endpoint\ndata: http://evil.example/messages\n\n"
+    channel.receive_data(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                         b"transfer-encoding: chunked\r\n\r\n%x\r\n" % len(stream)
+                         + stream + b"\r\n", now=0)
+    events = []
+    while (event := client.next_event()) is not NEED_DATA:
+        events.append(event)
+    assert any(isinstance(e, ConnectionClosed) for e in events)
+    assert not any(b"evil" in d for _, d in client.data_to_send())
+
+
+def test_the_standalone_stream_404_renews_the_session() -> None:
+    net = make(client_versions=["2025-11-25"])
+    net.client.connect(now=0)
+    net.run()
+    standalone = net.client._standalone
+    net.server.end_session("s1")  # ends the GET stream too
+    net.run()
+    net.advance(1.0)  # the client reconnects the GET: 404 -> a new session
+    assert net.client.session_id == "s2"
+    assert net.events_of(SessionRenewed)
+    assert net.client._standalone is not None and net.client._standalone is not standalone
+
+
+def test_a_notification_answered_404_renews_the_session() -> None:
+    net = make(client_versions=["2025-11-25"])
+    net.client.connect(now=0)
+    net.run()
+    net.client.session_id = "forged"  # not a session the server knows; renewal re-inits
+    net.client.connection.send_notification("notifications/cancelled", {"requestId": 99})
+    net.run()
+    assert net.events_of(SessionRenewed)

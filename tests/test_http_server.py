@@ -717,3 +717,257 @@ def test_broadcast_reaches_operating_sessions() -> None:
     assert h.server.broadcast("notifications/tools/list_changed") == 1
     h.run()
     assert [m["method"] for m in get.messages] == ["notifications/tools/list_changed"]
+
+
+# -- more paths ------------------------------------------------------------------------------
+
+
+def test_a_server_request_times_out_on_the_virtual_clock() -> None:
+    from mcp_sansio import RequestTimedOut
+
+    h = Harness(keepalive_interval=None)
+    conn = h.conn()
+    r = conn.send(body={**init_body(), "params": {
+        "protocolVersion": V, "capabilities": {"roots": {}}, "clientInfo": {
+            "name": "c", "version": "1"}}})
+    sid = r.headers["mcp-session-id"]
+    conn.send(body={"jsonrpc": "2.0", "method": "notifications/initialized"},
+              headers=h.session_headers(sid))
+    get = h.conn().send("GET", headers=h.session_headers(sid))
+    session = h.server.sessions[sid]
+    rid = session.connection.send_request("roots/list", now=h.now, timeout=5.0)
+    session.flush()
+    h.run()
+    assert h.server.next_deadline() == pytest.approx(5.0)
+    h.advance(5.0)
+    assert [e.request_id for e in h.events_of(RequestTimedOut)] == [rid]
+    assert [m["method"] for m in get.messages] == ["roots/list", "notifications/cancelled"]
+
+
+def test_resuming_takes_a_stream_over_from_a_connection_still_open() -> None:
+    app = Deferred()
+    h = Harness(handler=app)
+    sid = h.initialize()
+    old = h.conn()
+    r = old.send(body=tools_call(4), headers=h.session_headers(sid))
+    resumed = h.conn().send("GET", headers=[*h.session_headers(sid),
+                                            ("last-event-id", r.events[0].id)])
+    assert resumed.status == 200 and old.closed
+    session, req = app.requests[0]
+    session.connection.send_response(req.request_id, {"content": [], "isError": False})
+    session.flush()
+    h.run()
+    assert resumed.done and resumed.messages[-1]["id"] == 4 and r.messages == []
+
+
+def test_json_mode_client_gone_before_the_answer() -> None:
+    app = Deferred()
+    h = Harness(handler=app, response_mode=ResponseMode.JSON)
+    sid = h.initialize()
+    conn = h.conn()
+    conn.send(body=tools_call(4), headers=h.session_headers(sid))
+    conn.close()
+    session, req = app.requests[0]
+    session.connection.send_response(req.request_id, {"content": [], "isError": False})
+    session.flush()
+    h.run()
+    assert not session._streams and not session._routes
+    # the id is free again
+    again = h.conn().send(body=tools_call(4), headers=h.session_headers(sid))
+    assert again.status is None or again.status == 200
+
+
+def test_standalone_backlog_is_bounded() -> None:
+    h = Harness(max_pending_messages=2)
+    sid = h.initialize()
+    session = h.server.sessions[sid]
+    for i in range(5):
+        session.connection.send_notification("notifications/message",
+                                             {"level": "info", "data": i})
+    session.flush()
+    h.run()
+    get = h.conn().send("GET", headers=h.session_headers(sid))
+    assert [m["params"]["data"] for m in get.messages] == [3, 4]
+
+
+def test_open_streams_and_reprs() -> None:
+    h = Harness(handler=Deferred())
+    sid = h.initialize()
+    session = h.server.sessions[sid]
+    assert session.open_streams == 0
+    h.conn().send(body=tools_call(1), headers=h.session_headers(sid))
+    conn = h.conn()
+    conn.send("GET", headers=h.session_headers(sid))
+    assert session.open_streams == 2
+    assert "session-1" in repr(session) and "ServerChannel" in repr(conn.channel)
+    assert h.server.session("nope") is None
+    h.server.end_session("nope")  # unknown: nothing happens
+
+
+def test_the_channel_drains_on_its_own() -> None:
+    h = Harness()
+    channel = h.server.new_channel(now=0)
+    channel.receive_data(b"GET /nothing HTTP/1.1\r\nhost: localhost\r\n\r\n", now=0)
+    assert channel.data_to_send().startswith(b"HTTP/1.1 404 ")
+    assert h.server.data_to_send() == []
+    channel.connection_lost(now=0)
+    assert channel.closed
+
+
+def test_a_new_session_id_must_be_fresh() -> None:
+    h = Harness(new_session_id=lambda: "same")
+    h.initialize()
+    with pytest.raises(ValueError, match="in use"):
+        h.conn().send(body=init_body())
+
+
+def test_broadcast_skips_sessions_that_may_not_receive_it() -> None:
+    h = Harness(connection=lambda: ServerConnection(info=SERVER_INFO,
+                                                    capabilities={"tools": {}}))
+    h.initialize()
+    assert h.server.broadcast("notifications/prompts/list_changed") == 0
+
+
+def test_mismatched_version_header_on_get_and_delete() -> None:
+    h = Harness()
+    sid = h.initialize()
+    for method in ("GET", "DELETE"):
+        r = h.conn().send(method, headers=[("mcp-session-id", sid),
+                                           ("mcp-protocol-version", "1999-01-01")])
+        assert r.status == 400
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_ops = st.lists(st.one_of(
+    st.tuples(st.just("request"), st.booleans()),
+    st.tuples(st.just("progress"), st.integers(0, 5)),
+    st.tuples(st.just("log"), st.integers(0, 5)),
+    st.tuples(st.just("unrelated"), st.integers(0, 5)),
+    st.tuples(st.just("answer"), st.integers(0, 5)),
+    st.tuples(st.just("get"), st.booleans()),
+), max_size=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=_ops, mode=st.sampled_from(list(ResponseMode)))
+def test_each_message_is_delivered_exactly_once(
+    ops: list[tuple[str, Any]], mode: ResponseMode,
+) -> None:
+    """Whatever the interleaving of requests, progress, logs, unrelated messages, answers and
+    GET streams, every message the connection emits arrives exactly once, on a stream of its
+    own request when it relates to one that is still open (SSE), else on the standalone
+    stream."""
+    from .http_util import RecordingServerConnection
+
+    app = Deferred()
+    h = Harness(handler=app, response_mode=mode, connection=lambda: RecordingServerConnection(
+        info=SERVER_INFO, capabilities={"logging": {}, "tools": {"listChanged": True}}))
+    sid = h.initialize()
+    session = h.server.sessions[sid]
+    skip = len(session.connection.sent)  # type: ignore[attr-defined]  # the handshake's
+    responses = []
+    gets = []
+    open_requests: list[int] = []
+    next_id = 1
+    progress: dict[int, int] = {}
+    asked_progress: dict[int, bool] = {}
+    for op, arg in ops:
+        conn = session.connection
+        if op == "request":
+            body = tools_call(next_id, progress=arg)
+            responses.append(h.conn().send(body=body, headers=h.session_headers(sid)))
+            asked_progress[next_id] = arg
+            open_requests.append(next_id)
+            next_id += 1
+            continue
+        if op == "get":
+            if not gets or gets[-1][0].closed:
+                c = h.conn()
+                gets.append((c, c.send("GET", headers=h.session_headers(sid))))
+            elif arg:
+                gets[-1][0].close()
+            continue
+        if op == "unrelated":
+            conn.send_notification("notifications/tools/list_changed")
+        elif open_requests:
+            rid = open_requests[arg % len(open_requests)]
+            if op == "progress" and asked_progress[rid]:
+                progress[rid] = progress.get(rid, 0) + 1
+                conn.send_progress(rid, progress[rid])
+            elif op == "log":
+                conn.send_notification("notifications/message",
+                                       {"level": "info", "data": rid}, related_request_id=rid)
+            elif op == "answer":
+                conn.send_response(rid, {"content": [], "isError": False})
+                open_requests.remove(rid)
+        session.flush()
+        h.run()
+    # answer everything, then open a GET to collect what waits for the standalone stream
+    for rid in list(open_requests):
+        session.connection.send_response(rid, {"content": [], "isError": False})
+    session.flush()
+    h.run()
+    if gets and not gets[-1][0].closed:
+        gets[-1][0].close()
+    final = h.conn().send("GET", headers=h.session_headers(sid))
+    received = [m for r in responses for m in r.messages]
+    received += [m for _, g in gets for m in g.messages] + final.messages
+    sent = session.connection.sent[skip:]  # type: ignore[attr-defined]
+    key = lambda m: json.dumps(m, sort_keys=True)  # noqa: E731
+    assert sorted(map(key, received)) == sorted(map(key, sent))
+    assert all(r.done for r in responses)
+
+
+def test_a_client_gone_before_the_head_still_gets_related_requests_on_the_standalone_stream(
+) -> None:
+    app = Deferred()
+    h = Harness(handler=app, response_mode=ResponseMode.AUTO)
+    conn = h.conn()
+    r = conn.send(body={**init_body(), "params": {
+        "protocolVersion": V, "capabilities": {"roots": {}}, "clientInfo": {
+            "name": "c", "version": "1"}}})
+    sid = r.headers["mcp-session-id"]
+    conn.send(body={"jsonrpc": "2.0", "method": "notifications/initialized"},
+              headers=h.session_headers(sid))
+    call = h.conn()
+    call.send(body=tools_call(3), headers=h.session_headers(sid))
+    call.close()
+    session, req = app.requests[0]
+    session.connection.send_request("roots/list", related_request_id=req.request_id)
+    session.flush()
+    h.run()
+    get = h.conn().send("GET", headers=h.session_headers(sid))
+    assert [m["method"] for m in get.messages] == ["roots/list"]
+
+
+_VALID = (b"POST /mcp HTTP/1.1\r\nhost: localhost\r\naccept: */*\r\n"
+          b"content-type: application/json\r\ncontent-length: 46\r\n\r\n"
+          b'{"jsonrpc":"2.0","id":1,"method":"initialize"}')
+
+
+@settings(max_examples=80, deadline=None)
+@given(cut=st.integers(0, len(_VALID)), junk=st.binary(max_size=40),
+       size=st.integers(0, 300))
+def test_malformed_or_oversized_input_is_answered_and_the_channel_survives_or_closes(
+    cut: int, junk: bytes, size: int,
+) -> None:
+    h = Harness(max_body_size=200)
+    channel = h.server.new_channel(now=0)
+    body = b'{"jsonrpc":"2.0","method":"x","params":{"p":"' + b"x" * size + b'"}}'
+    oversized = (b"POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-length: %d\r\n\r\n"
+                 % len(body) + body)
+    for data in (_VALID[:cut] + junk, oversized, _VALID):
+        if channel.closed:
+            break
+        channel.receive_data(data, now=0)
+        h.run()
+    out = bytes(h.raw_out.get(channel, b""))
+    statuses = [int(line[9:12]) for line in out.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
+    assert all(status in (200, 202, 400, 403, 404, 405, 406, 413, 415, 431)
+               for status in statuses)
+    if len(body) > 200 and not channel.closed:
+        raise AssertionError("an oversized body must close the connection")
+    if not channel.closed:
+        assert statuses  # a surviving connection answered what it read

@@ -788,7 +788,10 @@ class HTTPClient:
             return
         # A POST.
         if not exchange.ids:
-            exchange.done = True  # 202 (or a refusal we cannot act on) for a notification
+            exchange.done = True  # 202 for a notification or a response
+            if status >= 400:  # refused: nothing to end, but the application may want to know
+                self._events.append(TransportFailed(
+                    status=status, detail=f"a message was refused (HTTP {status})"))
             return
         if body:
             try:

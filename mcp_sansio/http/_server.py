@@ -317,8 +317,9 @@ class HTTPServer:
     endpoints, as a state machine with no I/O. See :doc:`/http` for the call order.
 
     :param connection_factory: makes the :class:`~mcp_sansio.ServerConnection` of each new
-        session (and of each stateless-era request). Its ``versions`` decide which eras the
-        server speaks.
+        session (and of each stateless-era request). It is called once more at construction:
+        that connection's ``versions`` decide which eras the server speaks, and its
+        ``max_depth`` bounds the JSON the server decodes.
     :param new_session_id: returns a fresh session id: visible ASCII (0x21-0x7E), globally
         unique and unguessable (``secrets.token_urlsafe(32)`` in an adapter). Required for
         the handshake era.
@@ -1160,9 +1161,13 @@ class HTTPServer:
                 self._finish(stream)
             return
         if channel is None:
-            # The client left before anything was written: there is nothing to resume.
+            # The client left before anything was written: there is nothing to resume. The
+            # answer is lost; what else relates to the request goes where the client can
+            # still get it (handshake era: the standalone stream).
             if final:
                 self._finish(stream)
+            elif session.era is Era.HANDSHAKE and session._standalone is not None:
+                self._deliver_standalone(session._standalone, data)
             return
         if final and not stream.sent:
             status = 200
