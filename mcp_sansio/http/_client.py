@@ -626,6 +626,8 @@ class HTTPClient:
 
     def _on_head(self, exchange: _Exchange, head: ResponseHead) -> None:
         exchange.status = head.status
+        if exchange.kind is _Kind.STANDALONE and head.status == 200:
+            exchange.attempts = 0  # reopened: a later break starts a fresh backoff
         if self.transport is None and exchange.kind is _Kind.POST and 200 <= head.status < 300:
             self.transport = Transport.STREAMABLE
         if exchange.kind in (_Kind.POST, _Kind.REINIT) and head.status == 200:
@@ -886,15 +888,14 @@ class HTTPClient:
         if not open_ids:
             return
         reason = f"{detail}" if status is None else f"{detail} (HTTP {status})"
-        self._events.append(TransportFailed(status=status, detail=reason,
-                                            request_ids=tuple(open_ids)))
         conn = self.connection
+        cancelled = []
         for request_id in open_ids:
             self._by_id.pop(request_id, None)
             method = self._methods.pop(request_id, None)
             if conn.state is State.PROBING or method == "initialize":
                 # The connection judges these answers itself: an HTTP failure is "anything
-                # else" -> fall back (probe) or close (initialize).
+                # else" -> fall back (probe) or close (initialize, with this reason).
                 conn.receive_message(_codec.error_message(
                     request_id, _HTTP_FAILURE_CODE, f"HTTP failure: {reason}"), now=self._now)
                 continue
@@ -903,6 +904,11 @@ class HTTPClient:
             except LocalProtocolError:
                 continue
             self._failed.add(request_id)
+            cancelled.append(request_id)
+        if cancelled:
+            # Before the connection's RequestCancelled events (ours are handed out first).
+            self._events.append(TransportFailed(status=status, detail=reason,
+                                                request_ids=tuple(cancelled)))
 
     # -- session renewal (404) -----------------------------------------------------------------
 
