@@ -653,20 +653,41 @@ def _schema_from_signature(fn: Callable[..., Any]) -> dict[str, Any]:
     return schema
 
 
-def _wants_ctx(fn: Callable[..., Any]) -> bool:
-    try:
-        return "ctx" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins
-        return False
+class _Signature:
+    """What binding needs to know of a handler's signature, worked out once per handler
+    (``inspect.signature`` is far too slow for every request)."""
+
+    __slots__ = ("names", "required", "var_keyword", "wants_ctx")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        params = inspect.signature(fn).parameters
+        named = [p for p in params.values()
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "ctx"]
+        self.wants_ctx = "ctx" in params
+        self.var_keyword = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        self.names = frozenset(p.name for p in named)
+        self.required = tuple(p.name for p in named if p.default is p.empty)
+
+
+_SIGNATURES: dict[Callable[..., Any], _Signature] = {}
 
 
 def _bind(fn: Callable[..., Any], arguments: Mapping[str, Any], ctx: Context | None
           ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Bind untrusted arguments to a handler's signature (TypeError when they do not fit)."""
+    """Bind untrusted arguments to a handler's keyword parameters; TypeError when they do
+    not fit (unknown names, missing required ones)."""
+    signature = _SIGNATURES.get(fn)
+    if signature is None:
+        signature = _SIGNATURES[fn] = _Signature(fn)
     kwargs = {str(k): v for k, v in arguments.items() if k != "ctx"}
-    if ctx is not None and _wants_ctx(fn):
+    if not signature.var_keyword and not signature.names.issuperset(kwargs):
+        unknown = sorted(set(kwargs) - signature.names)
+        raise TypeError(f"unexpected argument(s): {', '.join(unknown)}")
+    missing = [name for name in signature.required if name not in kwargs]
+    if missing:
+        raise TypeError(f"missing required argument(s): {', '.join(missing)}")
+    if ctx is not None and signature.wants_ctx:
         kwargs["ctx"] = ctx
-    inspect.signature(fn).bind(**kwargs)  # raises TypeError when they do not fit
     return (), kwargs
 
 

@@ -6,10 +6,19 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 
-__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "ProtectedStdio", "argv_of", "env_of", "signal_group"]
+__all__ = [
+    "DEFAULT_SHUTDOWN_TIMEOUT",
+    "ProtectedStdio",
+    "argv_of",
+    "env_of",
+    "pollable",
+    "read_all",
+    "signal_group",
+]
 
 #: How long each step of the stdio shutdown sequence waits (after closing stdin, after
 #: SIGTERM) before the next, in seconds (``basic/transports.mdx``: "wait for the server to
@@ -103,3 +112,19 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def pollable(fd: int) -> bool:
+    """Whether an event loop can wait on ``fd`` (a pipe, a socket or a terminal). Regular
+    files and ``/dev/null`` cannot be polled (epoll refuses them): adapters read those whole
+    and write them with plain blocking writes."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
+
+
+def read_all(fd: int) -> bytes:
+    """Everything left in a (non-pollable) file, blocking."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)

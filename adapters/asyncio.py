@@ -54,6 +54,8 @@ from ._stdio import (
     argv_of,
     env_of,
     kill_leftovers,
+    pollable,
+    read_all,
     signal_group,
     write_all,
 )
@@ -75,6 +77,22 @@ __all__ = [
 Context = AsyncContext
 
 
+class _Waiter:
+    """A one-shot event on a bare future (lighter than ``asyncio.Event``)."""
+
+    __slots__ = ("_future",)
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._future: asyncio.Future[None] = loop.create_future()
+
+    def set(self) -> None:
+        if not self._future.done():
+            self._future.set_result(None)
+
+    def wait(self) -> asyncio.Future[None]:
+        return self._future
+
+
 class _AsyncioRuntime(AsyncSession):
     """The asyncio primitives behind the shared async session."""
 
@@ -92,7 +110,10 @@ class _AsyncioRuntime(AsyncSession):
         return self._loop.time()
 
     def _arm(self, deadline: float | None) -> None:
-        if deadline == self._timer_at:
+        # Lazy: a timer already set for an earlier time stays; when it fires early,
+        # handle_timeout finds nothing due and the timer is set again for the real deadline.
+        # So a request that only adds a later deadline costs no timer operation at all.
+        if deadline is not None and self._timer_at is not None and self._timer_at <= deadline:
             return
         if self._timer is not None:
             self._timer.cancel()
@@ -111,8 +132,8 @@ class _AsyncioRuntime(AsyncSession):
         elif self._out_fd is not None:
             write_all(self._out_fd, data)
 
-    def _new_event(self) -> asyncio.Event:
-        return asyncio.Event()
+    def _new_event(self) -> _Waiter:
+        return _Waiter(self._loop)
 
     def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
         task = self._loop.create_task(coro)
@@ -328,17 +349,17 @@ async def serve_stdio(
     writer: asyncio.WriteTransport | None = None
     write_pipe = _WritePipe()
     try:
-        try:
+        if pollable(out_fd):
             writer, _ = await loop.connect_write_pipe(
                 lambda: write_pipe, os.fdopen(out_fd, "wb", buffering=0, closefd=False))
             session._out = writer
-        except ValueError:  # a regular file: plain blocking writes
+        else:  # a regular file or /dev/null: plain blocking writes
             session._out_fd = out_fd
-        try:
+        if pollable(in_fd):
             reader, _ = await loop.connect_read_pipe(
                 lambda: _ReadPipe(session), os.fdopen(in_fd, "rb", buffering=0, closefd=False))
-        except ValueError:  # a regular file: read it whole, then end of file
-            session.feed(await loop.run_in_executor(None, _read_file, in_fd))
+        else:  # a regular file or /dev/null: read it whole, then end of file
+            session.feed(await loop.run_in_executor(None, read_all, in_fd))
             session.feed(b"")
         await finished.wait()
         await session._stop_tasks()
@@ -352,13 +373,6 @@ async def serve_stdio(
         if guard is not None:
             guard.close_out()
             guard.restore()
-
-
-def _read_file(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def run_stdio(server: Server, **options: Any) -> None:

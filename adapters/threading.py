@@ -57,6 +57,8 @@ from ._stdio import (
     argv_of,
     env_of,
     kill_leftovers,
+    pollable,
+    read_all,
     signal_group,
     write_all,
 )
@@ -294,7 +296,11 @@ def serve_stdio(
     session = ServerSession(conn, server, max_workers=max_workers)
     session._out_fd = out_fd
     try:
-        session._pump(in_fd)
+        if pollable(in_fd):
+            session._pump(in_fd)
+        else:  # a regular file or /dev/null: read it whole, then end of file
+            session.feed(read_all(in_fd))
+            session.feed(b"")
     finally:
         session._stop_workers()
         session._close_pipes()

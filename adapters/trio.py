@@ -51,7 +51,10 @@ from ._stdio import (
     argv_of,
     env_of,
     kill_leftovers,
+    pollable,
+    read_all,
     signal_group,
+    write_all,
 )
 
 __all__ = [
@@ -310,20 +313,26 @@ async def serve_stdio(
     conn = server.connection(
         request_state_key=request_state_key or secrets.token_bytes(32), **connection_options)
     session = ServerSession(conn, server)
-    reader = trio.lowlevel.FdStream(os.dup(in_fd))
-    writer = trio.lowlevel.FdStream(os.dup(out_fd))
+    reader = trio.lowlevel.FdStream(os.dup(in_fd)) if pollable(in_fd) else None
+    writer: trio.abc.SendStream = (trio.lowlevel.FdStream(os.dup(out_fd)) if pollable(out_fd)
+                                   else _BlockingWriter(out_fd))
     in_blocking = os.get_blocking(in_fd)
     try:
         async with trio.open_nursery() as nursery:
             session._nursery = nursery
             nursery.start_soon(session._writer, writer)
-            await session._pump(reader)
+            if reader is not None:
+                await session._pump(reader)
+            else:  # a regular file or /dev/null: read it whole, then end of file
+                session.feed(await trio.to_thread.run_sync(read_all, in_fd))
+                session.feed(b"")
             session._stop_tasks()
             await session._flush(DEFAULT_SHUTDOWN_TIMEOUT)
             nursery.cancel_scope.cancel()
     finally:
-        with contextlib.suppress(OSError):
-            await reader.aclose()
+        if reader is not None:
+            with contextlib.suppress(OSError):
+                await reader.aclose()
         with contextlib.suppress(OSError):
             await writer.aclose()
         with contextlib.suppress(OSError):
@@ -331,6 +340,22 @@ async def serve_stdio(
         if guard is not None:
             guard.close_out()
             guard.restore()
+
+
+class _BlockingWriter(trio.abc.SendStream):
+    """Plain blocking writes, for a stdout that cannot be polled (a file, /dev/null)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        write_all(self.fd, bytes(data))
+
+    async def wait_send_all_might_not_block(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
 
 
 def run_stdio(server: Server, **options: Any) -> None:

@@ -28,6 +28,7 @@ version = ".".join(release.split(".")[:2])
 extensions = [
     "sphinx.ext.autodoc",
     "mcp_tables",
+    "kit_tables",
 ]
 
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]

@@ -320,3 +320,20 @@ def test_server_exits_when_the_client_disappears(runtime: str) -> None:
     assert peer.process.stdin is not None
     os.close(peer.process.stdin.fileno())
     assert peer.process.wait(SAFETY) == 0
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_server_on_files_and_dev_null(runtime: str, tmp_path: Path) -> None:
+    """stdin and stdout that cannot be polled (a file, /dev/null) are read whole and written
+    with blocking writes; end of input ends the server."""
+    with open(os.devnull, "rb") as devnull:
+        assert subprocess.run(example(runtime), stdin=devnull, timeout=SAFETY,
+                              capture_output=False, stdout=subprocess.DEVNULL,
+                              check=False).returncode == 0
+    requests = tmp_path / "in.jsonl"
+    requests.write_bytes(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    answers = tmp_path / "out.jsonl"
+    with requests.open("rb") as stdin, answers.open("wb") as stdout:
+        assert subprocess.run(example(runtime), stdin=stdin, stdout=stdout, timeout=SAFETY,
+                              check=False).returncode == 0
+    assert answers.read_bytes() == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'

@@ -1,0 +1,102 @@
+"""Property-based testing of MCP peers: hypothesis strategies and a peer state machine.
+
+Needs the ``testing`` extra (``pip install 'mcp-sansio[testing]'``: hypothesis and
+jsonschema); ``import mcp_sansio`` alone never imports this package.
+
+* Strategies for valid messages of any revision and direction -- :func:`params`,
+  :func:`results`, :func:`requests`, :func:`notifications`, :func:`responses`,
+  :func:`errors`, :func:`messages` -- built from the official JSON Schemas (distilled into
+  the package) and the library's method table.
+* :func:`invalid_messages`: messages that break exactly one rule, each an :class:`Invalid`
+  labelled with the error code a correct receiver answers (or that it must not answer).
+* :class:`PeerMachine`: a hypothesis state machine that plays a client against a server
+  through a :class:`Transport` and checks every answer; :func:`check_peer` runs it and
+  returns a :class:`Report` of :class:`Finding` objects.
+* :class:`ConnectionTransport` connects the machine to an in-process connection;
+  :mod:`mcp_sansio.adapters.testing_stdio` spawns a server command (the only part that does
+  I/O, kept outside this package).
+* :func:`typed` and :func:`typed_strategies`: strategies for the typed models of
+  :mod:`mcp_sansio.types`, delegated to that package (imported on first use).
+
+See the documentation page "Testing your peer".
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+from hypothesis.strategies import SearchStrategy
+
+from ._findings import CHECKS, Finding, PeerDeviation, Report
+from ._from_schema import SchemaStrategies, UnsupportedSchema, json_values
+from ._invalid import RULES, Invalid, Rule, invalid_messages
+from ._machine import PeerMachine, check_peer, sweep
+from ._schemas import Schemas
+from ._strategies import (
+    error_codes,
+    errors,
+    messages,
+    method_names,
+    notifications,
+    params,
+    request_ids,
+    requests,
+    responses,
+    results,
+)
+from ._transport import ConnectionTransport, Transport
+
+__all__ = [
+    "CHECKS",
+    "RULES",
+    "ConnectionTransport",
+    "Finding",
+    "Invalid",
+    "PeerDeviation",
+    "PeerMachine",
+    "Report",
+    "Rule",
+    "SchemaStrategies",
+    "Schemas",
+    "Transport",
+    "UnsupportedSchema",
+    "check_peer",
+    "error_codes",
+    "errors",
+    "invalid_messages",
+    "json_values",
+    "messages",
+    "method_names",
+    "notifications",
+    "params",
+    "request_ids",
+    "requests",
+    "responses",
+    "results",
+    "sweep",
+    "typed",
+    "typed_strategies",
+]
+
+
+def _typed_module() -> ModuleType:
+    return importlib.import_module("mcp_sansio.types._strategies")
+
+
+def typed(tp: Any) -> SearchStrategy[Any]:
+    """Instances of a typed model of :mod:`mcp_sansio.types` (a model class, or one of its
+    type aliases): delegates to ``mcp_sansio.types``' own strategies, imported on first use.
+
+    :raises ImportError: ``mcp_sansio.types`` is not available.
+    """
+    strategy: SearchStrategy[Any] = _typed_module().strategy_for(tp)
+    return strategy
+
+
+def typed_strategies(revision: str) -> dict[str, SearchStrategy[Any]]:
+    """A strategy for every typed model of ``revision``, by name (delegates like
+    :func:`typed`)."""
+    found: dict[str, SearchStrategy[Any]] = _typed_module().strategies(revision)
+    return found

@@ -1,0 +1,183 @@
+"""Findings: what a peer did that the specification does not allow, and the collected report.
+
+Theory of operation
+-------------------
+Every check the peer machine makes has a name in :data:`CHECKS` (the rules broken on
+purpose by :func:`~mcp_sansio.testing.invalid_messages` are there too, under the names of
+:data:`~mcp_sansio.testing.RULES`). A deviation becomes a :class:`Finding` carrying the
+check's name, whether the check is a MUST or a SHOULD, what happened in words, and the
+messages involved. In "fail" mode the first finding raises :class:`PeerDeviation`; in
+"report" mode findings go into a :class:`Report`, which lists each distinct deviation once
+with the number of times it was seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+
+from ._invalid import MUST, RULES, SHOULD, Rule
+
+__all__ = ["CHECKS", "Finding", "PeerDeviation", "Report"]
+
+
+def _check(name: str, requirement: str, answer: str, source: str) -> Rule:
+    return Rule(name=name, requirement=requirement, answer=answer, source=source)
+
+
+#: Everything the peer machine checks, by name: the session checks below, then
+#: every rule of :data:`~mcp_sansio.testing.RULES` (the expected answers to invalid messages).
+CHECKS: dict[str, Rule] = {r.name: r for r in (
+    _check("output-not-json", MUST, "every line the peer writes is one JSON-RPC message",
+           "stdio transport: only valid MCP messages on stdout"),
+    _check("envelope", MUST, "every message validates against the revision's JSONRPCMessage",
+           "MCP schema; JSON-RPC 2.0 s. 4, 5"),
+    _check("unknown-id", MUST, "a response answers a request that was sent",
+           "JSON-RPC 2.0 s. 5"),
+    _check("duplicate-response", MUST, "a request is answered once", "JSON-RPC 2.0 s. 5"),
+    _check("no-reply", MUST, "every request is answered (unless cancelled)",
+           "JSON-RPC 2.0 s. 4; MCP basic/index.mdx"),
+    _check("peer-closed", SHOULD, "the server keeps the session open until the client ends "
+           "it (a bad message never ends a session)",
+           "stdio transport: the client closes first; JSON-RPC 2.0 s. 5 answers errors"),
+    _check("unexpected-error", MUST, "no error reply without a request that deserves it "
+           "(an error with a null id answers a message whose id was unreadable)",
+           "JSON-RPC 2.0 s. 4.1, 5"),
+    _check("result-schema", MUST, "a result validates against the method's result schema",
+           "MCP schema"),
+    _check("result-type", MUST, "2026-07-28 results carry a known resultType",
+           "2026-07-28 schema (Result.resultType), basic/patterns/mrtr.mdx"),
+    _check("notification-schema", MUST, "a notification validates against its schema",
+           "MCP schema"),
+    _check("unknown-notification", MUST, "the peer sends only notifications its role sends in "
+           "the revision", "MCP schema: ServerNotification"),
+    _check("unexpected-request", MUST, "the peer sends only requests its role may send, "
+           "gated by our capabilities (none in 2026-07-28)",
+           "MCP schema: ServerRequest; capability negotiation"),
+    _check("ping", MUST, "ping is answered with an empty result, also before initialize",
+           "basic/utilities/ping.mdx"),
+    _check("version", MUST, "initialize is answered with a handshake revision",
+           "basic/lifecycle.mdx, Version Negotiation"),
+    _check("discover", MUST, "a stateless server answers server/discover and lists the "
+           "revision it serves", "2026-07-28 server/discover.mdx"),
+    _check("response-after-cancel", SHOULD, "nothing is sent for a request after its "
+           "cancellation was processed (a MUST in 2026-07-28)",
+           "basic/utilities/cancellation.mdx; 2026-07-28 basic/patterns/cancellation.mdx"),
+    _check("progress-unknown-token", MUST, "progress only for a request that asked for it and "
+           "is still active", "basic/utilities/progress.mdx"),
+    _check("progress-not-increasing", MUST, "progress increases with every notification",
+           "basic/utilities/progress.mdx"),
+    _check("log-without-capability", MUST, "notifications/message only with the logging "
+           "capability declared", "server/utilities/logging.mdx"),
+    _check("log-without-level", MUST, "2026-07-28: no log message for a request that did not "
+           "ask for a level", "2026-07-28 server/utilities/logging.mdx"),
+    _check("unsolicited-change", SHOULD, "list_changed only with listChanged declared, "
+           "resources/updated only for a subscribed URI (a MUST); in 2026-07-28 both only on "
+           "a listen stream that asked for them (a MUST)",
+           "server/tools.mdx, prompts.mdx, resources.mdx; 2026-07-28 subscriptions"),
+    _check("structured-content", MUST, "a tool with an outputSchema returns structuredContent "
+           "that conforms to it", "2025-06-18+ server/tools.mdx, Output Schema"),
+    _check("unknown-tool", SHOULD, "tools/call for an unknown tool is answered -32602",
+           "server/tools.mdx, Error Handling"),
+    _check("unknown-prompt", SHOULD, "prompts/get for an unknown prompt is answered -32602",
+           "server/prompts.mdx, Error Handling"),
+    _check("missing-prompt-argument", SHOULD, "prompts/get without a required argument is "
+           "answered -32602", "server/prompts.mdx, Error Handling"),
+    _check("unknown-resource", SHOULD, "resources/read of an unknown URI is answered -32002 "
+           "(-32602 in 2026-07-28)", "server/resources.mdx, Error Handling"),
+    _check("listen-acknowledgement", MUST, "a listen stream starts with "
+           "notifications/subscriptions/acknowledged, tagged with its subscriptionId, "
+           "honouring only what was asked", "2026-07-28 subscriptions (spec-digest h)"),
+)} | RULES
+
+
+@attrs.frozen(kw_only=True)
+class Finding:
+    """One deviation from the specification."""
+
+    #: The check that failed (a key of :data:`CHECKS`).
+    rule: str
+    #: "must" or "should".
+    requirement: str
+    #: What happened, in words.
+    detail: str
+    #: The revision in force.
+    revision: str | None = None
+    #: The message that provoked it (what we sent), if any.
+    sent: Any = None
+    #: The message that shows it (what the peer sent), if any.
+    received: Any = None
+
+    def __str__(self) -> str:
+        where = f" [{self.revision}]" if self.revision else ""
+        return f"{self.rule} ({self.requirement}){where}: {self.detail}"
+
+
+class PeerDeviation(AssertionError):
+    """Raised in "fail" mode at the first finding."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(str(finding))
+        self.finding = finding
+
+
+@attrs.define
+class Report:
+    """Findings collected over every session of a run ("report" mode).
+
+    Each distinct deviation -- the same check failing with the same detail -- is kept once,
+    with how often it was seen.
+    """
+
+    findings: list[Finding] = attrs.field(factory=list)
+    counts: dict[tuple[str, str, str | None], int] = attrs.field(factory=dict)
+    #: How many sessions ran, per revision.
+    sessions: dict[str, int] = attrs.field(factory=dict)
+    #: Things worth knowing that are not deviations (a revision the peer does not speak...).
+    notes: list[str] = attrs.field(factory=list)
+
+    def add(self, finding: Finding) -> None:
+        key = (finding.rule, finding.detail, finding.revision)
+        if key not in self.counts:
+            self.findings.append(finding)
+            self.counts[key] = 0
+        self.counts[key] += 1
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def rules(self) -> set[str]:
+        """The names of the checks that failed at least once."""
+        return {f.rule for f in self.findings}
+
+    def by_rule(self) -> dict[str, list[Finding]]:
+        out: dict[str, list[Finding]] = {}
+        for finding in self.findings:
+            out.setdefault(finding.rule, []).append(finding)
+        return out
+
+    def __iter__(self) -> Iterator[Finding]:
+        return iter(self.findings)
+
+    def __len__(self) -> int:
+        return len(self.findings)
+
+    def summary(self) -> str:
+        """A readable account: sessions run, then each failed check with its findings."""
+        runs = ", ".join(f"{rev}: {n}" for rev, n in sorted(self.sessions.items())) or "none"
+        lines = [f"sessions: {runs}"]
+        if not self.findings:
+            lines.append("no findings")
+        for rule, found in sorted(self.by_rule().items()):
+            check = CHECKS.get(rule)
+            level = check.requirement.upper() if check else "?"
+            lines.append(f"{rule} ({level}): {check.answer if check else ''}")
+            for finding in found:
+                times = self.counts[finding.rule, finding.detail, finding.revision]
+                suffix = f" (x{times})" if times > 1 else ""
+                lines.append(f"    [{finding.revision}] {finding.detail}{suffix}")
+        lines.extend(f"note: {text}" for text in self.notes)
+        return "\n".join(lines)
