@@ -146,6 +146,10 @@ class SyncSession(Session):
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+#: Per worker thread: the event loop its ``async def`` handlers run on.
+_worker = threading.local()
+
+
 def _resolve(value: Any) -> Any:
     """A callback's answer; an ``async`` callback is run to completion on its own loop."""
     if inspect.isawaitable(value):
@@ -424,18 +428,17 @@ class SyncServerSession(ServerLogic, SyncSession):
 
     def _run_async(self, request_id: RequestId, job: Job, ctx: Context) -> Any:
         assert job.fn is not None
-        loop = asyncio.new_event_loop()
-        try:
-            task = loop.create_task(job.fn(*job.args, **job.kwargs))
+        loop = getattr(_worker, "loop", None)
+        if loop is None:  # one private loop per worker thread, kept for its next handlers
+            loop = _worker.loop = asyncio.new_event_loop()
+        task = loop.create_task(job.fn(*job.args, **job.kwargs))
 
-            def cancel() -> None:
-                loop.call_soon_threadsafe(task.cancel)
-            with self.lock:
-                if ctx.cancelled:
-                    task.cancel()
-                else:
-                    self._cancellers[request_id] = cancel
-            return loop.run_until_complete(task)
-        finally:
-            loop.close()
+        def cancel() -> None:
+            loop.call_soon_threadsafe(task.cancel)
+        with self.lock:
+            if ctx.cancelled:
+                task.cancel()
+            else:
+                self._cancellers[request_id] = cancel
+        return loop.run_until_complete(task)
 

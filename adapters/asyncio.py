@@ -113,6 +113,8 @@ class _AsyncioRuntime(AsyncSession):
         # Lazy: a timer already set for an earlier time stays; when it fires early,
         # handle_timeout finds nothing due and the timer is set again for the real deadline.
         # So a request that only adds a later deadline costs no timer operation at all.
+        if deadline is None and self.closed is None:
+            return  # nothing due: a timer still set fires once, finds nothing, and stops
         if deadline is not None and self._timer_at is not None and self._timer_at <= deadline:
             return
         if self._timer is not None:

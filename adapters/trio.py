@@ -87,6 +87,8 @@ class _TrioRuntime(AsyncSession):
         self._outbuf = bytearray()
         self._out_lot = trio.lowlevel.ParkingLot()
         self._out_broken = False
+        self._out_fd: int | None = None  # non-blocking, for direct writes
+        self._sending = False
         self._flushed = trio.Event()
 
     def _now(self) -> float:
@@ -98,11 +100,24 @@ class _TrioRuntime(AsyncSession):
             self._scope.deadline = self._deadline
 
     def _write(self, data: bytes) -> None:
-        if not self._out_broken:
-            self._outbuf += data
-            if self._flushed.is_set():
-                self._flushed = trio.Event()
-            self._out_lot.unpark_all()
+        if self._out_broken:
+            return
+        if self._out_fd is not None and not self._outbuf and not self._sending:
+            # Fast path: the pipe has room (it nearly always does); no task switch.
+            try:
+                written = os.write(self._out_fd, data)
+            except BlockingIOError:
+                written = 0
+            except OSError:
+                self._out_broken = True
+                return
+            if written == len(data):
+                return
+            data = data[written:]
+        self._outbuf += data
+        if self._flushed.is_set():
+            self._flushed = trio.Event()
+        self._out_lot.unpark_all()
 
     def _new_event(self) -> trio.Event:
         return trio.Event()
@@ -164,7 +179,9 @@ class _TrioRuntime(AsyncSession):
                     await self._out_lot.park()
                 data = bytes(self._outbuf)
                 self._outbuf.clear()
+                self._sending = True
                 await stream.send_all(data)
+                self._sending = False
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._out_broken = True
             self._outbuf.clear()
@@ -278,6 +295,8 @@ async def connect_stdio(
     )
     assert process.stdin and process.stdout and process.stderr
     client._process = process
+    if isinstance(process.stdin, trio.lowlevel.FdStream):
+        client._out_fd = process.stdin.fileno()
     async with _one_error(), trio.open_nursery() as nursery:
         client._nursery = nursery
         nursery.start_soon(client._writer, process.stdin)
@@ -317,6 +336,8 @@ async def serve_stdio(
     writer: trio.abc.SendStream = (trio.lowlevel.FdStream(os.dup(out_fd)) if pollable(out_fd)
                                    else _BlockingWriter(out_fd))
     in_blocking = os.get_blocking(in_fd)
+    if isinstance(writer, trio.lowlevel.FdStream):
+        session._out_fd = writer.fileno()
     try:
         async with trio.open_nursery() as nursery:
             session._nursery = nursery
