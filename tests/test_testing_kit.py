@@ -472,7 +472,8 @@ def test_random_sessions_exercise_the_whole_session() -> None:
     for revision in ("2025-06-18", STATELESS):
         kit.check_peer(factory, revisions=[revision], sessions=6, steps=40)
     sent = [m for t in transports for m in t.sent]
-    methods = {m.get("method") for m in sent if isinstance(m, dict)}
+    methods = {m["method"] for m in sent if isinstance(m, dict)
+               and isinstance(m.get("method"), str)}
     assert {"initialize", "notifications/initialized", "ping", "server/discover", "tools/list",
             "tools/call", "prompts/get", "resources/read", "notifications/cancelled",
             "subscriptions/listen", "completion/complete", "logging/setLevel"} <= methods
