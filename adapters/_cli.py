@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import json
 import logging
 import shutil
@@ -29,7 +30,18 @@ RUNTIMES = _example_server.RUNTIMES
 EXAMPLE_COMMAND = [sys.executable, "-m", "mcp_sansio", "serve-example"]
 
 
+def _missing_runtime(runtime: str, command: str) -> bool:
+    """Say so (and return True) when the runtime's package is not installed."""
+    if runtime == "trio" and importlib.util.find_spec("trio") is None:
+        sys.stderr.write(f"mcp-sansio {command}: the trio runtime needs trio: "
+                         "pip install 'mcp-sansio[trio]'\n")
+        return True
+    return False
+
+
 def serve_example(runtime: str) -> int:
+    if _missing_runtime(runtime, "serve-example"):
+        return 2
     _example_server.run(runtime)
     return 0
 
@@ -198,6 +210,8 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
         sys.stderr.write("mcp-sansio probe: no server command given (probe -- COMMAND ...)\n")
         return 2
     cached = Era(era) if era else None
+    if _missing_runtime(runtime, "probe"):
+        return 2
     try:
         if runtime == "asyncio":
             client, found, took = asyncio.run(_probe_async(runtime, command, cached, timeout))

@@ -164,3 +164,15 @@ def test_py_typed_is_shipped() -> None:
     assert (ROOT / "mcp_sansio" / "py.typed").exists()
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert 'mcp_sansio = ["py.typed"]' in pyproject
+
+
+def test_a_missing_runtime_is_a_clear_message(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "trio" else real(name, *a))
+    assert main(["serve-example", "--runtime", "trio"]) == 2
+    assert "pip install 'mcp-sansio[trio]'" in capsys.readouterr().err
+    assert main(["probe", "--runtime", "trio", "--", "true"]) == 2
