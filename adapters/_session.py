@@ -36,7 +36,7 @@ import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, suppress
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Self
 
 from mcp_sansio import (
     NEED_DATA,
@@ -477,6 +477,25 @@ class ClientLogic(Session):
         self.initialized: Initialized | None = None
         self._ready_wakers: list[Callable[[], None]] = []
         self._listeners: dict[RequestId, Listener] = {}
+
+    @classmethod
+    def create(
+        cls, *, sampling: Callable[[dict[str, Any]], Any] | None = None,
+        elicitation: Callable[[dict[str, Any]], Any] | None = None,
+        roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
+        on_notification: Callable[[Notification], Any] | None = None,
+        on_log: Callable[[dict[str, Any]], Any] | None = None,
+        info: Mapping[str, Any] | None = None, **connection_options: Any,
+    ) -> Self:
+        """A client on a fresh :class:`ClientConnection` that declares what the callbacks
+        make true; ``connection_options`` go to the connection."""
+        conn = ClientConnection(
+            info=info or default_client_info(),
+            capabilities=cls.capabilities_for(sampling, elicitation, roots),
+            **connection_options,
+        )
+        return cls(conn, sampling=sampling, elicitation=elicitation, roots=roots,
+                   on_notification=on_notification, on_log=on_log)
 
     @staticmethod
     def capabilities_for(

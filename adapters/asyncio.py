@@ -34,19 +34,17 @@ import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
-from mcp_sansio import ClientConnection, Era, Notification, RequestId
+from mcp_sansio import Era, Notification, RequestId
 
 from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession
 from ._session import (
     STDERR_LOGGER,
-    ClientLogic,
     ConnectionClosedError,
     LineLogger,
     McpError,
     RequestTimeout,
     Server,
     ToolError,
-    default_client_info,
 )
 from ._stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
@@ -268,13 +266,9 @@ async def connect_stdio(
     ``max_request_time``, ``probe_timeout``, ...). On exit the server is shut down
     (:meth:`Client.aclose`)."""
     loop = asyncio.get_running_loop()
-    conn = ClientConnection(
-        info=info or default_client_info(),
-        capabilities=ClientLogic.capabilities_for(sampling, elicitation, roots),
-        **connection_options,
-    )
-    client = Client(conn, sampling=sampling, elicitation=elicitation, roots=roots,
-                    on_notification=on_notification, on_log=on_log)
+    client = Client.create(sampling=sampling, elicitation=elicitation, roots=roots,
+                           on_notification=on_notification, on_log=on_log, info=info,
+                           **connection_options)
     argv = argv_of(command, args)
     transport, _ = await loop.subprocess_exec(
         lambda: _ClientPipes(client, LineLogger(stderr_logger)), *argv,

@@ -37,11 +37,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from mcp_sansio import ClientConnection, Era, Notification
+from mcp_sansio import Era, Notification
 
 from ._session import (
     STDERR_LOGGER,
-    ClientLogic,
     ConnectionClosedError,
     LineLogger,
     McpError,
@@ -49,7 +48,6 @@ from ._session import (
     RequestTimeout,
     Server,
     ToolError,
-    default_client_info,
 )
 from ._stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
@@ -242,13 +240,9 @@ def connect_stdio(
 ) -> Iterator[Client]:
     """Spawn an MCP server and yield a connected blocking :class:`Client` (the same options
     as the asyncio adapter's ``connect_stdio``)."""
-    conn = ClientConnection(
-        info=info or default_client_info(),
-        capabilities=ClientLogic.capabilities_for(sampling, elicitation, roots),
-        **connection_options,
-    )
-    client = Client(conn, sampling=sampling, elicitation=elicitation, roots=roots,
-                    on_notification=on_notification, on_log=on_log)
+    client = Client.create(sampling=sampling, elicitation=elicitation, roots=roots,
+                           on_notification=on_notification, on_log=on_log, info=info,
+                           **connection_options)
     try:
         process = subprocess.Popen(
             argv_of(command, args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,

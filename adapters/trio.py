@@ -31,19 +31,17 @@ from typing import Any
 
 import trio
 
-from mcp_sansio import ClientConnection, Era, Notification, RequestId
+from mcp_sansio import Era, Notification, RequestId
 
 from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession
 from ._session import (
     STDERR_LOGGER,
-    ClientLogic,
     ConnectionClosedError,
     LineLogger,
     McpError,
     RequestTimeout,
     Server,
     ToolError,
-    default_client_info,
 )
 from ._stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
@@ -281,13 +279,9 @@ async def connect_stdio(
 ) -> AsyncIterator[Client]:
     """Spawn an MCP server and yield a connected :class:`Client` (the same options as the
     asyncio adapter's ``connect_stdio``)."""
-    conn = ClientConnection(
-        info=info or default_client_info(),
-        capabilities=ClientLogic.capabilities_for(sampling, elicitation, roots),
-        **connection_options,
-    )
-    client = Client(conn, sampling=sampling, elicitation=elicitation, roots=roots,
-                    on_notification=on_notification, on_log=on_log)
+    client = Client.create(sampling=sampling, elicitation=elicitation, roots=roots,
+                           on_notification=on_notification, on_log=on_log, info=info,
+                           **connection_options)
     process = await trio.lowlevel.open_process(
         argv_of(command, args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, env=env_of(env, inherit_env), cwd=cwd,
