@@ -337,3 +337,53 @@ def test_server_on_files_and_dev_null(runtime: str, tmp_path: Path) -> None:
         assert subprocess.run(example(runtime), stdin=stdin, stdout=stdout, timeout=SAFETY,
                               check=False).returncode == 0
     assert answers.read_bytes() == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_cancelling_a_call_cancels_the_servers_handler(
+    runtime: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """End to end: the client's cancellation (the runtime's way) reaches the server as
+    notifications/cancelled and the handler is cancelled (the server says so on stderr,
+    which the client logs line by line)."""
+    boom = [sys.executable, str(PEERS / "boom_server.py"), runtime]
+    caplog.set_level("INFO", logger="mcp_sansio.stdio.stderr")
+
+    def server_said_it() -> bool:
+        return any("slow handler cancelled" in r.getMessage() for r in caplog.records)
+
+    if runtime == "threading":
+        def body(client: Any) -> None:
+            token = threading_adapter.CancelToken()
+            threading.Timer(0.3, token.cancel).start()
+            with pytest.raises(RequestCancelledError):
+                client.call_tool("slow", cancel=token)
+            assert text_of(client.call_tool("double", {"x": 2})) == "4"
+            for _ in range(500):
+                if server_said_it():
+                    return
+                threading.Event().wait(0.01)
+    elif runtime == "trio":
+        async def body(client: Any) -> None:  # type: ignore[misc]
+            with trio.move_on_after(0.3):
+                await client.call_tool("slow")
+            assert text_of(await client.call_tool("double", {"x": 2})) == "4"
+            for _ in range(500):
+                if server_said_it():
+                    return
+                await trio.sleep(0.01)
+    else:
+        async def body(client: Any) -> None:  # type: ignore[misc]
+            task = asyncio.ensure_future(client.call_tool("slow"))
+            await asyncio.sleep(0.3)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert text_of(await client.call_tool("double", {"x": 2})) == "4"
+            for _ in range(500):
+                if server_said_it():
+                    return
+                await asyncio.sleep(0.01)
+
+    run_client(runtime, boom, body)
+    assert server_said_it()
