@@ -1134,6 +1134,14 @@ class Connection:
             self._reply_error(batch, request_id, ErrorCode.INVALID_PARAMS,
                               f"Invalid params: unknown log level {level!r}", method)
             return
+        listen_filter = (params or {}).get("notifications")
+        if method == "subscriptions/listen" and type(listen_filter) is not dict:
+            # SubscriptionsListenRequestParams: ``notifications`` (the filter) is required.
+            # Refused before anything is acknowledged.
+            self._reply_error(batch, request_id, ErrorCode.INVALID_PARAMS,
+                              "Invalid params: subscriptions/listen needs a notifications "
+                              "filter object", method)
+            return
         name = _bound_name(method, params)
         if (
             rule.mrtr

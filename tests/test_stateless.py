@@ -634,3 +634,19 @@ def test_a_cached_era_verdict_skips_or_commits_the_probe() -> None:
     [closed] = drain(c)
     assert isinstance(closed, ConnectionClosed) and closed.reason is CloseReason.VERSION_REJECTED
     assert wire(c) == []
+
+
+@pytest.mark.parametrize("filter_", [None, [], "tools"])
+def test_a_listen_without_a_filter_object_is_refused_before_any_acknowledgement(
+    filter_: Any,
+) -> None:
+    srv = server()
+    params: dict[str, Any] = {"_meta": meta()}
+    if filter_ is not None:
+        params["notifications"] = filter_
+    srv.receive_data(line({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+                           "params": params}))
+    [rejected] = drain(srv)
+    assert isinstance(rejected, MessageRejected)
+    [reply] = wire(srv)
+    assert reply["error"]["code"] == ErrorCode.INVALID_PARAMS
