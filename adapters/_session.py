@@ -242,6 +242,9 @@ class Session:
         self.conn = conn
         self._calls: dict[RequestId, Call] = {}
         self._servicing = False
+        #: Handlers started while dispatching, first stepped once the events are drained
+        #: (so a cancellation read in the same chunk still stops one before it runs).
+        self._eager: dict[RequestId, Any] = {}
         self.closed: ConnectionClosed | None = None
         #: Set by the adapter when the transport says why it ended (e.g. an exit status).
         self.transport_detail: str | None = None
@@ -264,6 +267,9 @@ class Session:
         raise NotImplementedError
 
     def _cancel_incoming(self, request_id: RequestId) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _run_eager(self) -> None:  # pragma: no cover - only runtimes that fill _eager
         raise NotImplementedError
 
     # -- the pump ----------------------------------------------------------------------------
@@ -292,7 +298,10 @@ class Session:
             while True:
                 event = conn.next_event()
                 if event is NEED_DATA:
-                    break
+                    if not self._eager:
+                        break
+                    self._run_eager()  # may send: drain again, then write once
+                    continue
                 self._dispatch(event)
             data = conn.data_to_send()
         finally:

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import secrets
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Mapping, Sequence
+from typing import Any, NoReturn
 
 from mcp_sansio import Era, Notification, RequestId
 
@@ -91,6 +92,43 @@ class _Waiter:
         return self._future
 
 
+_FIRST_SENT = object()
+
+
+class _Resumed(Coroutine[Any, Any, None]):
+    """A coroutine already stepped once (``send(None)`` gave ``first``), for a task to go
+    on with: the task's first step gets ``first`` back (the future the coroutine waits
+    for); every later step, and any exception the task throws in (its cancellation
+    included, even before its first step), goes to the coroutine itself."""
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Coroutine[Any, Any, None], first: Any) -> None:
+        self._coro = coro
+        self._first = first
+
+    def send(self, value: Any) -> Any:
+        first = self._first
+        if first is not _FIRST_SENT:
+            self._first = _FIRST_SENT
+            return first
+        return self._coro.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        self._first = _FIRST_SENT
+        return self._coro.throw(*args)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Generator[Any, None, None]:  # pragma: no cover - tasks only
+        raise TypeError("a resumed handler runs in its task only")
+
+
+async def _reraise(exc: BaseException) -> NoReturn:
+    raise exc
+
+
 class _AsyncioRuntime(AsyncSession):
     """The asyncio primitives behind the shared async session."""
 
@@ -136,11 +174,34 @@ class _AsyncioRuntime(AsyncSession):
         return _Waiter(self._loop)
 
     def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
-        task = self._loop.create_task(coro)
         if key is None:
+            task = self._loop.create_task(coro)
             self._background.add(task)
             task.add_done_callback(self._background.discard)
             return
+        # A request's handler starts eagerly: Session.service steps it once the events
+        # are drained (_run_eager), and it gets a task only if it suspends.
+        self._eager[key] = coro
+
+    def _run_eager(self) -> None:
+        eager = self._eager
+        while eager:
+            key = next(iter(eager))
+            self._step(key, eager.pop(key))
+
+    def _step(self, key: RequestId, coro: Coroutine[Any, Any, None]) -> None:
+        # As a task would run it: in a copy of the context, which the task then keeps.
+        context = contextvars.copy_context()
+        try:
+            first = context.run(coro.send, None)
+        except StopIteration:
+            return  # done without suspending (answered, if it answers): no task at all
+        except BaseException as exc:
+            # It ended as a task's first step would end it (e.g. CancelledError,
+            # KeyboardInterrupt): let a task end the same way.
+            self._loop.create_task(_reraise(exc), context=context)
+            return
+        task = self._loop.create_task(_Resumed(coro, first), context=context)
         self._tasks[key] = task
 
         def done(_: asyncio.Task[None], key: RequestId = key) -> None:
@@ -149,6 +210,10 @@ class _AsyncioRuntime(AsyncSession):
         task.add_done_callback(done)
 
     def _cancel_task(self, key: RequestId) -> bool:
+        coro = self._eager.pop(key, None)
+        if coro is not None:  # not stepped yet: it never runs
+            coro.close()
+            return True
         task = self._tasks.pop(key, None)
         if task is None:
             return False
@@ -156,6 +221,9 @@ class _AsyncioRuntime(AsyncSession):
         return True
 
     async def _stop_tasks(self) -> None:
+        for coro in self._eager.values():
+            coro.close()
+        self._eager.clear()
         tasks = [*self._tasks.values(), *self._background]
         self._tasks.clear()
         for task in tasks:
