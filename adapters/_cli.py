@@ -6,7 +6,6 @@ the adapters because it spawns processes and runs event loops (the core never do
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import importlib.util
 import json
@@ -54,6 +53,8 @@ def _elicit(params: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _demo(out: TextIO, revision: str) -> int:
+    import asyncio
+
     from .asyncio import connect_stdio
 
     def say(text: str = "") -> None:
@@ -108,6 +109,8 @@ async def _demo(out: TextIO, revision: str) -> int:
 
 
 def demo(out: TextIO, revision: str = HANDSHAKE_REVISIONS[-1]) -> int:
+    import asyncio  # here: serving on trio or threads should not pay for importing it
+
     try:
         return asyncio.run(_demo(out, revision))
     except (ConnectionClosedError, McpError, RequestTimeout, OSError) as exc:
@@ -214,6 +217,8 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
         return 2
     try:
         if runtime == "asyncio":
+            import asyncio
+
             client, found, took = asyncio.run(_probe_async(runtime, command, cached, timeout))
         elif runtime == "trio":
             trio: Any = importlib.import_module("trio")
