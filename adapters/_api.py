@@ -9,7 +9,7 @@ The blocking twin for threads is in :mod:`._sync_api`.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from typing import Any, Protocol
 
 from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
@@ -37,6 +37,39 @@ __all__ = ["AsyncClient", "AsyncContext", "AsyncServerSession", "AsyncSubscripti
 class AsyncEvent(Protocol):
     def set(self) -> None: ...
     def wait(self) -> Awaitable[Any]: ...
+
+
+_FIRST_SENT = object()
+
+
+class _Resumed(Coroutine[Any, Any, Any]):
+    """A coroutine already stepped once (``send(None)`` gave ``first``), for a task to go
+    on with: the task's first step gets ``first`` back (the future the coroutine waits
+    for); every later step, and any exception the task throws in (its cancellation
+    included, even before its first step), goes to the coroutine itself."""
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
+        self._coro = coro
+        self._first = first
+
+    def send(self, value: Any) -> Any:
+        first = self._first
+        if first is not _FIRST_SENT:
+            self._first = _FIRST_SENT
+            return first
+        return self._coro.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        self._first = _FIRST_SENT
+        return self._coro.throw(*args)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Generator[Any, None, None]:  # pragma: no cover - tasks only
+        raise TypeError("a resumed handler runs in its task only")
 
 
 class AsyncSession(Session):

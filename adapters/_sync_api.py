@@ -8,12 +8,14 @@ one reader thread and by the threads that call it, so every use of the connectio
 Handlers run in a thread pool. A plain ``def`` handler gets a :class:`ThreadContext`
 (blocking ``ask``) and is cancelled cooperatively (``ctx.cancelled`` turns true; its result
 is dropped). An ``async def`` handler runs on a private event loop in its worker thread, gets
-an ``await``-able context, and is cancelled for real (its task is cancelled).
+an ``await``-able context, and is cancelled for real (its task is cancelled); it is stepped
+once before that, and needs no task if it returns without suspending.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import threading
 from collections.abc import Callable, Mapping
@@ -22,7 +24,7 @@ from typing import Any
 
 from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
 
-from ._api import AsyncContext
+from ._api import AsyncContext, _Resumed
 from ._session import (
     DEFAULT,
     Call,
@@ -431,7 +433,18 @@ class SyncServerSession(ServerLogic, SyncSession):
         loop = getattr(_worker, "loop", None)
         if loop is None:  # one private loop per worker thread, kept for its next handlers
             loop = _worker.loop = asyncio.new_event_loop()
-        task = loop.create_task(job.fn(*job.args, **job.kwargs))
+        # Step it once as the loop would (its loop running, in a copy of the context): one
+        # that returns without suspending needs no task and no turn of the loop.
+        coro = job.fn(*job.args, **job.kwargs)
+        context = contextvars.copy_context()
+        asyncio._set_running_loop(loop)
+        try:
+            first = context.run(coro.send, None)
+        except StopIteration as done:
+            return done.value
+        finally:
+            asyncio._set_running_loop(None)
+        task = loop.create_task(_Resumed(coro, first), context=context)
 
         def cancel() -> None:
             loop.call_soon_threadsafe(task.cancel)

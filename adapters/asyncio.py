@@ -32,12 +32,12 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import Any, NoReturn
 
 from mcp_sansio import Era, Notification, RequestId
 
-from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession
+from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession, _Resumed
 from ._session import (
     STDERR_LOGGER,
     ConnectionClosedError,
@@ -90,39 +90,6 @@ class _Waiter:
 
     def wait(self) -> asyncio.Future[None]:
         return self._future
-
-
-_FIRST_SENT = object()
-
-
-class _Resumed(Coroutine[Any, Any, None]):
-    """A coroutine already stepped once (``send(None)`` gave ``first``), for a task to go
-    on with: the task's first step gets ``first`` back (the future the coroutine waits
-    for); every later step, and any exception the task throws in (its cancellation
-    included, even before its first step), goes to the coroutine itself."""
-
-    __slots__ = ("_coro", "_first")
-
-    def __init__(self, coro: Coroutine[Any, Any, None], first: Any) -> None:
-        self._coro = coro
-        self._first = first
-
-    def send(self, value: Any) -> Any:
-        first = self._first
-        if first is not _FIRST_SENT:
-            self._first = _FIRST_SENT
-            return first
-        return self._coro.send(value)
-
-    def throw(self, *args: Any) -> Any:
-        self._first = _FIRST_SENT
-        return self._coro.throw(*args)
-
-    def close(self) -> None:
-        self._coro.close()
-
-    def __await__(self) -> Generator[Any, None, None]:  # pragma: no cover - tasks only
-        raise TypeError("a resumed handler runs in its task only")
 
 
 async def _reraise(exc: BaseException) -> NoReturn:
