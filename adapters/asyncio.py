@@ -146,9 +146,22 @@ class _AsyncioRuntime(AsyncSession):
             self._background.add(task)
             task.add_done_callback(self._background.discard)
             return
-        # A request's handler starts eagerly: Session.service steps it once the events
-        # are drained (_run_eager), and it gets a task only if it suspends.
-        self._eager[key] = coro
+        if self._servicing:
+            # A request's handler starts eagerly: Session.service steps it once the events
+            # are drained (_run_eager), and it gets a task only if it suspends.
+            self._eager[key] = coro
+            return
+        # Dispatched by another pump (e.g. the HTTP service's): a task, as always.
+        task = self._loop.create_task(coro)
+        self._track(key, task)
+
+    def _track(self, key: RequestId, task: asyncio.Task[None]) -> None:
+        self._tasks[key] = task
+
+        def done(_: asyncio.Task[None], key: RequestId = key) -> None:
+            if self._tasks.get(key) is task:
+                del self._tasks[key]
+        task.add_done_callback(done)
 
     def _run_eager(self) -> None:
         eager = self._eager
@@ -168,13 +181,7 @@ class _AsyncioRuntime(AsyncSession):
             # KeyboardInterrupt): let a task end the same way.
             self._loop.create_task(_reraise(exc), context=context)
             return
-        task = self._loop.create_task(_Resumed(coro, first), context=context)
-        self._tasks[key] = task
-
-        def done(_: asyncio.Task[None], key: RequestId = key) -> None:
-            if self._tasks.get(key) is task:
-                del self._tasks[key]
-        task.add_done_callback(done)
+        self._track(key, self._loop.create_task(_Resumed(coro, first), context=context))
 
     def _cancel_task(self, key: RequestId) -> bool:
         coro = self._eager.pop(key, None)
