@@ -38,9 +38,17 @@ def _missing_runtime(runtime: str, command: str) -> bool:
     return False
 
 
-def serve_example(runtime: str) -> int:
+def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.0.1",
+                  port: int = 0) -> int:
     if _missing_runtime(runtime, "serve-example"):
         return 2
+    if transport == "http":
+        if runtime != "asyncio":
+            sys.stderr.write(f"mcp-sansio serve-example: --transport http runs on asyncio "
+                             f"only for now, not {runtime}\n")
+            return 2
+        _example_server.run_http(host, port)
+        return 0
     _example_server.run(runtime)
     return 0
 

@@ -495,3 +495,15 @@ def run(runtime: str = "asyncio") -> None:
         threads.run_stdio(build(asyncio.sleep))
     else:
         raise ValueError(f"unknown runtime {runtime!r} (one of {', '.join(RUNTIMES)})")
+
+
+def run_http(host: str = "127.0.0.1", port: int = 0) -> None:
+    """Serve the example server over Streamable HTTP on asyncio; prints its URL."""
+    import asyncio
+    import logging
+
+    from . import asyncio as adapter
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    adapter.run_http(build(asyncio.sleep), host, port)

@@ -71,6 +71,11 @@ __all__ = [
     "connect_stdio",
     "run_stdio",
     "serve_stdio",
+    # HTTP (adapters/_http_asyncio.py)
+    "HTTPService",
+    "run_http",
+    "serve_http",
+    "start_http",
 ]
 
 Context = AsyncContext
@@ -418,3 +423,7 @@ def run_stdio(server: Server, **options: Any) -> None:
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve_stdio(server, **options))
     sys.stderr.flush()
+
+
+# The HTTP server adapter lives in its own module (it builds on ServerSession above).
+from ._http_asyncio import HTTPService, run_http, serve_http, start_http  # noqa: E402

@@ -144,8 +144,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the official conformance harness, plus echo(text), add(a, b) and sleep(seconds). "
         "It speaks both eras. Logs go to stderr; stdout carries protocol messages only.",
     )
-    serve.add_argument("--transport", choices=["stdio"], default="stdio",
-                       help="the transport (default: %(default)s)")
+    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio",
+                       help="the transport (default: %(default)s); http serves Streamable "
+                       "HTTP (both eras) at http://HOST:PORT/mcp and prints that URL")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="http: the address to bind (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=0,
+                       help="http: the port (default: %(default)s, any free port)")
     serve.add_argument("--runtime", choices=runtimes, default="asyncio",
                        help="the runtime to serve with (default: %(default)s; trio needs "
                        "the trio extra)")
@@ -178,7 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:  # e.g. piped into `head`
             return 0
     if args.command == "serve-example":
-        return int(_adapters_cli().serve_example(args.runtime))
+        return int(_adapters_cli().serve_example(args.runtime, transport=args.transport,
+                                                 host=args.host, port=args.port))
     if args.command == "probe":
         command = args.server[1:] if args.server[:1] == ["--"] else args.server
         return int(_adapters_cli().probe(sys.stdout, command, runtime=args.runtime,

@@ -1,0 +1,306 @@
+"""The asyncio HTTP server adapter: asyncio's own sockets + :class:`mcp_sansio.http.HTTPServer`.
+
+One pump for the whole server, run from asyncio's protocol callbacks (bytes read, a socket
+lost, the one timer, a handler that finished): it drains
+:meth:`~mcp_sansio.http.HTTPServer.next_event`, hands every ``(session, event)`` pair to the
+session logic of that HTTP session (the same :class:`~mcp_sansio.adapters._session.Server`
+routing as on stdio), writes :meth:`~mcp_sansio.http.HTTPServer.data_to_send` to the
+sockets and re-arms one timer for :meth:`~mcp_sansio.http.HTTPServer.next_deadline`. No
+thread, no queue; a request handler is the only task involved.
+
+Buffers are bounded: requests are bounded by the HTTP server's ``max_body_size`` and
+``max_header_size``; a socket whose peer does not read stops being read from (asyncio's
+write-buffer watermarks), and one whose unread output passes ``max_write_buffer`` is
+dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import sys
+import weakref
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from typing import Any
+
+from mcp_sansio import NEED_DATA, ConnectionClosed, Event, RequestId, ServerConnection
+from mcp_sansio.http import HTTPServer, ServerChannel, Session
+
+from ._session import Server
+from .asyncio import ServerSession
+
+__all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
+
+#: Unread output (bytes) a socket may hold before its connection is dropped.
+DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
+
+
+class _HTTPSession(ServerSession):
+    """The session logic of one HTTP session (a handshake-era session, or one stateless-era
+    request). The HTTP server drains its connection; what handlers send is routed by
+    flushing the HTTP session and running the server's pump."""
+
+    def __init__(self, conn: ServerConnection, server: Server, service: HTTPService,
+                 http_session: Session) -> None:
+        super().__init__(conn, server)
+        self._service = service
+        self._http_session = weakref.ref(http_session)
+
+    def service(self) -> None:
+        http_session = self._http_session()
+        if http_session is not None:
+            http_session.flush()
+        self._service._pump()
+
+    def _arm(self, deadline: float | None) -> None:
+        """The HTTP server owns every timer (next_deadline covers the connections')."""
+
+    def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
+        # Events are dispatched by the HTTP service's pump, not by Session.service: every
+        # handler is a task of its own (started at once, so a quick one answers in the
+        # same loop iteration).
+        task = self._loop.create_task(coro)
+        if key is None:
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+            return
+        self._tasks[key] = task
+
+        def done(_: asyncio.Task[None], key: RequestId = key) -> None:
+            if self._tasks.get(key) is task:
+                del self._tasks[key]
+        task.add_done_callback(done)
+
+
+class _Socket(asyncio.Protocol):
+    """One accepted TCP connection: a :class:`~mcp_sansio.http.ServerChannel`."""
+
+    def __init__(self, service: HTTPService) -> None:
+        self.service = service
+        self.channel: ServerChannel | None = None
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        transport.set_write_buffer_limits(high=256 * 1024)
+        service = self.service
+        self.channel = service.http.new_channel(now=service._loop.time())
+        service._sockets[self.channel] = self
+
+    def data_received(self, data: bytes) -> None:
+        assert self.channel is not None
+        self.channel.receive_data(data, now=self.service._loop.time())
+        self.service._pump()
+
+    def eof_received(self) -> bool:
+        assert self.channel is not None
+        self.channel.receive_data(b"", now=self.service._loop.time())
+        self.service._pump()
+        return True  # the answer may still be written: h11 closes when it is done
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        channel = self.channel
+        if channel is None:
+            return
+        self.service._sockets.pop(channel, None)
+        if not channel.closed:
+            channel.connection_lost(now=self.service._loop.time())
+            self.service._pump()
+
+    # Backpressure: a peer that does not read stops being read from.
+    def pause_writing(self) -> None:
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+
+class HTTPService:
+    """A running HTTP server (made by :func:`start_http`)."""
+
+    def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int) -> None:
+        self.server = server
+        #: The sans-IO HTTP server.
+        self.http = http
+        self.max_write_buffer = max_write_buffer
+        self._loop = asyncio.get_running_loop()
+        self._sessions: weakref.WeakKeyDictionary[Session, _HTTPSession] = (
+            weakref.WeakKeyDictionary())
+        self._sockets: dict[ServerChannel, _Socket] = {}
+        self._pumping = False
+        self._again = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._listener: asyncio.Server | None = None
+        self._closed = asyncio.Event()
+        #: ``(host, port)`` the server listens on.
+        self.address: tuple[str, int] = ("", 0)
+
+    @property
+    def port(self) -> int:
+        return self.address[1]
+
+    @property
+    def url(self) -> str:
+        host = self.address[0]
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}{self.http.path}"
+
+    # -- the pump --------------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        if self._pumping:
+            self._again = True  # the running pump goes round once more
+            return
+        self._pumping = True
+        http = self.http
+        try:
+            while True:
+                self._again = False
+                while (item := http.next_event()) is not NEED_DATA:
+                    session, event = item
+                    self._dispatch(session, event)
+                for channel, data in http.data_to_send():
+                    self._write(channel, data)
+                if not self._again:
+                    break
+        finally:
+            self._pumping = False
+        self._arm(http.next_deadline())
+
+    def _dispatch(self, session: Session, event: Event) -> None:
+        logic = self._sessions.get(session)
+        if logic is None:
+            logic = _HTTPSession(session.connection, self.server, self, session)
+            self._sessions[session] = logic
+        logic._dispatch(event)
+        if isinstance(event, ConnectionClosed):
+            self._sessions.pop(session, None)
+            if logic._tasks or logic._background:
+                task = self._loop.create_task(logic._stop_tasks())
+                logic._background.add(task)
+                task.add_done_callback(logic._background.discard)
+
+    def _write(self, channel: ServerChannel, data: bytes) -> None:
+        sock = self._sockets.get(channel)
+        transport = sock.transport if sock is not None else None
+        if transport is None or transport.is_closing():
+            if not channel.closed:
+                channel.connection_lost(now=self._loop.time())
+                self._again = True
+            return
+        if data:
+            transport.write(data)
+        if channel.closed:
+            transport.close()  # after the buffered bytes are written
+        elif transport.get_write_buffer_size() > self.max_write_buffer:
+            transport.abort()  # connection_lost tells the channel
+
+    def _arm(self, deadline: float | None) -> None:
+        if deadline == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = deadline
+        self._timer = None if deadline is None else self._loop.call_at(deadline, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self.http.handle_timeout(self._loop.time())
+        self._pump()
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    async def _listen(self, host: str, port: int, **options: Any) -> None:
+        self._listener = await self._loop.create_server(
+            lambda: _Socket(self), host, port, **options)
+        sockname = self._listener.sockets[0].getsockname()
+        self.address = (sockname[0], sockname[1])
+
+    async def serve_forever(self) -> None:
+        """Wait until :meth:`aclose` (cancel the waiting task to stop, too)."""
+        await self._closed.wait()
+
+    async def aclose(self) -> None:
+        """Stop listening, drop every connection and cancel every running handler."""
+        if self._listener is not None:
+            self._listener.close()
+        for sock in list(self._sockets.values()):
+            if sock.transport is not None:
+                sock.transport.abort()
+        self._sockets.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+            self._timer_at = None
+        logics = list(self._sessions.values())
+        self._sessions.clear()
+        for logic in logics:
+            await logic._stop_tasks()
+        if self._listener is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._listener.wait_closed(), 1.0)
+        self._closed.set()
+
+
+@contextlib.asynccontextmanager
+async def start_http(
+    server: Server, host: str = "127.0.0.1", port: int = 0, *,
+    request_state_key: bytes | None = None,
+    connection_options: Mapping[str, Any] | None = None,
+    max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
+    new_session_id: Callable[[], str] | None = None,
+    **http_options: Any,
+) -> AsyncIterator[HTTPService]:
+    """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
+    port, see :attr:`HTTPService.port`) while the block runs.
+
+    ``http_options`` go to :class:`~mcp_sansio.http.HTTPServer` (``path``,
+    ``response_mode``, ``allowed_hosts``, ``legacy_sse_path``, limits, ...);
+    ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`.
+    Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
+    ``requestState`` (random by default: valid for this process only)."""
+    key = request_state_key or secrets.token_bytes(32)
+    options = dict(connection_options or {})
+
+    def connection() -> ServerConnection:
+        return server.connection(request_state_key=key, **options)
+
+    http = HTTPServer(connection,
+                      new_session_id=new_session_id or (lambda: secrets.token_urlsafe(32)),
+                      **http_options)
+    service = HTTPService(server, http, max_write_buffer=max_write_buffer)
+    await service._listen(host, port)
+    try:
+        yield service
+    finally:
+        await asyncio.shield(service.aclose())
+
+
+async def serve_http(
+    server: Server, host: str = "127.0.0.1", port: int = 0, *,
+    on_ready: Callable[[HTTPService], Any] | None = None, **options: Any,
+) -> None:
+    """Serve ``server`` over HTTP until cancelled (options as for :func:`start_http`);
+    ``on_ready`` is called once the socket listens."""
+    async with start_http(server, host, port, **options) as service:
+        if on_ready is not None:
+            on_ready(service)
+        await service.serve_forever()
+
+
+def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
+    """``asyncio.run(serve_http(...))``, printing the server's URL on stdout once it
+    listens; returns on Ctrl-C."""
+
+    def ready(service: HTTPService) -> None:
+        sys.stdout.write(f"{service.url}\n")
+        sys.stdout.flush()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve_http(server, host, port, on_ready=ready, **options))

@@ -1,0 +1,247 @@
+"""The asyncio HTTP server adapter over loopback sockets: both eras, keep-alive, many
+concurrent connections, a closed stream cancelling its handler, and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from typing import Any
+
+import h11
+from mcp_sansio.adapters.asyncio import Context, Server, start_http
+
+from mcp_sansio.http import SSEParser
+
+from .http_util import init_body, stateless_meta
+
+ACCEPT = "application/json, text/event-stream"
+
+
+class Conn:
+    """A keep-alive HTTP/1.1 client connection on h11."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 host: str) -> None:
+        self.reader, self.writer, self.host = reader, writer, host
+        self.h11 = h11.Connection(h11.CLIENT)
+
+    @classmethod
+    async def open(cls, port: int) -> Conn:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        return cls(reader, writer, f"127.0.0.1:{port}")
+
+    async def _next(self) -> Any:
+        while True:
+            event = self.h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            self.h11.receive_data(await self.reader.read(65536))
+
+    async def send(self, method: str, body: Any = None, headers: dict[str, str] | None = None,
+                   path: str = "/mcp") -> None:
+        data = b"" if body is None else json.dumps(body).encode()
+        hdrs = [("host", self.host), ("accept", ACCEPT), ("content-length", str(len(data)))]
+        if body is not None:
+            hdrs.append(("content-type", "application/json"))
+        hdrs += list((headers or {}).items())
+        self.writer.write(self.h11.send(h11.Request(method=method, target=path, headers=hdrs)))
+        if data:
+            self.writer.write(self.h11.send(h11.Data(data=data)))
+        self.writer.write(self.h11.send(h11.EndOfMessage()))
+        await self.writer.drain()
+
+    async def head(self) -> h11.Response:
+        event = await self._next()
+        assert isinstance(event, h11.Response), event
+        return event
+
+    async def request(self, method: str, body: Any = None,
+                      headers: dict[str, str] | None = None
+                      ) -> tuple[int, dict[str, str], list[Any]]:
+        """Send, read the whole answer; the JSON-RPC messages it carried."""
+        await self.send(method, body, headers)
+        response = await self.head()
+        raw = b""
+        while not isinstance(event := await self._next(), h11.EndOfMessage):
+            raw += event.data
+        self.h11.start_next_cycle()
+        got = {k.decode(): v.decode() for k, v in response.headers}
+        messages: list[Any] = []
+        if got.get("content-type", "").startswith("text/event-stream"):
+            messages = [json.loads(e.data) for e in SSEParser().feed(raw) if e.data]
+        elif raw:
+            messages = [json.loads(raw)]
+        return response.status_code, got, messages
+
+    async def close(self) -> None:
+        self.writer.close()
+        await self.writer.wait_closed()
+
+
+def stateless(method: str, params: dict[str, Any], request_id: int = 1,
+              name: str | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    body = {"jsonrpc": "2.0", "id": request_id, "method": method,
+            "params": {**params, "_meta": stateless_meta()}}
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
+    if name is not None:
+        headers["mcp-name"] = name
+    return body, headers
+
+
+def make_server(started: asyncio.Event | None = None,
+                cancelled: asyncio.Event | None = None) -> Server:
+    server = Server("http-test")
+
+    @server.tool()
+    async def add(a: int, b: int) -> int:
+        await asyncio.sleep(0)
+        return a + b
+
+    @server.tool()
+    async def echo(text: str, ctx: Context) -> str:
+        ctx.log("info", f"echo {text}")
+        return text
+
+    @server.tool()
+    async def block() -> str:
+        assert started is not None and cancelled is not None
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    return server
+
+
+def test_handshake_era_session_on_one_keep_alive_connection() -> None:
+    async def main() -> None:
+        async with start_http(make_server()) as service:
+            assert service.url == f"http://127.0.0.1:{service.port}/mcp"
+            conn = await Conn.open(service.port)
+            status, headers, messages = await conn.request("POST", init_body())
+            assert status == 200
+            assert messages[0]["result"]["serverInfo"]["name"] == "http-test"
+            sid = headers["mcp-session-id"]
+            assert len(sid) >= 32
+            session = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+            status, _, _ = await conn.request(
+                "POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+            assert status == 202
+            status, _, messages = await conn.request(
+                "POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                         "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}, session)
+            assert status == 200
+            assert messages[-1]["result"]["content"][0]["text"] == "5"
+            status, _, _ = await conn.request("DELETE", None, session)
+            assert status == 200
+            status, _, _ = await conn.request(
+                "POST", {"jsonrpc": "2.0", "id": 3, "method": "ping"}, session)
+            assert status == 404
+            await conn.close()
+    asyncio.run(main())
+
+
+def test_stateless_era_request_with_its_log_on_the_stream() -> None:
+    async def main() -> None:
+        async with start_http(make_server()) as service:
+            conn = await Conn.open(service.port)
+            body, headers = stateless("tools/call",
+                                      {"name": "echo", "arguments": {"text": "hi"}}, 7, "echo")
+            status, got, messages = await conn.request("POST", body, headers)
+            assert status == 200
+            assert "mcp-session-id" not in got
+            assert messages[-1]["id"] == 7
+            assert messages[-1]["result"]["content"][0]["text"] == "hi"
+            await conn.close()
+    asyncio.run(main())
+
+
+def test_many_concurrent_connections() -> None:
+    async def one(port: int, i: int) -> int:
+        conn = await Conn.open(port)
+        try:
+            body, headers = stateless("tools/call",
+                                      {"name": "add", "arguments": {"a": i, "b": 1}}, i, "add")
+            total = 0
+            for _ in range(3):  # keep-alive: several requests per connection
+                status, _, messages = await conn.request("POST", body, headers)
+                assert status == 200
+                total += int(messages[-1]["result"]["content"][0]["text"])
+            return total
+        finally:
+            await conn.close()
+
+    async def main() -> None:
+        async with start_http(make_server()) as service:
+            results = await asyncio.gather(*(one(service.port, i) for i in range(200)))
+            assert results == [3 * (i + 1) for i in range(200)]
+            assert not service._sockets or all(
+                s.transport is None or s.transport.is_closing()
+                for s in service._sockets.values())
+    asyncio.run(main())
+
+
+def test_closing_a_stateless_stream_cancels_its_handler() -> None:
+    async def main() -> None:
+        started, cancelled = asyncio.Event(), asyncio.Event()
+        async with start_http(make_server(started, cancelled)) as service:
+            conn = await Conn.open(service.port)
+            body, headers = stateless("tools/call", {"name": "block", "arguments": {}}, 1,
+                                      "block")
+            await conn.send("POST", body, headers)
+            await started.wait()
+            await conn.close()
+            await cancelled.wait()
+            # the server goes on serving
+            conn = await Conn.open(service.port)
+            body, headers = stateless("tools/call", {"name": "add",
+                                                     "arguments": {"a": 1, "b": 1}}, 1, "add")
+            status, _, messages = await conn.request("POST", body, headers)
+            assert status == 200 and messages[-1]["result"]["content"][0]["text"] == "2"
+            await conn.close()
+    asyncio.run(main())
+
+
+def test_malformed_http_gets_400_and_the_server_goes_on() -> None:
+    async def main() -> None:
+        async with start_http(make_server()) as service:
+            reader, writer = await asyncio.open_connection("127.0.0.1", service.port)
+            writer.write(b"NOT HTTP AT ALL\r\n\r\n")
+            data = await reader.read()  # the server closes after its answer
+            assert data.startswith(b"HTTP/1.1 400")
+            writer.close()
+            conn = await Conn.open(service.port)
+            status, _, _ = await conn.request("POST", init_body())
+            assert status == 200
+            await conn.close()
+    asyncio.run(main())
+
+
+def test_cli_serve_example_over_http_prints_its_url() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_sansio", "serve-example", "--transport", "http",
+         "--host", "127.0.0.1", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+
+        async def main() -> None:
+            conn = await Conn.open(port)
+            body, headers = stateless("tools/call", {"name": "test_simple_text",
+                                                     "arguments": {}}, 1, "test_simple_text")
+            status, _, messages = await conn.request("POST", body, headers)
+            assert status == 200
+            assert messages[-1]["result"]["content"][0]["type"] == "text"
+            await conn.close()
+        asyncio.run(main())
+    finally:
+        proc.terminate()
+        proc.wait(10)
