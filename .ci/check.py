@@ -22,6 +22,7 @@ STEPS: list[tuple[str, list[str]]] = [
     ("docs (warnings are errors)",
      [PY, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "docs", "docs/_build/html"]),
     ("pytest", [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"]),
+    ("conformance harness (loopback-only namespace)", [PY, ".ci/conformance.py"]),
 ]
 
 

@@ -1,0 +1,137 @@
+"""The official MCP conformance harness, run against this project: a step of .ci/check.py.
+
+* Installs node 22 (the npm package ``node@22``) into ``.cache/node22`` and the harness
+  (``@modelcontextprotocol/conformance``, pinned below) into ``.cache/harness`` the first
+  time; later runs reuse them. Needs only node and npm on the machine.
+* Re-runs itself inside a private network namespace with only loopback up
+  (``unshare -n``; CI runs as root), so neither our server nor the harness's own mock
+  servers can be reached from -- or reach -- anything but 127.0.0.1.
+* Server mode: starts ``mcp-sansio serve-example --transport http`` on 127.0.0.1 and runs
+  ``server --requirements R`` for each requirement set R.
+* And the handshake-era harness 0.1.16 with ``--suite all``.
+* Known failures are listed, each with its reason, in ``.ci/conformance-expected-failures.yml``.
+
+Prints the pass counts per requirement set; exits non-zero if any run failed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / ".cache"
+HARNESS_VERSION = "0.2.0-alpha.12"
+NODE = CACHE / "node22" / "node_modules" / "node" / "bin" / "node"
+HARNESS_DIR = CACHE / "harness"
+HARNESS = (HARNESS_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist"
+           / "index.js")
+#: The handshake-era harness (npm's `latest` tag), run with --suite all.
+OLD_VERSION = "0.1.16"
+OLD_DIR = CACHE / "harness-0.1.16"
+OLD_HARNESS = (OLD_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist"
+               / "index.js")
+EXPECTED = ROOT / ".ci" / "conformance-expected-failures.yml"
+REQUIREMENTS = ["2025-11-25", "2026-07-28"]
+PY = sys.executable
+
+
+def _npm_install(where: Path, spec: str, marker: Path) -> None:
+    stamp = where / ".installed"
+    if marker.exists() and stamp.exists() and stamp.read_text() == spec:
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        sys.exit("conformance: npm is needed to install the harness (and node 22)")
+    where.mkdir(parents=True, exist_ok=True)
+    if not (where / "package.json").exists():
+        (where / "package.json").write_text('{"name": "mcp-sansio-cache", "private": true}\n')
+    print(f"conformance: npm install {spec} into {where.relative_to(ROOT)}", flush=True)
+    subprocess.run([npm, "install", "--no-audit", "--no-fund", "-q", spec], cwd=where,
+                   check=True)
+    stamp.write_text(spec)
+
+
+def install() -> None:
+    _npm_install(CACHE / "node22", "node@22", NODE)
+    _npm_install(HARNESS_DIR, f"@modelcontextprotocol/conformance@{HARNESS_VERSION}", HARNESS)
+    _npm_install(OLD_DIR, f"@modelcontextprotocol/conformance@{OLD_VERSION}", OLD_HARNESS)
+
+
+def outside() -> int:
+    install()
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        print("conformance: FAILED: `unshare` (util-linux) is not available, and the harness "
+              "is only run inside a loopback-only network namespace", flush=True)
+        return 1
+    inner = f"ip link set lo up && exec {PY} {Path(__file__).resolve()} --inside"
+    return subprocess.call([unshare, "-n", "bash", "-c", inner], cwd=ROOT)
+
+
+def _start_server() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [PY, "-m", "mcp_sansio", "serve-example", "--transport", "http",
+         "--host", "127.0.0.1", "--port", "0"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http://127.0.0.1:"):
+        proc.kill()
+        raise SystemExit(f"conformance: the example server did not start (said {url!r})")
+    return proc, url
+
+
+def _run(args: list[str], label: str, results: list[str], harness: Path = HARNESS) -> bool:
+    cmd = [str(NODE), str(harness), *args]
+    if harness == HARNESS:
+        cmd += ["--expected-failures", str(EXPECTED)]
+    print(f"\n--- {label}: {' '.join(args)}", flush=True)
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, check=False)
+    out = proc.stdout
+    lines = out.splitlines()
+    # Keep the log short: the per-scenario summary and everything that is not a SUCCESS.
+    for line in lines:
+        if ("SUCCESS" in line or line.startswith("Running client scenario")
+                or line.startswith("=== Running scenario") or not line.strip()):
+            continue
+        print(line)
+    total = [line for line in lines if line.startswith("Total:")]
+    summary = total[-1] if total else "no total"
+    results.append(f"{label}: {summary} (exit {proc.returncode})")
+    return proc.returncode == 0
+
+
+def inside() -> int:
+    if any(re.match(r"\d+: (?!lo:)", line) for line in subprocess.run(
+            ["ip", "-o", "link"], capture_output=True, text=True, check=False
+            ).stdout.splitlines()
+           if "state UP" in line):
+        print("conformance: refusing to run: an interface other than lo is up", flush=True)
+        return 1
+    results: list[str] = []
+    ok = True
+    server, url = _start_server()
+    try:
+        for requirements in REQUIREMENTS:
+            ok &= _run(["server", "--url", url, "--requirements", requirements],
+                       f"server {requirements}", results)
+        ok &= _run(["server", "--url", url, "--suite", "all"],
+                   f"server {OLD_VERSION} --suite all", results, OLD_HARNESS)
+    finally:
+        server.terminate()
+        server.wait(10)
+    print("\n=== conformance results")
+    for line in results:
+        print(line)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    sys.exit(inside() if sys.argv[1:] == ["--inside"] else outside())
