@@ -27,6 +27,7 @@ from typing import Any
 from mcp_sansio import NEED_DATA, ConnectionClosed, Event, RequestId, ServerConnection
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
+from ._api import AsyncContext
 from ._session import Server
 from .asyncio import ServerSession
 
@@ -36,10 +37,30 @@ __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", 
 DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
 
 
+#: Notifications about the server as a whole: every session and listen stream hears them.
+_SERVER_WIDE = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
+                          "notifications/resources/list_changed"})
+
+
+class _HTTPContext(AsyncContext):
+    """A handler's context over HTTP: a list change is the server's, not one session's, so
+    it is broadcast (every operating session, every listen stream that asked for it)."""
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        session = self.session
+        if method in _SERVER_WIDE and isinstance(session, _HTTPSession):
+            session._service.http.broadcast(method, params)
+            session._service._pump()
+            return
+        super().notify(method, params)
+
+
 class _HTTPSession(ServerSession):
     """The session logic of one HTTP session (a handshake-era session, or one stateless-era
     request). The HTTP server drains its connection; what handlers send is routed by
     flushing the HTTP session and running the server's pump."""
+
+    context_class = _HTTPContext
 
     def __init__(self, conn: ServerConnection, server: Server, service: HTTPService,
                  http_session: Session) -> None:

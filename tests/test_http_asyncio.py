@@ -105,6 +105,11 @@ def make_server(started: asyncio.Event | None = None,
         return text
 
     @server.tool()
+    async def change(ctx: Context) -> str:
+        ctx.notify_list_changed("tools")
+        return "changed"
+
+    @server.tool()
     async def block() -> str:
         assert started is not None and cancelled is not None
         started.set()
@@ -245,3 +250,36 @@ def test_cli_serve_example_over_http_prints_its_url() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_a_list_change_reaches_the_listen_streams_of_other_requests() -> None:
+    async def main() -> None:
+        async with start_http(make_server()) as service:
+            listen = await Conn.open(service.port)
+            body, headers = stateless("subscriptions/listen",
+                                      {"notifications": {"toolsListChanged": True}}, 1)
+            await listen.send("POST", body, headers)
+            assert (await listen.head()).status_code == 200
+            parser = SSEParser()
+
+            async def next_message() -> Any:
+                while True:
+                    event = await listen._next()
+                    assert isinstance(event, h11.Data), event
+                    found = [json.loads(e.data) for e in parser.feed(event.data) if e.data]
+                    if found:
+                        assert len(found) == 1
+                        return found[0]
+
+            first = await next_message()
+            assert first["method"] == "notifications/subscriptions/acknowledged"
+            other = await Conn.open(service.port)
+            body, headers = stateless("tools/call", {"name": "change", "arguments": {}}, 2,
+                                      "change")
+            status, _, messages = await other.request("POST", body, headers)
+            assert status == 200 and messages[-1]["result"]["content"][0]["text"] == "changed"
+            changed = await next_message()
+            assert changed["method"] == "notifications/tools/list_changed"
+            await other.close()
+            await listen.close()
+    asyncio.run(main())
