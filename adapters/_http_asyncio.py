@@ -78,20 +78,17 @@ class _HTTPSession(ServerSession):
         """The HTTP server owns every timer (next_deadline covers the connections')."""
 
     def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
-        # Events are dispatched by the HTTP service's pump, not by Session.service: every
-        # handler is a task of its own (started at once, so a quick one answers in the
-        # same loop iteration).
-        task = self._loop.create_task(coro)
+        # Events are dispatched by the HTTP service's pump, not by Session.service. A
+        # request's handler is stepped at once, during the dispatch: one that answers (or
+        # refuses) before it suspends does so while the HTTP server is still processing the
+        # request -- a plain JSON answer, or a 400 for a stateless-era refusal such as
+        # -32021 -- and only one that suspends gets a task.
         if key is None:
+            task = self._loop.create_task(coro)
             self._background.add(task)
             task.add_done_callback(self._background.discard)
             return
-        self._tasks[key] = task
-
-        def done(_: asyncio.Task[None], key: RequestId = key) -> None:
-            if self._tasks.get(key) is task:
-                del self._tasks[key]
-        task.add_done_callback(done)
+        self._step(key, coro)
 
 
 class _Socket(asyncio.Protocol):
