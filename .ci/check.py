@@ -21,8 +21,9 @@ STEPS: list[tuple[str, list[str]]] = [
     ("mypy --strict", [PY, "-m", "mypy", "--strict", "mcp_sansio", "adapters"]),
     ("docs (warnings are errors)",
      [PY, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "docs", "docs/_build/html"]),
-    ("pytest", [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"]),
+    # The harness before pytest, so that pytest's summary is the run's last test report.
     ("conformance harness (loopback-only namespace)", [PY, ".ci/conformance.py"]),
+    ("pytest", [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"]),
 ]
 
 
