@@ -387,3 +387,24 @@ def test_any_name_survives_the_header_encoding(name: str) -> None:
         return
     r = h.conn().send(body=body, headers=[*headers("tools/call"), ("mcp-name", hdr)])
     assert r.status == 200, (name, hdr, r)
+
+
+@pytest.mark.parametrize("params", [None, {}, {"_meta": {}}])
+def test_no_stateless_meta_at_all_under_a_stateless_header_is_400_with_32602(
+    params: dict[str, Any] | None,
+) -> None:
+    # The header names 2026-07-28, so the request is judged in that era even on a dual-era
+    # server, not routed to the handshake (where server/discover would be unknown).
+    h = Harness()
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "server/discover"}
+    if params is not None:
+        body["params"] = params
+    r = h.conn().send(body=body, headers=headers("server/discover"))
+    assert r.status == 400 and r.json["error"]["code"] == -32602
+
+
+def test_initialize_under_a_stateless_header_is_404_with_32601() -> None:
+    h = Harness()
+    r = h.conn().send(body=request("initialize", {"protocolVersion": V}),
+                      headers=headers("initialize"))
+    assert r.status == 404 and r.json["error"]["code"] == -32601

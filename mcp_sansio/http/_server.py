@@ -713,6 +713,11 @@ class HTTPServer:
         single = type(value) is dict
         first = items[0]
         version = headers.get("mcp-protocol-version")
+        if version is not None and version in self._stateless_versions:
+            # The header names a stateless revision: the request is judged in that era, even
+            # an initialize (which 2026-07-28 does not have) or one missing its _meta.
+            self._post_stateless(channel, request, value, items, version)
+            return
         if single and first[0] is MessageKind.REQUEST and first[2] == "initialize":
             if self._handshake_versions:
                 self._post_initialize(channel, value, first[1])  # type: ignore[arg-type]
@@ -720,9 +725,6 @@ class HTTPServer:
                 # A stateless-only server: the connection refuses initialize naming its
                 # versions (versioning.mdx), answered 400.
                 self._serve_stateless(channel, value, first[1], "initialize")  # type: ignore[arg-type]
-            return
-        if version is not None and version in self._stateless_versions:
-            self._post_stateless(channel, request, value, items, version)
             return
         if version is not None and version not in self._handshake_versions:
             self._unsupported_version(channel, version, first[1] if requests else None)
@@ -867,6 +869,17 @@ class HTTPServer:
                         "Invalid Request: clients do not send responses in 2026-07-28")
             return
         assert request_id is not None and method is not None
+        if method == "initialize":
+            # 2026-07-28 has no initialize: an unknown method, 404 (streamable-http.mdx).
+            self._error(channel, 404, ErrorCode.METHOD_NOT_FOUND,
+                        "Method not found: initialize (not in 2026-07-28)", request_id)
+            return
+        if not has_stateless_meta(params):
+            # versioning.mdx: a request without its _meta -> -32602, HTTP 400.
+            self._error(channel, 400, ErrorCode.INVALID_PARAMS,
+                        "Invalid params: _meta must carry io.modelcontextprotocol/"
+                        "protocolVersion and clientCapabilities", request_id)
+            return
         mismatch = self._check_mirrored_headers(request.headers, method, params, version)
         if mismatch is not None:
             self._error(channel, 400, ErrorCode.HEADER_MISMATCH, f"Header mismatch: {mismatch}",
