@@ -25,8 +25,11 @@ __all__ = ["RUNTIMES", "demo", "probe", "serve_example"]
 
 RUNTIMES = _example_server.RUNTIMES
 
-#: The example server, as this interpreter runs it.
-EXAMPLE_COMMAND = [sys.executable, "-m", "mcp_sansio", "serve-example"]
+#: The example server, as this interpreter runs it. ``-P`` keeps the current directory off
+#: ``sys.path``: run from a source checkout, ``-m`` would otherwise import the checkout's
+#: ``mcp_sansio/`` (which has no ``adapters`` subpackage until installed) instead of the
+#: installed package.
+EXAMPLE_COMMAND = [sys.executable, "-P", "-m", "mcp_sansio", "serve-example"]
 
 
 def _missing_runtime(runtime: str, command: str) -> bool:

@@ -176,3 +176,11 @@ def test_a_missing_runtime_is_a_clear_message(monkeypatch: pytest.MonkeyPatch,
     assert main(["serve-example", "--runtime", "trio"]) == 2
     assert "pip install 'mcp-sansio[trio]'" in capsys.readouterr().err
     assert main(["probe", "--runtime", "trio", "--", "true"]) == 2
+
+
+def test_the_example_server_is_spawned_without_the_current_directory_on_sys_path() -> None:
+    # Run from a source checkout (the README's first command), `python -m mcp_sansio` would
+    # import the checkout's mcp_sansio/, which has no adapters subpackage until installed.
+    from mcp_sansio.adapters._cli import EXAMPLE_COMMAND
+
+    assert EXAMPLE_COMMAND[1] == "-P"
