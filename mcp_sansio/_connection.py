@@ -699,11 +699,7 @@ class Connection:
         data = self._encode(message)
         del self._incoming[request_id]
         self._listens.pop(request_id, None)
-        if record.subject is not None:
-            if record.method == "resources/subscribe":
-                self.subscriptions.add(record.subject)
-            elif record.method == "resources/unsubscribe":
-                self.subscriptions.discard(record.subject)
+        self._record_subscription(record.method, record.subject)
         self._queue_reply(record.batch, message, request_id, data, from_application=True)
 
     def send_error(
@@ -862,9 +858,17 @@ class Connection:
     def _log_wanted(self, params: Mapping[str, Any] | None) -> bool:
         if self.log_level is None:
             return True
-        level = (params or {}).get("level")
-        rank = LOG_RANK.get(level) if isinstance(level, str) else None
-        return rank is None or rank >= LOG_RANK[self.log_level]
+        return _log_rank((params or {}).get("level")) >= LOG_RANK[self.log_level]
+
+    def _record_subscription(self, method: str, uri: str | None) -> None:
+        """A successful resources/(un)subscribe -- answered by us (server) or to us (client) --
+        changes which URIs notifications/resources/updated may name."""
+        if uri is None:
+            return
+        if method == "resources/subscribe":
+            self.subscriptions.add(uri)
+        elif method == "resources/unsubscribe":
+            self.subscriptions.discard(uri)
 
     # -- queueing ----------------------------------------------------------------------------
 
@@ -1426,11 +1430,7 @@ class Connection:
             self._on_stateless_result(request_id, record, payload)
             return
         if is_result:
-            if record.subject is not None:
-                if record.method == "resources/subscribe":
-                    self.subscriptions.add(record.subject)
-                elif record.method == "resources/unsubscribe":
-                    self.subscriptions.discard(record.subject)
+            self._record_subscription(record.method, record.subject)
             self._events.append(
                 Response(request_id=request_id, result=payload, method=record.method)
             )
