@@ -17,7 +17,7 @@ import json
 import struct
 import sys
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from ._api import AsyncContext as Context
@@ -468,42 +468,53 @@ def build(sleep: Sleep, name: str = "mcp-sansio-example") -> Server:
     return server
 
 
-
 RUNTIMES = ("asyncio", "trio", "threading")
+
+
+def _sleep_for(runtime: str) -> Sleep:
+    """The runtime's ``sleep`` for the handlers (the threading adapter runs ``async``
+    handlers on a private asyncio loop per worker, so it takes ``asyncio.sleep``)."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"unknown runtime {runtime!r} (one of {', '.join(RUNTIMES)})")
+    if runtime == "trio":
+        import trio
+
+        return trio.sleep
+    import asyncio
+
+    return asyncio.sleep
+
+
+def _log_to_stderr() -> None:
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
 
 
 def run(runtime: str = "asyncio") -> None:
     """Serve the example server on stdio with one runtime, until stdin closes."""
-    import logging
+    import importlib
 
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
-    if runtime == "asyncio":
-        import asyncio
-
-        from . import asyncio as adapter
-        adapter.run_stdio(build(asyncio.sleep))
-    elif runtime == "trio":
-        import trio
-
-        from . import trio as trio_adapter
-        trio_adapter.run_stdio(build(trio.sleep))
-    elif runtime == "threading":
-        import asyncio
-
-        from . import threading as threads  # async handlers: a private loop per worker
-        threads.run_stdio(build(asyncio.sleep))
-    else:
-        raise ValueError(f"unknown runtime {runtime!r} (one of {', '.join(RUNTIMES)})")
+    sleep = _sleep_for(runtime)
+    _log_to_stderr()
+    adapter = importlib.import_module(f"{__package__}.{runtime}")
+    adapter.run_stdio(build(sleep))
 
 
-def run_http(host: str = "127.0.0.1", port: int = 0) -> None:
-    """Serve the example server over Streamable HTTP on asyncio; prints its URL."""
-    import asyncio
-    import logging
+def run_http(host: str = "127.0.0.1", port: int = 0, *, runtime: str = "asyncio",
+             allowed_hosts: Iterable[str] | None = None, **options: Any) -> None:
+    """Serve the example server over Streamable HTTP with one runtime; the runtime's
+    ``run_http`` prints the URL once it listens.
 
-    from . import asyncio as adapter
+    ``allowed_hosts`` (``Host`` values accepted, see :class:`~mcp_sansio.http.HTTPServer`)
+    replaces the loopback-only default when given; other ``options`` go to the runtime's
+    ``run_http`` as they are."""
+    import importlib
 
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
-    adapter.run_http(build(asyncio.sleep), host, port)
+    sleep = _sleep_for(runtime)
+    _log_to_stderr()
+    if allowed_hosts is not None:
+        options["allowed_hosts"] = list(allowed_hosts)
+    adapter = importlib.import_module(f"{__package__}.{runtime}")
+    adapter.run_http(build(sleep), host, port, **options)
