@@ -172,7 +172,7 @@ ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
 class Call:
     """One request we sent, from ``send_request`` to its terminal event."""
 
-    __slots__ = ("event", "method", "on_progress", "request_id", "wake")
+    __slots__ = ("error", "event", "method", "on_progress", "request_id", "wake")
 
     def __init__(self, method: str, request_id: RequestId,
                  on_progress: ProgressCallback | None) -> None:
@@ -180,6 +180,9 @@ class Call:
         self.request_id = request_id
         self.on_progress = on_progress
         self.event: Event | None = None
+        #: Raised instead of what ``event`` means: set by a transport adapter that knows
+        #: better why the call ended (e.g. an HTTP failure, see ``_http_client_logic``).
+        self.error: BaseException | None = None
         self.wake: Callable[[], None] = _nothing
 
     @property
@@ -208,6 +211,8 @@ NO_LOCK: AbstractContextManager[Any] = _NoLock()
 
 def outcome(call: Call, closed_detail: str) -> dict[str, Any]:
     """The result of a finished call, or the exception its terminal event means."""
+    if call.error is not None:
+        raise call.error
     event = call.event
     if isinstance(event, Response):
         return event.result
