@@ -1,0 +1,55 @@
+"""The official Python SDK's Streamable HTTP server as a peer for our HTTP client
+(tests/test_http_interop.py, benchmarks/http.py): the same tools, resources and prompt as
+tests/peers/sdk_stdio_server.py, served by uvicorn on 127.0.0.1.
+
+Usage: ``sdk_http_server.py [--json] [--stateless] [--idle-timeout SECONDS]``. It listens on
+a free port and prints its URL (``http://127.0.0.1:PORT/mcp``) on stdout once it accepts
+connections. ``--json`` answers requests with one JSON object instead of an SSE stream.
+Nothing here is part of mcp-sansio; the library never imports ``mcp``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import socket
+import sys
+from pathlib import Path
+
+import uvicorn
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sdk_stdio_server import server
+
+logging.getLogger("mcp").setLevel(logging.WARNING)  # no INFO line per session on stderr
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", action="store_true", help="JSON responses, not SSE")
+    parser.add_argument("--stateless", action="store_true", help="the SDK's stateless_http")
+    parser.add_argument("--idle-timeout", type=float, default=None)
+    args = parser.parse_args()
+    options = {} if args.idle_timeout is None else {"session_idle_timeout": args.idle_timeout}
+    app = server.streamable_http_app(json_response=args.json, stateless_http=args.stateless,
+                                     host="127.0.0.1", **options)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    userver = uvicorn.Server(config)
+    task = asyncio.ensure_future(userver.serve(sockets=[sock]))
+    while not userver.started:
+        if task.done():
+            await task
+            return
+        await asyncio.sleep(0.01)
+    sys.stdout.write(f"http://127.0.0.1:{port}/mcp\n")
+    sys.stdout.flush()
+    await task
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,155 @@
+"""Interop with the official Python SDK (``mcp``) over Streamable HTTP, both eras:
+
+* the SDK's HTTP client (``mcp.client.client.Client(url, mode=...)``) against our asyncio
+  HTTP server (the example server), our server answering in JSON and in SSE response mode;
+* our HTTP client against the SDK's Streamable HTTP server (tests/peers/sdk_http_server.py,
+  uvicorn on 127.0.0.1 in a subprocess), in its JSON-response and SSE modes.
+
+List tools, call tools, read resources, get prompts, progress, cancellation, and the server
+asking the client (sampling, elicitation, ``input_required``). Where a peer deviates from the
+spec, the test states what it does instead as an explicit expectation. Loopback only; no
+wall-clock assertion (timeouts are safety nets or the cancellation under test).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_sansio.adapters._example_server import build
+from mcp_sansio.adapters.asyncio import start_http
+
+from mcp_sansio.http import ResponseMode
+
+PEERS = Path(__file__).parent / "peers"
+SAFETY = 60
+
+mcp = pytest.importorskip("mcp", reason="the official SDK is a test dependency")
+anyio = pytest.importorskip("anyio")
+
+
+# -- the SDK's HTTP client <-> our server ------------------------------------------------------
+
+
+def our_server() -> tuple[Any, dict[str, asyncio.Event]]:
+    """The example server plus a ``block`` tool that records its own cancellation."""
+    server = build(asyncio.sleep)
+    seen = {"started": asyncio.Event(), "cancelled": asyncio.Event()}
+
+    @server.tool(description="Waits until cancelled.")
+    async def block() -> str:
+        seen["started"].set()
+        try:
+            await asyncio.sleep(SAFETY)
+        except asyncio.CancelledError:
+            seen["cancelled"].set()
+            raise
+        return "never"
+
+    return server, seen
+
+
+async def sdk_story(service: Any, mode: str, seen: dict[str, asyncio.Event]) -> dict[str, Any]:
+    from mcp import types
+    from mcp.client.client import Client
+
+    async def on_sampling(ctx: Any, params: Any) -> Any:
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="Paris"), model="m")
+
+    async def on_elicit(ctx: Any, params: Any) -> Any:
+        return types.ElicitResult(action="accept", content={"name": "Ann", "color": "blue"})
+
+    logs: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logs.append(params.data)
+
+    got: dict[str, Any] = {}
+    async with Client(service.url, mode=mode, sampling_callback=on_sampling,
+                      elicitation_callback=on_elicit, logging_callback=on_log,
+                      log_level="debug") as c:
+        got["version"] = c.protocol_version
+        got["server"] = c.session.server_info.name if c.session.server_info else None
+        got["tools"] = {t.name for t in (await c.list_tools()).tools}
+        got["echo"] = (await c.call_tool("echo", {"text": "hi"})).content[0].text
+        got["add"] = (await c.call_tool("add", {"a": 2, "b": 3})).structured_content
+        progress: list[float] = []
+
+        async def on_progress(p: float, t: float | None, m: str | None) -> None:
+            progress.append(p)
+        got["sleep"] = (await c.call_tool("sleep", {"seconds": 0.3},
+                                          progress_callback=on_progress)).content[0].text
+        got["progress"] = progress
+        got["logged"] = (await c.call_tool("test_tool_with_logging", {})).content[0].text
+        got["logs"] = list(logs)
+        got["sampling"] = (await c.call_tool("test_sampling", {"prompt": "?"})).content[0].text
+        got["mrtr"] = (await c.call_tool("test_input_required_result_multi_round",
+                                         {})).content[0].text
+        got["error"] = (await c.call_tool("test_error_handling", {})).is_error
+        got["resources"] = {r.uri for r in (await c.list_resources()).resources}
+        got["static"] = (await c.read_resource("test://static-text")).contents[0].text
+        got["read"] = (await c.read_resource("test://template/3/data")).contents[0].text
+        got["prompts"] = {p.name for p in (await c.list_prompts()).prompts}
+        got["prompt"] = (await c.get_prompt(
+            "test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})).messages[0].content.text
+        with anyio.move_on_after(SAFETY) as scope:
+            async with anyio.create_task_group() as group:
+                async def call_block() -> None:
+                    await c.call_tool("block", {})
+                group.start_soon(call_block)
+                await seen["started"].wait()
+                group.cancel_scope.cancel()
+            # the server's handler hears of it (cancelled notification or closed stream)
+            await seen["cancelled"].wait()
+        got["cancelled"] = not scope.cancelled_caught and seen["cancelled"].is_set()
+        got["after"] = (await c.call_tool("add", {"a": 1, "b": 2})).structured_content
+        got["sessions"] = len(service.http.sessions)
+    return got
+
+
+@pytest.mark.parametrize("response_mode", ["json", "sse", "auto"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_sdk_client_with_our_server(mode: str, response_mode: str) -> None:
+    async def main() -> dict[str, Any]:
+        server, seen = our_server()
+        async with start_http(server, response_mode=ResponseMode(response_mode)) as service:
+            got = await sdk_story(service, mode, seen)
+            for _ in range(100):  # the SDK's DELETE is sent as its client closes
+                if not service.http.sessions:
+                    break
+                await asyncio.sleep(0.01)
+            got["sessions_after"] = len(service.http.sessions)
+            return got
+
+    got = asyncio.run(asyncio.wait_for(main(), SAFETY))
+    stateless = mode == "auto"
+    assert got["version"] == ("2026-07-28" if stateless else "2025-11-25")
+    assert got["server"] == "mcp-sansio-example"
+    assert {"echo", "add", "sleep", "test_sampling", "block"} <= got["tools"]
+    assert got["echo"] == "hi" and got["add"] == {"sum": 5}
+    assert got["sleep"] == "slept 0.3 s"
+    if stateless and response_mode == "json":
+        # Our server in JSON mode has nowhere to put a stateless-era request's progress
+        # (no standalone stream in that era): it is dropped (ResponseMode.JSON's contract).
+        assert got["progress"] == []
+        assert got["logs"] == []
+    else:
+        # handshake era in JSON mode: progress and logs travel on the SDK's GET stream
+        assert got["progress"] == [1, 2, 3]
+        assert len(got["logs"]) == 3
+    assert got["logged"]
+    assert got["sampling"] == "LLM response: Paris"
+    assert got["mrtr"] == "Hello, Ann! Your favorite color is blue."
+    assert got["error"] is True
+    assert "test://static-text" in got["resources"]
+    assert got["static"] == "This is the content of the static text resource."
+    assert '"id":"3"' in got["read"]
+    assert "test_prompt_with_arguments" in got["prompts"]
+    assert "arg1='a'" in got["prompt"]
+    assert got["cancelled"] is True and got["after"] == {"sum": 3}
+    # handshake era: one session while the client lives, ended by its DELETE on close;
+    # stateless era: no session at all
+    assert (got["sessions"], got["sessions_after"]) == ((0, 0) if stateless else (1, 0))
