@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import ipaddress
 import json
 import logging
 import shutil
@@ -21,7 +22,7 @@ from mcp_sansio import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, Era, __version_
 from . import _example_server
 from ._session import ConnectionClosedError, McpError, RequestTimeout
 
-__all__ = ["RUNTIMES", "demo", "probe", "serve_example"]
+__all__ = ["RUNTIMES", "conformance_client", "demo", "probe", "serve_example"]
 
 RUNTIMES = _example_server.RUNTIMES
 
@@ -41,19 +42,63 @@ def _missing_runtime(runtime: str, command: str) -> bool:
     return False
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a bind address or name) only accepts connections from this machine."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name (or 0.0.0.0, ::): reachable from elsewhere
+
+
+def host_allow_list(allow_hosts: Sequence[str]) -> list[str]:
+    """The ``Host`` values to accept: the loopback names, plus each ``--allow-host`` (a bare
+    name accepts any port, as the loopback defaults do)."""
+    from mcp_sansio.http import LOCAL_HOSTS
+
+    allowed = list(LOCAL_HOSTS)
+    for entry in allow_hosts:
+        bare = entry.rsplit("]", 1)[-1] if entry.startswith("[") else entry
+        allowed.append(entry if entry == "*" or ":" in bare else f"{entry}:*")
+    return allowed
+
+
 def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.0.1",
-                  port: int = 0) -> int:
+                  port: int = 0, allow_hosts: Sequence[str] = ()) -> int:
     if _missing_runtime(runtime, "serve-example"):
         return 2
     if transport == "http":
-        if runtime != "asyncio":
-            sys.stderr.write(f"mcp-sansio serve-example: --transport http runs on asyncio "
-                             f"only for now, not {runtime}\n")
+        if not is_loopback(host) and not allow_hosts:
+            # DNS rebinding (basic/transports.mdx, security warning): a page on any site can
+            # make a browser send requests to a name it resolves to this server. The Host
+            # check refuses them, so a server reachable from elsewhere must say which names
+            # clients use rather than accept any.
+            sys.stderr.write(
+                f"mcp-sansio serve-example: --host {host} is reachable from other machines; "
+                "name the host names clients will use with --allow-host HOST (repeatable; "
+                "'*' accepts any, which leaves the server open to DNS rebinding)\n")
             return 2
-        _example_server.run_http(host, port)
+        if runtime != "asyncio" and not hasattr(_adapter(runtime), "run_http"):
+            sys.stderr.write(f"mcp-sansio serve-example: --transport http is not available "
+                             f"on {runtime} in this version\n")
+            return 2
+        _example_server.run_http(
+            host, port, runtime=runtime,
+            allowed_hosts=host_allow_list(allow_hosts) if allow_hosts else None)
         return 0
     _example_server.run(runtime)
     return 0
+
+
+# -- conformance-client ------------------------------------------------------------------------
+
+
+def conformance_client(url: str) -> int:
+    """The client of the official conformance harness's client mode (the scenario comes
+    from ``MCP_CONFORMANCE_SCENARIO``)."""
+    module = importlib.import_module(f"{__package__}._conformance_client")
+    return int(module.main(url))
 
 
 # -- demo --------------------------------------------------------------------------------------
@@ -214,20 +259,55 @@ async def _probe_async(runtime: str, command: Sequence[str], era: Era | None,
         return client, await _probe_lists(client), took
 
 
+async def _probe_http_async(runtime: str, url: str, era: Era | None, timeout: float
+                            ) -> tuple[Any, dict[str, list[dict[str, Any]]], float]:
+    started = time.monotonic()
+    async with _connect_http(runtime)(url, era=era, request_timeout=timeout) as client:
+        took = time.monotonic() - started
+        return client, await _probe_lists(client), took
+
+
+def _connect_http(runtime: str) -> Any:
+    """The runtime's ``connect_http`` (looked up by name: each adapter adds its own)."""
+    connect = getattr(_adapter(runtime), "connect_http", None)
+    if connect is None:
+        raise _Unavailable(f"there is no HTTP client on {runtime} in this version")
+    return connect
+
+
+class _Unavailable(Exception):
+    pass
+
+
+def _transport_line(client: Any) -> str:
+    transport = getattr(client, "transport", None)
+    name = getattr(transport, "value", None)
+    label = {"streamable": "Streamable HTTP", "legacy": "HTTP+SSE (2024-11-05, legacy)"}
+    return label.get(str(name), str(name or "?"))
+
+
 def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
-          era: str | None = None, timeout: float = 10.0, verbose: bool = False) -> int:
-    """Connect to a stdio server, print what it offers; 0 on success, 1 with a clear
-    message on failure."""
+          era: str | None = None, timeout: float = 10.0, verbose: bool = False,
+          url: str | None = None) -> int:
+    """Connect to a stdio server (``command``) or an HTTP one (``url``), print what it
+    offers; 0 on success, 1 with a clear message on failure."""
     logging.basicConfig(level=logging.INFO if verbose else logging.CRITICAL,
                         stream=sys.stderr, format="%(name)s: %(message)s")
-    if not command:
-        sys.stderr.write("mcp-sansio probe: no server command given (probe -- COMMAND ...)\n")
+    if url is not None and command:
+        sys.stderr.write("mcp-sansio probe: give either --url URL or -- COMMAND, not both\n")
+        return 2
+    if url is None and not command:
+        sys.stderr.write("mcp-sansio probe: no server given (probe --url URL, or "
+                         "probe -- COMMAND ...)\n")
         return 2
     cached = Era(era) if era else None
     if _missing_runtime(runtime, "probe"):
         return 2
+    target = url if url is not None else " ".join(command)
     try:
-        if runtime == "asyncio":
+        if url is not None:
+            client, found, took = _run_probe_http(runtime, url, cached, timeout)
+        elif runtime == "asyncio":
             import asyncio
 
             client, found, took = asyncio.run(_probe_async(runtime, command, cached, timeout))
@@ -236,14 +316,50 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
             client, found, took = trio.run(_probe_async, runtime, command, cached, timeout)
         else:
             client, found, took = _probe_threads(command, cached, timeout)
+    except _Unavailable as exc:
+        sys.stderr.write(f"mcp-sansio probe: {exc}\n")
+        return 2
+    except ValueError as exc:  # not an http(s) URL
+        sys.stderr.write(f"mcp-sansio probe: {exc}\n")
+        return 2
     except FileNotFoundError as exc:
         sys.stderr.write(f"mcp-sansio probe: cannot run {command[0]!r}: {exc.strerror}\n")
         return 1
     except (ConnectionClosedError, McpError, RequestTimeout, OSError) as exc:
-        sys.stderr.write(f"mcp-sansio probe: {' '.join(command)}: {exc}\n")
+        sys.stderr.write(f"mcp-sansio probe: {target}: {exc}\n")
         return 1
+    if url is not None:
+        out.write(f"transport {_transport_line(client)}\n")
     _report(out, client, found, took)
     return 0
+
+
+def _run_probe_http(runtime: str, url: str, era: Era | None, timeout: float
+                    ) -> tuple[Any, dict[str, list[dict[str, Any]]], float]:
+    if runtime == "asyncio":
+        import asyncio
+
+        return asyncio.run(_probe_http_async(runtime, url, era, timeout))
+    if runtime == "trio":
+        trio: Any = importlib.import_module("trio")
+        return trio.run(_probe_http_async, runtime, url, era, timeout)  # type: ignore[no-any-return]
+    started = time.monotonic()
+    with _connect_http(runtime)(url, era=era, request_timeout=timeout) as client:
+        took = time.monotonic() - started
+        return client, _probe_lists_sync(client), took
+
+
+def _probe_lists_sync(client: Any) -> dict[str, list[dict[str, Any]]]:
+    caps = client.server_capabilities
+    found: dict[str, list[dict[str, Any]]] = {}
+    if "tools" in caps:
+        found["tools"] = client.list_tools()
+    if "resources" in caps:
+        found["resources"] = client.list_resources()
+        found["templates"] = client.list_resource_templates()
+    if "prompts" in caps:
+        found["prompts"] = client.list_prompts()
+    return found
 
 
 def _probe_threads(command: Sequence[str], era: Era | None, timeout: float
@@ -252,13 +368,4 @@ def _probe_threads(command: Sequence[str], era: Era | None, timeout: float
     with _adapter("threading").connect_stdio(list(command), era=era, request_timeout=timeout,
                        shutdown_timeout=1.0) as client:
         took = time.monotonic() - started
-        caps = client.server_capabilities
-        found: dict[str, list[dict[str, Any]]] = {}
-        if "tools" in caps:
-            found["tools"] = client.list_tools()
-        if "resources" in caps:
-            found["resources"] = client.list_resources()
-            found["templates"] = client.list_resource_templates()
-        if "prompts" in caps:
-            found["prompts"] = client.list_prompts()
-        return client, found, took
+        return client, _probe_lists_sync(client), took

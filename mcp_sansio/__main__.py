@@ -7,7 +7,10 @@
   the core without any I/O.
 * ``serve-example`` serves the example server (every conformance fixture, plus ``echo``,
   ``add`` and ``sleep``) on stdio, on the runtime of your choice.
-* ``probe -- COMMAND ...`` connects to any stdio server and prints what it offers.
+* ``probe -- COMMAND ...`` connects to any stdio server and prints what it offers;
+  ``probe --url URL`` does the same for an HTTP server (Streamable HTTP or legacy HTTP+SSE).
+* ``conformance-client URL`` is the client the official conformance harness drives in its
+  client mode.
 
 The commands that do I/O live in ``mcp_sansio.adapters._cli``: this module only parses.
 """
@@ -154,15 +157,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--runtime", choices=runtimes, default="asyncio",
                        help="the runtime to serve with (default: %(default)s; trio needs "
                        "the trio extra)")
+    serve.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                       dest="allow_hosts",
+                       help="http: a Host value clients use (a name, any port, or "
+                       "NAME:PORT); repeatable. Required with a --host other clients can "
+                       "reach: requests naming any other host are refused (403) against DNS "
+                       "rebinding")
     probe = sub.add_parser(
         "probe",
-        help="connect to a stdio server and print what it offers",
-        description="Spawn COMMAND as an MCP server over stdio, negotiate the era and "
-        "version, and print its info, capabilities, tools, resources and prompts as tables. "
-        "Exits 1 with a message when it cannot.",
+        help="connect to a stdio or HTTP server and print what it offers",
+        description="Spawn COMMAND as an MCP server over stdio (or connect to the HTTP "
+        "server at --url), negotiate the era and version, and print its info, capabilities, "
+        "tools, resources and prompts as tables (over HTTP, also the transport found: "
+        "Streamable HTTP or legacy HTTP+SSE). Exits 1 with a message when it cannot.",
         usage="mcp-sansio probe [-h] [--runtime RUNTIME] [--era ERA] [--timeout SECONDS] "
-        "[--verbose] -- COMMAND [ARGS ...]",
+        "[--verbose] (--url URL | -- COMMAND [ARGS ...])",
     )
+    probe.add_argument("--url", default=None,
+                       help="the MCP endpoint of an HTTP server (http://HOST:PORT/mcp)")
     probe.add_argument("--runtime", choices=runtimes, default="asyncio",
                        help="the runtime to use (default: %(default)s)")
     probe.add_argument("--era", choices=["handshake", "stateless"], default=None,
@@ -173,6 +185,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="show the server's stderr and the client's log")
     probe.add_argument("server", nargs=argparse.REMAINDER, metavar="COMMAND [ARGS ...]",
                        help="the server command, after --")
+    conformance = sub.add_parser(
+        "conformance-client",
+        help="the client the official conformance harness runs in its client mode",
+        description="Connect to the harness's server at URL and act out the scenario named "
+        "by MCP_CONFORMANCE_SCENARIO (MCP_CONFORMANCE_PROTOCOL_VERSION picks the revision).",
+    )
+    conformance.add_argument("url", metavar="URL", help="the server's MCP endpoint")
     args = parser.parse_args(argv)
     if args.command == "demo":
         _json.use_backend(args.json)
@@ -184,12 +203,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
     if args.command == "serve-example":
         return int(_adapters_cli().serve_example(args.runtime, transport=args.transport,
-                                                 host=args.host, port=args.port))
+                                                 host=args.host, port=args.port,
+                                                 allow_hosts=args.allow_hosts))
     if args.command == "probe":
         command = args.server[1:] if args.server[:1] == ["--"] else args.server
         return int(_adapters_cli().probe(sys.stdout, command, runtime=args.runtime,
                                          era=args.era, timeout=args.timeout,
-                                         verbose=args.verbose))
+                                         verbose=args.verbose, url=args.url))
+    if args.command == "conformance-client":
+        return int(_adapters_cli().conformance_client(args.url))
     parser.print_help()
     return 2
 
