@@ -71,8 +71,11 @@ __all__ = [
     "connect_stdio",
     "run_stdio",
     "serve_stdio",
-    # HTTP (adapters/_http_asyncio.py)
+    # HTTP (adapters/_http_asyncio.py, adapters/_http_client_asyncio.py)
+    "HTTPClientSession",
     "HTTPService",
+    "HTTPTransportError",
+    "connect_http",
     "run_http",
     "serve_http",
     "start_http",
@@ -429,9 +432,11 @@ def run_stdio(server: Server, **options: Any) -> None:
 # loaded on first use, so that a stdio process does not pay for importing h11 and
 # mcp_sansio.http at start-up (measured 15-48 ms of cold start).
 _HTTP_NAMES = ("HTTPService", "run_http", "serve_http", "start_http")
+_HTTP_CLIENT_NAMES = ("HTTPClientSession", "HTTPTransportError", "connect_http")
 
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
     from ._http_asyncio import HTTPService, run_http, serve_http, start_http
+    from ._http_client_asyncio import HTTPClientSession, HTTPTransportError, connect_http
 
 
 def __getattr__(name: str) -> Any:
@@ -439,4 +444,8 @@ def __getattr__(name: str) -> Any:
         from . import _http_asyncio
 
         return getattr(_http_asyncio, name)
+    if name in _HTTP_CLIENT_NAMES:
+        from . import _http_client_asyncio
+
+        return getattr(_http_client_asyncio, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
