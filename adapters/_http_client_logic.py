@@ -41,7 +41,8 @@ thread), always through these methods, which take the session's lock:
 
 * :meth:`channel_data` with the bytes read (``b""`` at end of file);
 * :meth:`channel_failed` when the socket could not be opened (refused, unreachable, TLS
-  failure), :meth:`channel_lost` when an open socket broke.
+  failure): the server is not there, so a stream being resumed is not tried again and its
+  requests fail at once; :meth:`channel_lost` when an open socket broke.
 
 Closing is :meth:`begin_close` (the HTTP client sends ``DELETE`` for a handshake-era
 session, closes every stream, and the connection aborts pending calls); the runtime then
@@ -182,7 +183,7 @@ class HTTPClientLogic(ClientLogic):
             self._connect_error = self.transport_detail = (
                 f"cannot connect to {self.http.host}:{self.http.port}: {error}")
             try:
-                channel.connection_lost(now=self._now())
+                channel.connection_failed(now=self._now())
                 self.service()
             finally:
                 self._connect_error = None

@@ -281,6 +281,34 @@ def test_resumption_gives_up_after_bounded_attempts() -> None:
     assert len(cancelled) == 1
 
 
+def test_a_refused_connection_ends_the_resumption_at_once() -> None:
+    # The server went away: the resuming GET's connection cannot be opened. The request ends
+    # then, not after every backoff step (connection_failed vs connection_lost).
+    net = make(client_versions=["2025-11-25"], server_handler=Deferred(),
+               client_kwargs={"standalone_stream": False})
+    net.client.connect(now=0)
+    net.run()
+    rid = net.client.connection.send_request("tools/call", {"name": "x", "arguments": {}},
+                                             now=net.now, timeout=None)
+    net.run()
+    net.drop(net.client._by_id[rid].channel)
+    deadline = net.client.next_deadline()
+    assert deadline == pytest.approx(net.now + 1.0)  # the server's retry: 1 s
+    net.now = deadline
+    net.client.handle_timeout(net.now)
+    refused = 0
+    for channel, _ in net.client.data_to_send():
+        if channel not in net.pairs and not channel.closed:
+            channel.connection_failed(now=net.now)
+            refused += 1
+    assert refused == 1
+    net.run()
+    failed = [e for e in net.events_of(TransportFailed) if rid in e.request_ids]
+    assert failed and "unreachable" in failed[0].detail
+    assert [e.request_id for e in net.events_of(RequestCancelled)] == [rid]
+    assert net.client.next_deadline() is None  # no further attempt
+
+
 def test_the_standalone_stream_reconnects_with_last_event_id() -> None:
     net = make(client_versions=["2025-11-25"])
     net.client.connect(now=0)

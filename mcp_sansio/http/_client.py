@@ -159,7 +159,7 @@ class _Exchange:
     __slots__ = (
         "answered", "attempts", "body", "channel", "done", "fresh_only", "got_bytes", "ids",
         "json", "kind", "last_event_id", "message", "method", "retried", "retry_ms", "reused",
-        "session_id", "sse", "stateless", "status", "target",
+        "session_id", "sse", "stateless", "status", "target", "unreachable",
     )
 
     def __init__(self, kind: _Kind, method: str, target: str) -> None:
@@ -184,6 +184,7 @@ class _Exchange:
         self.stateless = False
         self.fresh_only = False  # retry on a new connection after a stale keep-alive
         self.reused = False  # sent on a connection that had carried an exchange before
+        self.unreachable = False  # its connection could not be opened
 
     @property
     def open_ids(self) -> list[RequestId]:
@@ -225,6 +226,14 @@ class ClientChannel:
         if not self.wire.closed:
             self.wire.close()
         client._lost(self)
+
+    def connection_failed(self, *, now: float | None = None) -> None:
+        """The socket could not be opened (refused, unreachable): the server is not there,
+        so a broken stream this channel was to resume is not tried again (its requests end
+        now rather than after every backoff step); otherwise as :meth:`connection_lost`."""
+        if self.exchange is not None:
+            self.exchange.unreachable = True
+        self.connection_lost(now=now)
 
     def data_to_send(self) -> bytes:
         self._client._writable.pop(self, None)
@@ -512,6 +521,7 @@ class HTTPClient:
         exchange.json = None
         exchange.sse = None
         exchange.got_bytes = False
+        exchange.unreachable = False
         exchange.done = False
         channel = None
         if not exchange.fresh_only:
@@ -749,7 +759,8 @@ class HTTPClient:
         ):
             self._on_stream_end(exchange, broken=broken)
             return
-        self._fail(exchange, status, "the connection broke" if broken else "no response")
+        self._fail(exchange, status, "the server is unreachable" if exchange.unreachable
+                   else "the connection broke" if broken else "no response")
 
     def _on_json(self, exchange: _Exchange, status: int, body: bytes) -> None:
         kind = exchange.kind
@@ -844,6 +855,9 @@ class HTTPClient:
             return
         if not exchange.open_ids:
             exchange.done = True
+            return
+        if exchange.unreachable:
+            self._fail(exchange, None, "the server is unreachable")
             return
         if exchange.last_event_id is not None and not exchange.stateless:
             resume = exchange
