@@ -35,7 +35,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_sansio import Era, Notification
 
@@ -82,6 +82,11 @@ __all__ = [
     "connect_stdio",
     "run_stdio",
     "serve_stdio",
+    # HTTP (adapters/_http_threading.py)
+    "HTTPService",
+    "run_http",
+    "serve_http",
+    "start_http",
 ]
 
 Context = ThreadContext
@@ -307,3 +312,19 @@ def run_stdio(server: Server, **options: Any) -> None:
     """:func:`serve_stdio`; Ctrl-C exits quietly."""
     with contextlib.suppress(KeyboardInterrupt):
         serve_stdio(server, **options)
+
+
+# The HTTP adapters live in their own modules. They are loaded on first use, so that a stdio
+# process does not pay for importing h11 and mcp_sansio.http at start-up.
+_HTTP_SERVER_NAMES = ("HTTPService", "run_http", "serve_http", "start_http")
+
+if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
+    from ._http_threading import HTTPService, run_http, serve_http, start_http
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HTTP_SERVER_NAMES:
+        from . import _http_threading
+
+        return getattr(_http_threading, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,422 @@
+"""The threading HTTP adapters over loopback sockets: the server checked with raw HTTP
+(both eras, JSON and SSE, progress, cancellation by closing the stream, the GET stream,
+DELETE, many connections, a peer that does not read, no thread left behind), the threaded
+client against it, and each against the asyncio side."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import h11
+import pytest
+from mcp_sansio.adapters.threading import Context, Server, start_http
+
+from mcp_sansio.http import ResponseMode, SSEParser
+
+from .http_util import init_body, stateless_meta
+
+ACCEPT = "application/json, text/event-stream"
+WAIT = 30.0  # generous: the machine is shared and noisy; a pass never waits this long
+
+
+class Conn:
+    """A blocking keep-alive HTTP/1.1 client connection on h11."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+        self.host = f"127.0.0.1:{port}"
+        self.h11 = h11.Connection(h11.CLIENT)
+
+    def next(self) -> Any:
+        while True:
+            event = self.h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            self.h11.receive_data(self.sock.recv(65536))
+
+    def send(self, method: str, body: Any = None, headers: dict[str, str] | None = None,
+             path: str = "/mcp", accept: str = ACCEPT) -> None:
+        data = b"" if body is None else json.dumps(body).encode()
+        hdrs = [("host", self.host), ("accept", accept), ("content-length", str(len(data)))]
+        if body is not None:
+            hdrs.append(("content-type", "application/json"))
+        hdrs += list((headers or {}).items())
+        out = self.h11.send(h11.Request(method=method, target=path, headers=hdrs)) or b""
+        if data:
+            out += self.h11.send(h11.Data(data=data)) or b""
+        out += self.h11.send(h11.EndOfMessage()) or b""
+        self.sock.sendall(out)
+
+    def head(self) -> tuple[int, dict[str, str]]:
+        event = self.next()
+        assert isinstance(event, h11.Response), event
+        return event.status_code, {k.decode(): v.decode() for k, v in event.headers}
+
+    def request(self, method: str, body: Any = None, headers: dict[str, str] | None = None
+                ) -> tuple[int, dict[str, str], list[Any]]:
+        """Send, read the whole answer; the JSON-RPC messages it carried."""
+        self.send(method, body, headers)
+        status, got = self.head()
+        raw = b""
+        while not isinstance(event := self.next(), h11.EndOfMessage):
+            raw += event.data
+        self.h11.start_next_cycle()
+        messages: list[Any] = []
+        if got.get("content-type", "").startswith("text/event-stream"):
+            messages = [json.loads(e.data) for e in SSEParser().feed(raw) if e.data]
+        elif raw:
+            messages = [json.loads(raw)]
+        return status, got, messages
+
+    def stream(self) -> Iterator[Any]:
+        """The messages of an SSE response as they come (after :meth:`head`)."""
+        parser = SSEParser()
+        while True:
+            event = self.next()
+            if isinstance(event, h11.EndOfMessage):
+                return
+            assert isinstance(event, h11.Data), event
+            for sse in parser.feed(event.data):
+                if sse.data:
+                    yield json.loads(sse.data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def stateless(method: str, params: dict[str, Any], request_id: int = 1,
+              name: str | None = None, **meta: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    body = {"jsonrpc": "2.0", "id": request_id, "method": method,
+            "params": {**params, "_meta": stateless_meta(**meta)}}
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
+    if name is not None:
+        headers["mcp-name"] = name
+    return body, headers
+
+
+def call(name: str, arguments: dict[str, Any], request_id: int = 1,
+         **meta: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    return stateless("tools/call", {"name": name, "arguments": arguments}, request_id, name,
+                     **meta)
+
+
+def text_of(message: Any) -> str:
+    return str(message["result"]["content"][0]["text"])
+
+
+class Probe:
+    """What the test tools report to the test."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.cancelled = threading.Event()
+        self.release = threading.Event()
+
+
+def make_server(probe: Probe | None = None) -> Server:
+    probe = probe or Probe()
+    server = Server("http-threads")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool()
+    def echo(text: str, ctx: Context) -> str:
+        ctx.log("info", f"echo {text}")
+        return text
+
+    @server.tool()
+    def steps(count: int, ctx: Context) -> str:
+        for i in range(count):
+            ctx.progress(i + 1, count, f"step {i + 1}")
+        return "done"
+
+    @server.tool()
+    def change(ctx: Context) -> str:
+        ctx.notify_list_changed("tools")
+        return "changed"
+
+    @server.tool()
+    def block(ctx: Context) -> str:  # a plain def handler: cancelled cooperatively
+        probe.started.set()
+        while not ctx.cancelled and not probe.release.is_set():
+            time.sleep(0.01)
+        if ctx.cancelled:
+            probe.cancelled.set()
+        return "released"
+
+    @server.tool()
+    async def block_async() -> str:  # an async def handler: cancelled for real
+        probe.started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            probe.cancelled.set()
+            raise
+        return "never"
+
+    @server.tool()
+    def flood(count: int, size: int, ctx: Context) -> str:
+        for _ in range(count):
+            ctx.log("info", "x" * size)
+        return "flooded"
+
+    return server
+
+
+@pytest.fixture
+def no_leaked_threads() -> Iterator[None]:
+    """Every thread a test's service started is gone when the service is closed."""
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + WAIT
+    while True:
+        left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    assert not left, left
+
+
+pytestmark = pytest.mark.usefixtures("no_leaked_threads")
+
+
+# -- the server, raw HTTP ------------------------------------------------------------------------
+
+
+def test_handshake_era_session_on_one_keep_alive_connection() -> None:
+    with start_http(make_server()) as service:
+        assert service.url == f"http://127.0.0.1:{service.port}/mcp"
+        conn = Conn(service.port)
+        status, headers, messages = conn.request("POST", init_body())
+        assert status == 200
+        assert headers["content-type"] == "application/json"
+        assert messages[0]["result"]["serverInfo"]["name"] == "http-threads"
+        sid = headers["mcp-session-id"]
+        assert len(sid) >= 32
+        session = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+        status, _, _ = conn.request(
+            "POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        assert status == 202
+        status, headers, messages = conn.request(
+            "POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}, session)
+        assert status == 200
+        assert headers["content-type"] == "text/event-stream"  # a handler ran: a stream
+        assert messages[-1]["id"] == 2 and text_of(messages[-1]) == "5"
+        status, _, messages = conn.request(
+            "POST", {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, session)
+        assert status == 200
+        assert {t["name"] for t in messages[-1]["result"]["tools"]} >= {"add", "echo"}
+        status, _, _ = conn.request("DELETE", None, session)
+        assert status == 200
+        status, _, _ = conn.request(
+            "POST", {"jsonrpc": "2.0", "id": 4, "method": "ping"}, session)
+        assert status == 404
+        status, _, _ = conn.request(
+            "POST", {"jsonrpc": "2.0", "id": 5, "method": "ping"},
+            {"mcp-session-id": "no-such-session", "mcp-protocol-version": "2025-11-25"})
+        assert status == 404
+        conn.close()
+
+
+def test_stateless_era_request_with_its_log_on_the_stream() -> None:
+    with start_http(make_server()) as service:
+        conn = Conn(service.port)
+        body, headers = call("echo", {"text": "hi"}, 7,
+                             **{"io.modelcontextprotocol/logLevel": "info"})
+        status, got, messages = conn.request("POST", body, headers)
+        assert status == 200
+        assert "mcp-session-id" not in got
+        assert messages[0]["method"] == "notifications/message"
+        assert messages[0]["params"]["data"] == "echo hi"
+        assert messages[-1]["id"] == 7 and text_of(messages[-1]) == "hi"
+        conn.close()
+
+
+def test_json_response_mode_answers_one_json_object() -> None:
+    with start_http(make_server(), response_mode=ResponseMode.JSON) as service:
+        conn = Conn(service.port)
+        body, headers = call("add", {"a": 20, "b": 22}, 3)
+        status, got, messages = conn.request("POST", body, headers)
+        assert status == 200 and got["content-type"] == "application/json"
+        assert messages == [{"jsonrpc": "2.0", "id": 3, "result": messages[0]["result"]}]
+        assert text_of(messages[0]) == "42"
+        conn.close()
+
+
+def test_progress_travels_on_the_request_stream() -> None:
+    with start_http(make_server()) as service:
+        conn = Conn(service.port)
+        body, headers = call("steps", {"count": 3}, 9, progressToken="p-1")
+        status, _, messages = conn.request("POST", body, headers)
+        assert status == 200
+        progress = [m["params"] for m in messages if m.get("method") == "notifications/progress"]
+        assert [(p["progressToken"], p["progress"], p["total"]) for p in progress] == [
+            ("p-1", 1, 3), ("p-1", 2, 3), ("p-1", 3, 3)]
+        assert messages[-1]["id"] == 9 and text_of(messages[-1]) == "done"
+        conn.close()
+
+
+@pytest.mark.parametrize("tool", ["block", "block_async"])
+def test_closing_a_stateless_stream_cancels_its_handler(tool: str) -> None:
+    probe = Probe()
+    with start_http(make_server(probe)) as service:
+        conn = Conn(service.port)
+        body, headers = call(tool, {}, 1)
+        conn.send("POST", body, headers)
+        assert probe.started.wait(WAIT)
+        conn.close()
+        assert probe.cancelled.wait(WAIT)
+        # the server goes on serving
+        conn = Conn(service.port)
+        body, headers = call("add", {"a": 1, "b": 1})
+        status, _, messages = conn.request("POST", body, headers)
+        assert status == 200 and text_of(messages[-1]) == "2"
+        conn.close()
+
+
+def test_the_get_stream_carries_what_concerns_no_request() -> None:
+    with start_http(make_server()) as service:
+        conn = Conn(service.port)
+        status, headers, _ = conn.request("POST", init_body())
+        session = {"mcp-session-id": headers["mcp-session-id"],
+                   "mcp-protocol-version": "2025-11-25"}
+        status, _, _ = conn.request(
+            "POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        assert status == 202
+        get = Conn(service.port)
+        get.send("GET", None, session, accept="text/event-stream")
+        status, headers = get.head()
+        assert status == 200 and headers["content-type"] == "text/event-stream"
+        status, _, messages = conn.request(
+            "POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "change", "arguments": {}}}, session)
+        assert status == 200 and text_of(messages[-1]) == "changed"
+        assert all(m.get("method") != "notifications/tools/list_changed" for m in messages)
+        assert next(get.stream())["method"] == "notifications/tools/list_changed"
+        # a second GET stream for the session is refused while this one is open
+        other = Conn(service.port)
+        other.send("GET", None, session, accept="text/event-stream")
+        assert other.head()[0] == 409
+        for c in (conn, get, other):
+            c.close()
+
+
+def test_a_list_change_reaches_the_listen_streams_of_other_requests() -> None:
+    with start_http(make_server()) as service:
+        listen = Conn(service.port)
+        body, headers = stateless("subscriptions/listen",
+                                  {"notifications": {"toolsListChanged": True}}, 1)
+        listen.send("POST", body, headers)
+        assert listen.head()[0] == 200
+        messages = listen.stream()
+        assert next(messages)["method"] == "notifications/subscriptions/acknowledged"
+        other = Conn(service.port)
+        status, _, answer = other.request("POST", *call("change", {}, 2))
+        assert status == 200 and text_of(answer[-1]) == "changed"
+        assert next(messages)["method"] == "notifications/tools/list_changed"
+        other.close()
+        listen.close()
+
+
+def test_many_concurrent_connections() -> None:
+    results: dict[int, int] = {}
+    failures: list[BaseException] = []
+
+    def one(port: int, i: int) -> None:
+        try:
+            conn = Conn(port)
+            total = 0
+            for _ in range(3):  # keep-alive: several requests per connection
+                status, _, messages = conn.request("POST", *call("add", {"a": i, "b": 1}, i))
+                assert status == 200
+                total += int(text_of(messages[-1]))
+            conn.close()
+            results[i] = total
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    with start_http(make_server()) as service:
+        clients = [threading.Thread(target=one, args=(service.port, i)) for i in range(150)]
+        for thread in clients:
+            thread.start()
+        for thread in clients:
+            thread.join(WAIT)
+        assert not failures, failures[:3]
+        assert results == {i: 3 * (i + 1) for i in range(150)}
+
+
+def test_malformed_http_gets_400_and_the_server_goes_on() -> None:
+    with start_http(make_server()) as service:
+        sock = socket.create_connection(("127.0.0.1", service.port), timeout=WAIT)
+        sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(65536):  # the server closes after its answer
+            data += chunk
+        assert data.startswith(b"HTTP/1.1 400")
+        sock.close()
+        conn = Conn(service.port)
+        status, _, _ = conn.request("POST", init_body())
+        assert status == 200
+        conn.close()
+
+
+def test_a_peer_that_does_not_read_is_dropped_at_the_write_bound() -> None:
+    with start_http(make_server(), max_write_buffer=256 * 1024) as service:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(WAIT)
+        sock.connect(("127.0.0.1", service.port))
+        conn = Conn.__new__(Conn)
+        conn.sock, conn.host, conn.h11 = sock, f"127.0.0.1:{service.port}", h11.Connection(
+            h11.CLIENT)
+        # 64 MiB of log messages on the request's stream, to a client that reads nothing
+        body, headers = call("flood", {"count": 1024, "size": 64 * 1024}, 1,
+                             **{"io.modelcontextprotocol/logLevel": "info"})
+        conn.send("POST", body, headers)
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            with service.lock:
+                if not service._sockets:
+                    break
+            time.sleep(0.01)
+        with service.lock:
+            assert not service._sockets  # dropped, not buffered
+        received = 0  # what the kernels held, then the end of the stream (or a reset)
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(1 << 20):
+                received += len(chunk)
+        assert received < 32 * 1024 * 1024
+        sock.close()
+        # the server goes on serving
+        conn = Conn(service.port)
+        status, _, messages = conn.request("POST", *call("add", {"a": 1, "b": 2}))
+        assert status == 200 and text_of(messages[-1]) == "3"
+        conn.close()
+
+
+def test_close_drops_open_streams_and_stops_running_handlers() -> None:
+    probe = Probe()
+    with start_http(make_server(probe)) as service:
+        conn = Conn(service.port)
+        conn.send("POST", *call("block_async", {}))
+        assert probe.started.wait(WAIT)
+        listen = Conn(service.port)
+        body, headers = stateless("subscriptions/listen",
+                                  {"notifications": {"toolsListChanged": True}}, 1)
+        listen.send("POST", body, headers)
+        assert listen.head()[0] == 200
+    assert probe.cancelled.wait(WAIT)
+    with pytest.raises((h11.RemoteProtocolError, OSError)):
+        list(listen.stream())
+    conn.close()
+    listen.close()
