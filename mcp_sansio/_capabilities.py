@@ -97,6 +97,9 @@ class MethodRule:
     cacheable: bool = False
     #: 2026-07-28: the result may be ``input_required`` (spec-digest h, MRTR).
     mrtr: bool = False
+    #: The extension that defines the method, when the revision's schema does not
+    #: (``io.modelcontextprotocol/tasks``, SEP-2663).
+    extension: str | None = None
 
     @property
     def gated_by_receiver(self) -> bool:
@@ -160,6 +163,7 @@ _ONLY_1125 = frozenset({"2025-11-25"})
 _SL = frozenset({"2026-07-28"})
 _REQ, _NOTE, _INPUT = Kind.REQUEST, Kind.NOTIFICATION, Kind.INPUT_REQUEST
 _C, _S, _B = Sender.CLIENT, Sender.SERVER, Sender.BOTH
+_TASKS = "io.modelcontextprotocol/tasks"
 
 
 def _r(method: str, kind: Kind, sender: Sender, revisions: frozenset[str],
@@ -228,6 +232,12 @@ METHODS: tuple[MethodRule, ...] = (
     _r("resources/read", _REQ, _C, _SL, "resources", cacheable=True, mrtr=True),
     _r("completion/complete", _REQ, _C, _SL, "completions"),
     _r("subscriptions/listen", _REQ, _C, _SL),
+    # The tasks extension (SEP-2663, ``io.modelcontextprotocol/tasks``): negotiated through
+    # ``capabilities.extensions``, a key the dotted paths here cannot name, so the rows are
+    # ungated and the application answers -32021 when the request did not declare it.
+    _r("tasks/get", _REQ, _C, _SL, extension=_TASKS),
+    _r("tasks/update", _REQ, _C, _SL, extension=_TASKS),
+    _r("tasks/cancel", _REQ, _C, _SL, extension=_TASKS),
     # stdio: client -> server; server -> client only to end a listen stream.
     _r("notifications/cancelled", _NOTE, _B, _SL),
     _r("notifications/progress", _NOTE, _S, _SL),

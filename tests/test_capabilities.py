@@ -473,6 +473,8 @@ def test_every_row_is_in_the_schema(rev: str) -> None:
     in_schema = schema_methods(rev)
     problems = []
     for rule in rules_for(rev):
+        if rule.extension is not None:
+            continue  # defined by an extension, not by the revision's schema
         if rule.method not in in_schema:
             problems.append(f"{rule.method}: row for {rev}, but no such method in its schema")
             continue

@@ -128,8 +128,10 @@ _SSE_HEADERS = (
     ("cache-control", "no-cache"),
     ("x-accel-buffering", "no"),
 )
-#: Methods whose 2026-07-28 requests must carry Mcp-Name, and the params field it mirrors.
-_NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: Methods whose 2026-07-28 requests must carry Mcp-Name, and the params field it mirrors
+#: (the tasks extension's methods mirror ``taskId``: SEP-2663, "Routing Headers").
+_NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+               "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 
 class ResponseMode(enum.Enum):
