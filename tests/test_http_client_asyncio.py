@@ -1,0 +1,382 @@
+"""The asyncio HTTP client adapter (connect_http) against the asyncio HTTP server adapter
+(start_http) over loopback sockets: both eras, JSON and SSE responses, progress,
+cancellation, listen streams, the server's requests (handshake era) and input_required
+(stateless era), the server going away, session renewal, legacy HTTP+SSE, DELETE on close;
+and the CLI's probe --url and --allow-host."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from mcp_sansio.adapters.asyncio import (
+    ConnectionClosedError,
+    Context,
+    HTTPClientSession,
+    HTTPTransportError,
+    RequestTimeout,
+    Server,
+    connect_http,
+    start_http,
+)
+
+from mcp_sansio import Era
+from mcp_sansio.http import ResponseMode, SessionRenewed, Transport
+
+ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
+#: A guard against a hang only (never a measurement): far above what any step here takes.
+GUARD = 30.0
+
+
+class Probe:
+    """What the test server's handlers saw."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = asyncio.Event()
+        self.methods: list[str] = []
+
+
+def make_server(probe: Probe) -> Server:
+    server = Server("client-test")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        return text
+
+    @server.tool()
+    async def count(steps: int, ctx: Context) -> str:
+        for i in range(steps):
+            ctx.progress(i + 1, steps, f"step {i + 1}")
+            await asyncio.sleep(0)
+        return f"counted {steps}"
+
+    @server.tool()
+    async def block() -> str:
+        probe.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            probe.cancelled.set()
+            raise
+        return "never"
+
+    @server.tool()
+    async def ask_name(ctx: Context) -> str:
+        answer = await ctx.elicit("Your name?", {"type": "object",
+                                                 "properties": {"name": {"type": "string"}}})
+        return f"hello {answer['content']['name']}"
+
+    @server.tool()
+    async def haiku(ctx: Context) -> str:
+        result = await ctx.sample({"messages": [{"role": "user", "content": {
+            "type": "text", "text": "a haiku"}}], "maxTokens": 50})
+        return str(result["content"]["text"])
+
+    @server.tool()
+    async def change(ctx: Context) -> str:
+        ctx.notify_list_changed("tools")
+        return "changed"
+
+    return server
+
+
+def elicit(params: dict[str, Any]) -> dict[str, Any]:
+    assert params["message"] == "Your name?"
+    return {"action": "accept", "content": {"name": "Ada"}}
+
+
+async def sample(params: dict[str, Any]) -> dict[str, Any]:
+    await asyncio.sleep(0)
+    return {"role": "assistant", "model": "test",
+            "content": {"type": "text", "text": "old pond, frog"}}
+
+
+def run(main: Callable[[], Any]) -> None:
+    async def guarded() -> None:
+        await asyncio.wait_for(main(), GUARD)
+    asyncio.run(guarded())
+
+
+@pytest.mark.parametrize("mode", [ResponseMode.SSE, ResponseMode.JSON])
+@pytest.mark.parametrize("era", ERAS)
+def test_both_eras_and_response_modes(era: str, mode: ResponseMode) -> None:
+    async def main() -> None:
+        probe = Probe()
+        async with start_http(make_server(probe), response_mode=mode) as service, \
+                connect_http(service.url, era=ERAS[era]) as client:
+            assert isinstance(client, HTTPClientSession)
+            assert client.era is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
+            assert client.transport is Transport.STREAMABLE
+            assert (client.session_id is not None) is (era == "handshake")
+            assert client.server_info["name"] == "client-test"
+            names = {t["name"] for t in await client.list_tools()}
+            assert {"echo", "count", "block"} <= names
+            result = await client.call_tool("echo", {"text": "hi"}, timeout=10)
+            assert result["content"][0]["text"] == "hi"
+            seen: list[tuple[float, float | None, str | None]] = []
+            result = await client.call_tool(
+                "count", {"steps": 3}, progress=lambda *p: seen.append(p))
+            assert result["content"][0]["text"] == "counted 3"
+            if mode is ResponseMode.SSE:  # a JSON answer has no room for progress
+                assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+            # several calls at once, on as many connections as the client needs
+            texts = await asyncio.gather(*(client.call_tool("echo", {"text": str(i)})
+                                           for i in range(20)))
+            assert [t["content"][0]["text"] for t in texts] == [str(i) for i in range(20)]
+    run(main)
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_cancelling_the_waiting_task_cancels_the_handler(era: str) -> None:
+    async def main() -> None:
+        probe = Probe()
+        async with start_http(make_server(probe)) as service, \
+                connect_http(service.url, era=ERAS[era]) as client:
+            call = asyncio.ensure_future(client.call_tool("block", {}))
+            await probe.started.wait()
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            await probe.cancelled.wait()  # notifications/cancelled, or the stream closed
+            result = await client.call_tool("echo", {"text": "after"})
+            assert result["content"][0]["text"] == "after"
+    run(main)
+
+
+def test_per_call_timeout() -> None:
+    async def main() -> None:
+        probe = Probe()
+        async with start_http(make_server(probe)) as service, \
+                connect_http(service.url) as client:
+            with pytest.raises(RequestTimeout):
+                await client.call_tool("block", {}, timeout=0.2)
+            await probe.cancelled.wait()
+    run(main)
+
+
+def test_listen_stream_receives_list_changes() -> None:
+    async def main() -> None:
+        probe = Probe()
+        async with start_http(make_server(probe)) as service, \
+                connect_http(service.url) as client:
+            assert client.era is Era.STATELESS
+            async with await client.listen({"toolsListChanged": True}) as subscription:
+                assert subscription.acknowledged == {"toolsListChanged": True}
+                await client.call_tool("change", {})
+                note = await anext(subscription)
+                assert note.method == "notifications/tools/list_changed"
+    run(main)
+
+
+def test_handshake_era_server_requests_reach_the_callbacks() -> None:
+    async def main() -> None:
+        probe = Probe()
+        async with start_http(make_server(probe)) as service, \
+                connect_http(service.url, era=Era.HANDSHAKE, elicitation=elicit,
+                             sampling=sample) as client:
+            result = await client.call_tool("ask_name", {})
+            assert result["content"][0]["text"] == "hello Ada"
+            result = await client.call_tool("haiku", {})
+            assert result["content"][0]["text"] == "old pond, frog"
+    run(main)
+
+
+def test_stateless_era_input_required_is_answered_and_retried() -> None:
+    async def main() -> None:
+        probe = Probe()
+        async with start_http(make_server(probe)) as service, \
+                connect_http(service.url, elicitation=elicit, sampling=sample) as client:
+            assert client.era is Era.STATELESS
+            result = await client.call_tool("ask_name", {})
+            assert result["content"][0]["text"] == "hello Ada"
+            result = await client.call_tool("haiku", {})
+            assert result["content"][0]["text"] == "old pond, frog"
+    run(main)
+
+
+@pytest.mark.parametrize("mode", [ResponseMode.SSE, ResponseMode.JSON])
+@pytest.mark.parametrize("era", ERAS)
+def test_pending_calls_fail_when_the_server_goes_away(era: str, mode: ResponseMode) -> None:
+    async def main() -> None:
+        probe = Probe()
+        async with start_http(make_server(probe), response_mode=mode) as service, \
+                connect_http(service.url, era=ERAS[era]) as client:
+            call = asyncio.ensure_future(client.call_tool("block", {}, timeout=None))
+            await probe.started.wait()
+            await service.aclose()  # sockets dropped, nothing listens any more
+            # A resumable stream (handshake era, SSE) is tried once more after the server's
+            # retry delay; the refused connection ends the call there.
+            with pytest.raises(ConnectionClosedError) as caught:
+                await call
+            assert isinstance(caught.value, HTTPTransportError)
+            assert "HTTP transport failure" in str(caught.value)
+            # the next call fails at once: nothing to connect to
+            with pytest.raises(HTTPTransportError, match="cannot connect"):
+                await client.call_tool("echo", {"text": "x"})
+    run(main)
+
+
+def test_connecting_to_nothing_fails_clearly() -> None:
+    async def main() -> None:
+        probe = Probe()
+        async with start_http(make_server(probe)) as service:
+            url = service.url
+        with pytest.raises(ConnectionClosedError, match="cannot connect"):
+            async with connect_http(url):
+                pass  # pragma: no cover
+    run(main)
+
+
+def test_a_forgotten_session_is_renewed_and_the_call_retried() -> None:
+    async def main() -> None:
+        probe = Probe()
+        renewed: list[Any] = []
+        async with start_http(make_server(probe)) as service:
+            port = service.port
+            async with connect_http(service.url, era=Era.HANDSHAKE) as client:
+                client.on_transport_event = renewed.append
+                first = client.session_id
+                await service.aclose()
+                # the same port, a new server: it knows no session
+                async with start_http(make_server(probe), port=port) as again:
+                    result = await client.call_tool("echo", {"text": "again"})
+                    assert result["content"][0]["text"] == "again"
+                    assert client.session_id is not None and client.session_id != first
+                    assert client.session_renewals == 1
+                    assert [type(e) for e in renewed] == [SessionRenewed]
+                    assert list(again.http.sessions) == [client.session_id]
+    run(main)
+
+
+def test_legacy_http_sse_fallback() -> None:
+    async def main() -> None:
+        probe = Probe()
+        # A 2024-11-05 server: only the legacy transport, at its own paths.
+        async with start_http(make_server(probe), path="/streamable",
+                              legacy_sse_path="/mcp",
+                              connection_options={"versions": ["2024-11-05"]}) as service:
+            url = f"http://127.0.0.1:{service.port}/mcp"
+            async with connect_http(url) as client:  # probe, initialize, then legacy
+                assert client.transport is Transport.LEGACY
+                assert client.protocol_version == "2024-11-05"
+                result = await client.call_tool("echo", {"text": "old"})
+                assert result["content"][0]["text"] == "old"
+    run(main)
+
+
+def test_close_sends_delete_and_ends_the_session() -> None:
+    async def main() -> None:
+        probe = Probe()
+        async with start_http(make_server(probe)) as service:
+            async with connect_http(service.url, era=Era.HANDSHAKE) as client:
+                sid = client.session_id
+                assert sid in service.http.sessions
+            assert sid not in service.http.sessions  # DELETE ended it
+            assert not client._sockets
+            with pytest.raises(ConnectionClosedError):
+                await client.ping()
+    run(main)
+
+
+# -- the CLI -----------------------------------------------------------------------------------
+
+
+def _serve(runtime: str = "asyncio") -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_sansio", "serve-example", "--transport", "http",
+         "--runtime", runtime], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    assert url.startswith("http://127.0.0.1:"), url
+    return proc, url
+
+
+@pytest.mark.parametrize("era", ["handshake", "stateless"])
+def test_cli_probe_url(era: str) -> None:
+    proc, url = _serve()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "mcp_sansio", "probe", "--url", url, "--era", era],
+            capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("transport Streamable HTTP\n")
+    assert f"era       {era}\n" in out
+    assert "server    mcp-sansio-example" in out
+    assert "\ntools (" in out and "echo" in out
+    assert "\nprompts (" in out and "\nresources (" in out
+
+
+def test_cli_probe_url_failure_exits_1() -> None:
+    proc, url = _serve()
+    proc.terminate()
+    proc.wait(10)
+    result = subprocess.run([sys.executable, "-m", "mcp_sansio", "probe", "--url", url],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"mcp-sansio probe: {url}: ")
+    assert "cannot connect" in result.stderr
+    assert result.stdout == ""
+
+
+def test_cli_probe_needs_exactly_one_server() -> None:
+    from mcp_sansio.__main__ import main
+    assert main(["probe"]) == 2
+    assert main(["probe", "--url", "http://127.0.0.1:9/mcp", "--", "true"]) == 2
+    assert main(["probe", "--url", "ftp://example/mcp"]) == 2
+
+
+def test_cli_serve_example_refuses_a_public_host_without_an_allow_list(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mcp_sansio.__main__ import main
+    assert main(["serve-example", "--transport", "http", "--host", "0.0.0.0"]) == 2
+    assert "--allow-host" in capsys.readouterr().err
+
+
+def test_cli_allow_host_list() -> None:
+    from mcp_sansio.adapters._cli import host_allow_list, is_loopback
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("::")
+    assert not is_loopback("example.com")
+    allowed = host_allow_list(["mcp.example.com", "10.0.0.5:8000", "[fe80::1]"])
+    assert "localhost:*" in allowed
+    assert "mcp.example.com:*" in allowed and "10.0.0.5:8000" in allowed
+    assert "[fe80::1]:*" in allowed
+
+
+def test_cli_serve_example_on_a_public_host_checks_the_host_header() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_sansio", "serve-example", "--transport", "http",
+         "--host", "0.0.0.0", "--allow-host", "mcp.example.com"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline().strip().rsplit(":", 1)[1].split("/")[0])
+
+        def status(host: str) -> int:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=GUARD)
+            try:
+                conn.request("POST", "/mcp", body=b"{}", headers={
+                    "Host": host, "Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream"})
+                return conn.getresponse().status
+            finally:
+                conn.close()
+
+        assert status("evil.example") == 403  # not on the list: DNS rebinding refused
+        assert status(f"evil.example:{port}") == 403
+        assert status(f"mcp.example.com:{port}") != 403  # on the list (any port)
+        assert status(f"localhost:{port}") != 403  # loopback names stay allowed
+    finally:
+        proc.terminate()
+        proc.wait(10)
