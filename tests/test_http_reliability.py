@@ -1,0 +1,256 @@
+"""Reliability of the HTTP server adapter over real loopback sockets: many concurrent
+sessions in bounded memory, slow and half-closed connections, a reader that never reads,
+malformed HTTP, oversized bodies.
+
+Memory is measured with ``tracemalloc`` in the server's process (the clients run in a child
+process, so their buffers are not counted); bounds are generous and per session, never a
+wall-clock number. Session expiry is driven through the server's clock
+(:meth:`~mcp_sansio.http.HTTPServer.handle_timeout` with a later ``now``), not by waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import json
+import sys
+import tracemalloc
+from collections.abc import AsyncIterator
+from typing import Any
+
+from mcp_sansio.adapters._example_server import build
+from mcp_sansio.adapters.asyncio import start_http
+
+from mcp_sansio.http import ResponseMode
+
+SAFETY = 60
+ACCEPT = b"application/json, text/event-stream"
+INFO = {"name": "reliability", "version": "1"}
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": INFO}
+
+
+def post(body: Any, *headers: tuple[str, str]) -> bytes:
+    """One HTTP/1.1 POST to /mcp with a JSON body, as bytes."""
+    data = json.dumps(body).encode()
+    head = [b"POST /mcp HTTP/1.1", b"Host: 127.0.0.1", b"Accept: " + ACCEPT,
+            b"Content-Type: application/json", b"Content-Length: %d" % len(data)]
+    head += [f"{k}: {v}".encode() for k, v in headers]
+    return b"\r\n".join(head) + b"\r\n\r\n" + data
+
+
+def call(name: str, arguments: dict[str, Any], request_id: int = 1) -> bytes:
+    """A stateless-era (2026-07-28) tools/call POST."""
+    return post({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                 "params": {"name": name, "arguments": arguments, "_meta": META}},
+                ("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", name))
+
+
+class Reply:
+    """One HTTP response read off a stream: status, headers, body (chunked or sized)."""
+
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status, self.headers, self.body = status, headers, body
+
+    @property
+    def messages(self) -> list[Any]:
+        if self.headers.get("content-type", "").startswith("text/event-stream"):
+            return [json.loads(line[5:]) for line in self.body.decode().splitlines()
+                    if line.startswith("data:") and line[5:].strip()]
+        return [json.loads(self.body)] if self.body else []
+
+
+async def read_reply(reader: asyncio.StreamReader) -> Reply:
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        if line:
+            key, _, value = line.partition(":")
+            headers[key.strip().lower()] = value.strip()
+    body = b""
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            chunk = await reader.readexactly(size + 2)
+            if size == 0:
+                break
+            body += chunk[:-2]
+    elif "content-length" in headers:
+        body = await reader.readexactly(int(headers["content-length"]))
+    return Reply(status, headers, body)
+
+
+async def read_to_eof(reader: asyncio.StreamReader) -> bytes:
+    out = b""
+    while data := await reader.read(65536):
+        out += data
+    return out
+
+
+@contextlib.asynccontextmanager
+async def connection(port: int) -> AsyncIterator[tuple[asyncio.StreamReader,
+                                                       asyncio.StreamWriter]]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        yield reader, writer
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+
+
+async def echo_round_trip(port: int, text: str = "still here") -> str:
+    """A fresh connection, one stateless-era echo call: the text that came back."""
+    async with connection(port) as (reader, writer):
+        writer.write(call("echo", {"text": text}))
+        reply = await read_reply(reader)
+        assert reply.status == 200, reply.body
+        return str(reply.messages[-1]["result"]["content"][0]["text"])
+
+
+def run(main: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(main, SAFETY))
+
+
+# -- 1,000 concurrent sessions, bounded memory --------------------------------------------------
+
+SESSIONS = 1000
+
+#: The clients of the many-sessions test, in a child process (so that tracemalloc in the
+#: server's process counts the server only). Each session: initialize, initialized, one
+#: tools/call, on its own keep-alive connection, 50 at a time; all connections then stay
+#: open until told to close.
+MANY_CLIENTS = r"""
+import asyncio, json, sys
+
+PORT, N = int(sys.argv[1]), int(sys.argv[2])
+
+def post(body, sid=None):
+    data = json.dumps(body).encode()
+    extra = b"" if sid is None else (b"Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+                                     % sid.encode())
+    return (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json, "
+            b"text/event-stream\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+            % len(data)) + extra + b"\r\n" + data
+
+async def reply(reader):
+    lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+    fields = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
+    body = await reader.readexactly(int(fields.get("content-length", 0)))
+    return int(lines[0].split()[1]), body, fields.get("mcp-session-id")
+
+async def session(i, gate, conns):
+    async with gate:
+        reader, writer = await asyncio.open_connection("127.0.0.1", PORT)
+        writer.write(post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "c%d" % i, "version": "1"}}}))
+        status, _, sid = await reply(reader)
+        assert status == 200 and sid
+        writer.write(post({"jsonrpc": "2.0", "method": "notifications/initialized"}, sid))
+        assert (await reply(reader))[0] == 202
+        writer.write(post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "echo", "arguments": {"text": "s%d" % i}}}, sid))
+        status, body, _ = await reply(reader)
+        assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "s%d" % i
+        conns.append(writer)
+
+async def main():
+    gate, conns = asyncio.Semaphore(50), []
+    await asyncio.gather(*(session(i, gate, conns) for i in range(N)))
+    print("ready", len(conns), flush=True)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.readline)
+    for writer in conns:
+        writer.close()
+    print("closed", flush=True)
+    await loop.run_in_executor(None, sys.stdin.readline)
+
+asyncio.run(main())
+"""
+
+
+def traced() -> int:
+    gc.collect()
+    return tracemalloc.get_traced_memory()[0]
+
+
+async def thousand_sessions(service: Any, ahead: float) -> tuple[int, int, int]:
+    """One round: a child process opens SESSIONS sessions (each on its own connection,
+    all open at once), then closes its connections; the server's clock then passes the idle
+    timeout (moved ``ahead`` of the loop's clock). The traced memory with the sessions
+    live, idle, and expired."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", MANY_CLIENTS, str(service.port), str(SESSIONS),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        line = await child.stdout.readline()
+        assert line.split() == [b"ready", str(SESSIONS).encode()], line
+        assert len(service.http.sessions) == SESSIONS
+        assert len(service._sockets) == SESSIONS
+        live = traced()
+        child.stdin.write(b"close\n")
+        assert (await child.stdout.readline()).strip() == b"closed"
+        for _ in range(SAFETY * 100):  # the server sees every connection close
+            if not service._sockets:
+                break
+            await asyncio.sleep(0.01)
+        assert not service._sockets
+        assert len(service.http.sessions) == SESSIONS  # sessions outlive their sockets
+        idle = traced()
+        # the server's clock moves past the idle timeout: every session expires
+        service.http.handle_timeout(service._loop.time() + ahead)
+        service._pump()
+        await asyncio.sleep(0)
+        assert not service.http.sessions
+        assert not service._sessions
+        return live, idle, traced()
+    finally:
+        if child.returncode is None:
+            child.stdin.write(b"exit\n")
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(child.wait(), 10)
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+
+
+def test_a_thousand_concurrent_sessions_in_bounded_memory() -> None:
+    idle_timeout = 600.0
+
+    async def main() -> list[int]:
+        tracemalloc.start()
+        try:
+            async with start_http(build(asyncio.sleep), response_mode=ResponseMode.JSON,
+                                  session_idle_timeout=idle_timeout) as service:
+                # warm-up: one session through, so that one-time allocations (caches,
+                # interned strings, h11 and codec state) are not charged to the thousand
+                await echo_round_trip(service.port)
+                base = traced()
+                # (the server's clock never goes back: the second round's sessions start
+                # on it, one idle timeout ahead of the loop's)
+                first = await thousand_sessions(service, idle_timeout + 1)
+                second = await thousand_sessions(service, 2 * idle_timeout + 2)
+                return [base, *first, *second]
+        finally:
+            tracemalloc.stop()
+
+    base, live, idle, after, live2, _, after2 = run(main())
+    print(f"\nper live session + connection: {(live - base) / SESSIONS:.0f} bytes; per idle "
+          f"session: {(idle - base) / SESSIONS:.0f}; left after expiry: "
+          f"{(after - base) / SESSIONS:.0f} per session (tables grown to the peak), after a "
+          f"second round: {(after2 - after) / SESSIONS:.0f} more")
+    assert 0 < live - base < 64 * 1024 * SESSIONS
+    assert 0 < idle - base < 64 * 1024 * SESSIONS
+    assert 0 < live2 - after < 64 * 1024 * SESSIONS
+    # Expired sessions give their memory back. What stays after the first round is the
+    # capacity of the tables that held a thousand entries (dicts do not shrink): a few
+    # hundred bytes a session; a second round reuses it, so nothing accumulates.
+    assert after - base < 1024 * SESSIONS
+    assert after2 - after < 64 * SESSIONS
