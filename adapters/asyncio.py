@@ -226,6 +226,7 @@ class Client(_AsyncioRuntime, AsyncClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._process: asyncio.SubprocessTransport | None = None
+        self._stdout: asyncio.BaseTransport | None = None
         self._exited = asyncio.Event()
         self.returncode: int | None = None
 
@@ -266,6 +267,8 @@ class Client(_AsyncioRuntime, AsyncClient):
                     await self._wait_exit(None)
             kill_leftovers(pid)
             process.close()
+        if self._stdout is not None:
+            self._stdout.close()
         await self._stop_tasks()
 
 
@@ -275,20 +278,36 @@ class _ClientPipes(asyncio.SubprocessProtocol):
         self.stderr = stderr
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
-        if fd == 1:
-            self.client.feed(data)
-        else:
+        if fd == 2:
             self.stderr.feed(data)
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd == 1:
-            self.client._stdout_closed()
-        elif fd == 2:
+        if fd == 2:
             self.stderr.flush()
 
     def process_exited(self) -> None:
         process = self.client._process
         self.client._process_exited(process.get_returncode() if process else None)
+
+
+class _ServerOutput(asyncio.Protocol):
+    """The server's stdout, on a read pipe of our own: asyncio's subprocess transport hands
+    a child's output to its protocol one loop turn late (``call_soon``), which costs a whole
+    turn of the loop per answer; a pipe transport delivers each chunk at once."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def data_received(self, data: bytes) -> None:
+        self.client.feed(data)
+
+    def eof_received(self) -> bool:
+        self.client._stdout_closed()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.client.closed is None:
+            self.client._stdout_closed()
 
 
 @contextlib.asynccontextmanager
@@ -320,17 +339,26 @@ async def connect_stdio(
                            on_notification=on_notification, on_log=on_log, info=info,
                            **connection_options)
     argv = argv_of(command, args)
-    transport, _ = await loop.subprocess_exec(
-        lambda: _ClientPipes(client, LineLogger(stderr_logger)), *argv,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, env=env_of(env, inherit_env), cwd=cwd,
-        start_new_session=True,
-    )
+    out_r, out_w = os.pipe()  # the server's stdout (see _ServerOutput)
+    try:
+        transport, _ = await loop.subprocess_exec(
+            lambda: _ClientPipes(client, LineLogger(stderr_logger)), *argv,
+            stdin=asyncio.subprocess.PIPE, stdout=out_w,
+            stderr=asyncio.subprocess.PIPE, env=env_of(env, inherit_env), cwd=cwd,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(out_r)
+        raise
+    finally:
+        os.close(out_w)  # the child has its copy: its exit (or close) is our end of file
     client._process = transport
     stdin = transport.get_pipe_transport(0)
     assert isinstance(stdin, asyncio.WriteTransport)
     client._out = stdin
     try:
+        client._stdout, _ = await loop.connect_read_pipe(
+            lambda: _ServerOutput(client), os.fdopen(out_r, "rb", buffering=0))
         if transport.get_returncode() is not None:
             client._process_exited(transport.get_returncode())
         if connect:
