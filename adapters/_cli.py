@@ -261,8 +261,9 @@ async def _probe_async(runtime: str, command: Sequence[str], era: Era | None,
 
 async def _probe_http_async(runtime: str, url: str, era: Era | None, timeout: float
                             ) -> tuple[Any, dict[str, list[dict[str, Any]]], float]:
+    connect = _connect_http(runtime)  # imported first: "connected in" is the network's time
     started = time.monotonic()
-    async with _connect_http(runtime)(url, era=era, request_timeout=timeout) as client:
+    async with connect(url, era=era, request_timeout=timeout) as client:
         took = time.monotonic() - started
         return client, await _probe_lists(client), took
 
@@ -343,8 +344,9 @@ def _run_probe_http(runtime: str, url: str, era: Era | None, timeout: float
     if runtime == "trio":
         trio: Any = importlib.import_module("trio")
         return trio.run(_probe_http_async, runtime, url, era, timeout)  # type: ignore[no-any-return]
+    connect = _connect_http(runtime)
     started = time.monotonic()
-    with _connect_http(runtime)(url, era=era, request_timeout=timeout) as client:
+    with connect(url, era=era, request_timeout=timeout) as client:
         took = time.monotonic() - started
         return client, _probe_lists_sync(client), took
 
