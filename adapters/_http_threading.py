@@ -1,7 +1,8 @@
-"""The threading HTTP server adapter: plain sockets and threads + the sans-IO HTTPServer.
+"""The threading HTTP adapters: plain sockets and threads + the sans-IO HTTPServer and
+HTTPClient.
 
-Theory of operation
--------------------
+Theory of operation: the server
+-------------------------------
 The sans-IO HTTP server is one object for every connection, so it is used under one lock
 (:attr:`HTTPService.lock`, which is also the lock of every MCP session it serves). Around
 it:
@@ -39,6 +40,20 @@ serves another client -- while memory stays bounded:
 
 Closing the service stops accepting, shuts every socket down (which wakes its reader),
 cancels the running handlers and joins every thread it started.
+
+Theory of operation: the client
+-------------------------------
+:class:`HTTPClientSession` is the runtime-free
+:class:`~._http_client_logic.HTTPClientLogic` (the stdio client's calls on top of the
+sans-IO :class:`~mcp_sansio.http.HTTPClient`) with the blocking client API, used under the
+session's lock. Each channel the HTTP client opens gets a socket whose own reader thread
+connects (then does the TLS handshake, for ``https``) and reads until the connection ends,
+feeding :meth:`~._http_client_logic.HTTPClientLogic.channel_data`. A thread that calls
+writes its request to the socket itself, the same non-blocking way as the server (a
+request waits only while its socket is still opening). One timer thread follows
+:meth:`~mcp_sansio.http.HTTPClient.next_deadline` (request timeouts, stream resumption).
+TLS runs over memory buffers (:class:`ssl.SSLObject`), so that the socket stays a plain
+one that several threads may use.
 """
 
 from __future__ import annotations
@@ -50,26 +65,41 @@ import secrets
 import select
 import selectors
 import socket
+import ssl
 import sys
 import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
-from mcp_sansio import NEED_DATA, ConnectionClosed, Event, Request, ServerConnection
-from mcp_sansio.http import HTTPServer, ServerChannel, Session
+from mcp_sansio import (
+    NEED_DATA,
+    ConnectionClosed,
+    Era,
+    Event,
+    Notification,
+    Request,
+    ServerConnection,
+)
+from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
+from ._http_client_logic import HTTPClientLogic, HTTPTransportError
 from ._session import Context, Server
-from ._sync_api import SyncServerSession, ThreadAsyncContext, ThreadContext
+from ._sync_api import SyncClient, SyncServerSession, ThreadAsyncContext, ThreadContext
 
 __all__ = [
+    "DEFAULT_CLOSE_TIMEOUT",
+    "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_WORKERS",
     "DEFAULT_MAX_WRITE_BUFFER",
+    "HTTPClientSession",
     "HTTPService",
+    "HTTPTransportError",
+    "connect_http",
     "run_http",
     "serve_http",
     "start_http",
@@ -181,15 +211,18 @@ class _HTTPSession(SyncServerSession):
             cancel()
 
 
-class _Socket:
-    """One accepted TCP connection: its socket, its channel, its reader thread, and the
-    output the kernel has not taken yet (with the flusher thread that waits for it)."""
+class _Writer:
+    """The output side of one TCP connection, shared by the server's and the client's
+    sockets: what the kernel takes is written at once by the calling thread; the rest waits
+    in a bounded queue, written by a flusher thread that exists only while the peer is
+    behind. ``sock`` may be set later (a client socket still connecting: its output waits).
 
-    def __init__(self, service: HTTPService, sock: socket.socket, channel: ServerChannel
-                 ) -> None:
-        self.service = service
+    Only the socket's reader closes the descriptor, after every other use has ended (no
+    thread can then use a number the system has given to a new socket)."""
+
+    def __init__(self, sock: socket.socket | None, max_write_buffer: int) -> None:
         self.sock = sock
-        self.channel = channel
+        self.max_write_buffer = max_write_buffer
         self._lock = threading.Lock()
         self._drained = threading.Condition(self._lock)
         self._queue: deque[bytes] = deque()
@@ -197,10 +230,6 @@ class _Socket:
         self._closing = False  # close once the queue is written
         self._dead = False  # shut down: nothing more is written
         self._flusher: threading.Thread | None = None
-        self.reader = threading.Thread(target=self._read, name="mcp-sansio-http-reader",
-                                       daemon=True)
-
-    # -- writing (any thread; the caller holds the service lock) ------------------------------
 
     def send(self, data: bytes) -> bool:
         """Write now what the kernel takes, queue the rest; False: the connection is over
@@ -208,7 +237,7 @@ class _Socket:
         with self._lock:
             if self._dead:
                 return False
-            if not self._queue:
+            if not self._queue and self.sock is not None:
                 try:
                     sent = self.sock.send(data, _DONTWAIT)
                 except BlockingIOError:
@@ -221,41 +250,58 @@ class _Socket:
                 data = data[sent:]
             self._queue.append(data)
             self._queued += len(data)
-            if self._queued > self.service.max_write_buffer:
+            if self._queued > self.max_write_buffer:
                 log.warning("dropping a connection whose peer does not read (%d bytes unread)",
                             self._queued)
                 self._shutdown()
                 return False
-            if self._flusher is None:
-                self._flusher = threading.Thread(target=self._flush, daemon=True,
-                                                 name="mcp-sansio-http-flusher")
-                self._flusher.start()
+            self._start_flusher()
             return True
 
     def close_after_flush(self) -> None:
         with self._lock:
             self._closing = True
-            if not self._queue:
+            if not self._queue and self.sock is not None:
                 self._shutdown()
 
     def abort(self) -> None:
         with self._lock:
             self._shutdown()
 
+    def _attach(self, sock: socket.socket) -> bool:
+        """The socket is open: write what waited for it. False: closed meanwhile."""
+        with self._lock:
+            if self._dead:
+                return False
+            self.sock = sock
+            if self._queue:
+                self._start_flusher()
+            elif self._closing:
+                self._shutdown()
+            return True
+
+    def _start_flusher(self) -> None:
+        """(Lock held.)"""
+        if self._flusher is None and self.sock is not None:
+            self._flusher = threading.Thread(target=self._flush, daemon=True,
+                                             name="mcp-sansio-http-flusher")
+            self._flusher.start()
+
     def _shutdown(self) -> None:
         """(Lock held.) Shut the socket down: a FIN after what the kernel holds, and the
-        reader's ``recv`` returns. Only the reader closes the descriptor (no other thread
-        can then use a number the system has given to a new socket)."""
+        reader's ``recv`` returns."""
         if not self._dead:
             self._dead = True
             self._queue.clear()
             self._queued = 0
-            with contextlib.suppress(OSError):
-                self.sock.shutdown(socket.SHUT_RDWR)
+            if self.sock is not None:
+                with contextlib.suppress(OSError):
+                    self.sock.shutdown(socket.SHUT_RDWR)
         self._drained.notify_all()
 
     def _flush(self) -> None:
         """The flusher: write the queue as the peer reads it, then end."""
+        assert self.sock is not None
         poller = select.poll()
         poller.register(self.sock.fileno(), select.POLLOUT)
         while True:
@@ -284,15 +330,40 @@ class _Socket:
                 if self._queued <= _HIGH_WATER:
                     self._drained.notify_all()
 
-    # -- reading (the reader thread) -------------------------------------------------------
+    def _wait_drained(self) -> None:
+        """Backpressure (the reader, before it reads): a peer that does not read what we
+        write is not read from until it has caught up."""
+        with self._lock:
+            while self._queued > _HIGH_WATER and not self._dead:
+                self._drained.wait()
+
+    def _release(self) -> None:
+        """(The reader, last.) Shut down, wait for the flusher, close the descriptor."""
+        self.abort()
+        flusher = self._flusher
+        if flusher is not None:
+            flusher.join()
+        if self.sock is not None:
+            self.sock.close()
+
+
+class _Socket(_Writer):
+    """One accepted TCP connection: its socket, its channel and its reader thread."""
+
+    def __init__(self, service: HTTPService, sock: socket.socket, channel: ServerChannel
+                 ) -> None:
+        super().__init__(sock, service.max_write_buffer)
+        self.service = service
+        self.channel = channel
+        self.reader = threading.Thread(target=self._read, name="mcp-sansio-http-reader",
+                                       daemon=True)
 
     def _read(self) -> None:
         service, channel, sock = self.service, self.channel, self.sock
+        assert sock is not None
         try:
             while True:
-                with self._lock:  # backpressure: a peer that does not read is not read from
-                    while self._queued > _HIGH_WATER and not self._dead:
-                        self._drained.wait()
+                self._wait_drained()
                 lost = False
                 try:
                     data = sock.recv(_CHUNK)
@@ -317,10 +388,7 @@ class _Socket:
                     channel.connection_lost(now=time.monotonic())
                     service._pump()
                 service._room.notify()
-            flusher = self._flusher
-            if flusher is not None:
-                flusher.join()
-            sock.close()
+            self._release()
             service._readers.discard(self.reader)
 
 
@@ -587,3 +655,295 @@ def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: 
 
     with contextlib.suppress(KeyboardInterrupt):
         serve_http(server, host, port, on_ready=ready, **options)
+
+
+# -- the client ----------------------------------------------------------------------------------
+
+#: Seconds to wait for a TCP connection (and its TLS handshake) to open: 10 s, as on asyncio.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: Seconds :meth:`HTTPClientSession.close` waits for the session's ``DELETE`` to be answered
+#: before dropping the sockets: 2 s (a courtesy: the server expires idle sessions anyway).
+DEFAULT_CLOSE_TIMEOUT = 2.0
+
+
+class _ClientSocket(_Writer):
+    """One channel's TCP connection: opened by its reader thread (connect, then the TLS
+    handshake for ``https``), which then reads until the connection ends. What the session
+    writes before it is open waits (one request: the HTTP client sends one exchange at a
+    time per channel).
+
+    TLS runs over memory buffers (:class:`ssl.SSLObject`): the socket itself carries only
+    ciphertext, written the same non-blocking way as plain bytes, and the TLS object is used
+    by one thread at a time (the writers and the reader) under its own lock."""
+
+    def __init__(self, client: HTTPClientSession, channel: ClientChannel) -> None:
+        super().__init__(None, client.max_write_buffer)
+        self.client = client
+        self.channel = channel
+        self._ready = False
+        self._pending: list[bytes] = []
+        self._tls: ssl.SSLObject | None = None
+        self._tls_in = ssl.MemoryBIO()
+        self._tls_out = ssl.MemoryBIO()
+        self._tls_lock = threading.Lock()
+        self.reader = threading.Thread(target=self._run, name="mcp-sansio-http-client-reader",
+                                       daemon=True)
+
+    def write(self, data: bytes, close: bool) -> None:
+        """(The session's lock held.) Plain bytes from the HTTP client."""
+        with self._lock:
+            if not self._ready:
+                if close:  # dropped before it was open: nothing to say on it
+                    self._shutdown()
+                elif not self._dead:
+                    self._pending.append(data)
+                return
+        if data and not self._write_plain(data):
+            return
+        if close:
+            self.close_after_flush()
+
+    def _write_plain(self, data: bytes) -> bool:
+        if self._tls is None:
+            return self.send(data)
+        with self._tls_lock:
+            self._tls.write(data)
+            return self.send(self._tls_out.read())
+
+    def _run(self) -> None:
+        client, channel = self.client, self.channel
+        try:
+            try:
+                sock = self._open()
+            except (OSError, ssl.SSLError, ConnectionError) as exc:
+                self.abort()
+                client._forget(self)
+                client.channel_failed(channel, exc)
+                return
+            if not self._attach(sock):  # dropped while it was opening
+                sock.close()
+                client._forget(self)
+                return
+            with client.lock:  # what waited goes first, in order, before any later write
+                pending, self._pending = self._pending, []
+                for data in pending:
+                    self._write_plain(data)
+                with self._lock:
+                    self._ready = True
+            self._read(sock)
+        except Exception:  # pragma: no cover - a bug: log it, drop the connection
+            log.exception("the reader of an HTTP client connection failed")
+        finally:
+            self.abort()
+            client._forget(self)
+            with client.lock:
+                if not channel.closed or channel.exchange is not None:
+                    client.channel_lost(channel)
+            self._release()
+
+    def _open(self) -> socket.socket:
+        client = self.client
+        http = client.http
+        sock = socket.create_connection((http.host, http.port), timeout=client.connect_timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if client.ssl_context is not None:
+                tls = client.ssl_context.wrap_bio(self._tls_in, self._tls_out,
+                                                  server_hostname=http.host)
+                while True:
+                    try:
+                        tls.do_handshake()
+                        break
+                    except ssl.SSLWantReadError:
+                        sock.sendall(self._tls_out.read())
+                        data = sock.recv(_CHUNK)
+                        if not data:
+                            raise ConnectionError("closed during the TLS handshake") from None
+                        self._tls_in.write(data)
+                sock.sendall(self._tls_out.read())
+                self._tls = tls
+            sock.settimeout(None)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def _read(self, sock: socket.socket) -> None:
+        client, channel = self.client, self.channel
+        while True:
+            try:
+                data = sock.recv(_CHUNK)
+            except OSError:
+                return  # lost: the finally of _run says so
+            plain = data if self._tls is None else self._decrypt(data)
+            if plain or not data:
+                client.channel_data(channel, plain)
+            if not data:
+                return
+
+    def _decrypt(self, data: bytes) -> bytes:
+        tls = self._tls
+        assert tls is not None
+        out = bytearray()
+        with self._tls_lock:
+            if data:
+                self._tls_in.write(data)
+            else:
+                self._tls_in.write_eof()
+            while True:
+                try:
+                    chunk = tls.read(_CHUNK)
+                except (ssl.SSLWantReadError, ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            reply = self._tls_out.read()  # e.g. a key update's answer
+            if reply:
+                self.send(reply)
+        return bytes(out)
+
+
+class HTTPClientSession(HTTPClientLogic, SyncClient):
+    """A blocking MCP client over HTTP, with the methods of the threading stdio
+    :class:`~mcp_sansio.adapters.threading.Client` (see
+    :class:`~mcp_sansio.adapters._sync_api.SyncClient`). Made by :func:`connect_http`.
+
+    One reader thread per TCP connection feeds the sans-IO HTTP client under the session's
+    lock; a thread that calls writes its request to the socket itself; one timer thread
+    follows :meth:`~mcp_sansio.http.HTTPClient.next_deadline`. Cancelling a call (a
+    :class:`~mcp_sansio.adapters.threading.CancelToken`) cancels the request (handshake
+    era: ``notifications/cancelled``; stateless era: its stream is closed)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sockets: dict[ClientChannel, _ClientSocket] = {}
+        lock = cast("threading.RLock", self.lock)  # SyncSession's: an RLock
+        self._sockets_changed = threading.Condition(lock)
+        self._timer = threading.Condition(lock)
+        self._deadline: float | None = None
+        self._timer_at: float | None = None
+        self._stopping = False
+        self._timer_thread: threading.Thread | None = None
+        self._readers: set[threading.Thread] = set()
+        self.connect_timeout = DEFAULT_CONNECT_TIMEOUT
+        self.max_write_buffer = DEFAULT_MAX_WRITE_BUFFER
+        self.ssl_context: ssl.SSLContext | None = None
+        if self.http.scheme == "https":
+            self.ssl_context = ssl.create_default_context()
+
+    def _now(self) -> float:
+        return time.monotonic()
+
+    # -- the runtime's hooks (the session's lock is held) ----------------------------------
+
+    def _arm(self, deadline: float | None) -> None:
+        with self.lock:
+            self._deadline = deadline
+            if deadline is not None and (self._timer_at is None or deadline < self._timer_at):
+                self._timer_at = deadline
+                self._timer.notify()
+
+    def _send(self, channel: ClientChannel, data: bytes) -> None:
+        sock = self._sockets.get(channel)
+        if sock is None:
+            if channel.closed:
+                return  # never opened
+            sock = _ClientSocket(self, channel)
+            self._sockets[channel] = sock
+            self._readers.add(sock.reader)
+            sock.reader.start()
+        sock.write(data, channel.closed)
+
+    def _forget(self, sock: _ClientSocket) -> None:
+        with self.lock:
+            if self._sockets.get(sock.channel) is sock:
+                del self._sockets[sock.channel]
+                self._sockets_changed.notify_all()
+            self._readers.discard(sock.reader)
+
+    def _run_timer(self) -> None:
+        with self.lock:
+            while not self._stopping:
+                deadline = self._deadline
+                now = time.monotonic()
+                if deadline is not None and deadline <= now:
+                    self._deadline = self._timer_at = None
+                    self.on_timer()
+                    continue
+                self._timer_at = deadline
+                self._timer.wait(None if deadline is None else deadline - now)
+
+    def _start(self) -> None:
+        self._timer_thread = threading.Thread(target=self._run_timer, daemon=True,
+                                              name="mcp-sansio-http-client-timer")
+        self._timer_thread.start()
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def close(self, timeout: float = DEFAULT_CLOSE_TIMEOUT) -> None:
+        """End the session: ``DELETE`` it (handshake era, waiting at most ``timeout``
+        seconds for the answer), close every socket, abort what is still pending, and join
+        the threads the client started."""
+        self.begin_close()
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while self._sockets and (left := deadline - time.monotonic()) > 0:
+                self._sockets_changed.wait(left)
+            sockets = list(self._sockets.values())
+            readers = list(self._readers)
+            self._stopping = True
+            self._timer.notify_all()
+        for sock in sockets:
+            sock.abort()
+        for reader in readers:
+            if reader is not threading.current_thread():
+                reader.join()
+        if self._timer_thread is not None and self._timer_thread is not threading.current_thread():
+            self._timer_thread.join()
+        self._stop_workers()
+
+
+@contextlib.contextmanager
+def connect_http(
+    url: str, *, connect: bool = True, era: Era | None = None,
+    sampling: Callable[[dict[str, Any]], Any] | None = None,
+    elicitation: Callable[[dict[str, Any]], Any] | None = None,
+    roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
+    on_notification: Callable[[Notification], Any] | None = None,
+    on_log: Callable[[dict[str, Any]], Any] | None = None,
+    info: Mapping[str, Any] | None = None,
+    headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
+    http_options: Mapping[str, Any] | None = None,
+    **connection_options: Any,
+) -> Iterator[HTTPClientSession]:
+    """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)
+    and yield a connected blocking :class:`HTTPClientSession`.
+
+    As the asyncio adapter's ``connect_http``: the era is probed as on stdio, a server that
+    refuses ``initialize`` with 4xx is tried with the legacy HTTP+SSE transport, ``headers``
+    go on every request, and ``http_options`` go to :class:`~mcp_sansio.http.HTTPClient`
+    except three that are the adapter's: ``connect_timeout``, ``max_write_buffer`` and
+    ``ssl_context`` (for ``https``; default: :func:`ssl.create_default_context`). The
+    callbacks and ``connection_options`` are as for
+    :func:`~mcp_sansio.adapters.threading.connect_stdio`. On exit the session is ended
+    (``DELETE``), every socket closed and every thread joined."""
+    options = dict(http_options or {})
+    connect_timeout = options.pop("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+    max_write_buffer = options.pop("max_write_buffer", DEFAULT_MAX_WRITE_BUFFER)
+    ssl_context = options.pop("ssl_context", None)
+    client = HTTPClientSession.create_http(
+        url, headers=headers, http_options=options, sampling=sampling,
+        elicitation=elicitation, roots=roots, on_notification=on_notification, on_log=on_log,
+        info=info, **connection_options)
+    client.connect_timeout = connect_timeout
+    client.max_write_buffer = max_write_buffer
+    if ssl_context is not None:
+        client.ssl_context = ssl_context
+    client._start()
+    try:
+        if connect:
+            client.connect(era=era)
+        yield client
+    finally:
+        client.close()

@@ -83,7 +83,10 @@ __all__ = [
     "run_stdio",
     "serve_stdio",
     # HTTP (adapters/_http_threading.py)
+    "HTTPClientSession",
     "HTTPService",
+    "HTTPTransportError",
+    "connect_http",
     "run_http",
     "serve_http",
     "start_http",
@@ -316,14 +319,23 @@ def run_stdio(server: Server, **options: Any) -> None:
 
 # The HTTP adapters live in their own modules. They are loaded on first use, so that a stdio
 # process does not pay for importing h11 and mcp_sansio.http at start-up.
-_HTTP_SERVER_NAMES = ("HTTPService", "run_http", "serve_http", "start_http")
+_HTTP_NAMES = ("HTTPClientSession", "HTTPService", "HTTPTransportError", "connect_http",
+               "run_http", "serve_http", "start_http")
 
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
-    from ._http_threading import HTTPService, run_http, serve_http, start_http
+    from ._http_threading import (
+        HTTPClientSession,
+        HTTPService,
+        HTTPTransportError,
+        connect_http,
+        run_http,
+        serve_http,
+        start_http,
+    )
 
 
 def __getattr__(name: str) -> Any:
-    if name in _HTTP_SERVER_NAMES:
+    if name in _HTTP_NAMES:
         from . import _http_threading
 
         return getattr(_http_threading, name)

@@ -11,14 +11,26 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import h11
 import pytest
-from mcp_sansio.adapters.threading import Context, Server, start_http
+from mcp_sansio.adapters.threading import (
+    CancelToken,
+    ConnectionClosedError,
+    Context,
+    HTTPClientSession,
+    HTTPTransportError,
+    RequestCancelledError,
+    RequestTimeout,
+    Server,
+    connect_http,
+    start_http,
+)
 
-from mcp_sansio.http import ResponseMode, SSEParser
+from mcp_sansio import Era, Notification
+from mcp_sansio.http import ResponseMode, SSEParser, Transport
 
 from .http_util import init_body, stateless_meta
 
@@ -420,3 +432,205 @@ def test_close_drops_open_streams_and_stops_running_handlers() -> None:
         list(listen.stream())
     conn.close()
     listen.close()
+
+
+# -- the client, against the threaded server -------------------------------------------------
+
+ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
+
+
+def wait_for(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def elicit(params: dict[str, Any]) -> dict[str, Any]:
+    assert params["message"] == "Your name?"
+    return {"action": "accept", "content": {"name": "Ada"}}
+
+
+def sample(params: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "model": "test",
+            "content": {"type": "text", "text": "old pond, frog"}}
+
+
+def client_server(probe: Probe | None = None) -> Server:
+    server = make_server(probe)
+
+    @server.tool()
+    def ask_name(ctx: Context) -> str:
+        answer = ctx.elicit("Your name?", {"type": "object",  # type: ignore[attr-defined]
+                                           "properties": {"name": {"type": "string"}}})
+        return f"hello {answer['content']['name']}"
+
+    @server.tool()
+    async def haiku(ctx: Any) -> str:
+        result = await ctx.sample({"messages": [{"role": "user", "content": {
+            "type": "text", "text": "a haiku"}}], "maxTokens": 50})
+        return str(result["content"]["text"])
+
+    return server
+
+
+@pytest.mark.parametrize("mode", [ResponseMode.SSE, ResponseMode.JSON])
+@pytest.mark.parametrize("era", ERAS)
+def test_client_both_eras_and_response_modes(era: str, mode: ResponseMode) -> None:
+    logs: list[dict[str, Any]] = []
+    with start_http(client_server(), response_mode=mode) as service, \
+            connect_http(service.url, era=ERAS[era], on_log=logs.append) as client:
+        assert isinstance(client, HTTPClientSession)
+        assert client.era is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
+        assert client.transport is Transport.STREAMABLE
+        assert (client.session_id is not None) is (era == "handshake")
+        assert client.server_info["name"] == "http-threads"
+        assert {"add", "echo", "steps", "block"} <= {t["name"] for t in client.list_tools()}
+        assert text_of({"result": client.call_tool("add", {"a": 2, "b": 3},
+                                                   timeout=WAIT)}) == "5"
+        seen: list[tuple[float, float | None, str | None]] = []
+        result = client.call_tool("steps", {"count": 3}, progress=lambda *p: seen.append(p))
+        assert text_of({"result": result}) == "done"
+        if mode is ResponseMode.SSE:  # a JSON answer has no room for progress
+            assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+        if era == "handshake":
+            client.set_logging_level("info")
+            client.call_tool("echo", {"text": "logged"})
+            # on the call's stream (SSE), or on the GET stream (JSON: maybe after the answer)
+            wait_for(lambda: bool(logs))
+            assert [entry["data"] for entry in logs] == ["echo logged"]
+        # several calls at once from several threads, on as many connections as needed
+        texts: dict[int, str] = {}
+
+        def one(i: int) -> None:
+            texts[i] = text_of({"result": client.call_tool("echo", {"text": str(i)})})
+        callers = [threading.Thread(target=one, args=(i,)) for i in range(20)]
+        for thread in callers:
+            thread.start()
+        for thread in callers:
+            thread.join(WAIT)
+        assert texts == {i: str(i) for i in range(20)}
+
+
+@pytest.mark.parametrize("tool", ["block", "block_async"])
+@pytest.mark.parametrize("era", ERAS)
+def test_client_cancel_token_cancels_the_handler(era: str, tool: str) -> None:
+    probe = Probe()
+    with start_http(client_server(probe)) as service, \
+            connect_http(service.url, era=ERAS[era]) as client:
+        token = CancelToken()
+        failed: list[BaseException] = []
+
+        def waiting() -> None:
+            try:
+                client.call_tool(tool, {}, cancel=token)
+            except BaseException as exc:  # checked below
+                failed.append(exc)
+        caller = threading.Thread(target=waiting)
+        caller.start()
+        assert probe.started.wait(WAIT)
+        token.cancel()
+        caller.join(WAIT)
+        assert failed and isinstance(failed[0], RequestCancelledError)
+        assert probe.cancelled.wait(WAIT)  # notifications/cancelled, or the stream closed
+        assert text_of({"result": client.call_tool("echo", {"text": "after"})}) == "after"
+
+
+def test_client_per_call_timeout() -> None:
+    probe = Probe()
+    with start_http(client_server(probe)) as service, connect_http(service.url) as client:
+        with pytest.raises(RequestTimeout):
+            client.call_tool("block_async", {}, timeout=0.2)
+        assert probe.cancelled.wait(WAIT)
+
+
+def test_client_listen_stream_receives_list_changes() -> None:
+    with start_http(client_server()) as service, connect_http(service.url) as client:
+        assert client.era is Era.STATELESS
+        with client.listen({"toolsListChanged": True}) as subscription:
+            assert subscription.acknowledged == {"toolsListChanged": True}
+            client.call_tool("change", {})
+            assert next(subscription).method == "notifications/tools/list_changed"
+
+
+def test_client_handshake_era_get_stream_and_server_requests() -> None:
+    notes: list[Notification] = []
+    with start_http(client_server()) as service, \
+            connect_http(service.url, era=Era.HANDSHAKE, elicitation=elicit,
+                         sampling=sample, on_notification=notes.append) as client:
+        assert text_of({"result": client.call_tool("ask_name", {})}) == "hello Ada"
+        assert text_of({"result": client.call_tool("haiku", {})}) == "old pond, frog"
+        client.call_tool("change", {})  # broadcast: on the standalone GET stream
+        wait_for(lambda: bool(notes))
+        assert [n.method for n in notes] == ["notifications/tools/list_changed"]
+
+
+def test_client_stateless_era_input_required_is_answered_and_retried() -> None:
+    with start_http(client_server()) as service, \
+            connect_http(service.url, elicitation=elicit, sampling=sample) as client:
+        assert client.era is Era.STATELESS
+        assert text_of({"result": client.call_tool("ask_name", {})}) == "hello Ada"
+        assert text_of({"result": client.call_tool("haiku", {})}) == "old pond, frog"
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_client_pending_calls_fail_when_the_server_goes_away(era: str) -> None:
+    probe = Probe()
+    with start_http(client_server(probe)) as service, \
+            connect_http(service.url, era=ERAS[era]) as client:
+        failed: list[BaseException] = []
+
+        def waiting() -> None:
+            try:
+                client.call_tool("block_async", {}, timeout=None)
+            except BaseException as exc:  # checked below
+                failed.append(exc)
+        caller = threading.Thread(target=waiting)
+        caller.start()
+        assert probe.started.wait(WAIT)
+        service.close()  # sockets dropped, nothing listens any more
+        caller.join(WAIT)
+        assert failed and isinstance(failed[0], HTTPTransportError), failed
+        with pytest.raises(HTTPTransportError, match="cannot connect"):
+            client.call_tool("echo", {"text": "x"})
+
+
+def test_client_connecting_to_nothing_fails_clearly() -> None:
+    with start_http(client_server()) as service:
+        url = service.url
+    with pytest.raises(ConnectionClosedError, match="cannot connect"), connect_http(url):
+        pass  # pragma: no cover
+
+
+def test_client_renews_a_forgotten_session_and_retries() -> None:
+    with start_http(client_server()) as service:
+        port = service.port
+        with connect_http(service.url, era=Era.HANDSHAKE) as client:
+            first = client.session_id
+            service.close()
+            # the same port, a new server: it knows no session
+            with start_http(client_server(), port=port) as again:
+                assert text_of({"result": client.call_tool("echo", {"text": "x"})}) == "x"
+                assert client.session_id is not None and client.session_id != first
+                assert client.session_renewals == 1
+                assert list(again.http.sessions) == [client.session_id]
+
+
+def test_client_legacy_http_sse_fallback() -> None:
+    # A 2024-11-05 server: only the legacy transport, at its own paths.
+    with start_http(client_server(), path="/streamable", legacy_sse_path="/mcp",
+                    connection_options={"versions": ["2024-11-05"]}) as service, \
+            connect_http(f"http://127.0.0.1:{service.port}/mcp") as client:
+        assert client.transport is Transport.LEGACY
+        assert client.protocol_version == "2024-11-05"
+        assert text_of({"result": client.call_tool("echo", {"text": "old"})}) == "old"
+
+
+def test_client_close_sends_delete_and_ends_the_session() -> None:
+    with start_http(client_server()) as service:
+        with connect_http(service.url, era=Era.HANDSHAKE) as client:
+            sid = client.session_id
+            assert sid in service.http.sessions
+        assert sid not in service.http.sessions  # DELETE ended it
+        assert not client._sockets
+        with pytest.raises(ConnectionClosedError):
+            client.ping()
