@@ -164,6 +164,8 @@ class HTTPClientLogic(ClientLogic):
     def channel_data(self, channel: ClientChannel, data: bytes) -> None:
         """Bytes read from a channel's socket (``b""``: end of file)."""
         with self.lock:
+            if data and self.transport_detail is not None:
+                self.transport_detail = None  # the server is reachable again
             channel.receive_data(data, now=self._now())
             self.service()
 
