@@ -9,18 +9,27 @@
 * Server mode: starts ``mcp-sansio serve-example --transport http`` on 127.0.0.1 and runs
   ``server --requirements R`` for each requirement set R.
 * And the handshake-era harness 0.1.16 with ``--suite all``.
+* Client mode: ``client --command "<python> -m mcp_sansio conformance-client"
+  --requirements R`` for each R. The harness starts a mock server per scenario (all of a
+  requirement set in parallel) and runs the command with the mock's URL appended and the
+  scenario in ``MCP_CONFORMANCE_*`` environment variables. The full output of each client
+  run (with every client's log) goes to ``.cache/conformance-client-R.log``; this log shows
+  the summary.
 * Known failures are listed, each with its reason, in ``.ci/conformance-expected-failures.yml``.
 
-Prints the pass counts per requirement set; exits non-zero if any run failed.
+Prints the pass counts per requirement set (and how long each run took); exits non-zero if
+any run failed.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +47,9 @@ OLD_HARNESS = (OLD_DIR / "node_modules" / "@modelcontextprotocol" / "conformance
 EXPECTED = ROOT / ".ci" / "conformance-expected-failures.yml"
 REQUIREMENTS = ["2025-11-25", "2026-07-28"]
 PY = sys.executable
+#: The harness splits ``--command`` on spaces and hands the pieces to a shell: quoting keeps
+#: an interpreter path with spaces in one piece.
+CLIENT_COMMAND = f"{shlex.quote(PY)} -m mcp_sansio conformance-client"
 
 
 def _npm_install(where: Path, spec: str, marker: Path) -> None:
@@ -86,24 +98,46 @@ def _start_server() -> tuple[subprocess.Popen[str], str]:
     return proc, url
 
 
-def _run(args: list[str], label: str, results: list[str], harness: Path = HARNESS) -> bool:
+def _shown(line: str) -> bool:
+    """Server mode: the per-scenario summary and everything that is not a SUCCESS."""
+    return not ("SUCCESS" in line or line.startswith("Running client scenario")
+                or line.startswith("=== Running scenario") or not line.strip())
+
+
+def _run(args: list[str], label: str, results: list[str], harness: Path = HARNESS,
+         log: Path | None = None) -> bool:
     cmd = [str(NODE), str(harness), *args]
     if harness == HARNESS:
         cmd += ["--expected-failures", str(EXPECTED)]
     print(f"\n--- {label}: {' '.join(args)}", flush=True)
+    start = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, check=False)
+    took = time.monotonic() - start
     out = proc.stdout
     lines = out.splitlines()
-    # Keep the log short: the per-scenario summary and everything that is not a SUCCESS.
-    for line in lines:
-        if ("SUCCESS" in line or line.startswith("Running client scenario")
-                or line.startswith("=== Running scenario") or not line.strip()):
-            continue
-        print(line)
+    if log is None:
+        for line in lines:
+            if _shown(line):
+                print(line)
+    else:
+        # Client mode interleaves every scenario's checks and its client's log (the
+        # harness prints a client's output when it exits non-zero): keep all of it in a
+        # file, and show the summary from its start.
+        log.write_text(out)
+        start_at = next((i for i, line in enumerate(lines) if "SUITE SUMMARY" in line), 0)
+        for line in lines[start_at:]:
+            if line.strip():
+                print(line)
+        print(f"(the whole output: {log.relative_to(ROOT)})")
     total = [line for line in lines if line.startswith("Total:")]
     summary = total[-1] if total else "no total"
-    results.append(f"{label}: {summary} (exit {proc.returncode})")
+    if log is not None:
+        # Per scenario too: the check totals mix the expected failures in.
+        passed = sum(line.startswith("\u2713 ") for line in lines)
+        failed = sum(line.startswith("\u2717 ") for line in lines)
+        summary += f"; scenarios: {passed} passed, {failed} failed"
+    results.append(f"{label}: {summary} (exit {proc.returncode}, {took:.0f} s)")
     return proc.returncode == 0
 
 
@@ -126,6 +160,10 @@ def inside() -> int:
     finally:
         server.terminate()
         server.wait(10)
+    for requirements in REQUIREMENTS:
+        ok &= _run(["client", "--command", CLIENT_COMMAND, "--requirements", requirements],
+                   f"client {requirements}", results,
+                   log=CACHE / f"conformance-client-{requirements}.log")
     print("\n=== conformance results")
     for line in results:
         print(line)
