@@ -105,6 +105,9 @@ _SEP1330_SCHEMA = {"type": "object", "properties": {
 
 _NO_ARGS = {"type": "object", "properties": {}}
 
+_CONFIRM_SCHEMA = {"type": "object", "properties": {"confirm": {"type": "boolean"}},
+                   "required": ["confirm"]}
+
 
 def _elicited(answer: dict[str, Any]) -> str:
     return f"action={answer.get('action')}, content={json.dumps(answer.get('content'))}"
@@ -385,6 +388,79 @@ def build(sleep: Sleep, name: str = "mcp-sansio-example") -> Server:
         answers = await ctx.ask(wanted)
         return f"received answers for {', '.join(sorted(answers))}"
 
+    # -- the tasks extension (2026-07-28, SEP-2663): see adapters/_tasks.py ---------------------
+
+    tasks = server.enable_tasks()
+
+    @tool(description="Greets by name (never a task).")
+    async def greet(name: str) -> str:
+        return f"Hello, {name}!"
+
+    @tool(description="Sleeps `seconds`, then answers; runs as a task for a client that "
+                      "negotiated the tasks extension (0 s: at once).",
+          input_schema={"type": "object", "properties": {
+              "seconds": {"type": "number"}, "label": {"type": "string"}},
+              "required": ["seconds"]},
+          task_support="optional")
+    async def slow_compute(seconds: float, label: str = "") -> str:
+        if float(seconds) > 0:
+            await sleep(float(seconds))
+        return f"computed {label or 'result'} after {float(seconds):g} s"
+
+    @tool(description="A task that fails as a tool after half a second (isError).",
+          task_support="required", **no_args)
+    async def failing_job() -> str:
+        await sleep(0.5)
+        raise ToolError("failing_job failed, as it always does")
+
+    @tool(description="A task that fails with a protocol-level error (status failed).",
+          task_support="optional", **no_args)
+    async def protocol_error_job() -> str:
+        await sleep(0.1)
+        raise RuntimeError("protocol_error_job breaks on purpose")
+
+    @tool(description="A task that asks the user to confirm a deletion.",
+          input_schema={"type": "object", "properties": {"filename": {"type": "string"}},
+                        "required": ["filename"]},
+          task_support="optional")
+    async def confirm_delete(filename: str, ctx: Context) -> str:
+        answer = await ctx.elicit(f"Delete {filename}?", _CONFIRM_SCHEMA, key="confirm")
+        confirmed = answer.get("action") == "accept" and (
+            answer.get("content") or {}).get("confirm") is True
+        return f"{'deleted' if confirmed else 'kept'} {filename}"
+
+    @tool(description="A task that asks two questions at once.", task_support="optional",
+          **no_args)
+    async def multi_input(ctx: Context) -> str:
+        answers = await ctx.ask({
+            "name": elicit_request("What is your name?", _NAME_SCHEMA),
+            "confirm": elicit_request("Go ahead?", _CONFIRM_SCHEMA),
+        })
+        name = (answers["name"].get("content") or {}).get("name", "stranger")
+        return f"Hello, {name}! (confirmed: {answers['confirm'].get('action')})"
+
+    @tool(description="Asks for a name with input_required, then goes on as a task.",
+          task_support="required", **no_args)
+    async def test_tool_with_task(ctx: Context) -> str:
+        answer = await ctx.ask({"user_name": elicit_request("What is your name?",
+                                                            _NAME_SCHEMA)})
+        await sleep(0.1)
+        name = (answer["user_name"].get("content") or {}).get("name", "stranger")
+        return f"Hello, {name}! (from a task)"
+
+    # The MRTR -> task composition: the name is gathered on the request, before the task.
+    tasks.gather_first("test_tool_with_task", {
+        "user_name": elicit_request("What is your name?", _NAME_SCHEMA)})
+
+    # -- custom headers (2026-07-28 x-mcp-header: mirrored into Mcp-Param-Region) -------------
+
+    @tool(description="Echoes its region, which HTTP clients mirror into Mcp-Param-Region.",
+          input_schema={"type": "object", "properties": {
+              "region": {"type": "string", "x-mcp-header": "Region"},
+              "query": {"type": "string"}}, "required": ["region"]})
+    async def test_param_headers(region: str, query: str = "") -> str:
+        return f"region={region}, query={query}"
+
     # -- resources -----------------------------------------------------------------------------
 
     @server.resource("test://static-text", name="static-text", mime_type="text/plain")
@@ -516,5 +592,24 @@ def run_http(host: str = "127.0.0.1", port: int = 0, *, runtime: str = "asyncio"
     _log_to_stderr()
     if allowed_hosts is not None:
         options["allowed_hosts"] = list(allowed_hosts)
+    server = build(sleep)
+    options.setdefault("tool_param_headers", tool_param_headers(server))
     adapter = importlib.import_module(f"{__package__}.{runtime}")
-    adapter.run_http(build(sleep), host, port, **options)
+    adapter.run_http(server, host, port, **options)
+
+
+def tool_param_headers(server: Server) -> Callable[[str], dict[str, tuple[str, ...]] | None]:
+    """The ``tool_param_headers`` option of :class:`~mcp_sansio.http.HTTPServer` for
+    ``server``: each tool's ``x-mcp-header`` annotations (2026-07-28), read from its
+    ``inputSchema`` when asked, so that ``Mcp-Param-*`` headers are checked."""
+    from mcp_sansio.http import param_headers
+
+    def lookup(name: str) -> dict[str, tuple[str, ...]] | None:
+        entry = server.tools.get(name)
+        if entry is None:
+            return None
+        try:
+            return param_headers(entry.definition["inputSchema"]) or None
+        except ValueError:
+            return None
+    return lookup

@@ -36,7 +36,7 @@ import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, suppress
-from typing import Any, NoReturn, Self
+from typing import TYPE_CHECKING, Any, NoReturn, Self
 
 from mcp_sansio import (
     NEED_DATA,
@@ -85,6 +85,9 @@ __all__ = [
     "ToolError",
     "outcome",
 ]
+
+if TYPE_CHECKING:
+    from ._tasks import Tasks
 
 log = logging.getLogger("mcp_sansio.adapters")
 
@@ -792,6 +795,8 @@ class Server:
         self.templates: dict[str, Entry] = {}
         self.prompts: dict[str, Entry] = {}
         self.completion_handler: Callable[..., Any] | None = None
+        #: The task store (:meth:`enable_tasks`), or None: no tool runs as a task.
+        self.tasks: Tasks | None = None
 
     # -- registration -------------------------------------------------------------------------
 
@@ -799,8 +804,10 @@ class Server:
         self, fn: Callable[..., Any], *, name: str | None = None,
         description: str | None = None, input_schema: Mapping[str, Any] | None = None,
         output_schema: Mapping[str, Any] | None = None, title: str | None = None,
-        annotations: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None, task_support: str | None = None,
     ) -> Callable[..., Any]:
+        """A tool. ``task_support`` (``"optional"``, ``"required"``) lets it run as a task
+        (:meth:`enable_tasks`); it is declared as ``execution.taskSupport``."""
         tool_name = name or fn.__name__
         definition: dict[str, Any] = {
             "name": tool_name,
@@ -814,6 +821,10 @@ class Server:
             definition["outputSchema"] = dict(output_schema)
         if annotations is not None:
             definition["annotations"] = dict(annotations)
+        if task_support not in (None, "forbidden", "optional", "required"):
+            raise ValueError(f"task_support {task_support!r}: forbidden, optional or required")
+        if task_support is not None:
+            definition["execution"] = {"taskSupport": task_support}
         self.tools[tool_name] = Entry(fn, definition)
         return fn
 
@@ -884,6 +895,14 @@ class Server:
     def completion(self) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         return self.set_completion
 
+    def enable_tasks(self, **options: Any) -> Tasks:
+        """Let tools registered with ``task_support`` run as tasks (the 2026-07-28 tasks
+        extension, see :mod:`._tasks`); ``options`` go to :class:`~._tasks.Tasks`."""
+        from ._tasks import Tasks
+
+        self.tasks = Tasks(**options)
+        return self.tasks
+
     # -- what the connection declares -----------------------------------------------------------
 
     def capabilities(self) -> dict[str, Any]:
@@ -897,6 +916,8 @@ class Server:
             caps["prompts"] = dict(changed)
         if self.completion_handler is not None:
             caps["completions"] = {}
+        if self.tasks is not None:
+            caps.update(self.tasks.capabilities())
         return caps
 
     def connection(self, **options: Any) -> ServerConnection:
@@ -926,6 +947,10 @@ class Server:
         """The job for one request, or McpError for a request this server cannot serve."""
         method = request.method
         params = request.params or {}
+        if self.tasks is not None:
+            job = self.tasks.route(self, request, ctx)
+            if job is not None:
+                return job
         if method == "tools/list":
             page = self._page("tools", [e.definition for e in self.tools.values()], params)
             return Job(None, shape=lambda _: page)

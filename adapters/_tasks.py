@@ -1,0 +1,760 @@
+"""Tasks for the high-level :class:`~._session.Server`: the ``io.modelcontextprotocol/tasks``
+extension of 2026-07-28 (SEP-2663).
+
+Theory of operation
+-------------------
+A tool registered with ``task_support="optional"`` or ``"required"`` may run as a *task*: the
+``tools/call`` is answered at once with a ``CreateTaskResult`` (``resultType: "task"``, the
+task's id, status and times, flat at the top level), and the handler goes on in the
+background. The client polls ``tasks/get`` (a *DetailedTask*: the status, and once terminal
+the tool's result -- or, for a protocol-level failure, the error -- inlined), answers the
+task's questions with ``tasks/update`` and stops it with ``tasks/cancel``; both of those are
+acknowledged with an empty ``{resultType: "complete"}``. There is no ``tasks/result`` and no
+``tasks/list`` in this version of tasks (both are -32601).
+
+The server decides (SEP-2663, "server-directed creation"): a client that negotiated the
+extension -- ``capabilities.extensions["io.modelcontextprotocol/tasks"]`` in the request's
+``_meta`` -- gets a task for every task-supporting tool; one that did not gets the plain
+result (``optional``) or -32021 naming the extension (``required``), and its ``tasks/*``
+requests are refused with -32021 as well. A v1 ``task`` param on ``tools/call`` is ignored:
+the tool's registration decides.
+
+Statuses: ``working`` -> (``input_required`` <-> ``working``)* -> ``completed`` (the handler
+returned, or failed *as a tool*: ``result.isError``), ``failed`` (it raised anything else:
+a protocol-level error, -32603 with a generic message, the exception logged) or
+``cancelled``. Terminal statuses are final; cancelling a terminal task is acknowledged and
+changes nothing.
+
+Asking the client from a task: the handler's ``ctx`` is a :class:`TaskContext`; its ``ask``
+(and ``elicit``, ``sample``, ``list_roots``) parks the task in ``input_required`` with the
+requests under ``inputRequests`` and waits until ``tasks/update`` has brought an answer for
+every key (answers may come one at a time: answered keys leave ``inputRequests``). Progress
+becomes the task's ``statusMessage``; log messages go to :mod:`logging` (the request they
+would be about has been answered).
+
+Where a task runs: on the runtime that routed its ``tools/call`` -- a task on asyncio's loop,
+a trio system task (it outlives the HTTP request that created it), or, on threads, a thread
+of its own (an ``async def`` handler gets a private event loop there). :class:`Tasks` finds
+out which by itself; ``runner=`` overrides it.
+
+Lifetime: a task is kept ``ttl_ms`` after it was created (``ttlMs`` on the wire; the
+store never drops one earlier, SEP-2663 "TTL"), then forgotten (its handler cancelled if it
+still runs). The store holds at most ``max_tasks``: when full, expired tasks are dropped
+first and then a new task is refused (-32603 is not right for a busy server, so the
+``tools/call`` simply runs synchronously instead, which the extension allows).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import inspect
+import logging
+import secrets
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from mcp_sansio import Era, ErrorCode
+
+from ._session import (
+    INPUT_METHODS,
+    Context,
+    InputRequiredSignal,
+    Job,
+    McpError,
+    MissingCapability,
+    ToolError,
+    elicit_request,
+    sampling_request,
+    tool_error_result,
+)
+
+if TYPE_CHECKING:
+    from mcp_sansio import Request
+
+    from ._session import Server
+
+__all__ = [
+    "DEFAULT_MAX_TASKS",
+    "DEFAULT_POLL_INTERVAL_MS",
+    "DEFAULT_TTL_MS",
+    "TASKS_EXTENSION",
+    "Task",
+    "TaskContext",
+    "Tasks",
+]
+
+log = logging.getLogger("mcp_sansio.adapters.tasks")
+
+#: The extension's identifier under ``capabilities.extensions`` (SEP-2663).
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: How long a task is kept after its creation: ten minutes -- long enough for a client to
+#: come back for a slow job's result, short enough that abandoned tasks do not pile up.
+DEFAULT_TTL_MS = 10 * 60 * 1000
+#: How often a client is asked to poll ``tasks/get``: half a second keeps a human-facing
+#: client responsive without flooding the server.
+DEFAULT_POLL_INTERVAL_MS = 500
+#: Tasks kept at once (running or finished, until their TTL): bounds memory against a
+#: client that starts tasks and never comes back.
+DEFAULT_MAX_TASKS = 1000
+
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+_GENERIC_FAILURE = {"code": int(ErrorCode.INTERNAL_ERROR), "message": "Internal error"}
+
+
+def _iso(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(
+        timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _raiser(error: BaseException) -> Callable[[], Any]:
+    def fail() -> Any:
+        raise error
+    return fail
+
+
+def _required() -> dict[str, Any]:
+    return {"extensions": {TASKS_EXTENSION: {}}}
+
+
+class Task:
+    """One task: its status and, once terminal, its result or error."""
+
+    def __init__(self, task_id: str, created: float, expires: float, ttl_ms: int,
+                 poll_interval_ms: int) -> None:
+        self.task_id = task_id
+        self.status = "working"
+        self.status_message: str | None = None
+        self.created = created
+        self.updated = created
+        self.expires = expires
+        self.ttl_ms = ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        #: The tool's result (``completed``) or the JSON-RPC error (``failed``).
+        self.result: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+        #: Questions waiting for ``tasks/update``, by key; and the answers so far.
+        self.input_requests: dict[str, dict[str, Any]] = {}
+        self.answers: dict[str, Any] = {}
+        self._wake: Callable[[], None] | None = None
+        self._cancel: Callable[[], None] | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def envelope(self) -> dict[str, Any]:
+        """The Task fields every task answer carries (SEP-2663 wire names: ``ttlMs``,
+        ``pollIntervalMs``, integer milliseconds)."""
+        body: dict[str, Any] = {
+            "taskId": self.task_id, "status": self.status,
+            "createdAt": _iso(self.created), "lastUpdatedAt": _iso(self.updated),
+            "ttlMs": self.ttl_ms, "pollIntervalMs": self.poll_interval_ms,
+        }
+        if self.status_message is not None:
+            body["statusMessage"] = self.status_message
+        return body
+
+    def created_result(self) -> dict[str, Any]:
+        """The ``CreateTaskResult``: ``Result & Task``, flat, ``resultType: "task"``."""
+        return {"resultType": "task", **self.envelope()}
+
+    def detailed(self) -> dict[str, Any]:
+        """The ``tasks/get`` answer: the envelope plus what the status calls for."""
+        body = self.envelope()
+        if self.status == "completed" and self.result is not None:
+            body["result"] = self.result
+        elif self.status == "failed" and self.error is not None:
+            body["error"] = self.error
+        elif self.status == "input_required":
+            body["inputRequests"] = {key: dict(item)
+                                     for key, item in self.input_requests.items()}
+        return body
+
+
+# -- runners: where a task's handler runs ---------------------------------------------------
+
+
+class _Runner:
+    """Starts a handler in the background and makes the waitable a task's ``ask`` uses."""
+
+    def start(self, run: Callable[[], Any], task: Task,
+              is_async: bool) -> None:  # pragma: no cover - abstract
+        """Run ``run()`` (a coroutine function when ``is_async``) in the background and set
+        ``task._cancel``."""
+        raise NotImplementedError
+
+    def waiter(self) -> _Waiter:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class _Waiter:
+    """Set from any thread; awaited (or, on a task's own thread, waited for)."""
+
+    def set(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def wait(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def wait_blocking(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class _AsyncioRunner(_Runner):
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self, run: Any, task: Task, is_async: bool) -> None:
+        loop = self.loop
+        handle = loop.create_task(run())
+        self._tasks.add(handle)  # a strong reference until it ends
+        handle.add_done_callback(self._tasks.discard)
+
+        def cancel() -> None:
+            loop.call_soon_threadsafe(handle.cancel)
+        task._cancel = cancel
+
+    def waiter(self) -> _Waiter:
+        return _AsyncioWaiter(self.loop)
+
+
+class _AsyncioWaiter(_Waiter):
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.event = asyncio.Event()
+
+    def set(self) -> None:
+        self.loop.call_soon_threadsafe(self.event.set)
+
+    async def wait(self) -> None:
+        await self.event.wait()
+
+
+class _TrioRunner(_Runner):
+    def __init__(self) -> None:
+        import trio
+
+        self.trio = trio
+        self.token = trio.lowlevel.current_trio_token()
+
+    def start(self, run: Any, task: Task, is_async: bool) -> None:
+        trio = self.trio
+        scope = trio.CancelScope()
+
+        async def body() -> None:
+            with scope:
+                await run()
+        # A system task outlives the request (and the HTTP exchange) that created it; it
+        # is cancelled when the whole run ends. run() never raises (see Tasks._execute).
+        trio.lowlevel.spawn_system_task(body, name=f"mcp task {task.task_id}")
+        task._cancel = lambda: self.token.run_sync_soon(scope.cancel)
+
+    def waiter(self) -> _Waiter:
+        return _TrioWaiter(self.trio, self.token)
+
+
+class _TrioWaiter(_Waiter):
+    def __init__(self, trio: Any, token: Any) -> None:
+        self.token = token
+        self.event = trio.Event()
+
+    def set(self) -> None:
+        self.token.run_sync_soon(self.event.set)
+
+    async def wait(self) -> None:
+        await self.event.wait()
+
+
+class _ThreadRunner(_Runner):
+    """One thread per task (a task is long-running by nature: no thread hop per message);
+    an ``async def`` handler gets a private event loop in it."""
+
+    def start(self, run: Any, task: Task, is_async: bool) -> None:
+        if not is_async:
+            thread = threading.Thread(target=run, name=f"mcp task {task.task_id}",
+                                      daemon=True)
+            task._cancel = None  # a plain def handler polls ctx.cancelled
+            thread.start()
+            return
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        holder: list[asyncio.Task[None]] = []
+
+        async def main() -> None:
+            current = asyncio.current_task()
+            assert current is not None
+            holder.append(current)
+            ready.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await run()
+
+        def target() -> None:
+            try:
+                loop.run_until_complete(main())
+            finally:
+                ready.set()
+                loop.close()
+
+        def cancel() -> None:
+            ready.wait()
+            if holder and not loop.is_closed():
+                with contextlib.suppress(RuntimeError):  # the loop has just closed
+                    loop.call_soon_threadsafe(holder[0].cancel)
+
+        task._cancel = cancel
+        threading.Thread(target=target, name=f"mcp task {task.task_id}", daemon=True).start()
+
+    def waiter(self) -> _Waiter:
+        return _ThreadWaiter()
+
+
+class _ThreadWaiter(_Waiter):
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.async_event: asyncio.Event | None = None
+
+    def set(self) -> None:
+        self.event.set()
+        loop, async_event = self.loop, self.async_event
+        if loop is not None and async_event is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(async_event.set)
+
+    async def wait(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.async_event = asyncio.Event()
+        if not self.event.is_set():
+            await self.async_event.wait()
+
+    def wait_blocking(self) -> None:
+        self.event.wait()
+
+
+def current_runner() -> _Runner:
+    """The runner of the runtime the caller runs on: trio, asyncio, else threads."""
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            pass
+        else:
+            return _TrioRunner()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _ThreadRunner()
+    return _AsyncioRunner()
+
+
+# -- the handler's context inside a task ----------------------------------------------------
+
+
+class TaskContext:
+    """A task handler's ``ctx``: what :class:`~._session.Context` offers, for a request that
+    has already been answered with ``CreateTaskResult``.
+
+    ``ask`` (``elicit``, ``sample``, ``list_roots``) parks the task in ``input_required``
+    until ``tasks/update`` answers every key; it is ``async`` for ``async def`` handlers
+    and blocking for plain ones (threads)."""
+
+    def __init__(self, tasks: Tasks, task: Task, request_ctx: Context, waiter_factory:
+                 Callable[[], _Waiter], is_async: bool) -> None:
+        self.tasks = tasks
+        self.task = task
+        self.task_id = task.task_id
+        self.method = request_ctx.method
+        self.params = dict(request_ctx.params)
+        self.request_id = request_ctx.request_id
+        self.era = request_ctx.era
+        self.client_capabilities = dict(request_ctx.client_capabilities)
+        #: Answers the creating request carried (see :meth:`Tasks.gather_first`).
+        self.input_responses: dict[str, Any] = dict(request_ctx.input_responses)
+        self.request_state: str | None = None
+        self._waiter_factory = waiter_factory
+        self._is_async = is_async
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the task was cancelled (a plain ``def`` handler on threads polls it)."""
+        return self.task.status == "cancelled"
+
+    def progress(self, progress: float, total: float | None = None,
+                 message: str | None = None) -> None:
+        """Progress of a task is its ``statusMessage`` (seen on the next ``tasks/get``)."""
+        text = message or (f"{progress:g}/{total:g}" if total is not None else f"{progress:g}")
+        self.tasks._touch(self.task, status_message=text)
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Log messages of a task go to :mod:`logging` (the request is answered)."""
+        log.log(_LEVELS.get(level, logging.INFO), "task %s%s: %s", self.task_id,
+                f" ({logger})" if logger else "", data)
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        log.debug("task %s: %s not sent (no stream to send it on)", self.task_id, method)
+
+    def notify_list_changed(self, kind: str) -> None:
+        self.notify(f"notifications/{kind}/list_changed")
+
+    def _plan(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]]) -> _Waiter:
+        caps = self.client_capabilities
+        missing: dict[str, Any] = {INPUT_METHODS[m][0]: {} for m, _ in requests.values()
+                   if m in INPUT_METHODS and INPUT_METHODS[m][0] not in caps}
+        if missing:
+            raise MissingCapability(missing)
+        waiter = self._waiter_factory()
+        if all(isinstance(self.input_responses.get(key), dict) for key in requests):
+            # Gathered before the task was created: answered already.
+            self.tasks._preanswer(self.task, {key: self.input_responses.pop(key)
+                                              for key in requests})
+            waiter.set()
+            return waiter
+        self.tasks._park(self.task, {key: {"method": method, "params": dict(params)}
+                                     for key, (method, params) in requests.items()}, waiter)
+        return waiter
+
+    def _collect(self, requests: Mapping[str, Any]) -> dict[str, Any]:
+        return self.tasks._take_answers(self.task, list(requests))
+
+    def ask(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]],
+            request_state: str | None = None) -> Any:
+        """Ask the client: ``{key: (method, params)}`` -> ``{key: answer}`` once
+        ``tasks/update`` has brought every answer (``request_state`` is not used: a task
+        keeps its own state)."""
+        waiter = self._plan(requests)
+        if not self._is_async:
+            waiter.wait_blocking()
+            return self._collect(requests)
+
+        async def wait() -> dict[str, Any]:
+            await waiter.wait()
+            return self._collect(requests)
+        return wait()
+
+    def elicit(self, message: str, schema: Mapping[str, Any], *,
+               key: str = "elicitation") -> Any:
+        return self._one(key, elicit_request(message, schema))
+
+    def sample(self, params: Mapping[str, Any], *, key: str = "sampling") -> Any:
+        return self._one(key, sampling_request(params))
+
+    def list_roots(self, *, key: str = "roots") -> Any:
+        return self._one(key, ("roots/list", {}))
+
+    def _one(self, key: str, request: tuple[str, dict[str, Any]]) -> Any:
+        answer = self.ask({key: request})
+        if not self._is_async:
+            return answer[key]
+
+        async def one() -> Any:
+            return (await answer)[key]
+        return one()
+
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
+           "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
+           "alert": logging.CRITICAL, "emergency": logging.CRITICAL}
+
+
+# -- the store ------------------------------------------------------------------------------
+
+
+class Tasks:
+    """The tasks of one :class:`~._session.Server` (shared by all its connections: over
+    HTTP every 2026-07-28 request is a connection of its own). Made by
+    :meth:`Server.enable_tasks <._session.Server.enable_tasks>`.
+
+    :param ttl_ms: how long a task is kept after its creation (``ttlMs``).
+    :param poll_interval_ms: the polling interval suggested to clients (``pollIntervalMs``).
+    :param max_tasks: tasks kept at once.
+    :param runner: where handlers run (default: found from the calling runtime).
+    :param clock: wall-clock seconds for ``createdAt``/``lastUpdatedAt``.
+    :param monotonic: seconds for expiry.
+    """
+
+    def __init__(self, *, ttl_ms: int = DEFAULT_TTL_MS,
+                 poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS,
+                 max_tasks: int = DEFAULT_MAX_TASKS,
+                 runner: Callable[[], _Runner] | None = None,
+                 clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        if int(ttl_ms) <= 0 or int(poll_interval_ms) <= 0 or max_tasks <= 0:
+            raise ValueError("ttl_ms, poll_interval_ms and max_tasks must be positive")
+        self.ttl_ms = int(ttl_ms)
+        self.poll_interval_ms = int(poll_interval_ms)
+        self.max_tasks = max_tasks
+        self._runner = runner or current_runner
+        self._clock = clock
+        self._monotonic = monotonic
+        self._tasks: dict[str, Task] = {}
+        self._lock = threading.Lock()
+        self._first: dict[str, Mapping[str, tuple[str, Mapping[str, Any]]]] = {}
+
+    def gather_first(self, tool: str,
+                     requests: Mapping[str, tuple[str, Mapping[str, Any]]]) -> None:
+        """Ask the client for ``requests`` on the ``tools/call`` itself, before ``tool``
+        becomes a task (the MRTR -> task composition, SEP-2663): the call is answered
+        ``input_required`` until its retry carries every answer, and only then is the task
+        created. Inside the task, ``ctx.ask`` for those keys returns the answers at once."""
+        self._first[tool] = dict(requests)
+
+    # -- the server's side --------------------------------------------------------------------
+
+    @staticmethod
+    def negotiated(ctx: Context) -> bool:
+        """Whether the request's client declared the extension (2026-07-28 only: the
+        extension is negotiated per request, in ``_meta``)."""
+        if ctx.era is not Era.STATELESS:
+            return False
+        extensions = ctx.client_capabilities.get("extensions")
+        return isinstance(extensions, dict) and extensions.get(TASKS_EXTENSION) not in (
+            None, False)
+
+    def capabilities(self) -> dict[str, Any]:
+        """What the server declares: the extension (never the v1 ``tasks`` slot)."""
+        return {"extensions": {TASKS_EXTENSION: {}}}
+
+    def route(self, server: Server, request: Request, ctx: Context) -> Job | None:
+        """The job for a tasks request or a task-creating ``tools/call``; None: not ours."""
+        method = request.method
+        params = request.params or {}
+        if method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            if ctx.era is not Era.STATELESS:
+                raise McpError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
+            if not self.negotiated(ctx):
+                raise McpError(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                               f"Missing required client capability: {TASKS_EXTENSION}",
+                               {"requiredCapabilities": _required()})
+            answer = {"tasks/get": self.get, "tasks/update": self.update,
+                      "tasks/cancel": self.cancel}[method](params)
+            return Job(None, shape=lambda _: answer)
+        if method != "tools/call":
+            return None
+        name = params.get("name")
+        entry = server.tools.get(name) if isinstance(name, str) else None
+        support = entry.definition.get("execution", {}).get("taskSupport") if entry else None
+        if support not in ("optional", "required"):
+            return None
+        if not self.negotiated(ctx):
+            if support == "optional":
+                return None
+            if ctx.era is Era.STATELESS:
+                raise McpError(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                               f"Missing required client capability: {TASKS_EXTENSION} "
+                               f"(tool {name!r} runs only as a task)",
+                               {"requiredCapabilities": _required()})
+            # 2025-11-25 tasks.mdx: a required-task tool called plainly -> -32601.
+            raise McpError(ErrorCode.METHOD_NOT_FOUND,
+                           f"Tool {name!r} must be called as a task")
+        job = server._route_tool(params, ctx)
+        if job.fn is None:  # arguments that do not fit: an isError result at once
+            return job
+        first = self._first.get(name) if isinstance(name, str) else None
+        if first is not None:
+            try:
+                ctx.plan_ask(first)  # the answers the retry carries, or input_required
+            except (InputRequiredSignal, MissingCapability) as signal:
+                return Job(_raiser(signal))
+        created = self.start(job, ctx)
+        if created is None:  # the store is full: run it synchronously
+            return job
+        return Job(None, shape=lambda _: created)
+
+    # -- the methods ----------------------------------------------------------------------------
+
+    def _find(self, params: Mapping[str, Any]) -> Task:
+        task_id = params.get("taskId")
+        with self._lock:
+            self._expire()
+            task = self._tasks.get(task_id) if isinstance(task_id, str) else None
+        if task is None:
+            # SEP-2663 (and 2025-11-25): an unknown taskId is -32602.
+            raise McpError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown taskId",
+                           {"taskId": task_id})
+        return task
+
+    def get(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``tasks/get``: the DetailedTask."""
+        task = self._find(params)
+        with self._lock:
+            return {"resultType": "complete", **task.detailed()}
+
+    def update(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``tasks/update``: answers to the task's questions (unknown keys are ignored);
+        the task resumes once every question is answered. An empty ack either way."""
+        task = self._find(params)
+        responses = params.get("inputResponses")
+        if not isinstance(responses, dict):
+            raise McpError(ErrorCode.INVALID_PARAMS,
+                           "Invalid params: inputResponses must be an object")
+        wake = None
+        with self._lock:
+            for key, answer in responses.items():
+                if key in task.input_requests and isinstance(answer, dict):
+                    del task.input_requests[key]
+                    task.answers[key] = answer
+            if task.status == "input_required" and not task.input_requests:
+                task.status = "working"
+                task.updated = self._clock()
+                wake, task._wake = task._wake, None
+        if wake is not None:
+            wake()
+        return {"resultType": "complete"}
+
+    def cancel(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``tasks/cancel``: stop the handler; the status becomes ``cancelled`` (a terminal
+        task is left as it is). An empty ack either way."""
+        task = self._find(params)
+        cancel = None
+        with self._lock:
+            if not task.terminal:
+                self._settle(task, "cancelled")
+                cancel = task._cancel
+        if cancel is not None:
+            cancel()
+        return {"resultType": "complete"}
+
+    # -- running --------------------------------------------------------------------------------
+
+    def start(self, job: Job, ctx: Context) -> dict[str, Any] | None:
+        """Create a task running ``job`` and return its ``CreateTaskResult`` (None: the store
+        is full). The task exists before this returns: a ``tasks/get`` right after the
+        answer finds it (SEP-2663, "durable create")."""
+        assert job.fn is not None
+        now, mono = self._clock(), self._monotonic()
+        with self._lock:
+            self._expire()
+            if len(self._tasks) >= self.max_tasks:
+                log.warning("tasks: %d tasks kept, running %s synchronously",
+                            len(self._tasks), ctx.params.get("name"))
+                return None
+            task = Task(secrets.token_urlsafe(16), now, mono + self.ttl_ms / 1000,
+                        self.ttl_ms, self.poll_interval_ms)
+            self._tasks[task.task_id] = task
+        runner = self._runner()
+        is_async = inspect.iscoroutinefunction(job.fn)
+        # An async def handler awaits its questions; a plain def one blocks on them (on
+        # threads, where it has a thread of its own).
+        task_ctx = TaskContext(self, task, ctx, runner.waiter, is_async)
+        if "ctx" in job.kwargs:
+            job.kwargs["ctx"] = task_ctx
+        if is_async or not isinstance(runner, _ThreadRunner):
+            async def run() -> None:
+                if is_async:
+                    await self._execute_async(task, job)
+                else:
+                    self._execute_sync(task, job)
+            runner.start(run, task, True)
+        else:
+            runner.start(lambda: self._execute_sync(task, job), task, False)
+        with self._lock:
+            return task.created_result()
+
+    async def _execute_async(self, task: Task, job: Job) -> None:
+        assert job.fn is not None
+        try:
+            value = job.fn(*job.args, **job.kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+            self._finish(task, job, value=value)
+        except Exception as exc:
+            self._finish(task, job, error=exc)
+        except BaseException:  # cancelled (tasks/cancel, expiry, or the runtime's end)
+            with self._lock:
+                if not task.terminal:
+                    self._settle(task, "cancelled")
+            raise
+
+    def _execute_sync(self, task: Task, job: Job) -> None:
+        assert job.fn is not None
+        try:
+            value = job.fn(*job.args, **job.kwargs)
+            self._finish(task, job, value=value)
+        except Exception as exc:
+            self._finish(task, job, error=exc)
+
+    def _finish(self, task: Task, job: Job, value: Any = None,
+                error: BaseException | None = None) -> None:
+        result: dict[str, Any] | None = None
+        failure: dict[str, Any] | None = None
+        if error is None:
+            try:
+                result = job.shape(value)
+            except Exception as exc:
+                error = exc
+        if isinstance(error, ToolError):
+            result = tool_error_result(str(error))  # a tool error: completed, isError
+        elif isinstance(error, McpError):
+            failure = {"code": error.code, "message": error.message}
+            if error.data is not None:
+                failure["data"] = error.data
+        elif isinstance(error, MissingCapability):
+            failure = {"code": int(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY),
+                       "message": "Missing required client capability",
+                       "data": {"requiredCapabilities": error.required}}
+        elif error is not None:
+            # DESIGN.md, Errors: a generic message, never the exception text; logged.
+            log.error("task %s failed", task.task_id, exc_info=error)
+            failure = dict(_GENERIC_FAILURE)
+        with self._lock:
+            if task.terminal:
+                return  # cancelled meanwhile: the cancellation stands
+            if failure is not None:
+                task.error = failure
+                self._settle(task, "failed")
+            else:
+                task.result = result
+                self._settle(task, "completed")
+
+    def _settle(self, task: Task, status: str) -> None:
+        """Enter a terminal status (under the lock)."""
+        task.status = status
+        task.updated = self._clock()
+        task.input_requests.clear()
+        task._wake = None
+
+    def _touch(self, task: Task, *, status_message: str) -> None:
+        with self._lock:
+            if not task.terminal:
+                task.status_message = status_message
+                task.updated = self._clock()
+
+    def _park(self, task: Task, requests: dict[str, dict[str, Any]], waiter: _Waiter) -> None:
+        with self._lock:
+            if task.terminal:
+                raise McpError(ErrorCode.INVALID_REQUEST, "the task has ended")
+            task.input_requests = requests
+            for key in requests:
+                task.answers.pop(key, None)
+            task.status = "input_required"
+            task.updated = self._clock()
+            task._wake = waiter.set
+
+    def _preanswer(self, task: Task, answers: dict[str, Any]) -> None:
+        with self._lock:
+            task.answers.update(answers)
+
+    def _take_answers(self, task: Task, keys: list[str]) -> dict[str, Any]:
+        with self._lock:
+            return {key: task.answers.pop(key) for key in keys if key in task.answers}
+
+    def _expire(self) -> None:
+        """Forget the tasks whose TTL has passed (under the lock), cancelling any still
+        running."""
+        now = self._monotonic()
+        for task_id in [t.task_id for t in self._tasks.values() if t.expires <= now]:
+            task = self._tasks.pop(task_id)
+            if not task.terminal and task._cancel is not None:
+                task._cancel()
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._expire()
+            return len(self._tasks)
