@@ -183,7 +183,8 @@ class HTTPClientLogic(ClientLogic):
             # Named in the errors of the calls this fails, and in closed_detail() when the
             # connection closes for it (e.g. initialize could not be sent).
             self._connect_error = self.transport_detail = (
-                f"cannot connect to {self.http.host}:{self.http.port}: {error}")
+                f"cannot connect to {self.http.host}:{self.http.port}: "
+                f"{error or type(error).__name__}")
             try:
                 channel.connection_failed(now=self._now())
                 self.service()

@@ -267,6 +267,13 @@ def test_legacy_http_sse_fallback() -> None:
                 assert client.protocol_version == "2024-11-05"
                 result = await client.call_tool("echo", {"text": "old"})
                 assert result["content"][0]["text"] == "old"
+                # HTTP+SSE cannot be resumed: the server going away ends the session
+                call = asyncio.ensure_future(client.call_tool("block", {}, timeout=None))
+                await probe.started.wait()
+                await service.aclose()
+                with pytest.raises(ConnectionClosedError):
+                    await call
+                assert client.closed is not None
     run(main)
 
 
