@@ -8,7 +8,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import selectors
+import signal
 import socket
+import ssl
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -634,3 +639,258 @@ def test_client_close_sends_delete_and_ends_the_session() -> None:
         assert not client._sockets
         with pytest.raises(ConnectionClosedError):
             client.ping()
+
+
+# -- across runtimes -----------------------------------------------------------------------------
+
+
+class AsyncProbe:
+    """What the asyncio server's handlers saw (read from the test's thread)."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.cancelled = threading.Event()
+
+
+def asyncio_server(probe: AsyncProbe) -> Server:
+    server = Server("http-asyncio")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        return text
+
+    @server.tool()
+    async def steps(count: int, ctx: Any) -> str:
+        for i in range(count):
+            ctx.progress(i + 1, count, f"step {i + 1}")
+            await asyncio.sleep(0)
+        return "done"
+
+    @server.tool()
+    async def block() -> str:
+        probe.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            probe.cancelled.set()
+            raise
+        return "never"
+
+    @server.tool()
+    async def ask_name(ctx: Any) -> str:
+        answer = await ctx.elicit("Your name?", {"type": "object",
+                                                 "properties": {"name": {"type": "string"}}})
+        return f"hello {answer['content']['name']}"
+
+    return server
+
+
+@contextlib.contextmanager
+def asyncio_service(server: Server, **options: Any) -> Iterator[str]:
+    """The asyncio HTTP server, on its own loop in a thread; yields its URL."""
+    from mcp_sansio.adapters import asyncio as aio
+
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    box: dict[str, Any] = {}
+
+    async def main() -> None:
+        box["stop"] = asyncio.Event()
+        async with aio.start_http(server, **options) as service:
+            box["url"] = service.url
+            ready.set()
+            await box["stop"].wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(main(),))
+    thread.start()
+    try:
+        assert ready.wait(WAIT)
+        yield box["url"]
+    finally:
+        loop.call_soon_threadsafe(box["stop"].set)
+        thread.join(WAIT)
+        loop.close()
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_threaded_client_against_the_asyncio_server(era: str) -> None:
+    probe = AsyncProbe()
+    with asyncio_service(asyncio_server(probe)) as url, \
+            connect_http(url, era=ERAS[era], elicitation=elicit) as client:
+        assert client.server_info["name"] == "http-asyncio"
+        assert client.era is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
+        assert text_of({"result": client.call_tool("echo", {"text": "hi"})}) == "hi"
+        seen: list[Any] = []
+        client.call_tool("steps", {"count": 2}, progress=lambda *p: seen.append(p))
+        assert seen == [(1, 2, "step 1"), (2, 2, "step 2")]
+        # server requests (handshake era) or input_required (stateless era)
+        assert text_of({"result": client.call_tool("ask_name", {})}) == "hello Ada"
+        token = CancelToken()
+        failed: list[BaseException] = []
+
+        def waiting() -> None:
+            try:
+                client.call_tool("block", {}, cancel=token)
+            except BaseException as exc:  # checked below
+                failed.append(exc)
+        caller = threading.Thread(target=waiting)
+        caller.start()
+        assert probe.started.wait(WAIT)
+        token.cancel()
+        caller.join(WAIT)
+        assert failed and isinstance(failed[0], RequestCancelledError)
+        assert probe.cancelled.wait(WAIT)
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_asyncio_client_against_the_threaded_server(era: str) -> None:
+    from mcp_sansio.adapters import asyncio as aio
+
+    probe = Probe()
+    with start_http(client_server(probe)) as service:
+        async def main() -> None:
+            async with aio.connect_http(service.url, era=ERAS[era],
+                                        elicitation=elicit) as client:
+                assert client.server_info["name"] == "http-threads"
+                result = await client.call_tool("echo", {"text": "hi"})
+                assert text_of({"result": result}) == "hi"
+                seen: list[Any] = []
+                await client.call_tool("steps", {"count": 2},
+                                       progress=lambda *p: seen.append(p))
+                assert seen == [(1, 2, "step 1"), (2, 2, "step 2")]
+                result = await client.call_tool("ask_name", {})
+                assert text_of({"result": result}) == "hello Ada"
+                call = asyncio.ensure_future(client.call_tool("block_async", {}))
+                while not probe.started.is_set():
+                    await asyncio.sleep(0.005)
+                call.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await call
+        asyncio.run(asyncio.wait_for(main(), WAIT))
+        assert probe.cancelled.wait(WAIT)
+
+
+def test_cli_serve_example_on_threads_with_the_threaded_client() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_sansio", "serve-example", "--transport", "http",
+         "--runtime", "threading"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), url
+        for era in ERAS.values():
+            seen: list[Any] = []
+            with connect_http(url, era=era) as client:
+                result = client.call_tool("test_simple_text", {})
+                assert result["content"][0]["type"] == "text"
+                client.call_tool("test_tool_with_progress", {},
+                                 progress=lambda *p, seen=seen: seen.append(p))
+            assert seen
+    finally:
+        proc.terminate()
+        proc.wait(WAIT)
+    assert proc.returncode in (0, -signal.SIGTERM)
+
+
+# -- TLS -------------------------------------------------------------------------------------------
+
+
+def _self_signed(tmp: Any) -> tuple[str, str]:
+    """A certificate for ``localhost`` and its key (PEM files)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp / "cert.pem", tmp / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_file), str(key_file)
+
+
+@contextlib.contextmanager
+def tls_front(port: int, cert: str, key: str) -> Iterator[int]:
+    """A TLS-terminating relay to 127.0.0.1:``port`` (one thread per connection, each the
+    only user of its TLS socket); yields its own port."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    relays: list[threading.Thread] = []
+
+    def relay(raw: socket.socket) -> None:
+        try:
+            with context.wrap_socket(raw, server_side=True) as tls, \
+                    socket.create_connection(("127.0.0.1", port)) as plain:
+                selector = selectors.DefaultSelector()
+                selector.register(tls, selectors.EVENT_READ)
+                selector.register(plain, selectors.EVENT_READ)
+                while True:
+                    for key_, _ in selector.select():
+                        if key_.fileobj is tls:
+                            data = tls.recv(65536)
+                            if not data:
+                                return
+                            plain.sendall(data)
+                            while tls.pending():
+                                plain.sendall(tls.recv(65536))
+                        else:
+                            data = plain.recv(65536)
+                            if not data:
+                                return
+                            tls.sendall(data)
+        except (OSError, ssl.SSLError):
+            return
+
+    def accept() -> None:
+        while True:
+            try:
+                raw, _ = listener.accept()
+            except OSError:
+                return
+            thread = threading.Thread(target=relay, args=(raw,))
+            relays.append(thread)
+            thread.start()
+
+    acceptor = threading.Thread(target=accept)
+    acceptor.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        acceptor.join(WAIT)
+        for thread in relays:
+            thread.join(WAIT)
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_client_over_tls(era: str, tmp_path: Any) -> None:
+    cert, key = _self_signed(tmp_path)
+    trust = ssl.create_default_context(cafile=cert)
+    with start_http(client_server()) as service, tls_front(service.port, cert, key) as port:
+        url = f"https://localhost:{port}/mcp"
+        with connect_http(url, era=ERAS[era], http_options={"ssl_context": trust}) as client:
+            assert client.era is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
+            seen: list[Any] = []
+            client.call_tool("steps", {"count": 3}, progress=lambda *p: seen.append(p))
+            assert len(seen) == 3
+            big = "x" * 300_000  # many TLS records each way
+            assert text_of({"result": client.call_tool("echo", {"text": big})}) == big
+        # a certificate we do not trust: the connection fails, clearly
+        with pytest.raises(ConnectionClosedError, match="cannot connect"), \
+                connect_http(url, era=ERAS[era]):
+            pass  # pragma: no cover
