@@ -66,6 +66,7 @@ class _Socket(asyncio.Protocol):
         self.lost = False
 
     def open(self) -> None:
+        self.client.connections_opened += 1
         self.opening = self.client._loop.create_task(self._open())
 
     async def _open(self) -> None:
@@ -156,6 +157,8 @@ class HTTPClientSession(_AsyncioRuntime, HTTPClientLogic, AsyncClient):
             self._ssl = ssl.create_default_context()
         self.connect_timeout = DEFAULT_CONNECT_TIMEOUT
         self.max_write_buffer = DEFAULT_MAX_WRITE_BUFFER
+        #: TCP connections opened so far (keep-alive reuses them).
+        self.connections_opened = 0
 
     def _send(self, channel: ClientChannel, data: bytes) -> None:
         sock = self._sockets.get(channel)

@@ -119,6 +119,10 @@ def test_both_eras_and_response_modes(era: str, mode: ResponseMode) -> None:
             assert {"echo", "count", "block"} <= names
             result = await client.call_tool("echo", {"text": "hi"}, timeout=10)
             assert result["content"][0]["text"] == "hi"
+            opened = client.connections_opened
+            for i in range(5):  # one after the other: the same kept-alive connection
+                await client.call_tool("echo", {"text": str(i)})
+            assert client.connections_opened == opened
             seen: list[tuple[float, float | None, str | None]] = []
             result = await client.call_tool(
                 "count", {"steps": 3}, progress=lambda *p: seen.append(p))
