@@ -308,13 +308,14 @@ def _serve(runtime: str = "asyncio") -> tuple[subprocess.Popen[str], str]:
     return proc, url
 
 
-@pytest.mark.parametrize("era", ["handshake", "stateless"])
-def test_cli_probe_url(era: str) -> None:
+@pytest.mark.parametrize(("runtime", "era"), [("asyncio", "handshake"), ("asyncio", "stateless"),
+                                           ("threading", "handshake")])
+def test_cli_probe_url(runtime: str, era: str) -> None:
     proc, url = _serve()
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "mcp_sansio", "probe", "--url", url, "--era", era],
-            capture_output=True, text=True, timeout=60, check=False)
+            [sys.executable, "-m", "mcp_sansio", "probe", "--url", url, "--era", era,
+             "--runtime", runtime], capture_output=True, text=True, timeout=60, check=False)
     finally:
         proc.terminate()
         proc.wait(10)
