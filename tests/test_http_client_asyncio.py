@@ -328,6 +328,19 @@ def test_cli_probe_url(runtime: str, era: str) -> None:
     assert "\nprompts (" in out and "\nresources (" in out
 
 
+@pytest.mark.parametrize("runtime", ["trio", "threading"])
+def test_cli_serve_example_over_http_on_other_runtimes(runtime: str) -> None:
+    proc, url = _serve(runtime)
+    try:
+        result = subprocess.run([sys.executable, "-m", "mcp_sansio", "probe", "--url", url],
+                                capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert result.returncode == 0, result.stderr
+    assert "server    mcp-sansio-example" in result.stdout
+
+
 def test_cli_probe_url_failure_exits_1() -> None:
     proc, url = _serve()
     proc.terminate()
