@@ -831,6 +831,8 @@ class HTTPClientSession(HTTPClientLogic, SyncClient):
         self.ssl_context: ssl.SSLContext | None = None
         if self.http.scheme == "https":
             self.ssl_context = ssl.create_default_context()
+        #: TCP connections opened so far (keep-alive reuses them).
+        self.connections_opened = 0
 
     def _now(self) -> float:
         return time.monotonic()
@@ -851,6 +853,7 @@ class HTTPClientSession(HTTPClientLogic, SyncClient):
                 return  # never opened
             sock = _ClientSocket(self, channel)
             self._sockets[channel] = sock
+            self.connections_opened += 1
             self._readers.add(sock.reader)
             sock.reader.start()
         sock.write(data, channel.closed)

@@ -492,6 +492,10 @@ def test_client_both_eras_and_response_modes(era: str, mode: ResponseMode) -> No
         assert {"add", "echo", "steps", "block"} <= {t["name"] for t in client.list_tools()}
         assert text_of({"result": client.call_tool("add", {"a": 2, "b": 3},
                                                    timeout=WAIT)}) == "5"
+        opened = client.connections_opened
+        for _ in range(5):  # one call at a time: the same kept-alive connection
+            client.call_tool("add", {"a": 2, "b": 3})
+        assert client.connections_opened == opened
         seen: list[tuple[float, float | None, str | None]] = []
         result = client.call_tool("steps", {"count": 3}, progress=lambda *p: seen.append(p))
         assert text_of({"result": result}) == "done"
