@@ -295,6 +295,26 @@ def test_close_sends_delete_and_ends_the_session() -> None:
     run(main)
 
 
+def test_many_client_sessions_at_once() -> None:
+    async def one(url: str, i: int, opened: asyncio.Barrier) -> str:
+        async with connect_http(url, era=Era.HANDSHAKE) as client:
+            await opened.wait()  # every session is live at the same time
+            result = await client.call_tool("echo", {"text": str(i)})
+            return str(result["content"][0]["text"])
+
+    async def main() -> None:
+        probe = Probe()
+        n = 100
+        async with start_http(make_server(probe)) as service:
+            opened = asyncio.Barrier(n + 1)
+            calls = asyncio.gather(*(one(service.url, i, opened) for i in range(n)))
+            await opened.wait()
+            assert len(service.http.sessions) == n
+            assert await calls == [str(i) for i in range(n)]
+            assert service.http.sessions == {}  # each ended with DELETE
+    run(main)
+
+
 # -- the CLI -----------------------------------------------------------------------------------
 
 
