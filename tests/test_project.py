@@ -131,7 +131,7 @@ def test_probe_prints_tables_of_a_real_server() -> None:
     out = result.stdout
     assert "era       stateless" in out and "version   2026-07-28" in out
     assert "mcp-sansio-example" in out
-    for heading in ("tools (30)", "resources (3)", "resource templates (1)", "prompts (5)"):
+    for heading in ("tools (38)", "resources (3)", "resource templates (1)", "prompts (5)"):
         assert heading in out
     assert re.search(r"test_prompt_with_arguments +arg1, arg2 +A prompt", out)
 
