@@ -7,10 +7,11 @@ and the CLI's probe --url and --allow-host."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -315,30 +316,106 @@ def test_many_client_sessions_at_once() -> None:
     run(main)
 
 
+def _self_signed(tmp: Any) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key, as PEM files (cryptography comes with the
+    official SDK in the test extra)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mcp-sansio test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp / "cert.pem", tmp / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_file), str(key_file)
+
+
+def test_https_through_a_tls_terminating_proxy(tmp_path: Any) -> None:
+    import ssl
+
+    cert, key = _self_signed(tmp_path)
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_side.load_cert_chain(cert, key)
+    client_side = ssl.create_default_context(cafile=cert)
+
+    async def main() -> None:
+        probe = Probe()
+        async with start_http(make_server(probe)) as service:
+            async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                try:
+                    while data := await reader.read(65536):
+                        writer.write(data)
+                        await writer.drain()
+                except (ConnectionError, ssl.SSLError):
+                    pass
+                finally:
+                    writer.close()
+
+            async def terminate(reader: asyncio.StreamReader,
+                                writer: asyncio.StreamWriter) -> None:
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", service.port)
+                await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+            proxy = await asyncio.start_server(terminate, "127.0.0.1", 0, ssl=server_side)
+            port = proxy.sockets[0].getsockname()[1]
+            try:
+                url = f"https://127.0.0.1:{port}/mcp"
+                async with connect_http(url, era=Era.HANDSHAKE,
+                                        http_options={"ssl_context": client_side}) as client:
+                    result = await client.call_tool("echo", {"text": "sealed"})
+                    assert result["content"][0]["text"] == "sealed"
+                # without trusting the certificate: the connection is refused
+                with pytest.raises(ConnectionClosedError, match="cannot connect"):
+                    async with connect_http(url):
+                        pass  # pragma: no cover
+            finally:
+                proxy.close()
+    run(main)
+
+
 # -- the CLI -----------------------------------------------------------------------------------
 
 
-def _serve(runtime: str = "asyncio") -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
+@contextlib.contextmanager
+def _serving(*args: str, runtime: str = "asyncio") -> Iterator[str]:
+    """``serve-example --transport http`` in a subprocess while the block runs: its URL."""
+    with subprocess.Popen(
         [sys.executable, "-m", "mcp_sansio", "serve-example", "--transport", "http",
-         "--runtime", runtime], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    assert url.startswith("http://127.0.0.1:"), url
-    return proc, url
+         "--runtime", runtime, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            assert url.startswith("http://"), url
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(10)
 
 
 @pytest.mark.parametrize(("runtime", "era"), [("asyncio", "handshake"), ("asyncio", "stateless"),
                                            ("threading", "handshake")])
 def test_cli_probe_url(runtime: str, era: str) -> None:
-    proc, url = _serve()
-    try:
+    with _serving() as url:
         result = subprocess.run(
             [sys.executable, "-m", "mcp_sansio", "probe", "--url", url, "--era", era,
              "--runtime", runtime], capture_output=True, text=True, timeout=60, check=False)
-    finally:
-        proc.terminate()
-        proc.wait(10)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith("transport Streamable HTTP\n")
@@ -350,21 +427,16 @@ def test_cli_probe_url(runtime: str, era: str) -> None:
 
 @pytest.mark.parametrize("runtime", ["trio", "threading"])
 def test_cli_serve_example_over_http_on_other_runtimes(runtime: str) -> None:
-    proc, url = _serve(runtime)
-    try:
+    with _serving(runtime=runtime) as url:
         result = subprocess.run([sys.executable, "-m", "mcp_sansio", "probe", "--url", url],
                                 capture_output=True, text=True, timeout=60, check=False)
-    finally:
-        proc.terminate()
-        proc.wait(10)
     assert result.returncode == 0, result.stderr
     assert "server    mcp-sansio-example" in result.stdout
 
 
 def test_cli_probe_url_failure_exits_1() -> None:
-    proc, url = _serve()
-    proc.terminate()
-    proc.wait(10)
+    with _serving() as url:
+        pass  # gone again: nothing listens at the URL
     result = subprocess.run([sys.executable, "-m", "mcp_sansio", "probe", "--url", url],
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 1
@@ -400,13 +472,8 @@ def test_cli_allow_host_list() -> None:
 
 
 def test_cli_serve_example_on_a_public_host_checks_the_host_header() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_sansio", "serve-example", "--transport", "http",
-         "--host", "0.0.0.0", "--allow-host", "mcp.example.com"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline().strip().rsplit(":", 1)[1].split("/")[0])
+    with _serving("--host", "0.0.0.0", "--allow-host", "mcp.example.com") as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
 
         def status(host: str) -> int:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=GUARD)
@@ -422,6 +489,3 @@ def test_cli_serve_example_on_a_public_host_checks_the_host_header() -> None:
         assert status(f"evil.example:{port}") == 403
         assert status(f"mcp.example.com:{port}") != 403  # on the list (any port)
         assert status(f"localhost:{port}") != 403  # loopback names stay allowed
-    finally:
-        proc.terminate()
-        proc.wait(10)
