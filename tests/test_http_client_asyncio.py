@@ -434,6 +434,35 @@ def test_cli_serve_example_over_http_on_other_runtimes(runtime: str) -> None:
     assert "server    mcp-sansio-example" in result.stdout
 
 
+def test_cli_probe_url_names_the_legacy_transport(capsys: pytest.CaptureFixture[str]) -> None:
+    import threading
+
+    from mcp_sansio.__main__ import main
+
+    ready: list[str] = []
+    started, stop = threading.Event(), threading.Event()
+
+    async def serve() -> None:
+        async with start_http(make_server(Probe()), path="/streamable", legacy_sse_path="/sse",
+                              connection_options={"versions": ["2024-11-05"]}) as service:
+            ready.append(f"http://127.0.0.1:{service.port}/sse")
+            started.set()
+            while not stop.is_set():
+                await asyncio.sleep(0.01)
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),))
+    thread.start()
+    try:
+        assert started.wait(GUARD)
+        assert main(["probe", "--url", ready[0]]) == 0
+    finally:
+        stop.set()
+        thread.join(GUARD)
+    out = capsys.readouterr().out
+    assert out.startswith("transport HTTP+SSE (2024-11-05, legacy)\n")
+    assert "version   2024-11-05" in out and "server    client-test" in out
+
+
 def test_cli_probe_url_failure_exits_1() -> None:
     with _serving() as url:
         pass  # gone again: nothing listens at the URL
