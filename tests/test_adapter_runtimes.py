@@ -69,7 +69,7 @@ def text_of(result: dict[str, Any]) -> str:
 
 def check_story(results: dict[str, Any], era: str) -> None:
     assert results["era"] is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
-    assert results["tools"] == 30
+    assert results["tools"] == 38
     assert results["echo"] == "hi"
     assert results["add"] == {"sum": 5}
     assert results["sleep"] == "slept 0.3 s" and results["progress"] == [1, 2, 3]

@@ -203,7 +203,7 @@ def test_sdk_client_with_our_server(runtime: str, mode: str) -> None:
 
     anyio.run(main)
     assert got["version"] == ("2025-11-25" if mode == "legacy" else "2026-07-28")
-    assert got["tools"] == 30 and got["echo"] == "hi"
+    assert got["tools"] == 38 and got["echo"] == "hi"
     assert got["sleep"] == "slept 0.3 s" and got["progress"] == [1, 2, 3]
     assert got["sampling"] == "LLM response: Paris"
     assert got["mrtr"] == "Hello, Ann! Your favorite color is blue."
