@@ -179,6 +179,25 @@ def test_listen_stream_receives_list_changes() -> None:
     run(main)
 
 
+def test_handshake_era_notifications_reach_on_notification() -> None:
+    async def main() -> None:
+        probe = Probe()
+        seen: list[str] = []
+        arrived = asyncio.Event()
+
+        def on_notification(note: Any) -> None:
+            seen.append(note.method)
+            arrived.set()
+
+        async with start_http(make_server(probe)) as service, \
+                connect_http(service.url, era=Era.HANDSHAKE,
+                             on_notification=on_notification) as client:
+            await client.call_tool("change", {})
+            await arrived.wait()
+            assert seen == ["notifications/tools/list_changed"]
+    run(main)
+
+
 def test_handshake_era_server_requests_reach_the_callbacks() -> None:
     async def main() -> None:
         probe = Probe()
