@@ -46,7 +46,6 @@ first and then a new task is refused (-32603 is not right for a busy server, so 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime
 import inspect
@@ -74,6 +73,8 @@ from ._session import (
 )
 
 if TYPE_CHECKING:
+    import asyncio
+
     from mcp_sansio import Request
 
     from ._session import Server
@@ -207,6 +208,8 @@ class _Waiter:
 
 class _AsyncioRunner(_Runner):
     def __init__(self) -> None:
+        import asyncio
+
         self.loop = asyncio.get_running_loop()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -226,6 +229,8 @@ class _AsyncioRunner(_Runner):
 
 class _AsyncioWaiter(_Waiter):
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        import asyncio
+
         self.loop = loop
         self.event = asyncio.Event()
 
@@ -282,6 +287,8 @@ class _ThreadRunner(_Runner):
             task._cancel = None  # a plain def handler polls ctx.cancelled
             thread.start()
             return
+        import asyncio
+
         loop = asyncio.new_event_loop()
         ready = threading.Event()
         holder: list[asyncio.Task[None]] = []
@@ -328,6 +335,8 @@ class _ThreadWaiter(_Waiter):
                 loop.call_soon_threadsafe(async_event.set)
 
     async def wait(self) -> None:
+        import asyncio
+
         self.loop = asyncio.get_running_loop()
         self.async_event = asyncio.Event()
         if not self.event.is_set():
@@ -347,11 +356,15 @@ def current_runner() -> _Runner:
             pass
         else:
             return _TrioRunner()
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return _ThreadRunner()
-    return _AsyncioRunner()
+    asyncio = sys.modules.get("asyncio")  # not imported: not running on asyncio
+    if asyncio is not None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            return _AsyncioRunner()
+    return _ThreadRunner()
 
 
 # -- the handler's context inside a task ----------------------------------------------------
