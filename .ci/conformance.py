@@ -135,8 +135,10 @@ def _run(args: list[str], label: str, results: list[str], harness: Path = HARNES
     if log is not None:
         # Per scenario too: the check totals mix the expected failures in.
         passed = sum(line.startswith("\u2713 ") for line in lines)
-        failed = sum(line.startswith("\u2717 ") for line in lines)
-        summary += f"; scenarios: {passed} passed, {failed} failed"
+        failed = [line for line in lines if line.startswith("\u2717 ")]
+        auth = sum(line.startswith("\u2717 auth/") for line in failed)
+        summary += (f"; scenarios: {passed} passed, {len(failed)} failed "
+                    f"({auth} of them auth/*)")
     results.append(f"{label}: {summary} (exit {proc.returncode}, {took:.0f} s)")
     return proc.returncode == 0
 
