@@ -118,14 +118,27 @@ def declared(capabilities: Mapping[str, Any], path: str) -> bool:
     declares ``tools``; ``{"tools": {"listChanged": true}}`` also declares
     ``tools.listChanged``. Capability maps are open sets (lifecycle.mdx): unknown keys are fine.
     """
+    parts = _PATHS.get(path)
+    if parts is None:
+        parts = tuple(path.split("."))
+        if len(_PATHS) < _PATHS_LIMIT:
+            _PATHS[path] = parts
     node: Any = capabilities
-    for part in path.split("."):
-        if not isinstance(node, Mapping):
+    for part in parts:
+        # type() first: capability maps are plain dicts (decoded JSON) and the ABC check
+        # is several times slower; any other Mapping still takes the general test.
+        if type(node) is not dict and not isinstance(node, Mapping):
             return False
         node = node.get(part)
         if node is None or node is False:
             return False
     return True
+
+
+#: Capability paths already split: the table's few dozen, and the first others a caller
+#: asks about (bounded, in case an application passes paths built from input).
+_PATHS: dict[str, tuple[str, ...]] = {}
+_PATHS_LIMIT = 256
 
 
 # -- params-dependent gates --------------------------------------------------------------------

@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from . import _codec
+from . import _codec, _json
 from ._capabilities import (
     ALL_METHODS,
     METHODS,
@@ -69,6 +69,8 @@ from ._events import (
     Response,
     SubscriptionAcknowledged,
     UnexpectedResponse,
+    trusted_request,
+    trusted_response,
 )
 from ._framing.ndjson import DEFAULT_MAX_LINE, OVERSIZED, LineSplitter
 from ._json import EncodeError
@@ -832,7 +834,7 @@ class Connection:
 
     def _encode(self, message: Any) -> bytes:
         try:
-            return _codec.encode(message)
+            return _json.dumps(message)  # _codec.encode without its frame (the hot path)
         except EncodeError as exc:
             raise LocalProtocolError(f"cannot encode the message as JSON: {exc}") from None
 
@@ -1062,12 +1064,12 @@ class Connection:
             return
         meta = (params or {}).get("_meta")
         token = meta.get("progressToken") if type(meta) is dict else None
-        if isinstance(token, bool) or not isinstance(token, str | int):
-            token = None
+        if token is not None and type(token) is not str and type(token) is not int:
+            token = None  # a string or an integer (decoded JSON: bool and float refused)
         self._incoming[request_id] = Incoming(method, token, _subject(method, params), batch)
         if batch is not None:
             batch.waiting += 1
-        self._events.append(Request(request_id=request_id, method=method, params=params))
+        self._events.append(trusted_request(request_id, method, params))
 
     def _incoming_rule(
         self, request_id: RequestId, method: str, revision: str, batch: _Batch | None
@@ -1138,8 +1140,9 @@ class Connection:
             self._reply_error(batch, request_id, ErrorCode.INVALID_PARAMS,
                               f"Invalid params: unknown log level {level!r}", method)
             return
-        listen_filter = (params or {}).get("notifications")
-        if method == "subscriptions/listen" and type(listen_filter) is not dict:
+        if method == "subscriptions/listen" and type(
+            (params or {}).get("notifications")
+        ) is not dict:
             # SubscriptionsListenRequestParams: ``notifications`` (the filter) is required.
             # Refused before anything is acknowledged.
             self._reply_error(batch, request_id, ErrorCode.INVALID_PARAMS,
@@ -1167,8 +1170,8 @@ class Connection:
                               request_id)
             return
         token = meta.get("progressToken")
-        if isinstance(token, bool) or not isinstance(token, str | int):
-            token = None
+        if token is not None and type(token) is not str and type(token) is not int:
+            token = None  # a string or an integer (decoded JSON: bool and float refused)
         record = Incoming(method, token, None, batch)
         record.client_capabilities = capabilities
         record.log_level = level
@@ -1178,7 +1181,7 @@ class Connection:
             batch.waiting += 1
         if method == "subscriptions/listen":
             self._open_listen(request_id, params or {})
-        self._events.append(Request(request_id=request_id, method=method, params=params))
+        self._events.append(trusted_request(request_id, method, params))
 
     def _discover_result(self) -> dict[str, Any]:  # pragma: no cover - server only
         raise AssertionError("unreachable")
@@ -1432,7 +1435,7 @@ class Connection:
         if is_result:
             self._record_subscription(record.method, record.subject)
             self._events.append(
-                Response(request_id=request_id, result=payload, method=record.method)
+                trusted_response(request_id, payload, record.method)
             )
         else:
             self._events.append(
@@ -1454,7 +1457,7 @@ class Connection:
             if record.method == "server/discover":
                 self._record_discovery(payload)
             self._events.append(
-                Response(request_id=request_id, result=payload, method=record.method)
+                trusted_response(request_id, payload, record.method)
             )
             return
         if result_type == "input_required" and record.method in _MRTR_METHODS:
