@@ -1863,10 +1863,15 @@ class ServerConnection(Connection):
 
     def _discover_result(self) -> dict[str, Any]:
         """``server/discover`` answered from config (``server/discover.mdx``)."""
+        # 2026-07-28 has no core tasks (they became the io.modelcontextprotocol/tasks
+        # extension, declared under `extensions`): a 2025-11-25 `tasks` capability is left out.
+        capabilities = self.capabilities
+        if "tasks" in capabilities:
+            capabilities = {k: v for k, v in capabilities.items() if k != "tasks"}
         result: dict[str, Any] = {
             "resultType": "complete",
             "supportedVersions": list(self.versions),
-            "capabilities": self.capabilities,
+            "capabilities": capabilities,
             "ttlMs": self.cache_ttl_ms,
             "cacheScope": self.cache_scope,
             "_meta": {META_SERVER_INFO: self.info},
