@@ -20,8 +20,10 @@ it:
   it) and runs :meth:`~mcp_sansio.http.HTTPServer.handle_timeout`;
 * request handlers run in one thread pool shared by every session, as in the stdio
   adapter (plain ``def`` handlers cancelled cooperatively, ``async def`` handlers on a
-  private loop per worker, cancelled for real). A handler that answers, logs or reports
-  progress takes the lock and runs the pump itself.
+  private loop, cancelled for real). A handler that answers, logs or reports progress
+  takes the lock and runs the pump itself. A stateless-era ``async def`` handler is first
+  stepped once during the dispatch (see :meth:`_HTTPSession._step`), so that an answer or
+  a refusal it makes before suspending is ready while the request is processed.
 
 Writes go straight to the socket from whichever thread ran the pump (a reader, a handler,
 the timer): no hop to a writer thread. They never block, though: a write is one
@@ -58,7 +60,9 @@ one that several threads may use.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import inspect
 import logging
 import secrets
@@ -86,8 +90,9 @@ from mcp_sansio import (
 )
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
+from ._api import _Resumed
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError
-from ._session import Context, Server
+from ._session import Context, Job, Server
 from ._sync_api import SyncClient, SyncServerSession, ThreadAsyncContext, ThreadContext
 
 __all__ = [
@@ -159,6 +164,25 @@ class _AsyncContext(ThreadAsyncContext):
             super().notify(method, params)
 
 
+#: A handler's task that ended cancelled (its request is not answered: the client left).
+_CANCELLED: Any = object()
+#: Idle event loops kept for stepping stateless-era async handlers (one is taken per step
+#: and returned unless the handler suspends, when it goes on with the handler).
+_MAX_STEPPERS = 4
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close a handler's loop, cancelling what the handler left running on it."""
+    try:
+        left = asyncio.all_tasks(loop)
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+    finally:
+        loop.close()
+
+
 class _HTTPSession(SyncServerSession):
     """The session logic of one HTTP session (a handshake-era session, or one stateless-era
     request). The HTTP server drains its connection; what handlers send is routed by
@@ -198,8 +222,95 @@ class _HTTPSession(SyncServerSession):
             ctx = _AsyncContext(self, request)
             if "ctx" in job.kwargs:
                 job.kwargs["ctx"] = ctx
+            if self.conn.era is Era.STATELESS:
+                self._contexts[request.request_id] = ctx
+                self._step(request, job, ctx)
+                return
         self._contexts[request.request_id] = ctx
         self._pool.submit(self._run, request, job, ctx)
+
+    # -- stateless-era async def handlers: the first step during the dispatch ----------------
+
+    def _step(self, request: Request, job: Job, ctx: Context) -> None:
+        """Step a stateless-era ``async def`` handler once, here, during the dispatch (the
+        pump's thread, the lock held), as the asyncio adapter does: one that answers or
+        refuses before it first suspends does so while the HTTP server is still processing
+        the request, so the answer is plain JSON and a refusal gets its HTTP status (a
+        missing client capability, -32021, MUST be a 400: 2026-07-28 ``basic/index.mdx``).
+        Only one that suspends goes on in the pool, on the event loop it was stepped with.
+        (Handshake-era handlers always run in the pool: their ``ask`` blocks until the
+        client answers, which needs the pump.)"""
+        assert job.fn is not None
+        service = self._service
+        loop = service._steppers.pop() if service._steppers else asyncio.new_event_loop()
+        context = contextvars.copy_context()
+        previous = asyncio._get_running_loop()
+        asyncio._set_running_loop(loop)
+        try:
+            coro = job.fn(*job.args, **job.kwargs)
+            first = context.run(coro.send, None)
+        except StopIteration as done:
+            service._stepped(loop)
+            self._done(request, job, ctx, done.value)
+            return
+        except asyncio.CancelledError:
+            service._stepped(loop)
+            self._contexts.pop(request.request_id, None)
+            return
+        except Exception as exc:
+            service._stepped(loop)
+            self._contexts.pop(request.request_id, None)
+            if not ctx.cancelled:
+                self.job_failed(request, exc)
+            return
+        finally:
+            asyncio._set_running_loop(previous)
+        self._pool.submit(self._resume, request, job, ctx, loop,
+                          loop.create_task(_Resumed(coro, first), context=context))
+
+    def _resume(self, request: Request, job: Job, ctx: Context,
+                loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+        """(A pool thread.) Run a suspended handler to its end on its own loop."""
+        request_id = request.request_id
+
+        def cancel() -> None:
+            loop.call_soon_threadsafe(task.cancel)
+        with self.lock:
+            if ctx.cancelled:
+                task.cancel()
+            else:
+                self._cancellers[request_id] = cancel
+        try:
+            value = loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            value = _CANCELLED
+        except Exception as exc:
+            with self.lock:
+                self._cancellers.pop(request_id, None)
+                self._contexts.pop(request_id, None)
+                if not ctx.cancelled:
+                    self.job_failed(request, exc)
+            return
+        finally:
+            _close_loop(loop)
+        with self.lock:
+            self._cancellers.pop(request_id, None)
+            if value is _CANCELLED:
+                self._contexts.pop(request_id, None)
+            else:
+                self._done(request, job, ctx, value)
+
+    def _done(self, request: Request, job: Job, ctx: Context, value: Any) -> None:
+        """(The lock held.) A handler returned ``value``: shape it and answer."""
+        self._contexts.pop(request.request_id, None)
+        if ctx.cancelled:
+            return
+        try:
+            result = job.shape(value)
+        except Exception as exc:
+            self.job_failed(request, exc)
+            return
+        self.finish_incoming(request.request_id, result, method=request.method)
 
     def _cancel_handlers(self) -> None:
         """The session ended: its running handlers are cancelled (the pool is shared)."""
@@ -411,6 +522,7 @@ class HTTPService:
             weakref.WeakKeyDictionary())
         self._sockets: dict[ServerChannel, _Socket] = {}
         self._readers: set[threading.Thread] = set()
+        self._steppers: list[asyncio.AbstractEventLoop] = []
         self._pumping = False
         self._again = False
         self._timer = threading.Condition(self.lock)
@@ -468,6 +580,16 @@ class HTTPService:
         if isinstance(event, ConnectionClosed):
             self._sessions.pop(session, None)
             logic._cancel_handlers()
+
+    def _stepped(self, loop: asyncio.AbstractEventLoop) -> None:
+        """(The lock held.) A handler stepped on ``loop`` ended without suspending: keep
+        the loop for the next one, unless it left tasks behind (they run in the pool)."""
+        if asyncio.all_tasks(loop):
+            self._pool.submit(_close_loop, loop)
+        elif len(self._steppers) < _MAX_STEPPERS and not self._closed:
+            self._steppers.append(loop)
+        else:
+            loop.close()
 
     def _write(self, channel: ServerChannel, data: bytes) -> None:
         sock = self._sockets.get(channel)
@@ -577,6 +699,9 @@ class HTTPService:
         with self.lock:
             for logic in logics:
                 logic._cancel_handlers()
+            steppers, self._steppers = self._steppers, []
+        for loop in steppers:
+            loop.close()
         # A plain def handler can only be asked to stop: wait for the pool a bounded time.
         waiter = threading.Thread(target=self._pool.shutdown,
                                   kwargs={"wait": True, "cancel_futures": True}, daemon=True)

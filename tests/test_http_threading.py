@@ -181,6 +181,20 @@ def make_server(probe: Probe | None = None) -> Server:
         return "never"
 
     @server.tool()
+    async def quick(text: str) -> str:  # answers before it first suspends
+        return text
+
+    @server.tool()
+    async def later(text: str) -> str:  # suspends first
+        await asyncio.sleep(0.01)
+        return text
+
+    @server.tool()
+    async def needs_sampling(ctx: Any) -> str:
+        result = await ctx.sample({"messages": [], "maxTokens": 1})
+        return str(result)
+
+    @server.tool()
     def flood(count: int, size: int, ctx: Context) -> str:
         for _ in range(count):
             ctx.log("info", "x" * size)
@@ -256,6 +270,39 @@ def test_stateless_era_request_with_its_log_on_the_stream() -> None:
         assert messages[0]["method"] == "notifications/message"
         assert messages[0]["params"]["data"] == "echo hi"
         assert messages[-1]["id"] == 7 and text_of(messages[-1]) == "hi"
+        conn.close()
+
+
+def test_stateless_async_handlers_are_stepped_during_the_dispatch() -> None:
+    with start_http(make_server()) as service:
+        conn = Conn(service.port)
+        # answered before it suspends: plain JSON, even in the default (SSE) mode
+        status, got, messages = conn.request("POST", *call("quick", {"text": "now"}, 2))
+        assert status == 200 and got["content-type"] == "application/json"
+        assert text_of(messages[0]) == "now"
+        # a refusal before it suspends carries its HTTP status: -32021 is a 400
+        status, got, messages = conn.request("POST", *call("needs_sampling", {}, 3))
+        assert status == 400 and got["content-type"] == "application/json"
+        assert messages[0]["error"]["code"] == -32021
+        assert messages[0]["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
+        # one that suspends goes on in the pool, on the loop it was stepped with
+        status, got, messages = conn.request("POST", *call("later", {"text": "soon"}, 4))
+        assert status == 200 and got["content-type"] == "text/event-stream"
+        assert messages[-1]["id"] == 4 and text_of(messages[-1]) == "soon"
+        # many at once, from many connections
+        results: dict[int, str] = {}
+
+        def one(i: int) -> None:
+            other = Conn(service.port)
+            tool = "quick" if i % 2 else "later"
+            results[i] = text_of(other.request("POST", *call(tool, {"text": str(i)}, i))[2][-1])
+            other.close()
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(40)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(WAIT)
+        assert results == {i: str(i) for i in range(40)}
         conn.close()
 
 
