@@ -21,8 +21,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from mcp_sansio.adapters._example_server import build
-from mcp_sansio.adapters.asyncio import start_http
+from mcp_sansio.adapters.asyncio import connect_http, start_http
 
+from mcp_sansio import Era
 from mcp_sansio.http import ResponseMode
 
 SAFETY = 60
@@ -476,3 +477,71 @@ def test_oversized_bodies_get_413_without_being_buffered() -> None:
             assert peak < 8 * limit, peak
             assert await echo_round_trip(service.port) == "still here"
     run(main())
+
+
+# -- expired sessions and a server restart: our client renews its session ----------------------
+
+
+def test_an_expired_session_is_renewed_by_our_client() -> None:
+    """The server's clock passes the idle timeout: the session is gone (404 for its id);
+    our client opens a new one (initialize again) once and the call succeeds."""
+    idle_timeout = 300.0
+
+    async def main() -> None:
+        # no standalone GET stream: an open stream is activity, and this session must idle
+        async with start_http(build(asyncio.sleep), session_idle_timeout=idle_timeout) \
+                as service, connect_http(service.url, era=Era.HANDSHAKE,
+                                         http_options={"standalone_stream": False}) as client:
+            assert (await client.call_tool("echo", {"text": "one"}))["content"][0]["text"] == (
+                "one")
+            first = client.session_id
+            assert list(service.http.sessions) == [first]
+            service.http.handle_timeout(service._loop.time() + idle_timeout + 1)
+            service._pump()
+            assert not service.http.sessions  # expired
+            async with connection(service.port) as (reader, writer):  # its id is now unknown
+                writer.write(post({"jsonrpc": "2.0", "id": 9, "method": "ping"},
+                                  ("Mcp-Session-Id", first),
+                                  ("MCP-Protocol-Version", "2025-11-25")))
+                assert (await read_reply(reader)).status == 404
+            result = await client.call_tool("echo", {"text": "two"})
+            assert result["content"][0]["text"] == "two"
+            assert client.session_renewals == 1
+            assert client.session_id is not None and client.session_id != first
+            assert list(service.http.sessions) == [client.session_id]
+            assert (await client.call_tool("echo", {"text": "3"}))["content"][0]["text"] == "3"
+            assert client.session_renewals == 1
+    run(main())
+
+
+def test_a_server_restart_in_the_middle_our_client_renews_once() -> None:
+    """Calls, the server restarts on the same port (a new process would do the same: it
+    knows no session), calls again: the first call after the restart gets 404 for the old
+    session, the client initializes again once and retries it; in the stateless era there
+    is nothing to renew."""
+
+    async def main(era: Era) -> tuple[list[str], int]:
+        texts: list[str] = []
+        async with start_http(build(asyncio.sleep)) as first:
+            port = first.port
+            async with connect_http(first.url, era=era) as client:
+                for i in range(3):
+                    texts.append((await client.call_tool("echo", {"text": f"a{i}"}))
+                                 ["content"][0]["text"])
+                old = client.session_id
+                await first.aclose()
+                async with start_http(build(asyncio.sleep), port=port) as second:
+                    for i in range(3):
+                        texts.append((await client.call_tool("echo", {"text": f"b{i}"}))
+                                     ["content"][0]["text"])
+                    if era is Era.HANDSHAKE:
+                        assert client.session_id not in (None, old)
+                        assert list(second.http.sessions) == [client.session_id]
+                    else:
+                        assert client.session_id is None and not second.http.sessions
+                    return texts, client.session_renewals
+
+    for era, renewals in ((Era.HANDSHAKE, 1), (Era.STATELESS, 0)):
+        texts, renewed = run(main(era))
+        assert texts == ["a0", "a1", "a2", "b0", "b1", "b2"]
+        assert renewed == renewals
