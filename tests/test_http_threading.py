@@ -128,6 +128,12 @@ def text_of(message: Any) -> str:
     return str(message["result"]["content"][0]["text"])
 
 
+def wait_for(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
 class Probe:
     """What the test tools report to the test."""
 
@@ -434,6 +440,56 @@ def test_malformed_http_gets_400_and_the_server_goes_on() -> None:
         conn.close()
 
 
+def test_oversized_body_gets_413_and_the_connection_closes() -> None:
+    with start_http(make_server(), max_body_size=1024) as service:
+        sock = socket.create_connection(("127.0.0.1", service.port), timeout=WAIT)
+        body = b"x" * 4096
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: " + ACCEPT.encode()
+                     + b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                     % len(body))
+        data = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(65536):
+                data += chunk
+        assert data.startswith(b"HTTP/1.1 413")
+        sock.close()
+        wait_for(lambda: not service._sockets)
+        assert not service._sockets
+
+
+def test_half_closed_and_partial_requests_end_their_connections() -> None:
+    with start_http(make_server()) as service:
+        # half of a request head, then the client goes away
+        partial = socket.create_connection(("127.0.0.1", service.port), timeout=WAIT)
+        partial.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+        # a whole request, then the client shuts its sending side: it is gone
+        half = Conn(service.port)
+        half.send("POST", *call("add", {"a": 1, "b": 1}))
+        half.sock.shutdown(socket.SHUT_WR)
+        partial.close()
+        wait_for(lambda: not service._sockets)
+        assert not service._sockets
+        half.close()
+        conn = Conn(service.port)  # and the server goes on
+        assert conn.request("POST", *call("add", {"a": 1, "b": 1}))[0] == 200
+        conn.close()
+
+
+def test_idle_sessions_expire_on_the_timer_thread() -> None:
+    with start_http(make_server(), session_idle_timeout=0.2) as service:
+        conn = Conn(service.port)
+        status, headers, _ = conn.request("POST", init_body())
+        sid = headers["mcp-session-id"]
+        assert sid in service.http.sessions
+        wait_for(lambda: sid not in service.http.sessions)
+        assert sid not in service.http.sessions  # only the timer thread drives the clock here
+        status, _, _ = conn.request(
+            "POST", {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+            {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"})
+        assert status == 404
+        conn.close()
+
+
 def test_a_peer_that_does_not_read_is_dropped_at_the_write_bound() -> None:
     with start_http(make_server(), max_write_buffer=256 * 1024) as service:
         sock = socket.socket()
@@ -489,12 +545,6 @@ def test_close_drops_open_streams_and_stops_running_handlers() -> None:
 # -- the client, against the threaded server -------------------------------------------------
 
 ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
-
-
-def wait_for(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.005)
 
 
 def elicit(params: dict[str, Any]) -> dict[str, Any]:
