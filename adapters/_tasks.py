@@ -54,6 +54,7 @@ import secrets
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +84,7 @@ __all__ = [
     "DEFAULT_MAX_TASKS",
     "DEFAULT_POLL_INTERVAL_MS",
     "DEFAULT_TTL_MS",
+    "RELATED_TASK",
     "TASKS_EXTENSION",
     "Task",
     "TaskContext",
@@ -93,6 +95,8 @@ log = logging.getLogger("mcp_sansio.adapters.tasks")
 
 #: The extension's identifier under ``capabilities.extensions`` (SEP-2663).
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: 2025-11-25: the ``_meta`` key naming the task a message belongs to.
+RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: How long a task is kept after its creation: ten minutes -- long enough for a client to
 #: come back for a slow job's result, short enough that abandoned tasks do not pile up.
 DEFAULT_TTL_MS = 10 * 60 * 1000
@@ -141,8 +145,14 @@ class Task:
         #: Questions waiting for ``tasks/update``, by key; and the answers so far.
         self.input_requests: dict[str, dict[str, Any]] = {}
         self.answers: dict[str, Any] = {}
+        #: 2025-11-25 tasks: the session that created it (only it may see the task).
+        self.owner: weakref.ref[Any] | None = None
         self._wake: Callable[[], None] | None = None
         self._cancel: Callable[[], None] | None = None
+        #: 2025-11-25: sends ``notifications/tasks/status`` (given the v1 Task).
+        self._notify: Callable[[dict[str, Any]], None] | None = None
+        #: Called once the task is terminal (``tasks/result`` waiting for it).
+        self._done: list[Callable[[], None]] = []
 
     @property
     def terminal(self) -> bool:
@@ -155,6 +165,17 @@ class Task:
             "taskId": self.task_id, "status": self.status,
             "createdAt": _iso(self.created), "lastUpdatedAt": _iso(self.updated),
             "ttlMs": self.ttl_ms, "pollIntervalMs": self.poll_interval_ms,
+        }
+        if self.status_message is not None:
+            body["statusMessage"] = self.status_message
+        return body
+
+    def v1(self) -> dict[str, Any]:
+        """The 2025-11-25 ``Task`` (``ttl``/``pollInterval``, in milliseconds)."""
+        body: dict[str, Any] = {
+            "taskId": self.task_id, "status": self.status,
+            "createdAt": _iso(self.created), "lastUpdatedAt": _iso(self.updated),
+            "ttl": self.ttl_ms, "pollInterval": self.poll_interval_ms,
         }
         if self.status_message is not None:
             body["statusMessage"] = self.status_message
@@ -393,6 +414,9 @@ class TaskContext:
         self.request_state: str | None = None
         self._waiter_factory = waiter_factory
         self._is_async = is_async
+        #: Handshake era: the session to send the task's requests on.
+        self._session: Any = (request_ctx.session if request_ctx.era is not Era.STATELESS
+                              else None)
 
     @property
     def cancelled(self) -> bool:
@@ -441,6 +465,8 @@ class TaskContext:
         """Ask the client: ``{key: (method, params)}`` -> ``{key: answer}`` once
         ``tasks/update`` has brought every answer (``request_state`` is not used: a task
         keeps its own state)."""
+        if self._session is not None:
+            return self._ask_session(requests)
         waiter = self._plan(requests)
         if not self._is_async:
             waiter.wait_blocking()
@@ -450,6 +476,35 @@ class TaskContext:
             await waiter.wait()
             return self._collect(requests)
         return wait()
+
+    def _ask_session(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]]) -> Any:
+        """2025-11-25: real requests to the client, marked with the related-task ``_meta``;
+        the task is ``input_required`` meanwhile."""
+        caps = self.client_capabilities
+        missing: dict[str, Any] = {INPUT_METHODS[m][0]: {} for m, _ in requests.values()
+                                   if m in INPUT_METHODS and INPUT_METHODS[m][0] not in caps}
+        if missing:
+            raise MissingCapability(missing)
+        session = self._session
+        assert session is not None
+        related = {RELATED_TASK: {"taskId": self.task_id}}
+        self.tasks._park(self.task, {key: {"method": method, "params": dict(params)}
+                                     for key, (method, params) in requests.items()}, None)
+        sent = [(key, method, {**params, "_meta": {**(params.get("_meta") or {}), **related}})
+                for key, (method, params) in requests.items()]
+        if not self._is_async:
+            answers = {key: session.request(method, params) for key, method, params in sent}
+            self.tasks._resume(self.task)
+            return answers
+
+        async def ask() -> dict[str, Any]:
+            answers = {}
+            for key, method, params in sent:
+                answer = session.request(method, params)  # blocking on threads
+                answers[key] = await answer if inspect.isawaitable(answer) else answer
+            self.tasks._resume(self.task)
+            return answers
+        return ask()
 
     def elicit(self, message: str, schema: Mapping[str, Any], *,
                key: str = "elicitation") -> Any:
@@ -531,41 +586,50 @@ class Tasks:
             None, False)
 
     def capabilities(self) -> dict[str, Any]:
-        """What the server declares: the extension (never the v1 ``tasks`` slot)."""
-        return {"extensions": {TASKS_EXTENSION: {}}}
+        """What the server declares: the extension (2026-07-28) and the 2025-11-25 ``tasks``
+        capability (the core leaves the latter out of ``server/discover``: 2026-07-28 has no
+        core tasks)."""
+        return {"extensions": {TASKS_EXTENSION: {}},
+                "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}
 
     def route(self, server: Server, request: Request, ctx: Context) -> Job | None:
         """The job for a tasks request or a task-creating ``tools/call``; None: not ours."""
+        if ctx.era is Era.STATELESS:
+            return self._route_stateless(server, request, ctx)
+        return self._route_handshake(server, request, ctx)
+
+    @staticmethod
+    def _support(server: Server, name: Any) -> str | None:
+        entry = server.tools.get(name) if isinstance(name, str) else None
+        if entry is None:
+            return None
+        support = entry.definition.get("execution", {}).get("taskSupport")
+        return support if support in ("optional", "required") else None
+
+    def _route_stateless(self, server: Server, request: Request, ctx: Context) -> Job | None:
         method = request.method
         params = request.params or {}
         if method in ("tasks/get", "tasks/update", "tasks/cancel"):
-            if ctx.era is not Era.STATELESS:
-                raise McpError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
             if not self.negotiated(ctx):
                 raise McpError(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
                                f"Missing required client capability: {TASKS_EXTENSION}",
                                {"requiredCapabilities": _required()})
             answer = {"tasks/get": self.get, "tasks/update": self.update,
-                      "tasks/cancel": self.cancel}[method](params)
+                      "tasks/cancel": self.cancel}[method](params, ctx)
             return Job(None, shape=lambda _: answer)
         if method != "tools/call":
             return None
         name = params.get("name")
-        entry = server.tools.get(name) if isinstance(name, str) else None
-        support = entry.definition.get("execution", {}).get("taskSupport") if entry else None
-        if support not in ("optional", "required"):
+        support = self._support(server, name)
+        if support is None:
             return None
         if not self.negotiated(ctx):
             if support == "optional":
                 return None
-            if ctx.era is Era.STATELESS:
-                raise McpError(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                               f"Missing required client capability: {TASKS_EXTENSION} "
-                               f"(tool {name!r} runs only as a task)",
-                               {"requiredCapabilities": _required()})
-            # 2025-11-25 tasks.mdx: a required-task tool called plainly -> -32601.
-            raise McpError(ErrorCode.METHOD_NOT_FOUND,
-                           f"Tool {name!r} must be called as a task")
+            raise McpError(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                           f"Missing required client capability: {TASKS_EXTENSION} "
+                           f"(tool {name!r} runs only as a task)",
+                           {"requiredCapabilities": _required()})
         job = server._route_tool(params, ctx)
         if job.fn is None:  # arguments that do not fit: an isError result at once
             return job
@@ -575,34 +639,131 @@ class Tasks:
                 ctx.plan_ask(first)  # the answers the retry carries, or input_required
             except (InputRequiredSignal, MissingCapability) as signal:
                 return Job(_raiser(signal))
-        created = self.start(job, ctx)
-        if created is None:  # the store is full: run it synchronously
+        task = self.start(job, ctx)
+        if task is None:  # the store is full: run it synchronously
             return job
+        created = self._locked(task.created_result)
         return Job(None, shape=lambda _: created)
+
+    def _route_handshake(self, server: Server, request: Request, ctx: Context) -> Job | None:
+        """2025-11-25 tasks (``basic/utilities/tasks.mdx``): task-augmented ``tools/call``
+        (``params.task``), ``tasks/get``, ``tasks/result``, ``tasks/list``,
+        ``tasks/cancel``; earlier revisions have no tasks (the core refuses the methods)."""
+        method = request.method
+        params = request.params or {}
+        if method == "tasks/get":
+            answer = self._locked(self._find(params, ctx).v1)
+            return Job(None, shape=lambda _: answer)
+        if method == "tasks/result":
+            return self._result_job(self._find(params, ctx))
+        if method == "tasks/list":
+            answer = self.list_tasks(ctx)
+            return Job(None, shape=lambda _: answer)
+        if method == "tasks/cancel":
+            task = self._find(params, ctx)
+            cancel, calls = self._cancel(task, terminal_is_error=True)
+            if cancel is not None:
+                cancel()
+            self._call(calls)
+            answer = self._locked(task.v1)
+            return Job(None, shape=lambda _: answer)
+        if method != "tools/call":
+            return None
+        name = params.get("name")
+        support = self._support(server, name)
+        augmented = isinstance(params.get("task"), dict) and (
+            ctx.session.conn.revision == "2025-11-25")
+        if not augmented:
+            if support == "required":
+                # 2025-11-25 tasks.mdx: a task-only tool called plainly -> -32601.
+                raise McpError(ErrorCode.METHOD_NOT_FOUND,
+                               f"Tool {name!r} must be called as a task")
+            return None
+        if support is None and name in server.tools:
+            # The tool does not support tasks: the requestor MUST NOT ask, and we say so.
+            raise McpError(ErrorCode.METHOD_NOT_FOUND,
+                           f"Tool {name!r} does not support task-augmented calls")
+        job = server._route_tool(params, ctx)
+        if job.fn is None:
+            return job
+        requested = params["task"].get("ttl")
+        ttl_ms = self.ttl_ms
+        if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
+            ttl_ms = min(requested, self.ttl_ms)  # the receiver may shorten what was asked
+        augmented_task = self.start(job, ctx, ttl_ms=ttl_ms)
+        if augmented_task is None:
+            return job
+        created = {"task": self._locked(augmented_task.v1)}
+        return Job(None, shape=lambda _: created)
+
+    def _result_job(self, task: Task) -> Job:
+        """``tasks/result``: waits until the task is terminal, then answers what the call
+        would have (its result, or its error verbatim), with the related-task ``_meta``."""
+        related = {RELATED_TASK: {"taskId": task.task_id}}
+
+        def outcome(_: Any) -> dict[str, Any]:
+            with self._lock:
+                status, result, error = task.status, task.result, task.error
+            if status == "completed" and result is not None:
+                meta = {**(result.get("_meta") or {}), **related}
+                return {**result, "_meta": meta}
+            if status == "failed" and error is not None:
+                raise McpError(int(error["code"]), str(error["message"]), error.get("data"))
+            raise McpError(ErrorCode.INVALID_PARAMS,
+                           f"Invalid params: task {task.task_id} was cancelled")
+
+        with self._lock:
+            if task.terminal:
+                return Job(None, shape=outcome)
+            waiter = self._runner().waiter()
+            task._done.append(waiter.set)
+
+        async def wait() -> None:
+            await waiter.wait()
+        return Job(wait, shape=outcome)
 
     # -- the methods ----------------------------------------------------------------------------
 
-    def _find(self, params: Mapping[str, Any]) -> Task:
+    def _locked(self, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        with self._lock:
+            return fn()
+
+    def _find(self, params: Mapping[str, Any], ctx: Context) -> Task:
+        """The task ``params.taskId`` names, if the caller may see it: 2026-07-28 tasks to
+        2026-07-28 requests (the unguessable id is the capability), 2025-11-25 tasks to the
+        session that created them."""
         task_id = params.get("taskId")
+        owner = None if ctx.era is Era.STATELESS else ctx.session
         with self._lock:
             self._expire()
             task = self._tasks.get(task_id) if isinstance(task_id, str) else None
+            if task is not None and (task.owner() if task.owner is not None else None
+                                     ) is not owner:
+                task = None
         if task is None:
-            # SEP-2663 (and 2025-11-25): an unknown taskId is -32602.
+            # SEP-2663 and 2025-11-25 tasks.mdx: an unknown taskId is -32602.
             raise McpError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown taskId",
                            {"taskId": task_id})
         return task
 
-    def get(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """``tasks/get``: the DetailedTask."""
-        task = self._find(params)
+    def get(self, params: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
+        """``tasks/get`` (2026-07-28): the DetailedTask."""
+        task = self._find(params, ctx)
         with self._lock:
             return {"resultType": "complete", **task.detailed()}
 
-    def update(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """``tasks/update``: answers to the task's questions (unknown keys are ignored);
-        the task resumes once every question is answered. An empty ack either way."""
-        task = self._find(params)
+    def list_tasks(self, ctx: Context) -> dict[str, Any]:
+        """``tasks/list`` (2025-11-25): the tasks of the caller's session, oldest first."""
+        with self._lock:
+            self._expire()
+            return {"tasks": [t.v1() for t in self._tasks.values()
+                              if t.owner is not None and t.owner() is ctx.session]}
+
+    def update(self, params: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
+        """``tasks/update`` (2026-07-28): answers to the task's questions (unknown keys are
+        ignored); the task resumes once every question is answered. An empty ack either
+        way."""
+        task = self._find(params, ctx)
         responses = params.get("inputResponses")
         if not isinstance(responses, dict):
             raise McpError(ErrorCode.INVALID_PARAMS,
@@ -621,35 +782,52 @@ class Tasks:
             wake()
         return {"resultType": "complete"}
 
-    def cancel(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """``tasks/cancel``: stop the handler; the status becomes ``cancelled`` (a terminal
-        task is left as it is). An empty ack either way."""
-        task = self._find(params)
-        cancel = None
-        with self._lock:
-            if not task.terminal:
-                self._settle(task, "cancelled")
-                cancel = task._cancel
+    def cancel(self, params: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
+        """``tasks/cancel`` (2026-07-28): stop the handler; the status becomes ``cancelled``
+        (a terminal task is left as it is). An empty ack either way."""
+        task = self._find(params, ctx)
+        cancel, calls = self._cancel(task, terminal_is_error=False)
         if cancel is not None:
             cancel()
+        self._call(calls)
         return {"resultType": "complete"}
+
+    def _cancel(self, task: Task, *, terminal_is_error: bool
+                ) -> tuple[Callable[[], None] | None, list[Callable[[], None]]]:
+        with self._lock:
+            if task.terminal:
+                if terminal_is_error:
+                    # 2025-11-25 tasks.mdx: cancelling a terminal task is -32602.
+                    raise McpError(ErrorCode.INVALID_PARAMS,
+                                   f"Invalid params: task is already {task.status}")
+                return None, []
+            calls = self._settle(task, "cancelled")
+            return task._cancel, calls
 
     # -- running --------------------------------------------------------------------------------
 
-    def start(self, job: Job, ctx: Context) -> dict[str, Any] | None:
-        """Create a task running ``job`` and return its ``CreateTaskResult`` (None: the store
-        is full). The task exists before this returns: a ``tasks/get`` right after the
-        answer finds it (SEP-2663, "durable create")."""
+    def start(self, job: Job, ctx: Context, *, ttl_ms: int | None = None) -> Task | None:
+        """Create a task running ``job`` (None: the store is full). The task exists before
+        this returns: a ``tasks/get`` right after the answer finds it (SEP-2663, "durable
+        create"). A handshake-era task belongs to ``ctx``'s session, which hears its status
+        changes (``notifications/tasks/status``)."""
         assert job.fn is not None
         now, mono = self._clock(), self._monotonic()
+        ttl = self.ttl_ms if ttl_ms is None else ttl_ms
         with self._lock:
             self._expire()
             if len(self._tasks) >= self.max_tasks:
                 log.warning("tasks: %d tasks kept, running %s synchronously",
                             len(self._tasks), ctx.params.get("name"))
                 return None
-            task = Task(secrets.token_urlsafe(16), now, mono + self.ttl_ms / 1000,
-                        self.ttl_ms, self.poll_interval_ms)
+            task = Task(secrets.token_urlsafe(16), now, mono + ttl / 1000, ttl,
+                        self.poll_interval_ms)
+            if ctx.era is not Era.STATELESS:
+                task.owner = weakref.ref(ctx.session)
+
+                def notify(params: dict[str, Any]) -> None:
+                    ctx.notify("notifications/tasks/status", params)
+                task._notify = notify
             self._tasks[task.task_id] = task
         runner = self._runner()
         is_async = inspect.iscoroutinefunction(job.fn)
@@ -667,8 +845,7 @@ class Tasks:
             runner.start(run, task, True)
         else:
             runner.start(lambda: self._execute_sync(task, job), task, False)
-        with self._lock:
-            return task.created_result()
+        return task
 
     async def _execute_async(self, task: Task, job: Job) -> None:
         assert job.fn is not None
@@ -680,9 +857,11 @@ class Tasks:
         except Exception as exc:
             self._finish(task, job, error=exc)
         except BaseException:  # cancelled (tasks/cancel, expiry, or the runtime's end)
+            calls: list[Callable[[], None]] = []
             with self._lock:
                 if not task.terminal:
-                    self._settle(task, "cancelled")
+                    calls = self._settle(task, "cancelled")
+            self._call(calls)
             raise
 
     def _execute_sync(self, task: Task, job: Job) -> None:
@@ -721,17 +900,41 @@ class Tasks:
                 return  # cancelled meanwhile: the cancellation stands
             if failure is not None:
                 task.error = failure
-                self._settle(task, "failed")
+                calls = self._settle(task, "failed")
             else:
                 task.result = result
-                self._settle(task, "completed")
+                calls = self._settle(task, "completed")
+        self._call(calls)
 
-    def _settle(self, task: Task, status: str) -> None:
-        """Enter a terminal status (under the lock)."""
+    def _settle(self, task: Task, status: str) -> list[Callable[[], None]]:
+        """Enter a terminal status (under the lock); what to call once it is released."""
         task.status = status
         task.updated = self._clock()
         task.input_requests.clear()
         task._wake = None
+        return self._changed(task)
+
+    @staticmethod
+    def _changed(task: Task) -> list[Callable[[], None]]:
+        """The callbacks a status change calls (under the lock: they run after it): the
+        2025-11-25 status notification, and, once terminal, whoever waits for the end."""
+        calls: list[Callable[[], None]] = []
+        notify = task._notify
+        if notify is not None:
+            snapshot = task.v1()
+            calls.append(lambda: notify(snapshot))
+        if task.terminal:
+            calls.extend(task._done)
+            task._done.clear()
+        return calls
+
+    @staticmethod
+    def _call(calls: list[Callable[[], None]]) -> None:
+        for call in calls:
+            try:
+                call()
+            except Exception:  # a closed session, a loop gone: nobody left to tell
+                log.debug("a task status callback failed", exc_info=True)
 
     def _touch(self, task: Task, *, status_message: str) -> None:
         with self._lock:
@@ -739,7 +942,8 @@ class Tasks:
                 task.status_message = status_message
                 task.updated = self._clock()
 
-    def _park(self, task: Task, requests: dict[str, dict[str, Any]], waiter: _Waiter) -> None:
+    def _park(self, task: Task, requests: dict[str, dict[str, Any]],
+              waiter: _Waiter | None) -> None:
         with self._lock:
             if task.terminal:
                 raise McpError(ErrorCode.INVALID_REQUEST, "the task has ended")
@@ -748,7 +952,20 @@ class Tasks:
                 task.answers.pop(key, None)
             task.status = "input_required"
             task.updated = self._clock()
-            task._wake = waiter.set
+            task._wake = waiter.set if waiter is not None else None
+            calls = self._changed(task)
+        self._call(calls)
+
+    def _resume(self, task: Task) -> None:
+        """2025-11-25: the client answered the task's requests: working again."""
+        with self._lock:
+            if task.status != "input_required":
+                return
+            task.status = "working"
+            task.input_requests.clear()
+            task.updated = self._clock()
+            calls = self._changed(task)
+        self._call(calls)
 
     def _preanswer(self, task: Task, answers: dict[str, Any]) -> None:
         with self._lock:

@@ -295,10 +295,11 @@ def test_task_tools_declare_their_support(on_asyncio: Example) -> None:
 
 def test_handshake_era_runs_task_tools_synchronously(on_asyncio: Example) -> None:
     ex = on_asyncio
-    status, _ = ex.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    status, message = ex.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": TASKS_CAPS,
         "clientInfo": CLIENT_INFO}}, {})
     assert status == 200
+    assert message["result"]["capabilities"]["tasks"]["requests"] == {"tools": {"call": {}}}
     hdrs = {"mcp-session-id": ex.last_headers["mcp-session-id"],
             "mcp-protocol-version": "2025-11-25"}
     ex.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, hdrs)
@@ -310,6 +311,14 @@ def test_handshake_era_runs_task_tools_synchronously(on_asyncio: Example) -> Non
     _, message = ex.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "failing_job", "arguments": {}}}, hdrs)
     assert message["error"]["code"] == -32601
+    # Asked for a task (params.task): 2025-11-25 tasks; tasks/result waits for the end.
+    _, message = ex.post({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "slow_compute", "arguments": {"seconds": 0.2}, "task": {"ttl": 1000}}}, hdrs)
+    task = message["result"]["task"]
+    assert task["status"] == "working" and task["ttl"] == 1000
+    _, message = ex.post({"jsonrpc": "2.0", "id": 4, "method": "tasks/result", "params": {
+        "taskId": task["taskId"]}}, hdrs)
+    assert message["result"]["content"][0]["text"] == "computed result after 0.2 s"
 
 
 def test_run_http_passes_allowed_hosts_on() -> None:

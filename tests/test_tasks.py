@@ -240,3 +240,97 @@ def test_registration_checks() -> None:
         "ttlMs": 1500, "pollIntervalMs": 250}
     task.status, task.error = "failed", {"code": -32603, "message": "Internal error"}
     assert task.detailed()["error"] == task.error and "result" not in task.detailed()
+
+
+# -- 2025-11-25 tasks, over stdio with the example server on each runtime -----------------------
+
+
+@pytest.mark.parametrize("runtime", ["asyncio", "trio", "threading"])
+def test_handshake_era_tasks_over_stdio(runtime: str) -> None:
+    import sys
+
+    from mcp_sansio.adapters._session import McpError
+    from mcp_sansio.adapters.asyncio import connect_stdio
+
+    if runtime == "trio":
+        pytest.importorskip("trio")
+    command = [sys.executable, "-c", "import sys; from mcp_sansio.adapters._example_server "
+               "import run; run(sys.argv[1])", runtime]
+    statuses: dict[str, list[str]] = {}
+    asked: list[dict[str, Any]] = []
+
+    def on_notification(note: Any) -> None:
+        if note.method == "notifications/tasks/status":
+            statuses.setdefault(note.params["taskId"], []).append(note.params["status"])
+
+    def elicitation(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"action": "accept", "content": {"confirm": True}}
+
+    async def main() -> None:
+        async with connect_stdio(command, versions=["2025-11-25"], elicitation=elicitation,
+                                 on_notification=on_notification) as client:
+            assert client.server_capabilities["tasks"] == {
+                "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+            created = await client.request("tools/call", {
+                "name": "slow_compute", "arguments": {"seconds": 0.2}, "task": {"ttl": 60000}})
+            task = created["task"]
+            assert task["status"] == "working" and task["ttl"] == 60000
+            assert {"taskId", "createdAt", "lastUpdatedAt", "pollInterval"} <= task.keys()
+            got = await client.request("tasks/get", {"taskId": task["taskId"]})
+            assert got["taskId"] == task["taskId"]
+            listed = await client.request("tasks/list", {})
+            assert [t["taskId"] for t in listed["tasks"]] == [task["taskId"]]
+            # tasks/result waits for the end and answers what the call would have.
+            result = await client.request("tasks/result", {"taskId": task["taskId"]})
+            assert result["content"][0]["text"] == "computed result after 0.2 s"
+            assert result["_meta"]["io.modelcontextprotocol/related-task"] == {
+                "taskId": task["taskId"]}
+
+            # A task that asks: a real elicitation marked with its task.
+            created = await client.request("tools/call", {
+                "name": "confirm_delete", "arguments": {"filename": "f"}, "task": {}})
+            result = await client.request("tasks/result",
+                                          {"taskId": created["task"]["taskId"]})
+            assert result["content"][0]["text"] == "deleted f"
+            assert asked[0]["_meta"]["io.modelcontextprotocol/related-task"] == {
+                "taskId": created["task"]["taskId"]}
+
+            # Errors: a tool error is a result; anything else is the error, verbatim.
+            created = await client.request("tools/call", {
+                "name": "protocol_error_job", "arguments": {}, "task": {}})
+            with pytest.raises(McpError) as info:
+                await client.request("tasks/result", {"taskId": created["task"]["taskId"]})
+            assert (info.value.code, info.value.message) == (-32603, "Internal error")
+
+            # Cancelling: the task is cancelled; cancelling it again is -32602.
+            created = await client.request("tools/call", {
+                "name": "slow_compute", "arguments": {"seconds": 60}, "task": {}})
+            cancelled = await client.request("tasks/cancel",
+                                             {"taskId": created["task"]["taskId"]})
+            assert cancelled["status"] == "cancelled"
+            with pytest.raises(McpError) as info:
+                await client.request("tasks/cancel", {"taskId": created["task"]["taskId"]})
+            assert info.value.code == -32602
+            with pytest.raises(McpError) as info:
+                await client.request("tasks/get", {"taskId": "no-such-task"})
+            assert info.value.code == -32602
+            # Tools without task support refuse a task; task-only tools refuse a plain call.
+            with pytest.raises(McpError) as info:
+                await client.request("tools/call", {"name": "greet",
+                                                    "arguments": {"name": "x"}, "task": {}})
+            assert info.value.code == -32601
+            with pytest.raises(McpError) as info:
+                await client.call_tool("failing_job")
+            assert info.value.code == -32601
+            first = (await client.request("tasks/list", {}))["tasks"][0]["taskId"]
+            await asyncio.sleep(0.05)  # let the last status notifications arrive
+            assert statuses[first] == ["completed"]
+            listed_ids = [t["taskId"] for t in (await client.request(
+                "tasks/list", {}))["tasks"]]
+            assert len(listed_ids) == 4  # slow, confirm_delete, protocol error, cancelled
+            assert statuses[listed_ids[1]] == ["input_required", "working", "completed"]
+            assert statuses[listed_ids[2]] == ["failed"]
+            assert statuses[created["task"]["taskId"]] == ["cancelled"]
+
+    asyncio.run(asyncio.wait_for(main(), 60))
