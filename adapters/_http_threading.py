@@ -274,7 +274,8 @@ class _HTTPSession(SyncServerSession):
         request_id = request.request_id
 
         def cancel() -> None:
-            loop.call_soon_threadsafe(task.cancel)
+            with contextlib.suppress(RuntimeError):  # the loop has just closed: it is over
+                loop.call_soon_threadsafe(task.cancel)
         with self.lock:
             if ctx.cancelled:
                 task.cancel()
@@ -585,7 +586,10 @@ class HTTPService:
         """(The lock held.) A handler stepped on ``loop`` ended without suspending: keep
         the loop for the next one, unless it left tasks behind (they run in the pool)."""
         if asyncio.all_tasks(loop):
-            self._pool.submit(_close_loop, loop)
+            try:
+                self._pool.submit(_close_loop, loop)
+            except RuntimeError:  # closing: the pool takes no more work
+                loop.close()
         elif len(self._steppers) < _MAX_STEPPERS and not self._closed:
             self._steppers.append(loop)
         else:
@@ -837,14 +841,16 @@ class _ClientSocket(_Writer):
 
     def _run(self) -> None:
         client, channel = self.client, self.channel
+        opened = False
         try:
             try:
                 sock = self._open()
-            except (OSError, ssl.SSLError, ConnectionError) as exc:
+            except Exception as exc:  # refused, unreachable, timed out, TLS, a bad name
                 self.abort()
                 client._forget(self)
                 client.channel_failed(channel, exc)
                 return
+            opened = True
             if not self._attach(sock):  # dropped while it was opening
                 sock.close()
                 client._forget(self)
@@ -861,9 +867,10 @@ class _ClientSocket(_Writer):
         finally:
             self.abort()
             client._forget(self)
-            with client.lock:
-                if not channel.closed or channel.exchange is not None:
-                    client.channel_lost(channel)
+            if opened:
+                with client.lock:
+                    if not channel.closed or channel.exchange is not None:
+                        client.channel_lost(channel)
             self._release()
 
     def _open(self) -> socket.socket:
