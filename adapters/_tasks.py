@@ -1,47 +1,59 @@
 """Tasks for the high-level :class:`~._session.Server`: the ``io.modelcontextprotocol/tasks``
-extension of 2026-07-28 (SEP-2663).
+extension of 2026-07-28 (SEP-2663), and the experimental tasks of 2025-11-25
+(``basic/utilities/tasks.mdx``). One task store and one way of running handlers serve both;
+only the wire differs.
 
 Theory of operation
 -------------------
 A tool registered with ``task_support="optional"`` or ``"required"`` may run as a *task*: the
-``tools/call`` is answered at once with a ``CreateTaskResult`` (``resultType: "task"``, the
-task's id, status and times, flat at the top level), and the handler goes on in the
-background. The client polls ``tasks/get`` (a *DetailedTask*: the status, and once terminal
-the tool's result -- or, for a protocol-level failure, the error -- inlined), answers the
-task's questions with ``tasks/update`` and stops it with ``tasks/cancel``; both of those are
-acknowledged with an empty ``{resultType: "complete"}``. There is no ``tasks/result`` and no
-``tasks/list`` in this version of tasks (both are -32601).
+``tools/call`` is answered at once with a task (its id, status, times, TTL and polling
+interval) and the handler goes on in the background; the task keeps its outcome for the
+client to fetch.
 
-The server decides (SEP-2663, "server-directed creation"): a client that negotiated the
-extension -- ``capabilities.extensions["io.modelcontextprotocol/tasks"]`` in the request's
-``_meta`` -- gets a task for every task-supporting tool; one that did not gets the plain
-result (``optional``) or -32021 naming the extension (``required``), and its ``tasks/*``
-requests are refused with -32021 as well. A v1 ``task`` param on ``tools/call`` is ignored:
-the tool's registration decides.
+**2026-07-28 (the extension).** The server decides (SEP-2663, "server-directed creation"): a
+request whose ``_meta`` client capabilities declare
+``extensions["io.modelcontextprotocol/tasks"]`` gets a task for every task-supporting tool,
+as a flat ``CreateTaskResult`` (``resultType: "task"``, ``ttlMs``, ``pollIntervalMs``); one
+that does not gets the plain result (``optional``) or -32021 naming the extension
+(``required``), and its ``tasks/*`` requests are refused with -32021. A v1 ``task`` param is
+ignored. The client polls ``tasks/get`` (a *DetailedTask*: once terminal the tool's result,
+or for a protocol-level failure the error, inlined), answers the task's questions with
+``tasks/update`` and stops it with ``tasks/cancel``; both are acknowledged with an empty
+``{resultType: "complete"}``. There is no ``tasks/result`` and no ``tasks/list`` there
+(-32601, from the core's method table).
+
+**2025-11-25.** The client asks: ``params.task`` on ``tools/call`` (the server declares
+``tasks.requests.tools.call``; a tool without task support refuses with -32601, and a
+``required`` one called plainly is -32601 too). The answer is ``{task: Task}`` (``ttl``,
+``pollInterval``). ``tasks/get`` answers the Task, ``tasks/result`` waits until the task is
+terminal and answers what the call would have (its result, or its error verbatim) with the
+``io.modelcontextprotocol/related-task`` ``_meta``, ``tasks/list`` lists the session's tasks,
+``tasks/cancel`` answers the cancelled Task (-32602 for a terminal one). Every status change
+is announced with ``notifications/tasks/status``. A task belongs to the session that created
+it; other sessions do not see it.
 
 Statuses: ``working`` -> (``input_required`` <-> ``working``)* -> ``completed`` (the handler
 returned, or failed *as a tool*: ``result.isError``), ``failed`` (it raised anything else:
 a protocol-level error, -32603 with a generic message, the exception logged) or
-``cancelled``. Terminal statuses are final; cancelling a terminal task is acknowledged and
-changes nothing.
+``cancelled``. Terminal statuses are final.
 
-Asking the client from a task: the handler's ``ctx`` is a :class:`TaskContext`; its ``ask``
-(and ``elicit``, ``sample``, ``list_roots``) parks the task in ``input_required`` with the
-requests under ``inputRequests`` and waits until ``tasks/update`` has brought an answer for
-every key (answers may come one at a time: answered keys leave ``inputRequests``). Progress
-becomes the task's ``statusMessage``; log messages go to :mod:`logging` (the request they
-would be about has been answered).
+Asking the client from a task: the handler's ``ctx`` is a :class:`TaskContext`. Its ``ask``
+(and ``elicit``, ``sample``, ``list_roots``) puts the task in ``input_required``. In
+2026-07-28 the questions wait under ``inputRequests`` until ``tasks/update`` has brought an
+answer for every key (one at a time if the client likes: answered keys leave
+``inputRequests``); in 2025-11-25 they are real requests to the client, marked with the
+related-task ``_meta``. Progress becomes the task's ``statusMessage``; log messages go to
+:mod:`logging` (the request they would be about has been answered).
 
 Where a task runs: on the runtime that routed its ``tools/call`` -- a task on asyncio's loop,
 a trio system task (it outlives the HTTP request that created it), or, on threads, a thread
 of its own (an ``async def`` handler gets a private event loop there). :class:`Tasks` finds
 out which by itself; ``runner=`` overrides it.
 
-Lifetime: a task is kept ``ttl_ms`` after it was created (``ttlMs`` on the wire; the
-store never drops one earlier, SEP-2663 "TTL"), then forgotten (its handler cancelled if it
-still runs). The store holds at most ``max_tasks``: when full, expired tasks are dropped
-first and then a new task is refused (-32603 is not right for a busy server, so the
-``tools/call`` simply runs synchronously instead, which the extension allows).
+Lifetime: a task is kept for its TTL after it was created (never dropped earlier, SEP-2663
+"TTL"), then forgotten, its handler cancelled if it still runs. The store holds at most
+``max_tasks``: when full, expired tasks are dropped first and then a new task is refused --
+the ``tools/call`` simply runs synchronously instead, which both versions allow.
 """
 
 from __future__ import annotations
