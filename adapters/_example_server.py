@@ -1,9 +1,12 @@
 """The example server behind ``mcp-sansio serve-example`` and ``mcp-sansio demo``.
 
-It implements every fixture the official conformance harness calls by name (tools
-``test_*``, resources ``test://...``, prompts ``test_*``; what each must return is described in
-the harness's scenarios) plus three tools of its own: ``echo(text)``, ``add(a, b)`` and
-``sleep(seconds)`` (progress every 0.1 s, stops when cancelled).
+It implements every fixture the official conformance harness calls by name in server mode
+(tools ``test_*``, the tasks-extension tools ``greet``, ``slow_compute``, ``failing_job``,
+``protocol_error_job``, ``confirm_delete``, ``multi_input``, ``test_tool_with_task``, an
+``x-mcp-header`` tool, resources ``test://...``, prompts ``test_*``; what each must return is
+described in the harness's scenarios, summed up in ``docs/example-server.rst``) plus three
+tools of its own: ``echo(text)``, ``add(a, b)`` and ``sleep(seconds)`` (progress every 0.1 s,
+stops when cancelled).
 
 One definition serves every runtime and both eras: handlers are ``async`` and get the
 runtime's ``sleep`` from :func:`build`; asking the client for input goes through
