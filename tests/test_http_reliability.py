@@ -1,11 +1,15 @@
-"""Reliability of the HTTP server adapter over real loopback sockets: many concurrent
+"""Reliability of the HTTP server adapters over real loopback sockets: many concurrent
 sessions in bounded memory, slow and half-closed connections, a reader that never reads,
-malformed HTTP, oversized bodies.
+malformed HTTP, oversized bodies, expired sessions and a server restart (our client renews
+its session once).
 
-Memory is measured with ``tracemalloc`` in the server's process (the clients run in a child
-process, so their buffers are not counted); bounds are generous and per session, never a
-wall-clock number. Session expiry is driven through the server's clock
-(:meth:`~mcp_sansio.http.HTTPServer.handle_timeout` with a later ``now``), not by waiting.
+The in-depth cases run against the asyncio server in this process; the peer cases and the
+restart also run against ``serve-example --transport http`` on every runtime (asyncio, trio,
+threads) as a real process. Memory is measured with ``tracemalloc`` in the server's process
+(the many-sessions clients run in a child process, so their buffers are not counted);
+bounds are generous and per session, never a wall-clock number. Session expiry is driven
+through the server's clock (:meth:`~mcp_sansio.http.HTTPServer.handle_timeout` with a later
+``now``), not by waiting.
 """
 
 from __future__ import annotations
@@ -15,11 +19,13 @@ import contextlib
 import gc
 import json
 import socket
+import subprocess
 import sys
 import tracemalloc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import pytest
 from mcp_sansio.adapters._example_server import build
 from mcp_sansio.adapters.asyncio import connect_http, start_http
 
@@ -545,3 +551,115 @@ def test_a_server_restart_in_the_middle_our_client_renews_once() -> None:
         texts, renewed = run(main(era))
         assert texts == ["a0", "a1", "a2", "b0", "b1", "b2"]
         assert renewed == renewals
+
+
+# -- the same over every server runtime, as a real process -----------------------------------
+
+RUNTIMES = ["asyncio", "trio", "threading"]
+
+
+class Served:
+    """``mcp-sansio serve-example --transport http --runtime R`` in a subprocess."""
+
+    def __init__(self, runtime: str, port: int = 0) -> None:
+        self.runtime = runtime
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mcp_sansio", "serve-example", "--transport", "http",
+             "--runtime", runtime, "--port", str(port)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()
+        assert self.url.startswith("http://127.0.0.1:"), self.url
+        self.port = int(self.url.rsplit(":", 1)[1].split("/")[0])
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def served(request: pytest.FixtureRequest) -> Iterator[Served]:
+    server = Served(request.param)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_every_runtime_survives_slow_half_closed_and_malformed_peers(served: Served) -> None:
+    port = served.port
+
+    async def main() -> None:
+        # a byte-at-a-time request, another client served half-way through
+        async with connection(port) as (reader, writer):
+            writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP,
+                                                       socket.TCP_NODELAY, 1)
+            request = call("echo", {"text": "slowly"})
+            for i in range(len(request)):
+                writer.write(request[i:i + 1])
+                await writer.drain()
+                await asyncio.sleep(0.001)
+                if i == len(request) // 2:
+                    assert await echo_round_trip(port, "meanwhile") == "meanwhile"
+            reply = await read_reply(reader)
+            assert reply.messages[-1]["result"]["content"][0]["text"] == "slowly"
+        # half-closed after the request: the close, after the answer if it was ready
+        async with connection(port) as (reader, writer):
+            writer.write(call("echo", {"text": "bye"}))
+            await writer.drain()
+            writer.write_eof()
+            raw = await read_to_eof(reader)
+            if served.runtime == "trio":
+                # Known gap: the core takes an end of file for the client leaving (it cannot
+                # tell a half-close from a departure), and trio runs even a quick handler
+                # as a task, so the end of file is read before the answer exists: the
+                # stateless request is cancelled and the connection closed, unanswered.
+                # asyncio and threads step the handler during the read: answered first.
+                assert raw == b""
+            else:
+                assert raw.startswith(b"HTTP/1.1 200 ") and b'"text":"bye"' in raw
+        # malformed heads: 400 and closed; a declared body over the 4 MiB default: 413
+        for data, status in ((b"GARBAGE\r\n\r\n", b"400"),
+                             (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nno colon\r\n\r\n",
+                              b"400"),
+                             (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: " + ACCEPT
+                              + b"\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: 1000000000\r\n\r\n", b"413")):
+            async with connection(port) as (reader, writer):
+                writer.write(data)
+                raw = await read_to_eof(reader)
+                assert raw.startswith(b"HTTP/1.1 " + status), (served.runtime, data, raw)
+        assert await echo_round_trip(port) == "still here"
+    run(main())
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_server_process_restart_our_client_renews_once(runtime: str) -> None:
+    """The server process is killed and started again on the same port; our client, in
+    the middle of its calls, renews its session once."""
+    server = Served(runtime)
+
+    async def main() -> tuple[list[str], int]:
+        nonlocal server
+        texts: list[str] = []
+        async with connect_http(server.url, era=Era.HANDSHAKE) as client:
+            for i in range(3):
+                texts.append((await client.call_tool("echo", {"text": f"a{i}"}))
+                             ["content"][0]["text"])
+            server.stop()
+            server = Served(runtime, server.port)
+            for i in range(3):
+                texts.append((await client.call_tool("echo", {"text": f"b{i}"}))
+                             ["content"][0]["text"])
+            return texts, client.session_renewals
+
+    try:
+        texts, renewals = run(main())
+    finally:
+        server.stop()
+    assert texts == ["a0", "a1", "a2", "b0", "b1", "b2"]
+    assert renewals == 1
