@@ -995,3 +995,112 @@ def test_client_over_tls(era: str, tmp_path: Any) -> None:
         with pytest.raises(ConnectionClosedError, match="cannot connect"), \
                 connect_http(url, era=ERAS[era]):
             pass  # pragma: no cover
+
+
+# -- the official SDK ------------------------------------------------------------------------------
+
+
+class ThreadFlag:
+    """An event a server thread sets and an asyncio test awaits (``asyncio.Event``'s shape)."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+
+    def set(self) -> None:
+        self.event.set()
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+    async def wait(self) -> None:
+        while not self.event.is_set():
+            await asyncio.sleep(0.005)
+
+
+@pytest.mark.parametrize("response_mode", ["json", "sse"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_sdk_client_with_the_threaded_server(mode: str, response_mode: str) -> None:
+    """The official SDK's HTTP client against the example server on threads (the story of
+    tests/test_http_interop.py)."""
+    pytest.importorskip("mcp", reason="the official SDK is a test dependency")
+    from mcp_sansio.adapters._example_server import build
+
+    from .test_http_interop import SAFETY, sdk_story
+
+    server = build(asyncio.sleep)
+    seen = {"started": ThreadFlag(), "cancelled": ThreadFlag()}
+
+    @server.tool(description="Waits until cancelled.")
+    async def block() -> str:
+        seen["started"].set()
+        try:
+            await asyncio.sleep(SAFETY)
+        except asyncio.CancelledError:
+            seen["cancelled"].set()
+            raise
+        return "never"
+
+    with start_http(server, response_mode=ResponseMode(response_mode)) as service:
+        got = asyncio.run(asyncio.wait_for(sdk_story(service, mode, seen), SAFETY))
+        wait_for(lambda: not service.http.sessions)  # the SDK's DELETE, sent as it closes
+        sessions_after = len(service.http.sessions)
+    stateless = mode == "auto"
+    assert got["version"] == ("2026-07-28" if stateless else "2025-11-25")
+    assert got["server"] == "mcp-sansio-example"
+    assert {"echo", "add", "sleep", "test_sampling", "block"} <= got["tools"]
+    assert got["echo"] == "hi" and got["add"] == {"sum": 5}
+    assert got["sleep"] == "slept 0.3 s"
+    if stateless and response_mode == "json":
+        assert got["progress"] == [] and got["logs"] == []  # nowhere to put them (JSON mode)
+    else:
+        assert got["progress"] == [1, 2, 3]
+        assert len(got["logs"]) == 3
+    assert got["sampling"] == "LLM response: Paris"
+    assert got["mrtr"] == "Hello, Ann! Your favorite color is blue."
+    assert got["error"] is True
+    assert got["static"] == "This is the content of the static text resource."
+    assert '"id":"3"' in got["read"]
+    assert "arg1='a'" in got["prompt"]
+    assert got["cancelled"] is True and got["after"] == {"sum": 3}
+    assert (got["sessions"], sessions_after) == ((0, 0) if stateless else (1, 0))
+
+
+@pytest.mark.parametrize("era", ["handshake", "stateless"])
+def test_threaded_client_with_the_sdk_server(era: str) -> None:
+    """Our threaded HTTP client against the official SDK's Streamable HTTP server."""
+    pytest.importorskip("mcp", reason="the official SDK is a test dependency")
+    from .test_http_interop import PEERS
+    from .test_interop import CALLBACKS
+    from .test_interop import ERAS as VERSIONS
+
+    proc = subprocess.Popen([sys.executable, str(PEERS / "sdk_http_server.py")],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        with connect_http(url, versions=VERSIONS[era], **CALLBACKS) as client:
+            assert client.era is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
+            assert client.server_info["name"] == "sdk-peer"
+            assert [t["name"] for t in client.list_tools()] == [
+                "echo", "add", "countdown", "ask_name"]
+            assert text_of({"result": client.call_tool("add", {"a": 2, "b": 3})}) == "5"
+            progress: list[float] = []
+            result = client.call_tool("countdown", {"steps": 3},
+                                      progress=lambda p, t, m: progress.append(p))
+            assert text_of({"result": result}) == "counted 3" and progress == [1, 2, 3]
+            assert client.read_resource("memo://items/7")["contents"][0]["text"] == "item 7"
+            token = CancelToken()
+            threading.Timer(0.3, token.cancel).start()
+            with pytest.raises(RequestCancelledError):
+                client.call_tool("countdown", {"steps": 300, "delay": 0.1}, cancel=token)
+            assert text_of({"result": client.call_tool("echo", {"text": "after"})}) == "after"
+            if era == "handshake":
+                assert text_of({"result": client.call_tool("ask_name")}) == "Hello, Ann!"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(2)
+        except subprocess.TimeoutExpired:  # uvicorn waits for running handlers
+            proc.kill()
+            proc.wait()
