@@ -405,11 +405,13 @@ def current_runner() -> _Runner:
 
 class TaskContext:
     """A task handler's ``ctx``: what :class:`~._session.Context` offers, for a request that
-    has already been answered with ``CreateTaskResult``.
+    has already been answered with the task.
 
-    ``ask`` (``elicit``, ``sample``, ``list_roots``) parks the task in ``input_required``
-    until ``tasks/update`` answers every key; it is ``async`` for ``async def`` handlers
-    and blocking for plain ones (threads)."""
+    ``ask`` (``elicit``, ``sample``, ``list_roots``) puts the task in ``input_required``
+    until the client has answered every key (2026-07-28: through ``tasks/update``;
+    2025-11-25: real requests on the session); it is ``async`` for ``async def`` handlers and
+    blocking for plain ones (threads). ``notify`` sends on the session in the handshake era
+    (a 2026-07-28 task has no stream to send on)."""
 
     def __init__(self, tasks: Tasks, task: Task, request_ctx: Context, waiter_factory:
                  Callable[[], _Waiter], is_async: bool) -> None:
@@ -429,6 +431,7 @@ class TaskContext:
         #: Handshake era: the session to send the task's requests on.
         self._session: Any = (request_ctx.session if request_ctx.era is not Era.STATELESS
                               else None)
+        self._request_ctx = request_ctx
 
     @property
     def cancelled(self) -> bool:
@@ -447,6 +450,9 @@ class TaskContext:
                 f" ({logger})" if logger else "", data)
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        if self._session is not None:
+            self._request_ctx.notify(method, params)
+            return
         log.debug("task %s: %s not sent (no stream to send it on)", self.task_id, method)
 
     def notify_list_changed(self, kind: str) -> None:

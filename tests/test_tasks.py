@@ -334,3 +334,34 @@ def test_handshake_era_tasks_over_stdio(runtime: str) -> None:
             assert statuses[created["task"]["taskId"]] == ["cancelled"]
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_a_handshake_era_task_notifies_on_its_session() -> None:
+    import sys
+
+    from mcp_sansio.adapters.asyncio import connect_stdio
+
+    script = (
+        "import asyncio\n"
+        "from mcp_sansio.adapters.asyncio import Server, run_stdio\n"
+        "server = Server('notifier')\n"
+        "server.enable_tasks()\n"
+        "@server.tool(task_support='required')\n"
+        "async def change(ctx) -> str:\n"
+        "    ctx.notify_list_changed('tools')\n"
+        "    return 'changed'\n"
+        "run_stdio(server)\n")
+    seen: list[str] = []
+
+    async def main() -> None:
+        async with connect_stdio([sys.executable, "-c", script], versions=["2025-11-25"],
+                                 on_notification=lambda n: seen.append(n.method)) as client:
+            created = await client.request("tools/call", {"name": "change", "arguments": {},
+                                                          "task": {}})
+            result = await client.request("tasks/result", {"taskId": created["task"]["taskId"]})
+            assert result["content"][0]["text"] == "changed"
+            await asyncio.sleep(0.05)
+        assert "notifications/tools/list_changed" in seen
+        assert seen[-1] == "notifications/tasks/status"
+
+    asyncio.run(asyncio.wait_for(main(), 60))
