@@ -397,7 +397,14 @@ class SyncServerSession(ServerLogic, SyncSession):
             if "ctx" in job.kwargs:
                 job.kwargs["ctx"] = ctx
         self._contexts[request.request_id] = ctx
+        if self._start_eagerly(request, job, ctx):
+            return
         self._pool.submit(self._run, request, job, ctx)
+
+    def _start_eagerly(self, request: Request, job: Job, ctx: Context) -> bool:
+        """Whether the runtime took the job to start without the pool (see the threading
+        adapter's ServerSession); False: it goes to the pool."""
+        return False
 
     def _cancel_incoming(self, request_id: RequestId) -> None:
         ctx = self._contexts.pop(request_id, None)

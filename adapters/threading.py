@@ -3,7 +3,8 @@
 One reader thread per connection is the pump: it waits (``selectors``) for the peer's bytes,
 the child's stderr and the next deadline, feeds the core and dispatches the events. Writes go
 straight to the pipe from whichever thread produced them, under the session's lock. Handlers
-and the callbacks that answer a server run in a thread pool.
+and the callbacks that answer a server run in a thread pool (a server's ``async def`` handler
+is first stepped on the reader, as on asyncio: see :class:`ServerSession`).
 
 Client::
 
@@ -25,7 +26,10 @@ Server::
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
+import inspect
 import logging
 import os
 import secrets
@@ -34,14 +38,16 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mcp_sansio import Era, Notification
+from mcp_sansio import Era, Notification, Request, RequestId
 
+from ._api import _Resumed
 from ._session import (
     STDERR_LOGGER,
     ConnectionClosedError,
+    Job,
     LineLogger,
     McpError,
     RequestCancelledError,
@@ -49,6 +55,7 @@ from ._session import (
     Server,
     ToolError,
 )
+from ._session import Context as SessionContext
 from ._stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     ProtectedStdio,
@@ -279,7 +286,107 @@ def connect_stdio(
 
 
 class ServerSession(_ThreadRuntime, SyncServerSession):
-    """One connection served by a :class:`Server` on threads."""
+    """One connection served by a :class:`Server` on threads.
+
+    An ``async def`` handler starts eagerly, as on asyncio: it is
+    stepped once on the thread that dispatched it (the reader, once the events of a read
+    are drained), with a private event loop set as the running loop. One that returns
+    without suspending is answered there -- no pool hand-off, no thread switch, and the
+    answers to one read leave in one write. One that suspends goes on in a worker thread,
+    which runs that loop until the handler ends (the next eager handler gets a fresh loop).
+    So, as on any event loop, an ``async def`` handler must not block before its first
+    ``await``. ``def`` handlers, and handshake-era handlers that take ``ctx`` (whose ``ask``
+    waits for the client's answer, which only the reader can read), run in the pool.
+    Measured with ``benchmarks/stdio.py``'s echo (server CPU per call, paired runs): 100 in
+    flight 49.9 -> 19.2 us, sequential 82.1 -> 56.4 us.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._step_loop: asyncio.AbstractEventLoop | None = None
+
+    def _start_eagerly(self, request: Request, job: Job, ctx: SessionContext) -> bool:
+        if not self._servicing or not inspect.iscoroutinefunction(job.fn):
+            return False
+        if "ctx" in job.kwargs and self.conn.era is not Era.STATELESS:
+            return False  # its ask would block the reader until the client answers
+        self._eager[request.request_id] = (request, job, ctx)
+        return True
+
+    def _cancel_incoming(self, request_id: RequestId) -> None:
+        self._eager.pop(request_id, None)  # cancelled in the same read: it never runs
+        super()._cancel_incoming(request_id)
+
+    def _stop_workers(self) -> None:
+        super()._stop_workers()
+        with self.lock:
+            loop, self._step_loop = self._step_loop, None
+        if loop is not None:
+            loop.close()
+
+    def _run_eager(self) -> None:
+        eager = self._eager
+        while eager:
+            key = next(iter(eager))
+            self._step(*eager.pop(key))
+
+    def _step(self, request: Request, job: Job, ctx: SessionContext) -> None:
+        loop = self._step_loop
+        if loop is None:
+            loop = self._step_loop = asyncio.new_event_loop()
+        coro = self._handle(request, job, ctx)
+        context = contextvars.copy_context()  # as a task would run it
+        previous = asyncio._get_running_loop()  # a worker may be inside its own loop
+        asyncio._set_running_loop(loop)
+        try:
+            first = context.run(coro.send, None)
+        except StopIteration:
+            return  # answered (or failed) without suspending
+        finally:
+            asyncio._set_running_loop(previous)
+        self._step_loop = None  # the suspended handler keeps this loop
+        self._pool.submit(self._resume, request, loop, coro, first, context, ctx)
+
+    async def _handle(self, request: Request, job: Job, ctx: SessionContext) -> None:
+        """The handler and its answer, as ``SyncServerSession._run`` does in a worker."""
+        try:
+            assert job.fn is not None
+            value = await job.fn(*job.args, **job.kwargs)
+            result = job.shape(value)
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:
+            if not ctx.cancelled:
+                self.job_failed(request, exc)
+            return
+        finally:
+            with self.lock:
+                self._contexts.pop(request.request_id, None)
+                self._cancellers.pop(request.request_id, None)
+        if not ctx.cancelled:
+            self.finish_incoming(request.request_id, result, method=request.method)
+
+    def _resume(self, request: Request, loop: asyncio.AbstractEventLoop,
+                coro: Coroutine[Any, Any, None], first: Any,
+                context: contextvars.Context, ctx: SessionContext) -> None:
+        """In a worker: run the suspended handler on its loop until it ends."""
+        task = loop.create_task(_Resumed(coro, first), context=context)
+
+        def cancel() -> None:
+            loop.call_soon_threadsafe(task.cancel)
+        with self.lock:
+            if ctx.cancelled:
+                task.cancel()
+            else:
+                self._cancellers[request.request_id] = cancel
+        try:
+            loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            with self.lock:
+                self._cancellers.pop(request.request_id, None)
+            loop.close()
 
 
 def serve_stdio(
