@@ -281,6 +281,35 @@ def test_resumption_gives_up_after_bounded_attempts() -> None:
     assert len(cancelled) == 1
 
 
+def test_requests_wait_for_the_initialized_notification() -> None:
+    # Two POSTs may travel on two TCP connections, and a server reading the request first
+    # refuses it (the handshake is not complete): the request goes out after the 202.
+    net = make(client_versions=["2025-11-25"], client_kwargs={"standalone_stream": False})
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, Initialized):
+            net.client.connection.send_request("tools/list", now=net.now)
+
+    net.client_handler = on_event
+    batches: list[bytes] = []
+    original = net.client.data_to_send
+
+    def recording() -> Any:
+        out = original()
+        batches.append(b"".join(data for _, data in out))
+        return out
+
+    net.client.data_to_send = recording  # type: ignore[method-assign]
+    net.client.connect(now=0)
+    net.run()
+    sent = [batch for batch in batches if batch]
+    note = next(i for i, batch in enumerate(sent) if b"notifications/initialized" in batch)
+    listing = next(i for i, batch in enumerate(sent) if b'"tools/list"' in batch)
+    assert listing > note
+    assert not net.events_of(ErrorResponse)
+    assert [e for e in net.events_of(Response) if "tools" in e.result]
+
+
 def test_a_refused_connection_ends_the_resumption_at_once() -> None:
     # The server went away: the resuming GET's connection cannot be opened. The request ends
     # then, not after every backoff step (connection_failed vs connection_lost).

@@ -261,20 +261,24 @@ def test_a_forgotten_session_is_renewed_and_the_call_retried() -> None:
     async def main() -> None:
         probe = Probe()
         renewed: list[Any] = []
-        async with start_http(make_server(probe)) as service:
+        async with contextlib.AsyncExitStack() as outer:
+            service = await outer.enter_async_context(start_http(make_server(probe)))
             port = service.port
-            async with connect_http(service.url, era=Era.HANDSHAKE) as client:
-                client.on_transport_event = renewed.append
-                first = client.session_id
-                await service.aclose()
-                # the same port, a new server: it knows no session
-                async with start_http(make_server(probe), port=port) as again:
-                    result = await client.call_tool("echo", {"text": "again"})
-                    assert result["content"][0]["text"] == "again"
-                    assert client.session_id is not None and client.session_id != first
-                    assert client.session_renewals == 1
-                    assert [type(e) for e in renewed] == [SessionRenewed]
-                    assert list(again.http.sessions) == [client.session_id]
+            client_context = connect_http(service.url, era=Era.HANDSHAKE)
+            client = await outer.enter_async_context(client_context)
+            client.on_transport_event = renewed.append
+            first = client.session_id
+            await service.aclose()
+            # the same port, a new server: it knows no session
+            async with start_http(make_server(probe), port=port) as again:
+                result = await client.call_tool("echo", {"text": "again"})
+                assert result["content"][0]["text"] == "again"
+                assert client.session_id is not None and client.session_id != first
+                assert client.session_renewals == 1
+                assert [type(e) for e in renewed] == [SessionRenewed]
+                assert list(again.http.sessions) == [client.session_id]
+                await client.aclose()  # while the new server listens: its DELETE arrives
+                assert again.http.sessions == {}
     run(main)
 
 
@@ -473,7 +477,8 @@ def test_cli_probe_url_names_the_legacy_transport(capsys: pytest.CaptureFixture[
     thread.start()
     try:
         assert started.wait(GUARD)
-        assert main(["probe", "--url", ready[0]]) == 0
+        code = main(["probe", "--url", ready[0]])
+        assert code == 0, capsys.readouterr().err
     finally:
         stop.set()
         thread.join(GUARD)

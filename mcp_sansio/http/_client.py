@@ -30,7 +30,9 @@ What the spec asks of a client around that:
   request. A 404 for it means the session is gone: the client initializes again, once, with
   the same parameters, and retries what failed (:class:`SessionRenewed` tells the
   application: server-side state such as subscriptions is lost). :meth:`HTTPClient.close`
-  sends DELETE.
+  sends DELETE. Messages after ``notifications/initialized`` wait for its 202: each POST
+  may take its own TCP connection, and a server that read a request first would refuse it
+  (the handshake completes with that notification, ``basic/lifecycle.mdx``).
 * **Streams.** After the handshake a standalone GET stream is kept open for server-initiated
   messages (unless the server answers 405). A broken SSE stream is resumed with a GET
   carrying ``Last-Event-ID`` after the server's ``retry`` delay, with bounded exponential
@@ -319,6 +321,10 @@ class HTTPClient:
         self._tool_headers: dict[str, dict[str, tuple[str, ...]]] = {}
         self._failed: set[RequestId] = set()  # ended here: drop their cancellations
         self._closing = False
+        # notifications/initialized (or the renewal's) in flight, and what waits for it: see
+        # _outgoing.
+        self._gate: _Exchange | None = None
+        self._gated: list[_Exchange] = []
         self._init_failure: bytes | None = None  # initialize's 4xx body, kept for a failed
         # legacy fallback
 
@@ -388,6 +394,8 @@ class HTTPClient:
         self._clock(now)
         if self._closing:
             return
+        self._gate = None
+        self._gated.clear()
         if self.session_id is not None and self.transport is not Transport.LEGACY:
             delete = _Exchange(_Kind.DELETE, "DELETE", self._target)
             delete.session_id = self.session_id
@@ -422,12 +430,18 @@ class HTTPClient:
         if self._closing:
             self.connection.encoded_messages_to_send()
             return
+        if self._gate is not None and self._gate.done:
+            self._gate = None
+            gated, self._gated = self._gated, []
+            for exchange in gated:
+                if not exchange.done:
+                    self._start(exchange)
         for message, _related, data in self.connection.encoded_messages_to_send():
             self._outgoing(message, data)
         if (
             self.standalone_stream and self._standalone is None and not self._standalone_refused
             and self.transport is Transport.STREAMABLE and self.session_id is not None
-            and self._renewing is None
+            and self._renewing is None and self._gate is None
             and self.connection.state is State.OPERATING
         ):
             self._open_standalone()
@@ -461,6 +475,17 @@ class HTTPClient:
         exchange.stateless = conn.state in (State.STATELESS, State.PROBING) and bool(ids)
         for request_id in ids:
             self._by_id[request_id] = exchange
+        if method == "notifications/initialized":
+            self._gate = exchange
+        elif self._gate is not None:
+            # Each POST may travel on its own TCP connection, so the server could read a
+            # request before notifications/initialized and refuse it (lifecycle.mdx: the
+            # handshake completes with that notification). Hold what follows until it has
+            # been answered (202).
+            if self.transport is Transport.LEGACY and self._legacy_endpoint is not None:
+                exchange.target = self._legacy_endpoint
+            self._gated.append(exchange)
+            return
         if self.transport is Transport.LEGACY:
             if self._legacy_endpoint is None:
                 self._legacy_pending.append(exchange)
@@ -983,10 +1008,12 @@ class HTTPClient:
         self._events.append(SessionRenewed(previous_session_id=previous,
                                            session_id=self.session_id))
         waiting, self._waiting_renewal = self._waiting_renewal, []
+        # As after the first handshake: the retries wait for the note's 202 (_outgoing).
+        self._gate = note
         for retry in waiting:
             retry.session_id = self.session_id
             retry.answered = set()
-            self._start(retry)
+            self._gated.append(retry)
 
     def _renewal_failed(self, detail: str) -> None:
         self._renewing = None
