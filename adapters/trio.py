@@ -27,7 +27,7 @@ import secrets
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -67,6 +67,11 @@ __all__ = [
     "connect_stdio",
     "run_stdio",
     "serve_stdio",
+    # HTTP (adapters/_http_trio.py)
+    "HTTPService",
+    "run_http",
+    "serve_http",
+    "start_http",
 ]
 
 Context = AsyncContext
@@ -377,3 +382,20 @@ def run_stdio(server: Server, **options: Any) -> None:
     """Blocking entry point: ``trio.run(serve_stdio, server)``; Ctrl-C exits quietly."""
     with contextlib.suppress(KeyboardInterrupt):
         trio.run(lambda: serve_stdio(server, **options))
+
+
+# The HTTP adapters live in their own module (they build on ServerSession above). They are
+# loaded on first use, so that a stdio process does not pay for importing h11 and
+# mcp_sansio.http at start-up (as in the asyncio adapter).
+_HTTP_NAMES = ("HTTPService", "run_http", "serve_http", "start_http")
+
+if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
+    from ._http_trio import HTTPService, run_http, serve_http, start_http
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HTTP_NAMES:
+        from . import _http_trio
+
+        return getattr(_http_trio, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
