@@ -20,10 +20,15 @@ Also measured: **cold start** (spawn the server, send ``initialize``, read the a
 the **Python heap per pending request** (``tracemalloc``) in the asyncio client: with the
 call bookkeeping only, and with an awaiting task per call.
 
-Method: each contestant runs its repetitions in one block (its connection stays open); a
-repetition times a batch with ``time.perf_counter`` after a warm-up. Reported: the median over
-repetitions of microseconds per call, the minimum, and the ratio of medians to the floor of
-the same shape. The machine is shared and noisy: compare ratios, not absolute numbers.
+Method: every contestant keeps its connection open for the whole run, in a thread of its
+own (its event loop runs there; the others wait, idle), and every repetition times one batch
+of each, one after the other, in an order that rotates from one repetition to the next --
+first the sequential batches, then the in-flight ones. A batch is timed with
+``time.perf_counter`` after a warm-up. Reported: the median over repetitions of microseconds
+per call, the minimum, and the ratio to the floor as the **median of per-repetition ratios**
+(each sample against the floor's from the same repetition, seconds apart: drift of a shared
+machine hits both sides of a ratio alike -- the floor alone moved between 23 and 73 us per
+sequential call from one run to another here). Compare ratios, not absolute numbers.
 
 Run: ``python benchmarks/stdio.py`` (``--quick`` for a smoke run, ``--json FILE`` to save).
 """
@@ -38,14 +43,21 @@ import importlib.util
 import json
 import os
 import platform
+import queue
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+# Python puts this script's directory first on sys.path, and it holds http.py and types.py
+# (the other benchmarks): without this, "http" would be benchmarks/http.py for the SDK's
+# imports (http.client).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "tests" / "peers"
@@ -77,68 +89,149 @@ class Result:
     def __init__(self, name: str, shape: str) -> None:
         self.name = name
         self.shape = shape
-        self.samples: list[float] = []  # microseconds per call
+        self.samples: list[float] = []  # microseconds per call, one per repetition
+        self.ratios: list[float] = []  # this repetition's sample / the floor's, paired
 
     @property
     def median(self) -> float:
         return statistics.median(self.samples)
 
 
-def timed(batch: Callable[[], int]) -> float:
-    gc.collect()
-    start = time.perf_counter()
-    calls = batch()
-    return (time.perf_counter() - start) / calls * 1e6
+#: A contestant's two batches: each runs its calls and returns how many it made.
+Batches = tuple[Callable[[], Any], Callable[[], Any]]
+
+
+class Contestant:
+    """One contestant's connection, kept open in a thread of its own (its runtime's event
+    loop runs there) for the whole run, so that every repetition can time every contestant
+    back to back (see :func:`measure`). ``run(shape)`` times one batch there and returns
+    microseconds per call."""
+
+    def __init__(self, name: str, body: Callable[[Contestant], None]) -> None:
+        self.name = name
+        self.results = (Result(name, "sequential"), Result(name, "100 in flight"))
+        self.commands: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        self.answers: queue.SimpleQueue[float | BaseException] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._main, args=(body,), name=name)
+
+    def _main(self, body: Callable[[Contestant], None]) -> None:
+        try:
+            body(self)
+        except BaseException as exc:  # reported to the main thread
+            self.answers.put(exc)
+
+    def start(self) -> None:
+        self.thread.start()
+        self._answer()  # connected and warmed up
+
+    def run(self, shape: int) -> float:
+        self.commands.put(shape)
+        return self._answer()
+
+    def stop(self) -> None:
+        self.commands.put(None)
+        self.thread.join()
+
+    def _answer(self) -> float:
+        answer = self.answers.get()
+        if isinstance(answer, BaseException):
+            raise RuntimeError(f"{self.name} failed") from answer
+        return answer
+
+    # -- used in the contestant's thread -----------------------------------------------------
+
+    def ready(self) -> None:
+        self.answers.put(0.0)
+
+    def serve_sync(self, batches: Batches) -> None:
+        """The command loop of a blocking contestant."""
+        self.ready()
+        while (shape := self.commands.get()) is not None:
+            gc.collect()
+            start = time.perf_counter()
+            calls = batches[shape]()
+            self.answers.put((time.perf_counter() - start) / calls * 1e6)
+
+    async def serve_async(self, batches: Batches, wait: Callable[[], Any]) -> None:
+        """The command loop of an async contestant; ``wait()`` awaits the next command
+        without blocking its loop (a worker thread waits on the queue)."""
+        self.ready()
+        while (shape := await wait()) is not None:
+            gc.collect()
+            start = time.perf_counter()
+            calls = await batches[shape]()
+            self.answers.put((time.perf_counter() - start) / calls * 1e6)
+
+
+def measure(contestants: list[Contestant], reps: int) -> None:
+    """Every repetition times one batch of every contestant, shape by shape, in an order
+    that rotates from one repetition to the next; each sample is paired with the floor's
+    from the same repetition (the first contestant is the floor)."""
+    for contestant in contestants:
+        contestant.start()
+    try:
+        for rep in range(reps):
+            for shape in (0, 1):
+                k = rep % len(contestants)
+                order = contestants[k:] + contestants[:k]
+                samples = {c.name: c.run(shape) for c in order}
+                floor = samples[contestants[0].name]
+                for c in contestants:
+                    c.results[shape].samples.append(samples[c.name])
+                    c.results[shape].ratios.append(samples[c.name] / floor)
+    finally:
+        for contestant in contestants:
+            contestant.stop()
 
 
 # -- the floor ---------------------------------------------------------------------------------
 
 
-def bench_floor(reps: int, seq_n: int, rounds: int) -> tuple[Result, Result]:
-    proc = subprocess.Popen([sys.executable, "-c", FLOOR_CHILD], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE)
-    assert proc.stdin and proc.stdout
-    fd = proc.stdin.fileno()
-    reader = proc.stdout
-    next_id = [0]
+def floor_contestant(seq_n: int, rounds: int) -> Contestant:
+    def body(me: Contestant) -> None:
+        proc = subprocess.Popen([sys.executable, "-c", FLOOR_CHILD], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE)
+        assert proc.stdin and proc.stdout
+        fd = proc.stdin.fileno()
+        reader = proc.stdout
+        next_id = [0]
 
-    def request() -> bytes:
-        next_id[0] += 1
-        return (json.dumps({"jsonrpc": "2.0", "id": next_id[0], "method": "tools/call",
-                            "params": {"name": "echo", "arguments": {"text": "hello"}}})
-                + "\n").encode()
+        def request() -> bytes:
+            next_id[0] += 1
+            return (json.dumps({"jsonrpc": "2.0", "id": next_id[0], "method": "tools/call",
+                                "params": {"name": "echo", "arguments": {"text": "hello"}}})
+                    + "\n").encode()
 
-    def sequential() -> int:
-        for _ in range(seq_n):
-            os.write(fd, request())
-            json.loads(reader.readline())
-        return seq_n
-
-    def in_flight() -> int:
-        for _ in range(rounds):
-            os.write(fd, b"".join(request() for _ in range(IN_FLIGHT)))
-            for _ in range(IN_FLIGHT):
+        def sequential() -> int:
+            for _ in range(seq_n):
+                os.write(fd, request())
                 json.loads(reader.readline())
-        return rounds * IN_FLIGHT
+            return seq_n
 
-    seq, par = Result("floor", "sequential"), Result("floor", "100 in flight")
-    sequential()
-    for _ in range(reps):
-        seq.samples.append(timed(sequential))
-        par.samples.append(timed(in_flight))
-    proc.stdin.close()
-    proc.wait()
-    return seq, par
+        def in_flight() -> int:
+            for _ in range(rounds):
+                os.write(fd, b"".join(request() for _ in range(IN_FLIGHT)))
+                for _ in range(IN_FLIGHT):
+                    json.loads(reader.readline())
+            return rounds * IN_FLIGHT
+
+        sequential()
+        try:
+            me.serve_sync((sequential, in_flight))
+        finally:
+            proc.stdin.close()
+            proc.wait()
+
+    return Contestant("floor", body)
 
 
 # -- ours --------------------------------------------------------------------------------------
 
 
-def bench_ours(runtime: str, reps: int, seq_n: int, rounds: int) -> tuple[Result, Result]:
-    seq, par = Result(f"ours/{runtime}", "sequential"), Result(f"ours/{runtime}",
-                                                               "100 in flight")
+def ours_contestant(runtime: str, seq_n: int, rounds: int) -> Contestant:
     args = {"text": "hello"}
-    if runtime == "asyncio":
+
+    def asyncio_body(me: Contestant) -> None:
         from mcp_sansio.adapters.asyncio import connect_stdio
 
         async def main() -> None:
@@ -155,19 +248,16 @@ def bench_ours(runtime: str, reps: int, seq_n: int, rounds: int) -> tuple[Result
                     return rounds * IN_FLIGHT
 
                 await sequential()
-                for _ in range(reps):
-                    for result, batch in ((seq, sequential), (par, in_flight)):
-                        gc.collect()
-                        start = time.perf_counter()
-                        calls = await batch()
-                        result.samples.append((time.perf_counter() - start) / calls * 1e6)
+                await me.serve_async((sequential, in_flight),
+                                     lambda: asyncio.to_thread(me.commands.get))
 
         asyncio.run(main())
-    elif runtime == "trio":
+
+    def trio_body(me: Contestant) -> None:
         import trio
         from mcp_sansio.adapters.trio import connect_stdio as trio_connect
 
-        async def trio_main() -> None:
+        async def main() -> None:
             async with trio_connect(example("trio")) as client:
                 async def sequential() -> int:
                     for _ in range(seq_n):
@@ -182,15 +272,12 @@ def bench_ours(runtime: str, reps: int, seq_n: int, rounds: int) -> tuple[Result
                     return rounds * IN_FLIGHT
 
                 await sequential()
-                for _ in range(reps):
-                    for result, batch in ((seq, sequential), (par, in_flight)):
-                        gc.collect()
-                        start = time.perf_counter()
-                        calls = await batch()
-                        result.samples.append((time.perf_counter() - start) / calls * 1e6)
+                await me.serve_async((sequential, in_flight),
+                                     lambda: trio.to_thread.run_sync(me.commands.get))
 
-        trio.run(trio_main)
-    else:
+        trio.run(main)
+
+    def threading_body(me: Contestant) -> None:
         from mcp_sansio.adapters._session import outcome
         from mcp_sansio.adapters.threading import connect_stdio as thread_connect
 
@@ -203,75 +290,81 @@ def bench_ours(runtime: str, reps: int, seq_n: int, rounds: int) -> tuple[Result
 
             def in_flight() -> int:
                 for _ in range(rounds):
-                    calls = [client.start_call("tools/call", params) for _ in range(IN_FLIGHT)]
+                    calls = [client.start_call("tools/call", params)
+                             for _ in range(IN_FLIGHT)]
                     for call in calls:
                         client._wait_call(call, None)
                         outcome(call, "")
                 return rounds * IN_FLIGHT
 
             sequential()
-            for _ in range(reps):
-                seq.samples.append(timed(sequential))
-                par.samples.append(timed(in_flight))
-    return seq, par
+            me.serve_sync((sequential, in_flight))
+
+    bodies = {"asyncio": asyncio_body, "trio": trio_body, "threading": threading_body}
+    return Contestant(f"ours/{runtime}", bodies[runtime])
 
 
 # -- the official SDK --------------------------------------------------------------------------
 
 
-def bench_sdk(reps: int, seq_n: int, rounds: int) -> tuple[Result, Result] | None:
+def sdk_contestant(seq_n: int, rounds: int) -> Contestant | None:
     try:
         import anyio
         from mcp.client.client import Client
         from mcp.client.stdio import StdioServerParameters
     except ImportError:
         return None
-    seq, par = Result("sdk/legacy", "sequential"), Result("sdk/legacy", "100 in flight")
     params = StdioServerParameters(command=sys.executable,
                                    args=[str(PEERS / "sdk_stdio_server.py")])
     args = {"text": "hello"}
 
-    async def main() -> None:
-        async with Client(params, mode="legacy") as client:
-            async def sequential() -> int:
-                for _ in range(seq_n):
-                    await client.call_tool("echo", args)
-                return seq_n
+    def body(me: Contestant) -> None:
+        async def main() -> None:
+            async with Client(params, mode="legacy") as client:
+                async def sequential() -> int:
+                    for _ in range(seq_n):
+                        await client.call_tool("echo", args)
+                    return seq_n
 
-            async def in_flight() -> int:
-                for _ in range(rounds):
-                    async with anyio.create_task_group() as group:
-                        for _ in range(IN_FLIGHT):
-                            group.start_soon(client.call_tool, "echo", args)
-                return rounds * IN_FLIGHT
+                async def in_flight() -> int:
+                    for _ in range(rounds):
+                        async with anyio.create_task_group() as group:
+                            for _ in range(IN_FLIGHT):
+                                group.start_soon(client.call_tool, "echo", args)
+                    return rounds * IN_FLIGHT
 
-            await sequential()
-            for _ in range(reps):
-                for result, batch in ((seq, sequential), (par, in_flight)):
-                    gc.collect()
-                    start = time.perf_counter()
-                    calls = await batch()
-                    result.samples.append((time.perf_counter() - start) / calls * 1e6)
+                await sequential()
+                await me.serve_async((sequential, in_flight),
+                                     lambda: anyio.to_thread.run_sync(me.commands.get))
 
-    anyio.run(main)
-    return seq, par
+        anyio.run(main)
+
+    return Contestant("sdk/legacy", body)
 
 
 # -- cold start and heap -----------------------------------------------------------------------
 
 
 def cold_start(command: list[str], runs: int) -> float:
-    """Median milliseconds from spawn to the answer to ``initialize``."""
+    """Median milliseconds from spawn to the answer to ``initialize``.
+
+    A cold *process* on a warm installation: one untimed run first, with
+    ``PYTHONDONTWRITEBYTECODE`` removed from the child's environment, so that the bytecode
+    caches exist as they do after any install (``pip`` compiles them; a shell that sets the
+    variable would otherwise make every run recompile whatever changed since the caches
+    were written, measured +15-30 ms on serve-example)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     samples = []
-    for _ in range(runs):
+    for run in range(runs + 1):
         start = time.perf_counter()
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL)
+                                stderr=subprocess.DEVNULL, env=env)
         assert proc.stdin and proc.stdout
         proc.stdin.write(INITIALIZE)
         proc.stdin.flush()
         line = proc.stdout.readline()
-        samples.append((time.perf_counter() - start) * 1000)
+        if run:
+            samples.append((time.perf_counter() - start) * 1000)
         assert b'"result"' in line, line
         proc.stdin.close()
         proc.wait()
@@ -349,13 +442,13 @@ def main() -> int:
     if "trio" in runtimes and importlib.util.find_spec("trio") is None:
         runtimes.remove("trio")
 
-    results: list[tuple[Result, Result]] = [bench_floor(reps, seq_n, rounds)]
-    for runtime in runtimes:
-        results.append(bench_ours(runtime, reps, seq_n, rounds))
-    sdk = None if args.no_sdk else bench_sdk(reps, seq_n, rounds)
+    contestants = [floor_contestant(seq_n, rounds)]
+    contestants += [ours_contestant(runtime, seq_n, rounds) for runtime in runtimes]
+    sdk = None if args.no_sdk else sdk_contestant(seq_n, rounds)
     if sdk is not None:
-        results.append(sdk)
-    floor_seq, floor_par = results[0]
+        contestants.append(sdk)
+    measure(contestants, reps)
+    results = [c.results for c in contestants]
 
     print(f"# stdio round trip ({platform.python_implementation()} "
           f"{platform.python_version()}, {os.cpu_count()} cpus; {reps} reps; sequential "
@@ -364,8 +457,8 @@ def main() -> int:
     report: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(),
                               "python": platform.python_version(), "results": []}
     for seq, par in results:
-        for result, floor in ((seq, floor_seq), (par, floor_par)):
-            ratio = result.median / floor.median
+        for result in (seq, par):
+            ratio = statistics.median(result.ratios)  # paired: same repetition's floor
             print(f"{result.name:<18}{result.shape:<15}{result.median:>10.1f}"
                   f"{min(result.samples):>10.1f}{ratio:>10.2f}")
             report["results"].append({"name": result.name, "shape": result.shape,
@@ -394,8 +487,8 @@ def main() -> int:
     by = {(r.name, r.shape): r for pair in results for r in pair}
     print()
     for runtime in runtimes:
-        s = by[(f"ours/{runtime}", "sequential")].median / floor_seq.median
-        p = by[(f"ours/{runtime}", "100 in flight")].median / floor_par.median
+        s = statistics.median(by[(f"ours/{runtime}", "sequential")].ratios)
+        p = statistics.median(by[(f"ours/{runtime}", "100 in flight")].ratios)
         print(f"aim ours/{runtime}: sequential <= 1.3x floor: {s:.2f}x; "
               f"100 in flight <= 3x floor: {p:.2f}x")
     if "asyncio" in runtimes:
