@@ -1,5 +1,5 @@
-"""The trio HTTP adapters: trio's sockets + :class:`mcp_sansio.http.HTTPServer` (and
-:class:`mcp_sansio.http.HTTPClient`).
+"""The trio HTTP adapters: trio's sockets + :class:`mcp_sansio.http.HTTPServer` and
+:class:`mcp_sansio.http.HTTPClient`.
 
 The server
 ----------
@@ -26,6 +26,18 @@ Buffers are bounded: requests by the HTTP server's ``max_body_size`` and
 ``max_header_size``; output by a per-socket queue: a socket with more than
 :data:`_HIGH_WATER` bytes unsent stops being read from (a client that does not read is not
 served more), and one whose unsent output passes ``max_write_buffer`` is dropped.
+
+The client
+----------
+:class:`HTTPClientSession` is the runtime-free
+:class:`~mcp_sansio.adapters._http_client_logic.HTTPClientLogic` on trio: the pump runs in
+whichever task has something for it (a caller sending a request, a socket's task that read
+bytes, the timer task), as on stdio. Each :class:`~mcp_sansio.http.ClientChannel` the HTTP
+client opens gets one task: it connects (TLS for ``https``), then reads into the channel
+while a writer task sends what the pump queued; the socket is closed when the channel says
+so. One timer task waits in a cancel scope whose deadline is
+:meth:`~mcp_sansio.http.HTTPClient.next_deadline` (request timeouts and stream resumptions
+alike).
 """
 
 from __future__ import annotations
@@ -35,23 +47,38 @@ import functools
 import logging
 import math
 import secrets
+import ssl
 import sys
 import weakref
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
 import trio
 
-from mcp_sansio import NEED_DATA, ConnectionClosed, Event, RequestId, ServerConnection
-from mcp_sansio.http import HTTPServer, ServerChannel, Session
+from mcp_sansio import (
+    NEED_DATA,
+    ConnectionClosed,
+    Era,
+    Event,
+    Notification,
+    RequestId,
+    ServerConnection,
+)
+from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
-from ._api import AsyncContext
+from ._api import AsyncClient, AsyncContext
+from ._http_client_logic import HTTPClientLogic, HTTPTransportError
 from ._session import Server
-from .trio import ServerSession, _one_error
+from .trio import ServerSession, _one_error, _TrioRuntime
 
 __all__ = [
+    "DEFAULT_CLOSE_TIMEOUT",
+    "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_MAX_WRITE_BUFFER",
+    "HTTPClientSession",
     "HTTPService",
+    "HTTPTransportError",
+    "connect_http",
     "run_http",
     "serve_http",
     "start_http",
@@ -60,8 +87,15 @@ __all__ = [
 log = logging.getLogger("mcp_sansio.adapters.http")
 
 #: Unsent output (bytes) a socket may hold before its connection is dropped: 16 MiB, as on
-#: asyncio -- far above any one answer, small enough that a stuck client cannot hold much.
+#: asyncio -- far above any one answer or request; a peer that does not read is stuck.
 DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
+#: Seconds the client waits for a TCP (and TLS) connection to open: 10 s, as on asyncio. A
+#: server that is up answers in milliseconds; beyond this the exchange fails rather than wait
+#: for the system's own timeout (minutes, for an address that drops packets).
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: Seconds :meth:`HTTPClientSession.aclose` waits for the session's ``DELETE`` to be answered
+#: before dropping the sockets: 2 s (a courtesy: the server expires idle sessions anyway).
+DEFAULT_CLOSE_TIMEOUT = 2.0
 #: Unsent output above which a socket is not read from until it drains: 256 KiB (asyncio's
 #: write-buffer high-water mark in the asyncio adapter).
 _HIGH_WATER = 256 * 1024
@@ -187,6 +221,8 @@ class HTTPService:
         self._work = False
         self._deadline = math.inf
         self._unstarted = 0  # handler tasks started by the pump that have not run yet
+        self._drains = 0  # drains the pump finished (readers wait for the next one)
+        self._drained = trio.lowlevel.ParkingLot()
         self._closed = trio.Event()
         #: ``(host, port)`` the server listens on.
         self.address: tuple[str, int] = ("", 0)
@@ -219,6 +255,8 @@ class HTTPService:
             if now >= self._deadline:
                 http.handle_timeout(now)
             await self._drain()
+            self._drains += 1
+            self._drained.unpark_all()
             deadline = http.next_deadline()
             self._deadline = math.inf if deadline is None else deadline
 
@@ -292,9 +330,16 @@ class HTTPService:
             if channel.closed:
                 return  # over: the sender closes the socket once its output is written
             channel.receive_data(bytes(data), now=trio.current_time())
-            self._wake()
             if not data:
+                self._wake()
                 return  # end of file: the channel reports it closed through the pump
+            # Read on only once the pump has dispatched these bytes (and a quick handler has
+            # answered): an end of file right behind a request -- a client that half-closes
+            # after sending -- must not cancel the request before its handler could answer.
+            drains = self._drains
+            self._wake()
+            while self._drains == drains:
+                await self._drained.park()
 
     async def _send_loop(self, sock: _Socket) -> None:
         stream = sock.stream
@@ -408,3 +453,216 @@ def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: 
 
     with contextlib.suppress(KeyboardInterrupt):
         trio.run(functools.partial(serve_http, server, host, port, on_ready=ready, **options))
+
+
+# -- the client ----------------------------------------------------------------------------------
+
+
+class _ClientSocket:
+    """One channel's TCP connection: opened by its task on the first bytes for it."""
+
+    __slots__ = ("channel", "closing", "out", "queued", "ready", "scope", "stream")
+
+    def __init__(self, channel: ClientChannel) -> None:
+        self.channel = channel
+        self.stream: trio.abc.Stream | None = None
+        self.out = bytearray()  # before the socket is open: one request
+        self.queued = 0
+        self.closing = False
+        self.ready = trio.lowlevel.ParkingLot()
+        self.scope = trio.CancelScope()
+
+
+class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
+    """An MCP client over HTTP on trio, with the methods of the stdio
+    :class:`~mcp_sansio.adapters.trio.Client` (see
+    :class:`~mcp_sansio.adapters._api.AsyncClient`). Made by :func:`connect_http`. A call
+    whose cancel scope is cancelled cancels the request (handshake era:
+    ``notifications/cancelled``; stateless era: its stream is closed)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sockets: dict[ClientChannel, _ClientSocket] = {}
+        self._sockets_changed = trio.lowlevel.ParkingLot()
+        self._ssl: ssl.SSLContext | None = None
+        if self.http.scheme == "https":
+            self._ssl = ssl.create_default_context()
+        self.connect_timeout = DEFAULT_CONNECT_TIMEOUT
+        self.max_write_buffer = DEFAULT_MAX_WRITE_BUFFER
+        #: TCP connections opened so far (keep-alive reuses them).
+        self.connections_opened = 0
+
+    # -- the pump's output -------------------------------------------------------------------
+
+    def _send(self, channel: ClientChannel, data: bytes) -> None:
+        sock = self._sockets.get(channel)
+        if sock is None:
+            if channel.closed:
+                return  # never opened
+            assert self._nursery is not None
+            sock = _ClientSocket(channel)
+            self._sockets[channel] = sock
+            self.connections_opened += 1
+            self._nursery.start_soon(self._run_socket, sock)
+        if data:
+            sock.out += data
+            sock.queued += len(data)
+        if channel.closed:
+            sock.closing = True
+            if sock.stream is None:
+                sock.scope.cancel()  # dropped before it was open: nothing to say on it
+        elif sock.queued > self.max_write_buffer:
+            log.info("dropping an HTTP connection: %d bytes unread by the server", sock.queued)
+            sock.scope.cancel()
+        sock.ready.unpark_all()
+
+    # -- one task per socket -----------------------------------------------------------------
+
+    async def _open(self, sock: _ClientSocket) -> trio.abc.Stream | None:
+        http = self.http
+        try:
+            with trio.fail_after(self.connect_timeout):
+                stream: trio.abc.Stream = await trio.open_tcp_stream(http.host, http.port)
+                if self._ssl is not None:
+                    stream = trio.SSLStream(stream, self._ssl, server_hostname=http.host,
+                                            https_compatible=True)
+                    await stream.do_handshake()
+        except trio.TooSlowError:
+            self.channel_failed(sock.channel, TimeoutError(
+                f"no connection within {self.connect_timeout:g} s"))
+            return None
+        except (OSError, trio.BrokenResourceError) as exc:
+            cause = exc.__cause__ if isinstance(exc, trio.BrokenResourceError) else None
+            self.channel_failed(sock.channel, cause or exc)
+            return None
+        return stream
+
+    async def _run_socket(self, sock: _ClientSocket) -> None:
+        channel = sock.channel
+        opened = False
+        try:
+            with sock.scope:
+                stream = await self._open(sock)
+                if stream is None:
+                    return
+                opened = True
+                sock.stream = stream
+                try:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._socket_writer, sock, nursery.cancel_scope)
+                        await self._socket_reader(sock)
+                        nursery.cancel_scope.cancel()
+                finally:
+                    await trio.aclose_forcefully(stream)
+        finally:
+            if self._sockets.get(channel) is sock:
+                del self._sockets[channel]
+            self._sockets_changed.unpark_all()
+            if opened or not channel.closed:
+                # channel_lost does nothing for a channel that ended cleanly
+                self.channel_lost(channel)
+
+    async def _socket_reader(self, sock: _ClientSocket) -> None:
+        stream = sock.stream
+        assert stream is not None
+        channel = sock.channel
+        while True:
+            try:
+                data = await stream.receive_some(_CHUNK)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                log.debug("HTTP connection lost: %r", exc)
+                return
+            self.channel_data(channel, bytes(data))
+            if not data:
+                return  # the server is done with it: close our side too
+
+    async def _socket_writer(self, sock: _ClientSocket, scope: trio.CancelScope) -> None:
+        stream = sock.stream
+        assert stream is not None
+        try:
+            while True:
+                while not sock.out:
+                    if sock.closing:
+                        return
+                    await sock.ready.park()
+                data, sock.out = sock.out, bytearray()
+                await stream.send_all(data)
+                sock.queued -= len(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            log.debug("HTTP connection lost while writing: %r", exc)
+        finally:
+            scope.cancel()  # the socket is over: stop reading too
+
+    # -- the timer ---------------------------------------------------------------------------
+
+    async def _timer(self) -> None:
+        while True:
+            with trio.CancelScope(deadline=self._deadline) as scope:
+                self._scope = scope
+                await trio.sleep_forever()
+            self._scope = None
+            self.on_timer()
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    async def aclose(self, timeout: float = DEFAULT_CLOSE_TIMEOUT) -> None:
+        """End the session: ``DELETE`` it (handshake era, waiting at most ``timeout``
+        seconds for the answer), close every socket, abort what is still pending."""
+        self.begin_close()
+        with trio.move_on_after(timeout):
+            while self._sockets:
+                await self._sockets_changed.park()
+        for sock in list(self._sockets.values()):
+            sock.scope.cancel()
+        self._stop_tasks()
+
+
+@contextlib.asynccontextmanager
+async def connect_http(
+    url: str, *, connect: bool = True, era: Era | None = None,
+    sampling: Callable[[dict[str, Any]], Any] | None = None,
+    elicitation: Callable[[dict[str, Any]], Any] | None = None,
+    roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
+    on_notification: Callable[[Notification], Any] | None = None,
+    on_log: Callable[[dict[str, Any]], Any] | None = None,
+    info: Mapping[str, Any] | None = None,
+    headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
+    http_options: Mapping[str, Any] | None = None,
+    **connection_options: Any,
+) -> AsyncIterator[HTTPClientSession]:
+    """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)
+    and yield a connected :class:`HTTPClientSession` (the same options as the asyncio
+    adapter's ``connect_http``).
+
+    The era is probed as on stdio (``server/discover`` first, then ``initialize``; ``era``
+    is a cached verdict), and a server that refuses ``initialize`` with 4xx is tried with
+    the legacy HTTP+SSE transport. ``headers`` go on every request (e.g.
+    ``Authorization``). ``http_options`` go to :class:`~mcp_sansio.http.HTTPClient`, except
+    three that are the adapter's: ``connect_timeout``, ``max_write_buffer`` and
+    ``ssl_context`` (for ``https``; default: :func:`ssl.create_default_context`). The
+    callbacks and ``connection_options`` are as for
+    :func:`~mcp_sansio.adapters.trio.connect_stdio`. On exit the session is ended
+    (``DELETE``) and every socket closed."""
+    options = dict(http_options or {})
+    connect_timeout = options.pop("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+    max_write_buffer = options.pop("max_write_buffer", DEFAULT_MAX_WRITE_BUFFER)
+    ssl_context = options.pop("ssl_context", None)
+    client = HTTPClientSession.create_http(
+        url, headers=headers, http_options=options, sampling=sampling,
+        elicitation=elicitation, roots=roots, on_notification=on_notification, on_log=on_log,
+        info=info, **connection_options)
+    client.connect_timeout = connect_timeout
+    client.max_write_buffer = max_write_buffer
+    if ssl_context is not None:
+        client._ssl = ssl_context
+    async with _one_error(), trio.open_nursery() as nursery:
+        client._nursery = nursery
+        nursery.start_soon(client._timer)
+        try:
+            if connect:
+                await client.connect(era=era)
+            yield client
+        finally:
+            with trio.CancelScope(shield=True):
+                await client.aclose()
+            nursery.cancel_scope.cancel()

@@ -463,6 +463,23 @@ def test_malformed_http_gets_400_and_the_server_goes_on() -> None:
     trio.run(main)
 
 
+def test_a_request_followed_by_a_half_close_is_answered_first() -> None:
+    async def main() -> None:
+        async with start_http(make_server()) as service:
+            stream = await trio.open_tcp_stream("127.0.0.1", service.port)
+            conn = Conn(stream, f"127.0.0.1:{service.port}")
+            body, headers = stateless("tools/call",
+                                      {"name": "add", "arguments": {"a": 4, "b": 4}}, 1, "add")
+            await conn.send("POST", body, headers)
+            await stream.send_eof()
+            data = b""
+            while chunk := await stream.receive_some(65536):
+                data += chunk
+            assert data.startswith(b"HTTP/1.1 200 ") and b'"text":"8"' in data
+            await stream.aclose()
+    trio.run(main)
+
+
 def test_a_client_that_does_not_read_is_dropped_at_the_write_buffer_limit() -> None:
     async def main() -> None:
         server = Server("flood")
