@@ -310,6 +310,39 @@ def test_requests_wait_for_the_initialized_notification() -> None:
     assert [e for e in net.events_of(Response) if "tools" in e.result]
 
 
+@pytest.mark.parametrize("get_answered", [True, False])
+def test_requests_wait_for_the_standalone_stream_a_moment(get_answered: bool) -> None:
+    # The standalone GET opens with the handshake's end; what follows waits for its head (a
+    # server may otherwise see requests before the stream), but at most a moment.
+    net = make(client_versions=["2025-11-25"])
+    listed: list[Any] = []
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, Initialized):
+            listed.append(net.client.connection.send_request("tools/list", now=net.now))
+
+    net.client_handler = on_event
+    original = net.client.data_to_send
+
+    def lose_the_get() -> Any:  # the server never sees the GET, so never answers it
+        return [(channel, data) for channel, data in original()
+                if channel.exchange is None or channel.exchange.kind.value != "standalone"]
+
+    if not get_answered:
+        net.client.data_to_send = lose_the_get  # type: ignore[method-assign]
+    net.client.connect(now=0)
+    net.run()
+    answered = [e for e in net.events_of(Response) if e.request_id in listed]
+    if get_answered:
+        assert answered  # no waiting beyond the GET's head
+        assert net.client._standalone is not None and net.client._standalone.status == 200
+        return
+    assert not answered
+    assert net.client.next_deadline() == pytest.approx(net.now + 1.0)
+    net.advance(1.0)
+    assert [e for e in net.events_of(Response) if e.request_id in listed]
+
+
 def test_a_refused_connection_ends_the_resumption_at_once() -> None:
     # The server went away: the resuming GET's connection cannot be opened. The request ends
     # then, not after every backoff step (connection_failed vs connection_lost).

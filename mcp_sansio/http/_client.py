@@ -32,7 +32,9 @@ What the spec asks of a client around that:
   application: server-side state such as subscriptions is lost). :meth:`HTTPClient.close`
   sends DELETE. Messages after ``notifications/initialized`` wait for its 202: each POST
   may take its own TCP connection, and a server that read a request first would refuse it
-  (the handshake completes with that notification, ``basic/lifecycle.mdx``).
+  (the handshake completes with that notification, ``basic/lifecycle.mdx``). They also wait
+  for the standalone stream's response head, at most ``_STANDALONE_WAIT``, so that the
+  stream is open before the requests whose messages it may carry.
 * **Streams.** After the handshake a standalone GET stream is kept open for server-initiated
   messages (unless the server answers 405). A broken SSE stream is resumed with a GET
   carrying ``Last-Event-ID`` after the server's ``retry`` delay, with bounded exponential
@@ -105,6 +107,10 @@ DEFAULT_MAX_RECONNECTS = 5
 DEFAULT_RECONNECT_DELAY = 1.0
 #: The longest backoff between two attempts: 30 s.
 DEFAULT_MAX_RECONNECT_DELAY = 30.0
+#: How long requests after the handshake wait for the standalone stream's response head: 1 s.
+#: Servers send it at once (it carries no event), so this only bounds the delay a server that
+#: holds it back would cause, once per session.
+_STANDALONE_WAIT = 1.0
 
 _ACCEPT = "application/json, text/event-stream"
 #: Methods whose 2026-07-28 requests carry Mcp-Name, and the params field it mirrors.
@@ -325,6 +331,8 @@ class HTTPClient:
         # _outgoing.
         self._gate: _Exchange | None = None
         self._gated: list[_Exchange] = []
+        self._gate_stream: _Exchange | None = None  # the standalone GET opened meanwhile
+        self._gate_deadline: float | None = None
         self._init_failure: bytes | None = None  # initialize's 4xx body, kept for a failed
         # legacy fallback
 
@@ -374,6 +382,8 @@ class HTTPClient:
 
     def next_deadline(self) -> float | None:
         own = self._timers[0][0] if self._timers else None
+        if self._gate_deadline is not None and (own is None or self._gate_deadline < own):
+            own = self._gate_deadline
         core = self.connection.next_deadline()
         if own is None:
             return core
@@ -394,7 +404,7 @@ class HTTPClient:
         self._clock(now)
         if self._closing:
             return
-        self._gate = None
+        self._gate = self._gate_stream = self._gate_deadline = None
         self._gated.clear()
         if self.session_id is not None and self.transport is not Transport.LEGACY:
             delete = _Exchange(_Kind.DELETE, "DELETE", self._target)
@@ -430,18 +440,14 @@ class HTTPClient:
         if self._closing:
             self.connection.encoded_messages_to_send()
             return
-        if self._gate is not None and self._gate.done:
-            self._gate = None
-            gated, self._gated = self._gated, []
-            for exchange in gated:
-                if not exchange.done:
-                    self._start(exchange)
+        if self._gate is not None:
+            self._release_gate()
         for message, _related, data in self.connection.encoded_messages_to_send():
             self._outgoing(message, data)
         if (
             self.standalone_stream and self._standalone is None and not self._standalone_refused
             and self.transport is Transport.STREAMABLE and self.session_id is not None
-            and self._renewing is None and self._gate is None
+            and self._renewing is None
             and self.connection.state is State.OPERATING
         ):
             self._open_standalone()
@@ -1028,7 +1034,31 @@ class HTTPClient:
     def _open_standalone(self) -> None:
         exchange = _Exchange(_Kind.STANDALONE, "GET", self._target)
         self._standalone = exchange
+        if self._gate is not None:
+            # Requests wait for this stream's head too (bounded): a server may send a message
+            # that is not a response on any open stream, and one that answers GET late would
+            # otherwise see it open only after the requests that follow.
+            self._gate_stream = exchange
+            self._gate_deadline = self._now + _STANDALONE_WAIT
         self._start(exchange)
+
+    def _release_gate(self) -> None:
+        """Send what waited for the handshake's end (see :meth:`_outgoing`) once
+        ``notifications/initialized`` is answered and the standalone stream is open."""
+        assert self._gate is not None
+        if not self._gate.done:
+            return
+        stream = self._gate_stream
+        if (
+            stream is not None and not stream.done and stream.status is None
+            and self._gate_deadline is not None and self._now < self._gate_deadline
+        ):
+            return
+        self._gate = self._gate_stream = self._gate_deadline = None
+        gated, self._gated = self._gated, []
+        for exchange in gated:
+            if not exchange.done:
+                self._start(exchange)
 
     # -- legacy HTTP+SSE -----------------------------------------------------------------------
 
