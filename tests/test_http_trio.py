@@ -5,7 +5,11 @@ shutdown), our trio client against it, and across runtimes."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import h11
@@ -13,13 +17,26 @@ import pytest
 
 trio = pytest.importorskip("trio")
 
-from mcp_sansio.adapters.trio import Context, Server, start_http  # noqa: E402
+from mcp_sansio.adapters._http_client_logic import HTTPTransportError  # noqa: E402
+from mcp_sansio.adapters.trio import (  # noqa: E402
+    ConnectionClosedError,
+    Context,
+    HTTPClientSession,
+    RequestTimeout,
+    Server,
+    connect_http,
+    start_http,
+)
 
-from mcp_sansio.http import ResponseMode, SSEParser  # noqa: E402
+from mcp_sansio import Era  # noqa: E402
+from mcp_sansio.http import ResponseMode, SessionRenewed, SSEParser, Transport  # noqa: E402
 
 from .http_util import init_body, stateless_meta  # noqa: E402
 
 ACCEPT = "application/json, text/event-stream"
+ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
+#: A guard against a hang only (never a measurement): far above what any step here takes.
+GUARD = 30.0
 
 
 class Conn:
@@ -125,6 +142,7 @@ class Probe:
     def __init__(self) -> None:
         self.started = trio.Event()
         self.cancelled = trio.Event()
+        self.gate = trio.Event()
 
 
 def make_server(probe: Probe | None = None) -> Server:
@@ -137,6 +155,12 @@ def make_server(probe: Probe | None = None) -> Server:
     @server.tool()
     async def add_later(a: int, b: int) -> int:
         await trio.sleep(0)  # suspends: the answer comes after the request was processed
+        return a + b
+
+    @server.tool()
+    async def gated(a: int, b: int) -> int:
+        assert probe is not None
+        await probe.gate.wait()
         return a + b
 
     @server.tool()
@@ -160,6 +184,18 @@ def make_server(probe: Probe | None = None) -> Server:
     async def ask(ctx: Context) -> str:
         answer = await ctx.elicit("name?", {"type": "object", "properties": {}})
         return str(answer)
+
+    @server.tool()
+    async def ask_name(ctx: Context) -> str:
+        answer = await ctx.elicit("Your name?", {"type": "object",
+                                                 "properties": {"name": {"type": "string"}}})
+        return f"hello {answer['content']['name']}"
+
+    @server.tool()
+    async def haiku(ctx: Context) -> str:
+        result = await ctx.sample({"messages": [{"role": "user", "content": {
+            "type": "text", "text": "a haiku"}}], "maxTokens": 50})
+        return str(result["content"]["text"])
 
     @server.tool()
     async def block() -> str:
@@ -192,7 +228,8 @@ async def handshake(conn: Conn, version: str = "2025-11-25",
 
 def test_handshake_era_session_on_one_keep_alive_connection() -> None:
     async def main() -> None:
-        async with start_http(make_server()) as service:
+        probe = Probe()
+        async with start_http(make_server(probe)) as service:
             assert service.url == f"http://127.0.0.1:{service.port}/mcp"
             conn = await Conn.open(service.port)
             session = await handshake(conn)
@@ -202,11 +239,16 @@ def test_handshake_era_session_on_one_keep_alive_connection() -> None:
             # answered before the handler suspended: a plain JSON response
             assert status == 200 and got["content-type"] == "application/json"
             assert text(messages[-1]) == "5"
-            status, got, messages = await conn.request(
-                "POST", call("add_later", {"a": 2, "b": 3}, 3), session)
-            # the handler suspended: the request's SSE stream carries the answer
+            await conn.send("POST", call("gated", {"a": 2, "b": 3}, 3), session)
+            # the handler suspended: the request's SSE stream will carry the answer
+            status, got = await conn.head()
             assert status == 200 and got["content-type"] == "text/event-stream"
-            assert messages[-1]["id"] == 3 and text(messages[-1]) == "5"
+            probe.gate.set()
+            stream = Stream(conn)
+            message = await stream.message()
+            assert message["id"] == 3 and text(message) == "5"
+            assert isinstance(await conn.next(), h11.EndOfMessage)
+            conn.h11.start_next_cycle()
             status, _, _ = await conn.request("DELETE", None, session)
             assert status == 200
             status, _, _ = await conn.request(
@@ -544,3 +586,346 @@ def test_serve_http_reports_the_service_to_nursery_start() -> None:
             await conn.close()
             nursery.cancel_scope.cancel()
     trio.run(main)
+
+
+# -- our trio client against our trio server -------------------------------------------------------
+
+
+def rtext(result: dict[str, Any]) -> str:
+    """The text of a tool result."""
+    return str(result["content"][0]["text"])
+
+
+def elicit(params: dict[str, Any]) -> dict[str, Any]:
+    assert params["message"] == "Your name?"
+    return {"action": "accept", "content": {"name": "Ada"}}
+
+
+async def sample(params: dict[str, Any]) -> dict[str, Any]:
+    await trio.sleep(0)
+    return {"role": "assistant", "model": "test",
+            "content": {"type": "text", "text": "old pond, frog"}}
+
+
+def run(main: Callable[[], Any]) -> None:
+    async def guarded() -> None:
+        with trio.fail_after(GUARD):
+            await main()
+    trio.run(guarded)
+
+
+@contextlib.asynccontextmanager
+async def served_and_connected(probe: Probe | None = None, *, era: Era | None = None,
+                               server_options: dict[str, Any] | None = None,
+                               **client_options: Any
+                               ) -> AsyncIterator[tuple[Any, HTTPClientSession]]:
+    async with start_http(make_server(probe), **(server_options or {})) as service, \
+            connect_http(service.url, era=era, **client_options) as client:
+        yield service, client
+
+
+@pytest.mark.parametrize("mode", [ResponseMode.SSE, ResponseMode.JSON])
+@pytest.mark.parametrize("era", ERAS)
+def test_client_both_eras_and_response_modes(era: str, mode: ResponseMode) -> None:
+    async def main() -> None:
+        async with served_and_connected(era=ERAS[era],
+                                        server_options={"response_mode": mode}) as (_, client):
+            assert isinstance(client, HTTPClientSession)
+            assert client.era is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
+            assert client.transport is Transport.STREAMABLE
+            assert (client.session_id is not None) is (era == "handshake")
+            assert client.server_info["name"] == "http-trio-test"
+            names = {t["name"] for t in await client.list_tools()}
+            assert {"add", "count", "block"} <= names
+            result = await client.call_tool("add", {"a": 1, "b": 2}, timeout=10)
+            assert rtext(result) == "3"
+            opened = client.connections_opened
+            for i in range(5):  # one after the other: the same kept-alive connection
+                assert rtext(await client.call_tool("add_later", {"a": i, "b": 0})) == str(i)
+            assert client.connections_opened == opened
+            seen: list[float] = []
+            result = await client.call_tool("count", {"n": 3},
+                                            progress=lambda p, *_: seen.append(p))
+            assert rtext(result) == "counted"
+            if mode is ResponseMode.SSE:  # a JSON answer has no room for progress
+                assert seen == [1, 2, 3]
+            # several calls at once, on as many connections as the client needs
+            got: dict[int, str] = {}
+
+            async def one(i: int) -> None:
+                got[i] = rtext(await client.call_tool("add_later", {"a": i, "b": 1}))
+
+            async with trio.open_nursery() as nursery:
+                for i in range(20):
+                    nursery.start_soon(one, i)
+            assert got == {i: str(i + 1) for i in range(20)}
+    run(main)
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_client_cancel_scope_cancels_the_handler(era: str) -> None:
+    async def main() -> None:
+        probe = Probe()
+        async with served_and_connected(probe, era=ERAS[era]) as (_, client):
+            with trio.move_on_after(GUARD) as scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(client.call_tool, "block", {})
+                    await probe.started.wait()
+                    nursery.cancel_scope.cancel()
+            assert not scope.cancelled_caught
+            await probe.cancelled.wait()  # notifications/cancelled, or the stream closed
+            assert rtext(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
+    run(main)
+
+
+def test_client_per_call_timeout() -> None:
+    async def main() -> None:
+        probe = Probe()
+        async with served_and_connected(probe) as (_, client):
+            with pytest.raises(RequestTimeout):
+                await client.call_tool("block", {}, timeout=0.2)
+            await probe.cancelled.wait()
+    run(main)
+
+
+def test_client_listen_stream_receives_list_changes() -> None:
+    async def main() -> None:
+        async with served_and_connected() as (_, client):
+            assert client.era is Era.STATELESS
+            async with await client.listen({"toolsListChanged": True}) as subscription:
+                assert subscription.acknowledged == {"toolsListChanged": True}
+                await client.call_tool("change", {})
+                note = await anext(subscription)
+                assert note.method == "notifications/tools/list_changed"
+    run(main)
+
+
+def test_client_handshake_era_notifications_and_server_requests() -> None:
+    async def main() -> None:
+        seen: list[str] = []
+        arrived = trio.Event()
+
+        def on_notification(note: Any) -> None:
+            seen.append(note.method)
+            arrived.set()
+
+        async with served_and_connected(era=Era.HANDSHAKE, on_notification=on_notification,
+                                        elicitation=elicit, sampling=sample) as (_, client):
+            await client.call_tool("change", {})
+            await arrived.wait()  # on the standalone GET stream
+            assert seen == ["notifications/tools/list_changed"]
+            assert rtext(await client.call_tool("ask_name", {})) == "hello Ada"
+            assert rtext(await client.call_tool("haiku", {})) == "old pond, frog"
+    run(main)
+
+
+def test_client_stateless_era_input_required_is_answered_and_retried() -> None:
+    async def main() -> None:
+        async with served_and_connected(elicitation=elicit, sampling=sample) as (_, client):
+            assert client.era is Era.STATELESS
+            assert rtext(await client.call_tool("ask_name", {})) == "hello Ada"
+            assert rtext(await client.call_tool("haiku", {})) == "old pond, frog"
+    run(main)
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_client_pending_calls_fail_when_the_server_goes_away(era: str) -> None:
+    async def main() -> None:
+        probe = Probe()
+        async with served_and_connected(probe, era=ERAS[era]) as (service, client):
+            outcome: list[BaseException] = []
+
+            async def blocked() -> None:
+                try:
+                    await client.call_tool("block", {}, timeout=None)
+                except ConnectionClosedError as exc:
+                    outcome.append(exc)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(blocked)
+                await probe.started.wait()
+                await service.aclose()  # sockets dropped, nothing listens any more
+            # A resumable stream (handshake era) is tried once more after the server's
+            # retry delay; the refused connection ends the call there.
+            assert len(outcome) == 1 and isinstance(outcome[0], HTTPTransportError)
+            with pytest.raises(HTTPTransportError, match="cannot connect"):
+                await client.call_tool("add", {"a": 1, "b": 1})
+    run(main)
+
+
+def test_client_connecting_to_nothing_fails_clearly() -> None:
+    async def main() -> None:
+        async with start_http(make_server()) as service:
+            url = service.url
+        with pytest.raises(ConnectionClosedError, match="cannot connect"):
+            async with connect_http(url):
+                pass  # pragma: no cover
+    run(main)
+
+
+def test_client_renews_a_forgotten_session_and_retries() -> None:
+    async def main() -> None:
+        renewed: list[Any] = []
+        async with contextlib.AsyncExitStack() as outer:
+            service = await outer.enter_async_context(start_http(make_server()))
+            port = service.port
+            client = await outer.enter_async_context(connect_http(service.url,
+                                                                  era=Era.HANDSHAKE))
+            client.on_transport_event = renewed.append
+            first = client.session_id
+            await service.aclose()
+            # the same port, a new server: it knows no session
+            async with start_http(make_server(), port=port) as again:
+                assert rtext(await client.call_tool("add", {"a": 2, "b": 2})) == "4"
+                assert client.session_id is not None and client.session_id != first
+                assert client.session_renewals == 1
+                assert [type(e) for e in renewed] == [SessionRenewed]
+                assert list(again.http.sessions) == [client.session_id]
+                await client.aclose()  # while the new server listens: its DELETE arrives
+                assert again.http.sessions == {}
+    run(main)
+
+
+def test_client_legacy_http_sse_fallback() -> None:
+    async def main() -> None:
+        # A 2024-11-05 server: only the legacy transport, at its own paths.
+        async with start_http(make_server(), path="/streamable", legacy_sse_path="/mcp",
+                              connection_options={"versions": ["2024-11-05"]}) as service:
+            url = f"http://127.0.0.1:{service.port}/mcp"
+            async with connect_http(url) as client:  # probe, initialize, then legacy
+                assert client.transport is Transport.LEGACY
+                assert client.protocol_version == "2024-11-05"
+                assert rtext(await client.call_tool("add", {"a": 3, "b": 3})) == "6"
+    run(main)
+
+
+def test_client_close_sends_delete_and_ends_the_session() -> None:
+    async def main() -> None:
+        async with start_http(make_server()) as service:
+            async with connect_http(service.url, era=Era.HANDSHAKE) as client:
+                sid = client.session_id
+                assert sid in service.http.sessions
+            assert sid not in service.http.sessions  # DELETE ended it
+            assert not client._sockets
+            with pytest.raises(ConnectionClosedError):
+                await client.ping()
+    run(main)
+
+
+def test_many_client_sessions_at_once() -> None:
+    async def main() -> None:
+        n = 100
+        got: dict[int, str] = {}
+        async with start_http(make_server()) as service:
+            live = 0
+            all_live = trio.Event()
+
+            async def one(i: int) -> None:
+                nonlocal live
+                async with connect_http(service.url, era=Era.HANDSHAKE) as client:
+                    live += 1
+                    if live == n:
+                        all_live.set()
+                    await all_live.wait()  # every session is live at the same time
+                    assert len(service.http.sessions) == n
+                    got[i] = rtext(await client.call_tool("add", {"a": i, "b": 0}))
+
+            async with trio.open_nursery() as nursery:
+                for i in range(n):
+                    nursery.start_soon(one, i)
+            assert got == {i: str(i) for i in range(n)}
+            assert service.http.sessions == {}  # each ended with DELETE
+    run(main)
+
+
+# -- across runtimes -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def asyncio_server_in_a_thread(**options: Any) -> Iterator[str]:
+    """The asyncio HTTP server adapter on its own loop in a thread; yields its URL."""
+    from mcp_sansio.adapters import asyncio as aio
+
+    server = aio.Server("asyncio-side")
+
+    @server.tool()
+    async def add(a: int, b: int) -> int:
+        await asyncio.sleep(0)
+        return a + b
+
+    @server.tool()
+    async def count(n: int, ctx: aio.Context) -> str:
+        for i in range(n):
+            ctx.progress(i + 1, n)
+            await asyncio.sleep(0)
+        return "counted"
+
+    ready: list[str] = []
+    started = threading.Event()
+    loop = asyncio.new_event_loop()
+    stop = loop.create_future()
+
+    async def serve() -> None:
+        async with aio.start_http(server, **options) as service:
+            ready.append(service.url)
+            started.set()
+            await stop
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),))
+    thread.start()
+    try:
+        assert started.wait(GUARD)
+        yield ready[0]
+    finally:
+        loop.call_soon_threadsafe(stop.set_result, None)
+        thread.join(GUARD)
+        loop.close()
+
+
+@pytest.mark.parametrize("mode", [ResponseMode.SSE, ResponseMode.JSON])
+@pytest.mark.parametrize("era", ERAS)
+def test_trio_client_against_the_asyncio_server(era: str, mode: ResponseMode) -> None:
+    with asyncio_server_in_a_thread(response_mode=mode) as url:
+        async def main() -> None:
+            async with connect_http(url, era=ERAS[era]) as client:
+                assert client.era is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
+                assert client.server_info["name"] == "asyncio-side"
+                assert rtext(await client.call_tool("add", {"a": 20, "b": 22})) == "42"
+                seen: list[float] = []
+                result = await client.call_tool("count", {"n": 2},
+                                                progress=lambda p, *_: seen.append(p))
+                assert rtext(result) == "counted"
+                if mode is ResponseMode.SSE:
+                    assert seen == [1, 2]
+        run(main)
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_asyncio_client_against_the_trio_server(era: str) -> None:
+    from mcp_sansio.adapters import asyncio as aio
+
+    ready: list[str] = []
+    started = threading.Event()
+    stop = threading.Event()
+
+    async def serve() -> None:
+        async with start_http(make_server()) as service:
+            ready.append(service.url)
+            started.set()
+            while not stop.is_set():  # a plain poll: the thread has no other way in
+                await trio.sleep(0.01)
+
+    thread = threading.Thread(target=trio.run, args=(serve,))
+    thread.start()
+    try:
+        assert started.wait(GUARD)
+
+        async def main() -> None:
+            async with aio.connect_http(ready[0], era=ERAS[era]) as client:
+                assert client.server_info["name"] == "http-trio-test"
+                result = await client.call_tool("add_later", {"a": 1, "b": 41})
+                assert result["content"][0]["text"] == "42"
+        asyncio.run(asyncio.wait_for(main(), GUARD))
+    finally:
+        stop.set()
+        thread.join(GUARD)
