@@ -61,9 +61,7 @@ class _Socket(asyncio.Protocol):
         self.channel = channel
         self.transport: asyncio.Transport | None = None
         self.pending = bytearray()  # written before the socket was open (one request)
-        self.close_after = False
         self.opening: asyncio.Task[None] | None = None
-        self.lost = False
 
     def open(self) -> None:
         self.client.connections_opened += 1
@@ -80,14 +78,13 @@ class _Socket(asyncio.Protocol):
         except asyncio.CancelledError:
             self._forget()
             raise
-        except (OSError, TimeoutError, ssl.SSLError) as exc:
+        except Exception as exc:  # refused, unreachable, timed out, TLS, a bad address...
             self._forget()
             client.channel_failed(self.channel, exc)
         finally:
             self.opening = None
 
     def _forget(self) -> None:
-        self.lost = True
         if self.client._sockets.get(self.channel) is self:
             del self.client._sockets[self.channel]
             self.client._socket_gone()
