@@ -207,9 +207,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                  allow_hosts=args.allow_hosts))
     if args.command == "probe":
         command = args.server[1:] if args.server[:1] == ["--"] else args.server
-        return int(_adapters_cli().probe(sys.stdout, command, runtime=args.runtime,
-                                         era=args.era, timeout=args.timeout,
-                                         verbose=args.verbose, url=args.url))
+        try:
+            return int(_adapters_cli().probe(sys.stdout, command, runtime=args.runtime,
+                                             era=args.era, timeout=args.timeout,
+                                             verbose=args.verbose, url=args.url))
+        except BrokenPipeError:  # e.g. piped into `head`
+            return 0
     if args.command == "conformance-client":
         return int(_adapters_cli().conformance_client(args.url))
     parser.print_help()

@@ -433,7 +433,7 @@ def _serving(*args: str, runtime: str = "asyncio") -> Iterator[str]:
 
 
 @pytest.mark.parametrize(("runtime", "era"), [("asyncio", "handshake"), ("asyncio", "stateless"),
-                                           ("threading", "handshake")])
+                                           ("threading", "handshake"), ("trio", "stateless")])
 def test_cli_probe_url(runtime: str, era: str) -> None:
     with _serving() as url:
         result = subprocess.run(
