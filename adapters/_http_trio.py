@@ -46,6 +46,7 @@ import contextlib
 import functools
 import logging
 import math
+import os
 import secrets
 import ssl
 import sys
@@ -101,6 +102,8 @@ DEFAULT_CLOSE_TIMEOUT = 2.0
 _HIGH_WATER = 256 * 1024
 #: Bytes asked of the socket per read.
 _CHUNK = 1 << 16
+#: Whether a socket's descriptor can be written with os.write (not on Windows).
+_DIRECT_WRITES = sys.platform != "win32"
 
 #: Notifications about the server as a whole: every session and listen stream hears them.
 _SERVER_WIDE = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
@@ -175,13 +178,17 @@ class _Socket:
     """One accepted TCP connection: its :class:`~mcp_sansio.http.ServerChannel` and the
     output queued for it."""
 
-    __slots__ = ("channel", "closing", "drained", "gone", "out", "queued", "ready", "scope",
-                 "stream")
+    __slots__ = ("channel", "closing", "drained", "fd", "gone", "out", "queued", "ready",
+                 "scope", "sending", "stream")
 
     def __init__(self, stream: trio.SocketStream, channel: ServerChannel) -> None:
         self.stream = stream
         self.channel = channel
+        #: The socket's descriptor, for writes straight from the pump (POSIX: a socket is a
+        #: file descriptor there).
+        self.fd: int | None = stream.socket.fileno() if _DIRECT_WRITES else None
         self.out = bytearray()
+        self.sending = False  # the sender task is in send_all
         #: Bytes accepted for the socket and not yet sent (queued and in flight).
         self.queued = 0
         #: The channel is over: close after writing what is queued.
@@ -193,12 +200,25 @@ class _Socket:
         self.scope = trio.CancelScope()
 
     def write(self, data: bytes, close: bool) -> None:
+        if data and self.fd is not None and not self.out and not self.sending:
+            # Fast path: the socket has room (it nearly always does) -- written now, with
+            # no switch to the sender task. What does not fit is queued for it, in order.
+            try:
+                written = os.write(self.fd, data)
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:  # the socket broke: its task reports the loss
+                log.debug("HTTP connection lost while writing: %r", exc)
+                self.drop()
+                return
+            data = data[written:]
         if data:
             self.out += data
             self.queued += len(data)
         if close:
             self.closing = True
-        self.ready.unpark_all()
+        if data or close:
+            self.ready.unpark_all()
 
     def drop(self) -> None:
         self.gone = True
@@ -218,7 +238,9 @@ class HTTPService:
         self._sockets: dict[ServerChannel, _Socket] = {}
         self._nursery: trio.Nursery | None = None
         self._wakeup = trio.lowlevel.ParkingLot()
-        self._work = False
+        self._work = False  # something for a drain
+        self._pumping = False  # a task is draining
+        self._scope: trio.CancelScope | None = None  # the pump task's wait
         self._deadline = math.inf
         self._unstarted = 0  # handler tasks started by the pump that have not run yet
         self._drains = 0  # drains the pump finished (readers wait for the next one)
@@ -246,19 +268,56 @@ class HTTPService:
         self._wakeup.unpark_all()
 
     async def _pump(self) -> None:
+        """The pump task: drains when woken by something other than a reader (a handler
+        that sent, a broadcast), and when the deadline passes."""
         http = self.http
         while True:
-            if not self._work:
-                with trio.CancelScope(deadline=self._deadline):
+            if not self._work or self._pumping:
+                with trio.CancelScope(deadline=self._deadline) as scope:
+                    self._scope = scope
                     await self._wakeup.park()
+                self._scope = None
             now = trio.current_time()
             if now >= self._deadline:
                 http.handle_timeout(now)
-            await self._drain()
-            self._drains += 1
-            self._drained.unpark_all()
-            deadline = http.next_deadline()
-            self._deadline = math.inf if deadline is None else deadline
+                self._deadline = math.inf  # set again once drained
+                self._work = True
+            if not self._pumping:
+                await self._run_drain()
+
+    async def _run_drain(self) -> None:
+        """Drain in this task (a reader's, or the pump's); another task that wants a drain
+        meanwhile sets ``_work`` and this one goes round again."""
+        self._pumping = True
+        try:
+            # Shielded: a drain always finishes (it only waits for handlers' first steps),
+            # even when the reader's own connection is dropped during it.
+            with trio.CancelScope(shield=True):
+                await self._drain()
+        finally:
+            self._pumping = False
+        self._drains += 1
+        self._drained.unpark_all()
+        deadline = self.http.next_deadline()
+        self._deadline = math.inf if deadline is None else deadline
+        if self._scope is not None:
+            self._scope.deadline = self._deadline
+
+    async def _pump_after_read(self) -> None:
+        """A reader fed its channel: drain now, in the reader's task (no switch to the
+        pump task), or -- when another task is draining -- have it go round once more and
+        wait for that. Either way the reader reads on only once what it read is
+        dispatched (and a quick handler has answered): an end of file right behind a
+        request -- a client that half-closes after sending -- must not cancel the
+        request before its handler could answer."""
+        if self._pumping:
+            drains = self._drains
+            self._work = True
+            while self._drains == drains:
+                await self._drained.park()
+            return
+        self._work = True
+        await self._run_drain()
 
     async def _drain(self) -> None:
         http = self.http
@@ -330,16 +389,9 @@ class HTTPService:
             if channel.closed:
                 return  # over: the sender closes the socket once its output is written
             channel.receive_data(bytes(data), now=trio.current_time())
+            await self._pump_after_read()
             if not data:
-                self._wake()
-                return  # end of file: the channel reports it closed through the pump
-            # Read on only once the pump has dispatched these bytes (and a quick handler has
-            # answered): an end of file right behind a request -- a client that half-closes
-            # after sending -- must not cancel the request before its handler could answer.
-            drains = self._drains
-            self._wake()
-            while self._drains == drains:
-                await self._drained.park()
+                return  # end of file: the channel reported it closed through the pump
 
     async def _send_loop(self, sock: _Socket) -> None:
         stream = sock.stream
@@ -350,7 +402,9 @@ class HTTPService:
                         return
                     await sock.ready.park()
                 data, sock.out = sock.out, bytearray()
+                sock.sending = True
                 await stream.send_all(data)
+                sock.sending = False
                 sock.queued -= len(data)
                 sock.drained.unpark_all()
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
