@@ -226,6 +226,9 @@ class Connection:
         self.versions: tuple[str, ...] = supported
         self._handshake_versions = handshake
         self._stateless_versions = stateless
+        # The newest of each, worked out once (the revision is read on every message).
+        self._newest_handshake = newest(handshake) if handshake else None
+        self._newest_stateless = newest(stateless) if stateless else None
         self.request_timeout = request_timeout
         self.max_request_time = max_request_time
         self.progress_resets_timeout = progress_resets_timeout
@@ -299,8 +302,8 @@ class Connection:
         if self.protocol_version is not None:
             return self.protocol_version
         if self._state in (State.STATELESS, State.PROBING) or not self._handshake_versions:
-            return newest(self._stateless_versions)
-        return newest(self._handshake_versions)
+            return cast("str", self._newest_stateless)
+        return cast("str", self._newest_handshake)
 
     @property
     def _handshake_revision(self) -> str:
@@ -334,6 +337,8 @@ class Connection:
     def handle_timeout(self, now: float) -> None:
         """Fire every timer that expired at ``now``; does nothing when none has."""
         now = self._clock(now)
+        if not self._timers.due(now):
+            return  # called after every input: the common case is nothing to do
         for key, kind in self._timers.pop_expired(now):
             record = self._outgoing.get(key)  # type: ignore[call-overload]
             if record is None:
@@ -443,10 +448,14 @@ class Connection:
 
     def data_to_send(self) -> bytes:
         """Drain the outbox as newline-delimited JSON (stdio)."""
-        if not self._outbox:
+        outbox = self._outbox
+        if not outbox:
             return b""
-        out = b"\n".join([entry[2] for entry in self._outbox]) + b"\n"
-        self._outbox.clear()
+        if len(outbox) == 1:  # the usual case: one answer, one request
+            out = outbox[0][2] + b"\n"
+        else:
+            out = b"\n".join([entry[2] for entry in outbox]) + b"\n"
+        outbox.clear()
         return out
 
     def messages_to_send(self) -> list[tuple[Any, RequestId | None]]:
@@ -655,7 +664,7 @@ class Connection:
         meta[META_PROTOCOL_VERSION] = (
             self.protocol_version
             if self._state is State.STATELESS and self.protocol_version
-            else newest(self._stateless_versions)
+            else cast("str", self._newest_stateless)
         )
         meta.setdefault(META_CLIENT_CAPABILITIES, self.capabilities)
         meta.setdefault(META_CLIENT_INFO, self.info)

@@ -75,6 +75,12 @@ class TimerTable:
         self._prune()
         return self._heap[0][0] if self._heap else None
 
+    def due(self, now: float) -> bool:
+        """Whether a deadline (live or stale) is at or before ``now``: a cheap test before
+        :meth:`pop_expired` (a stale entry only costs that call finding nothing)."""
+        heap = self._heap
+        return bool(heap) and heap[0][0] <= now
+
     def pop_expired(self, now: float) -> list[tuple[Hashable, TimerKind]]:
         """Remove and return every live deadline at or before ``now``, earliest first."""
         due: list[tuple[Hashable, TimerKind]] = []
