@@ -1,7 +1,9 @@
 """The threading HTTP adapters over loopback sockets: the server checked with raw HTTP
-(both eras, JSON and SSE, progress, cancellation by closing the stream, the GET stream,
-DELETE, many connections, a peer that does not read, no thread left behind), the threaded
-client against it, and each against the asyncio side."""
+(both eras, JSON and SSE, stateless-era async handlers stepped during the dispatch,
+progress, cancellation by closing the stream, the GET stream, DELETE and 404, many
+connections, malformed, oversized, half-closed and non-reading peers, session expiry on the
+timer thread, no thread left behind), the threaded client against it (both eras), each
+against the asyncio side, the CLI, TLS, and the official SDK's client and server."""
 
 from __future__ import annotations
 
