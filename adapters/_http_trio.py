@@ -262,10 +262,33 @@ class HTTPService:
     # -- the pump --------------------------------------------------------------------------
 
     def _wake(self) -> None:
-        """Something for the pump: bytes fed to a channel, a handler's output, a socket
-        lost."""
+        """Something for the pump that did not come from a reader (a handler's output, a
+        broadcast, a socket lost): drained at once, in the calling task, unless a drain is
+        under way (it goes round once more)."""
         self._work = True
-        self._wakeup.unpark_all()
+        if not self._pumping:
+            self._drain_now()
+
+    def _drain_now(self) -> None:
+        """A drain that cannot wait: when it starts a handler, the pump task takes over
+        (it lets the handler take its first step before draining on)."""
+        http = self.http
+        self._pumping = True
+        try:
+            while self._work:
+                self._work = False
+                while (item := http.next_event()) is not NEED_DATA:
+                    session, event = item
+                    self._dispatch(session, event)
+                    if self._unstarted:
+                        self._work = True
+                        self._wakeup.unpark_all()
+                        return
+                for channel, data in http.data_to_send():
+                    self._write(channel, data)
+        finally:
+            self._pumping = False
+        self._drained_all()
 
     async def _pump(self) -> None:
         """The pump task: drains when woken by something other than a reader (a handler
@@ -296,6 +319,11 @@ class HTTPService:
                 await self._drain()
         finally:
             self._pumping = False
+        self._drained_all()
+
+    def _drained_all(self) -> None:
+        """A drain ended with nothing left: readers waiting for it read on; the pump task's
+        deadline follows the HTTP server's."""
         self._drains += 1
         self._drained.unpark_all()
         deadline = self.http.next_deadline()
