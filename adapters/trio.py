@@ -102,9 +102,17 @@ class _TrioRuntime(AsyncSession):
         return trio.current_time()
 
     def _arm(self, deadline: float | None) -> None:
-        self._deadline = math.inf if deadline is None else deadline
+        # Lazy, as on asyncio: a deadline already set for an earlier time stays; when it
+        # passes early, handle_timeout finds nothing due and the pump arms the real one
+        # (_pump resets it). Moving a trio deadline costs its bookkeeping (~5 us, twice per
+        # call: the request's deadline, then none), and a request that only adds a later
+        # deadline -- nearly every request -- now costs nothing.
+        new = math.inf if deadline is None else deadline
+        if new >= self._deadline:
+            return
+        self._deadline = new
         if self._scope is not None:
-            self._scope.deadline = self._deadline
+            self._scope.deadline = new
 
     def _write(self, data: bytes) -> None:
         if self._out_broken:
@@ -201,6 +209,7 @@ class _TrioRuntime(AsyncSession):
                     self.feed(bytes(data))
             self._scope = None
             if scope.cancelled_caught:
+                self._deadline = math.inf  # passed: on_timer arms the next real one
                 self.on_timer()
 
     def _on_eof(self) -> None:
