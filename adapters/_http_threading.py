@@ -21,9 +21,10 @@ it:
 * request handlers run in one thread pool shared by every session, as in the stdio
   adapter (plain ``def`` handlers cancelled cooperatively, ``async def`` handlers on a
   private loop, cancelled for real). A handler that answers, logs or reports progress
-  takes the lock and runs the pump itself. A stateless-era ``async def`` handler is first
-  stepped once during the dispatch (see :meth:`_HTTPSession._step`), so that an answer or
-  a refusal it makes before suspending is ready while the request is processed.
+  takes the lock and runs the pump itself. An ``async def`` handler (in the handshake era,
+  one that takes no ``ctx``) is first stepped once during the dispatch (see
+  :meth:`_HTTPSession._step`), so that an answer or a refusal it makes before suspending is
+  ready while the request is processed.
 
 Writes go straight to the socket from whichever thread ran the pump (a reader, a handler,
 the timer): no hop to a writer thread. They never block, though: a write is one
@@ -222,7 +223,9 @@ class _HTTPSession(SyncServerSession):
             ctx = _AsyncContext(self, request)
             if "ctx" in job.kwargs:
                 job.kwargs["ctx"] = ctx
-            if self.conn.era is Era.STATELESS:
+            # Stepped during the dispatch: every stateless-era one, and a handshake-era one
+            # that takes no ctx (it cannot ask the client, the one thing that would block).
+            if self.conn.era is Era.STATELESS or "ctx" not in job.kwargs:
                 self._contexts[request.request_id] = ctx
                 self._step(request, job, ctx)
                 return
@@ -238,8 +241,8 @@ class _HTTPSession(SyncServerSession):
         the request, so the answer is plain JSON and a refusal gets its HTTP status (a
         missing client capability, -32021, MUST be a 400: 2026-07-28 ``basic/index.mdx``).
         Only one that suspends goes on in the pool, on the event loop it was stepped with.
-        (Handshake-era handlers always run in the pool: their ``ask`` blocks until the
-        client answers, which needs the pump.)"""
+        (A handshake-era handler that takes ``ctx`` runs in the pool: its ``ask`` blocks
+        until the client answers, which needs the pump.)"""
         assert job.fn is not None
         service = self._service
         loop = service._steppers.pop() if service._steppers else asyncio.new_event_loop()

@@ -249,8 +249,15 @@ def test_handshake_era_session_on_one_keep_alive_connection() -> None:
             "POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                      "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}, session)
         assert status == 200
-        assert headers["content-type"] == "text/event-stream"  # a handler ran: a stream
+        assert headers["content-type"] == "text/event-stream"  # a def handler: a stream
         assert messages[-1]["id"] == 2 and text_of(messages[-1]) == "5"
+        status, headers, messages = conn.request(
+            "POST", {"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                     "params": {"name": "quick", "arguments": {"text": "q"}}}, session)
+        assert status == 200  # an async def one without ctx, stepped during the dispatch
+        assert headers["content-type"] == "application/json"
+        assert messages == [{"jsonrpc": "2.0", "id": 6, "result": {
+            "content": [{"type": "text", "text": "q"}]}}]
         status, _, messages = conn.request(
             "POST", {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, session)
         assert status == 200
