@@ -120,9 +120,18 @@ class _ThreadRuntime(SyncSession):
         return time.monotonic()
 
     def _arm(self, deadline: float | None) -> None:
-        previous, self._deadline = self._deadline, deadline
-        if deadline is not None and (previous is None or deadline < previous):
-            self._nudge()
+        # Lazy, as on asyncio: a deadline the reader already waits for stays when the new
+        # one is later (or there is none); when it passes early, handle_timeout finds nothing
+        # due and the real one is armed (_pump resets it). A nudge wakes the reader thread
+        # (a write, a thread switch, a read): before this, every call of a sequential client
+        # paid one, its request's deadline going from none to sixty seconds ahead.
+        if deadline is None:
+            return
+        previous = self._deadline
+        if previous is not None and deadline >= previous:
+            return
+        self._deadline = deadline
+        self._nudge()
 
     def _nudge(self) -> None:
         with contextlib.suppress(BlockingIOError, OSError):
@@ -165,6 +174,7 @@ class _ThreadRuntime(SyncSession):
                     else:
                         os.read(self._wake_r, _CHUNK)
                 if self._deadline is not None and time.monotonic() >= self._deadline:
+                    self._deadline = None  # passed: on_timer arms the next real one
                     self.on_timer()
         finally:
             selector.close()
