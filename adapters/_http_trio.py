@@ -707,6 +707,7 @@ class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
                 self._scope = scope
                 await trio.sleep_forever()
             self._scope = None
+            self._deadline = math.inf  # passed: on_timer arms the next one (_arm is lazy)
             self.on_timer()
 
     # -- lifetime ----------------------------------------------------------------------------

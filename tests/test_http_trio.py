@@ -688,6 +688,29 @@ def test_client_per_call_timeout() -> None:
     run(main)
 
 
+def test_client_timer_rests_after_a_deadline_passed() -> None:
+    async def main() -> None:
+        probe = Probe()
+        async with served_and_connected(probe) as (_, client):
+            with pytest.raises(RequestTimeout):
+                await client.call_tool("block", {}, timeout=0.1)
+            fired = 0
+            on_timer = client.on_timer
+
+            def counting() -> None:
+                nonlocal fired
+                fired += 1
+                on_timer()
+
+            client.on_timer = counting  # type: ignore[method-assign]
+            await trio.sleep(0.3)
+            # nothing is due: the timer task waits (a passed deadline re-armed lazily would
+            # fire again and again)
+            assert fired < 5
+            assert rtext(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
+    run(main)
+
+
 def test_client_listen_stream_receives_list_changes() -> None:
     async def main() -> None:
         async with served_and_connected() as (_, client):
