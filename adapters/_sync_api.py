@@ -90,17 +90,20 @@ class SyncSession(Session):
         self._cancellers: dict[RequestId, Callable[[], None]] = {}
 
     def _wait_call(self, call: Call, cancel: CancelToken | None) -> None:
-        event = threading.Event()
+        # A held lock as a one-shot event: the call's terminal event releases it once (C
+        # level; threading.Event is a Python Condition, several us per call).
+        gate = threading.Lock()
+        gate.acquire()
         with self.lock:
             if call.done:
                 return
-            call.wake = event.set
+            call.wake = gate.release
         def on_cancel() -> None:
             self.cancel_call(call)
         if cancel is not None:
             cancel._register(on_cancel)
         try:
-            event.wait()
+            gate.acquire()
         except BaseException:  # KeyboardInterrupt while waiting: cancel, then re-raise
             self.cancel_call(call)
             raise
