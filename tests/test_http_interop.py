@@ -1,9 +1,13 @@
 """Interop with the official Python SDK (``mcp``) over Streamable HTTP, both eras:
 
-* the SDK's HTTP client (``mcp.client.client.Client(url, mode=...)``) against our asyncio
-  HTTP server (the example server), our server answering in JSON and in SSE response mode;
-* our asyncio HTTP client against the SDK's Streamable HTTP server (tests/peers/sdk_http_server.py,
-  uvicorn on 127.0.0.1 in a subprocess), in its JSON-response and SSE modes.
+* the SDK's HTTP client (``mcp.client.client.Client(url, mode=...)``) against our HTTP
+  server (the example server) in JSON, SSE and auto response modes: on asyncio in this
+  process (the handler's cancellation observed), on trio and threads as a process;
+* our HTTP client (asyncio, trio, threads) against the SDK's Streamable HTTP server
+  (tests/peers/sdk_http_server.py, uvicorn on 127.0.0.1 in a subprocess), in its
+  JSON-response and SSE modes;
+* the legacy HTTP+SSE transport (2024-11-05) both ways: our client's fallback against the
+  SDK's SSE app, the SDK's SSE client against our server's legacy endpoints.
 
 List tools, call tools, read resources, get prompts, progress, cancellation, and the server
 asking the client (sampling, elicitation, ``input_required``). Where a peer deviates from the
@@ -14,6 +18,7 @@ wall-clock assertion (timeouts are safety nets or the cancellation under test).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,15 +26,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
+from mcp_sansio.adapters import asyncio as asyncio_adapter
+from mcp_sansio.adapters import threading as threading_adapter
+from mcp_sansio.adapters import trio as trio_adapter
 from mcp_sansio.adapters._example_server import build
 from mcp_sansio.adapters._session import McpError
-from mcp_sansio.adapters.asyncio import connect_http, start_http
+from mcp_sansio.adapters.asyncio import start_http
 
 from mcp_sansio import Era
-from mcp_sansio.http import ResponseMode
+from mcp_sansio.http import ResponseMode, Transport
 
-from .test_adapter_runtimes import text_of
-from .test_interop import CALLBACKS, ERAS, cancel_after
+from .test_adapter_runtimes import RUNTIMES, text_of
+from .test_interop import CALLBACKS, ERAS, cancel_after, sync_cancel_after
 
 PEERS = Path(__file__).parent / "peers"
 SAFETY = 60
@@ -59,7 +68,11 @@ def our_server() -> tuple[Any, dict[str, asyncio.Event]]:
     return server, seen
 
 
-async def sdk_story(service: Any, mode: str, seen: dict[str, asyncio.Event]) -> dict[str, Any]:
+async def sdk_story(url: str, mode: str, seen: dict[str, asyncio.Event] | None,
+                    sessions: Any = None) -> dict[str, Any]:
+    """The SDK's client through the whole story. With ``seen`` (our server in this
+    process), cancellation is checked on the server's side too; ``sessions()`` counts the
+    server's live sessions."""
     from mcp import types
     from mcp.client.client import Client
 
@@ -76,7 +89,7 @@ async def sdk_story(service: Any, mode: str, seen: dict[str, asyncio.Event]) -> 
         logs.append(params.data)
 
     got: dict[str, Any] = {}
-    async with Client(service.url, mode=mode, sampling_callback=on_sampling,
+    async with Client(url, mode=mode, sampling_callback=on_sampling,
                       elicitation_callback=on_elicit, logging_callback=on_log,
                       log_level="debug") as c:
         got["version"] = c.protocol_version
@@ -103,40 +116,33 @@ async def sdk_story(service: Any, mode: str, seen: dict[str, asyncio.Event]) -> 
         got["prompts"] = {p.name for p in (await c.list_prompts()).prompts}
         got["prompt"] = (await c.get_prompt(
             "test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})).messages[0].content.text
-        with anyio.move_on_after(SAFETY) as scope:
-            async with anyio.create_task_group() as group:
-                async def call_block() -> None:
-                    await c.call_tool("block", {})
-                group.start_soon(call_block)
-                await seen["started"].wait()
-                group.cancel_scope.cancel()
-            # the server's handler hears of it (cancelled notification or closed stream)
-            await seen["cancelled"].wait()
-        got["cancelled"] = not scope.cancelled_caught and seen["cancelled"].is_set()
+        if seen is None:  # a server in another process: the SDK's side of it only
+            with anyio.move_on_after(0.3) as scope:
+                await c.call_tool("sleep", {"seconds": 30})
+            got["cancelled"] = scope.cancelled_caught
+        else:
+            with anyio.move_on_after(SAFETY) as scope:
+                async with anyio.create_task_group() as group:
+                    async def call_block() -> None:
+                        await c.call_tool("block", {})
+                    group.start_soon(call_block)
+                    await seen["started"].wait()
+                    group.cancel_scope.cancel()
+                # the server's handler hears of it (cancelled notification or closed stream)
+                await seen["cancelled"].wait()
+            got["cancelled"] = not scope.cancelled_caught and seen["cancelled"].is_set()
         got["after"] = (await c.call_tool("add", {"a": 1, "b": 2})).structured_content
-        got["sessions"] = len(service.http.sessions)
+        got["sessions"] = sessions() if sessions is not None else None
     return got
 
 
-@pytest.mark.parametrize("response_mode", ["json", "sse", "auto"])
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_sdk_client_with_our_server(mode: str, response_mode: str) -> None:
-    async def main() -> dict[str, Any]:
-        server, seen = our_server()
-        async with start_http(server, response_mode=ResponseMode(response_mode)) as service:
-            got = await sdk_story(service, mode, seen)
-            for _ in range(100):  # the SDK's DELETE is sent as its client closes
-                if not service.http.sessions:
-                    break
-                await asyncio.sleep(0.01)
-            got["sessions_after"] = len(service.http.sessions)
-            return got
-
-    got = asyncio.run(asyncio.wait_for(main(), SAFETY))
+def check_sdk_client_story(got: dict[str, Any], mode: str, response_mode: str, *,
+                           with_block: bool) -> None:
     stateless = mode == "auto"
     assert got["version"] == ("2026-07-28" if stateless else "2025-11-25")
     assert got["server"] == "mcp-sansio-example"
-    assert {"echo", "add", "sleep", "test_sampling", "block"} <= got["tools"]
+    assert {"echo", "add", "sleep", "test_sampling"} <= got["tools"]
+    assert ("block" in got["tools"]) is with_block
     assert got["echo"] == "hi" and got["add"] == {"sum": 5}
     assert got["sleep"] == "slept 0.3 s"
     if stateless and response_mode == "json":
@@ -158,9 +164,63 @@ def test_sdk_client_with_our_server(mode: str, response_mode: str) -> None:
     assert "test_prompt_with_arguments" in got["prompts"]
     assert "arg1='a'" in got["prompt"]
     assert got["cancelled"] is True and got["after"] == {"sum": 3}
+
+
+@pytest.mark.parametrize("response_mode", ["json", "sse", "auto"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_sdk_client_with_our_server(mode: str, response_mode: str) -> None:
+    async def main() -> dict[str, Any]:
+        server, seen = our_server()
+        async with start_http(server, response_mode=ResponseMode(response_mode)) as service:
+            got = await sdk_story(service.url, mode, seen,
+                                  lambda: len(service.http.sessions))
+            for _ in range(100):  # the SDK's DELETE is sent as its client closes
+                if not service.http.sessions:
+                    break
+                await asyncio.sleep(0.01)
+            got["sessions_after"] = len(service.http.sessions)
+            return got
+
+    got = asyncio.run(asyncio.wait_for(main(), SAFETY))
+    check_sdk_client_story(got, mode, response_mode, with_block=True)
     # handshake era: one session while the client lives, ended by its DELETE on close;
     # stateless era: no session at all
+    stateless = mode == "auto"
     assert (got["sessions"], got["sessions_after"]) == ((0, 0) if stateless else (1, 0))
+
+
+SERVE = ("import sys; from mcp_sansio.adapters._example_server import run_http; "
+         "from mcp_sansio.http import ResponseMode; "
+         "run_http(runtime=sys.argv[1], response_mode=ResponseMode(sys.argv[2]))")
+
+
+@contextlib.contextmanager
+def our_server_process(runtime: str, response_mode: str) -> Iterator[str]:
+    """The example server over HTTP on ``runtime`` in a subprocess: its URL."""
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, runtime, response_mode],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("response_mode", ["json", "sse"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("runtime", ["trio", "threading"])
+def test_sdk_client_with_our_server_on_other_runtimes(runtime: str, mode: str,
+                                                      response_mode: str) -> None:
+    with our_server_process(runtime, response_mode) as url:
+        got = anyio.run(sdk_story, url, mode, None)
+    check_sdk_client_story(got, mode, response_mode, with_block=False)
 
 
 # -- our HTTP client <-> the SDK's Streamable HTTP server --------------------------------------
@@ -178,15 +238,11 @@ def sdk_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
         assert url.startswith("http://127.0.0.1:"), url
         yield url, request.param
     finally:
-        proc.terminate()
-        try:
-            proc.wait(2)
-        except subprocess.TimeoutExpired:  # uvicorn waits for running handlers
-            proc.kill()
-            proc.wait()
+        proc.kill()  # a peer with nothing to save (uvicorn would wait for running handlers)
+        proc.wait()
 
 
-async def our_story(c: Any, era: str) -> dict[str, Any]:
+async def our_story(c: Any, era: str, runtime: str) -> dict[str, Any]:
     progress: list[float] = []
     got: dict[str, Any] = {
         "era": c.era, "server": c.server_info["name"],
@@ -201,7 +257,7 @@ async def our_story(c: Any, era: str) -> dict[str, Any]:
         "item": (await c.read_resource("memo://items/7"))["contents"][0]["text"],
         "prompt": (await c.get_prompt("summarize", {"topic": "mcp"}))["messages"][0]["content"]
         ["text"],
-        "cancelled": await cancel_after("asyncio", 0.3, lambda: c.call_tool(
+        "cancelled": await cancel_after(runtime, 0.3, lambda: c.call_tool(
             "countdown", {"steps": 300, "delay": 0.1})),
         "after": text_of(await c.call_tool("echo", {"text": "after"})),
     }
@@ -213,15 +269,61 @@ async def our_story(c: Any, era: str) -> dict[str, Any]:
     return got
 
 
-@pytest.mark.parametrize("era", ERAS)
-def test_our_client_with_the_sdk_server(sdk_server: tuple[str, str], era: str) -> None:
-    url, response_mode = sdk_server
+def our_story_sync(c: Any, era: str) -> dict[str, Any]:
+    progress: list[float] = []
+    got: dict[str, Any] = {
+        "era": c.era, "server": c.server_info["name"],
+        "tools": [t["name"] for t in c.list_tools()],
+        "echo": text_of(c.call_tool("echo", {"text": "hi"})),
+        "add": text_of(c.call_tool("add", {"a": 2, "b": 3})),
+        "countdown": text_of(c.call_tool(
+            "countdown", {"steps": 3}, progress=lambda p, t, m: progress.append(p))),
+        "progress": progress,
+        "resources": [r["uri"] for r in c.list_resources()],
+        "templates": [r["uriTemplate"] for r in c.list_resource_templates()],
+        "item": c.read_resource("memo://items/7")["contents"][0]["text"],
+        "prompt": c.get_prompt("summarize", {"topic": "mcp"})["messages"][0]["content"]["text"],
+        "cancelled": sync_cancel_after(0.3, lambda token: c.call_tool(
+            "countdown", {"steps": 300, "delay": 0.1}, cancel=token)),
+        "after": text_of(c.call_tool("echo", {"text": "after"})),
+    }
+    if era == "handshake":
+        try:
+            got["ask"] = text_of(c.call_tool("ask_name"))
+        except McpError as exc:
+            got["ask"] = exc
+    return got
+
+
+def run_our_client(runtime: str, url: str, era: str) -> dict[str, Any]:
+    """Our HTTP client of ``runtime`` through the story against ``url``."""
+    options: dict[str, Any] = {"versions": ERAS[era], **CALLBACKS}
+    if runtime == "threading":
+        with threading_adapter.connect_http(url, **options) as client:
+            return our_story_sync(client, era)
 
     async def main() -> dict[str, Any]:
-        async with connect_http(url, versions=ERAS[era], **CALLBACKS) as c:
-            return await our_story(c, era)
+        adapter: Any = asyncio_adapter if runtime == "asyncio" else trio_adapter
+        async with adapter.connect_http(url, **options) as client:
+            return await our_story(client, era, runtime)
 
-    got = asyncio.run(asyncio.wait_for(main(), SAFETY))
+    if runtime == "asyncio":
+        result: dict[str, Any] = asyncio.run(asyncio.wait_for(main(), SAFETY))
+        return result
+
+    async def bounded() -> dict[str, Any]:
+        with trio.fail_after(SAFETY):
+            return await main()
+    result = trio.run(bounded)
+    return result
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_our_client_with_the_sdk_server(sdk_server: tuple[str, str], runtime: str,
+                                        era: str) -> None:
+    url, response_mode = sdk_server
+    got = run_our_client(runtime, url, era)
     assert got["era"] is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
     assert got["server"] == "sdk-peer"
     assert got["tools"] == ["echo", "add", "countdown", "ask_name"]
@@ -246,3 +348,83 @@ def test_our_client_with_the_sdk_server(sdk_server: tuple[str, str], era: str) -
         assert "back-channel" in str(got["ask"])
     elif era == "handshake":
         assert got["ask"] == "Hello, Ann!"
+
+
+# -- legacy HTTP+SSE (2024-11-05), both directions ----------------------------------------------
+
+
+def test_our_client_falls_back_to_the_sdks_legacy_sse_server() -> None:
+    """The SDK's HTTP+SSE app refuses a POSTed initialize (405 on its SSE path): our client
+    falls back to the legacy transport, follows the ``endpoint`` event and goes on."""
+    proc = subprocess.Popen([sys.executable, str(PEERS / "sdk_http_server.py"), "--legacy-sse"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    async def main(url: str) -> dict[str, Any]:
+        progress: list[float] = []
+        async with asyncio_adapter.connect_http(url, **CALLBACKS) as c:
+            return {
+                "transport": c.http.transport, "version": c.protocol_version,
+                "tools": [t["name"] for t in await c.list_tools()],
+                "echo": text_of(await c.call_tool("echo", {"text": "hi"})),
+                "countdown": text_of(await c.call_tool(
+                    "countdown", {"steps": 3}, progress=lambda p, t, m: progress.append(p))),
+                "progress": progress,
+                "ask": text_of(await c.call_tool("ask_name")),
+                "item": (await c.read_resource("memo://items/7"))["contents"][0]["text"],
+            }
+
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.endswith("/sse"), url
+        got = asyncio.run(asyncio.wait_for(main(url), SAFETY))
+    finally:
+        proc.kill()
+        proc.wait()
+    assert got["transport"] is Transport.LEGACY
+    assert got["version"] == "2025-11-25"  # the SDK's newest handshake revision
+    assert got["tools"] == ["echo", "add", "countdown", "ask_name"]
+    assert got["echo"] == "hi" and got["countdown"] == "counted 3"
+    assert got["progress"] == [1, 2, 3]
+    assert got["ask"] == "Hello, Ann!" and got["item"] == "item 7"
+
+
+def test_the_sdks_legacy_sse_client_with_our_server() -> None:
+    from mcp import types
+    from mcp.client.client import Client
+    from mcp.client.sse import sse_client
+
+    async def on_sampling(ctx: Any, params: Any) -> Any:
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="Paris"), model="m")
+
+    async def main() -> dict[str, Any]:
+        async with start_http(build(asyncio.sleep), legacy_sse_path="/sse") as service:
+            url = f"http://127.0.0.1:{service.port}/sse"
+            progress: list[float] = []
+
+            async def on_progress(p: float, t: float | None, m: str | None) -> None:
+                progress.append(p)
+
+            async with Client(sse_client(url), mode="legacy",
+                              sampling_callback=on_sampling) as c:
+                got: dict[str, Any] = {
+                    "version": c.protocol_version,
+                    "tools": {t.name for t in (await c.list_tools()).tools},
+                    "echo": (await c.call_tool("echo", {"text": "hi"})).content[0].text,
+                    "sleep": (await c.call_tool("sleep", {"seconds": 0.3},
+                                                progress_callback=on_progress)).content[0].text,
+                    "sampling": (await c.call_tool("test_sampling",
+                                                   {"prompt": "?"})).content[0].text,
+                    "sessions": [s.legacy for s in service.http.sessions.values()],
+                }
+                got["progress"] = progress
+            return got
+
+    got = asyncio.run(asyncio.wait_for(main(), SAFETY))
+    assert got["version"] == "2025-11-25"
+    assert {"echo", "sleep", "test_sampling"} <= got["tools"]
+    assert got["echo"] == "hi" and got["sleep"] == "slept 0.3 s"
+    assert got["progress"] == [1, 2, 3]
+    assert got["sampling"] == "LLM response: Paris"
+    assert got["sessions"] == [True]  # one session, on the legacy transport

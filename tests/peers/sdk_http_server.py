@@ -2,9 +2,11 @@
 (tests/test_http_interop.py, benchmarks/http.py): the same tools, resources and prompt as
 tests/peers/sdk_stdio_server.py, served by uvicorn on 127.0.0.1.
 
-Usage: ``sdk_http_server.py [--json] [--stateless] [--idle-timeout SECONDS]``. It listens on
-a free port and prints its URL (``http://127.0.0.1:PORT/mcp``) on stdout once it accepts
-connections. ``--json`` answers requests with one JSON object instead of an SSE stream.
+Usage: ``sdk_http_server.py [--json] [--stateless] [--idle-timeout SECONDS] [--legacy-sse]``.
+It listens on a free port and prints its URL (``http://127.0.0.1:PORT/mcp``) on stdout once
+it accepts connections. ``--json`` answers requests with one JSON object instead of an SSE
+stream; ``--legacy-sse`` serves the 2024-11-05 HTTP+SSE transport instead (URL
+``http://127.0.0.1:PORT/sse``).
 Nothing here is part of mcp-sansio; the library never imports ``mcp``.
 """
 
@@ -30,10 +32,15 @@ async def main() -> None:
     parser.add_argument("--json", action="store_true", help="JSON responses, not SSE")
     parser.add_argument("--stateless", action="store_true", help="the SDK's stateless_http")
     parser.add_argument("--idle-timeout", type=float, default=None)
+    parser.add_argument("--legacy-sse", action="store_true", help="2024-11-05 HTTP+SSE")
     args = parser.parse_args()
     options = {} if args.idle_timeout is None else {"session_idle_timeout": args.idle_timeout}
-    app = server.streamable_http_app(json_response=args.json, stateless_http=args.stateless,
-                                     host="127.0.0.1", **options)
+    if args.legacy_sse:
+        app, path = server.sse_app(host="127.0.0.1"), "/sse"
+    else:
+        app, path = server.streamable_http_app(json_response=args.json,
+                                               stateless_http=args.stateless,
+                                               host="127.0.0.1", **options), "/mcp"
     # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
     # without it uvicorn's head and body writes meet the client's delayed ACK (40 ms a call).
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -48,7 +55,7 @@ async def main() -> None:
             await task
             return
         await asyncio.sleep(0.01)
-    sys.stdout.write(f"http://127.0.0.1:{port}/mcp\n")
+    sys.stdout.write(f"http://127.0.0.1:{port}{path}\n")
     sys.stdout.flush()
     await task
 
