@@ -631,7 +631,8 @@ class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
             self.channel_failed(sock.channel, TimeoutError(
                 f"no connection within {self.connect_timeout:g} s"))
             return None
-        except (OSError, trio.BrokenResourceError) as exc:
+        except Exception as exc:  # refused, unreachable, TLS refused, a name not found...
+            # ...or anything else: a socket that cannot be opened is always reported.
             cause = exc.__cause__ if isinstance(exc, trio.BrokenResourceError) else None
             self.channel_failed(sock.channel, cause or exc)
             return None

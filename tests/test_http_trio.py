@@ -861,6 +861,47 @@ def test_many_client_sessions_at_once() -> None:
     run(main)
 
 
+def test_client_https_through_a_tls_terminating_proxy(tmp_path: Any) -> None:
+    import ssl
+
+    from .test_http_client_asyncio import _self_signed
+
+    cert, key = _self_signed(tmp_path)
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_side.load_cert_chain(cert, key)
+    client_side = ssl.create_default_context(cafile=cert)
+
+    async def pipe(source: Any, sink: Any) -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while data := await source.receive_some(65536):
+                await sink.send_all(data)
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await sink.aclose()
+
+    async def main() -> None:
+        async with start_http(make_server()) as service, trio.open_nursery() as nursery:
+            async def terminate(stream: Any) -> None:
+                upstream = await trio.open_tcp_stream("127.0.0.1", service.port)
+                async with trio.open_nursery() as pipes:
+                    pipes.start_soon(pipe, stream, upstream)
+                    pipes.start_soon(pipe, upstream, stream)
+
+            listeners = await trio.open_ssl_over_tcp_listeners(0, server_side,
+                                                               host="127.0.0.1")
+            port = listeners[0].transport_listener.socket.getsockname()[1]
+            nursery.start_soon(trio.serve_listeners, terminate, listeners)
+            url = f"https://127.0.0.1:{port}/mcp"
+            async with connect_http(url, era=Era.HANDSHAKE,
+                                    http_options={"ssl_context": client_side}) as client:
+                assert rtext(await client.call_tool("add", {"a": 5, "b": 5})) == "10"
+            # without trusting the certificate: the connection is refused
+            with pytest.raises(ConnectionClosedError, match="cannot connect"):
+                async with connect_http(url):
+                    pass  # pragma: no cover
+            nursery.cancel_scope.cancel()
+    run(main)
+
+
 # -- across runtimes -------------------------------------------------------------------------------
 
 
