@@ -5,11 +5,11 @@ its session once).
 
 The in-depth cases run against the asyncio server in this process; the peer cases and the
 restart also run against ``serve-example --transport http`` on every runtime (asyncio, trio,
-threads) as a real process. Memory is measured with ``tracemalloc`` in the server's process
-(the many-sessions clients run in a child process, so their buffers are not counted);
-bounds are generous and per session, never a wall-clock number. Session expiry is driven
-through the server's clock (:meth:`~mcp_sansio.http.HTTPServer.handle_timeout` with a later
-``now``), not by waiting.
+threads) as a real process (the restart with our client of the same runtime). Memory is
+measured with ``tracemalloc`` in the server's process (the many-sessions clients run in a
+child process, so their buffers are not counted); bounds are generous and per session,
+never a wall-clock number. Session expiry is driven through the server's clock
+(:meth:`~mcp_sansio.http.HTTPServer.handle_timeout` with a later ``now``), not by waiting.
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+import trio
+from mcp_sansio.adapters import asyncio as asyncio_adapter
+from mcp_sansio.adapters import threading as threading_adapter
+from mcp_sansio.adapters import trio as trio_adapter
 from mcp_sansio.adapters._example_server import build
 from mcp_sansio.adapters.asyncio import connect_http, start_http
 
@@ -633,26 +637,46 @@ def test_every_runtime_survives_slow_half_closed_and_malformed_peers(served: Ser
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_a_server_process_restart_our_client_renews_once(runtime: str) -> None:
-    """The server process is killed and started again on the same port; our client, in
-    the middle of its calls, renews its session once."""
+    """The server process is killed and started again on the same port; our client (of the
+    same runtime), in the middle of its calls, renews its session once."""
     server = Served(runtime)
 
-    async def main() -> tuple[list[str], int]:
+    def restart() -> str:
         nonlocal server
-        texts: list[str] = []
-        async with connect_http(server.url, era=Era.HANDSHAKE) as client:
-            for i in range(3):
-                texts.append((await client.call_tool("echo", {"text": f"a{i}"}))
-                             ["content"][0]["text"])
-            server.stop()
-            server = Served(runtime, server.port)
-            for i in range(3):
-                texts.append((await client.call_tool("echo", {"text": f"b{i}"}))
-                             ["content"][0]["text"])
-            return texts, client.session_renewals
+        server.stop()
+        server = Served(runtime, server.port)
+        return server.url
+
+    def echo_text(result: dict[str, Any]) -> str:
+        return str(result["content"][0]["text"])
+
+    async def story(client: Any) -> tuple[list[str], int]:
+        texts = [echo_text(await client.call_tool("echo", {"text": f"a{i}"})) for i in range(3)]
+        restart()
+        texts += [echo_text(await client.call_tool("echo", {"text": f"b{i}"})) for i in range(3)]
+        return texts, client.session_renewals
+
+    async def main() -> tuple[list[str], int]:
+        adapter: Any = asyncio_adapter if runtime == "asyncio" else trio_adapter
+        async with adapter.connect_http(server.url, era=Era.HANDSHAKE) as client:
+            return await story(client)
 
     try:
-        texts, renewals = run(main())
+        if runtime == "threading":
+            with threading_adapter.connect_http(server.url, era=Era.HANDSHAKE) as client:
+                texts = [echo_text(client.call_tool("echo", {"text": f"a{i}"}))
+                         for i in range(3)]
+                restart()
+                texts += [echo_text(client.call_tool("echo", {"text": f"b{i}"}))
+                          for i in range(3)]
+                renewals = client.session_renewals
+        elif runtime == "trio":
+            async def bounded() -> tuple[list[str], int]:
+                with trio.fail_after(SAFETY):
+                    return await main()
+            texts, renewals = trio.run(bounded)
+        else:
+            texts, renewals = run(main())
     finally:
         server.stop()
     assert texts == ["a0", "a1", "a2", "b0", "b1", "b2"]
