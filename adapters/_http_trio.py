@@ -3,24 +3,30 @@
 
 The server
 ----------
-One task per accepted TCP connection reads from the socket straight into the connection's
-:class:`~mcp_sansio.http.ServerChannel` of the one shared
-:class:`~mcp_sansio.http.HTTPServer`, then wakes the *pump*: one task for the whole server
-that drains :meth:`~mcp_sansio.http.HTTPServer.next_event`, hands every ``(session,
-event)`` pair to the session logic of that HTTP session (the same
-:class:`~mcp_sansio.adapters._session.Server` routing as on stdio), queues
-:meth:`~mcp_sansio.http.HTTPServer.data_to_send` for the sockets' writer tasks, and waits
-for the next wake-up inside a cancel scope whose deadline is
-:meth:`~mcp_sansio.http.HTTPServer.next_deadline` (the one timer). A request handler runs in
-a task of its own, in a cancel scope that a cancellation (``notifications/cancelled``, or a
-stateless-era stream the client closed) cancels.
+One :class:`~mcp_sansio.http.HTTPServer` serves every connection. Each accepted TCP
+connection has a reader task and a sender task. The reader feeds what it reads to the
+connection's :class:`~mcp_sansio.http.ServerChannel` and then *drains*, in its own task: it
+takes :meth:`~mcp_sansio.http.HTTPServer.next_event` until there is nothing left, hands
+every ``(session, event)`` pair to the session logic of that HTTP session (the same
+:class:`~mcp_sansio.adapters._session.Server` routing as on stdio) and writes
+:meth:`~mcp_sansio.http.HTTPServer.data_to_send` -- straight to a socket that has room,
+else to its sender task's queue. One drain runs at a time: a task that wants one while
+another is under way marks the work (the running drain goes round once more) and, if it is
+a reader, waits until it is done, so a reader reads on only once what it read is dispatched.
+What a handler sends later is drained at once in the handler's task. The *pump* task is
+left with the one timer: it waits in a cancel scope whose deadline is
+:meth:`~mcp_sansio.http.HTTPServer.next_deadline`, and takes over a drain that could not
+wait (below). A request handler runs in a task of its own, in a cancel scope that a
+cancellation (``notifications/cancelled``, or a stateless-era stream the client closed)
+cancels.
 
-trio cannot step a coroutine outside its task (its first step would run in the pump's task
-and park *that* task), so a handler always gets a task; the pump lets the handlers it just
-started take their first step before it goes on draining. A handler that answers (or
-refuses) before it first suspends is therefore answered while the HTTP server still
-processes the request -- a plain JSON response, a stateless-era refusal as HTTP 400 --
-exactly as on asyncio, where the handler is stepped inline.
+trio cannot step a coroutine outside its task (its first step would run in the draining
+task and park *that* task), so a handler always gets a task; a drain lets the handlers it
+just started take their first step before it goes on. A handler that answers (or refuses)
+before it first suspends is therefore answered while the HTTP server still processes the
+request -- a plain JSON response, a stateless-era refusal as HTTP 400 -- exactly as on
+asyncio, where the handler is stepped inline. (A drain run from synchronous code, which
+cannot wait, hands over to the pump task when it starts a handler.)
 
 Buffers are bounded: requests by the HTTP server's ``max_body_size`` and
 ``max_header_size``; output by a per-socket queue: a socket with more than
@@ -33,11 +39,11 @@ The client
 :class:`~mcp_sansio.adapters._http_client_logic.HTTPClientLogic` on trio: the pump runs in
 whichever task has something for it (a caller sending a request, a socket's task that read
 bytes, the timer task), as on stdio. Each :class:`~mcp_sansio.http.ClientChannel` the HTTP
-client opens gets one task: it connects (TLS for ``https``), then reads into the channel
-while a writer task sends what the pump queued; the socket is closed when the channel says
-so. One timer task waits in a cancel scope whose deadline is
-:meth:`~mcp_sansio.http.HTTPClient.next_deadline` (request timeouts and stream resumptions
-alike).
+client opens gets one task: it connects (TLS for ``https``), then reads into the channel;
+the pump writes straight to the socket when it has room, and a writer task sends what did
+not fit; the socket is closed when the channel says so. One timer task waits in a cancel
+scope whose deadline is :meth:`~mcp_sansio.http.HTTPClient.next_deadline` (request timeouts
+and stream resumptions alike).
 """
 
 from __future__ import annotations
