@@ -72,6 +72,7 @@ __all__ = [
     # HTTP (adapters/_http_trio.py)
     "HTTPClientSession",
     "HTTPService",
+    "HTTPTransportError",
     "connect_http",
     "run_http",
     "serve_http",
@@ -429,13 +430,14 @@ def run_stdio(server: Server, **options: Any) -> None:
 # The HTTP adapters live in their own module (they build on ServerSession above). They are
 # loaded on first use, so that a stdio process does not pay for importing h11 and
 # mcp_sansio.http at start-up (as in the asyncio adapter).
-_HTTP_NAMES = ("HTTPClientSession", "HTTPService", "connect_http", "run_http", "serve_http",
-               "start_http")
+_HTTP_NAMES = ("HTTPClientSession", "HTTPService", "HTTPTransportError", "connect_http",
+               "run_http", "serve_http", "start_http")
 
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
     from ._http_trio import (
         HTTPClientSession,
         HTTPService,
+        HTTPTransportError,
         connect_http,
         run_http,
         serve_http,

@@ -17,11 +17,11 @@ import pytest
 
 trio = pytest.importorskip("trio")
 
-from mcp_sansio.adapters._http_client_logic import HTTPTransportError  # noqa: E402
 from mcp_sansio.adapters.trio import (  # noqa: E402
     ConnectionClosedError,
     Context,
     HTTPClientSession,
+    HTTPTransportError,
     RequestTimeout,
     Server,
     connect_http,
