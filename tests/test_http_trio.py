@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -538,6 +539,11 @@ def test_a_client_that_does_not_read_is_dropped_at_the_write_buffer_limit() -> N
             session = await handshake(conn, name="flood")
             await conn.request("POST", {"jsonrpc": "2.0", "id": 9, "method": "logging/setLevel",
                                         "params": {"level": "info"}}, session)
+            # small kernel buffers both ways, so that the flood (1.6 MB) piles up in the
+            # server's own queue whatever the system's socket buffer sizes
+            conn.stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            for sock in service._sockets.values():
+                sock.stream.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
             await conn.send("POST", call("flood", {}), session)  # and never read the answer
             with trio.fail_after(20):
                 while service._sockets:
