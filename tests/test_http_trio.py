@@ -372,6 +372,32 @@ def test_handshake_era_cancellation_cancels_the_handler() -> None:
     trio.run(main)
 
 
+def test_the_pump_timer_expires_idle_sessions_and_keeps_streams_alive() -> None:
+    async def main() -> None:
+        async with start_http(make_server(), session_idle_timeout=0.2,
+                              keepalive_interval=0.05) as service:
+            conn = await Conn.open(service.port)
+            idle = await handshake(conn)
+            kept = await handshake(conn)
+            get = await Conn.open(service.port)
+            await get.send("GET", None, kept)  # an open stream: the session is not idle
+            assert (await get.head())[0] == 200
+            comments = 0
+            with trio.fail_after(GUARD):
+                while idle["mcp-session-id"] in service.http.sessions or comments < 3:
+                    event = await get.next()  # keep-alive comments, from the timer
+                    assert isinstance(event, h11.Data), event
+                    comments += sum(line.startswith(b":")
+                                    for line in bytes(event.data).split(b"\n"))
+            assert kept["mcp-session-id"] in service.http.sessions
+            status, _, _ = await conn.request(
+                "POST", {"jsonrpc": "2.0", "id": 5, "method": "ping"}, idle)
+            assert status == 404
+            await get.close()
+            await conn.close()
+    trio.run(main)
+
+
 # -- the server, stateless era ---------------------------------------------------------------------
 
 
