@@ -249,8 +249,8 @@ class HTTPService:
         self._pumping = False  # a task is draining
         self._scope: trio.CancelScope | None = None  # the pump task's wait
         self._deadline = math.inf
-        self._unstarted = 0  # handler tasks started by the pump that have not run yet
-        self._drains = 0  # drains the pump finished (readers wait for the next one)
+        self._unstarted = 0  # handler tasks a drain started that have not run yet
+        self._drains = 0  # drains finished (a reader waits for the next one)
         self._drained = trio.lowlevel.ParkingLot()
         self._closed = trio.Event()
         #: ``(host, port)`` the server listens on.
@@ -258,10 +258,12 @@ class HTTPService:
 
     @property
     def port(self) -> int:
+        """The port the server listens on (the one picked, when asked for port 0)."""
         return self.address[1]
 
     @property
     def url(self) -> str:
+        """The MCP endpoint's URL, e.g. ``http://127.0.0.1:8000/mcp``."""
         host = self.address[0]
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}{self.http.path}"
