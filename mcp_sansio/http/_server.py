@@ -415,6 +415,7 @@ class HTTPServer:
         self._listening: dict[Session, None] = {}  # stateless sessions with a listen stream
         self._sse: dict[_Stream, None] = {}  # SSE streams open on a channel (keep-alives)
         self._timers: list[tuple[float, int, Session | None, str]] = []
+        self._dead_timers = 0  # sessions retired since _timers was last rebuilt
         self._seq = itertools.count()
         self._keepalive_at: float | None = None
 
@@ -542,6 +543,20 @@ class HTTPServer:
 
     def _schedule(self, when: float, session: Session | None, kind: str) -> None:
         heapq.heappush(self._timers, (when, next(self._seq), session, kind))
+
+    def _retire_timers(self, session: Session) -> None:
+        """A finished session's entries in the timer heap would keep it, its connection and
+        its streams alive until they come due -- an expiry check is an idle timeout away
+        (an hour by default), so a server whose clients DELETE their sessions would hold
+        every one of them for that long. Entries are dropped lazily: once the sessions
+        retired since the last rebuild outnumber half the heap, it is rebuilt without the
+        finished ones (O(heap) work per heap/2 retirements: O(1) per session)."""
+        self._dead_timers += 1
+        if self._dead_timers * 2 > len(self._timers):
+            # in place: handle_timeout may be walking this very list
+            self._timers[:] = [t for t in self._timers if t[2] is None or not t[2]._done]
+            heapq.heapify(self._timers)
+            self._dead_timers = 0
 
     def _touch(self, session: Session) -> None:
         """Note activity on a session; schedule its expiry check when it is idle."""
@@ -1114,6 +1129,7 @@ class HTTPServer:
         elif type(event) is ConnectionClosed:
             session._done = True
             self._listening.pop(session, None)
+            self._retire_timers(session)
 
     # -- routing -------------------------------------------------------------------------------
 
@@ -1232,6 +1248,7 @@ class HTTPServer:
             del self._sessions[session.id]
         session.ended = SessionEnd.CLOSED
         session._done = True
+        self._retire_timers(session)
 
     def _start_sse(self, stream: _Stream) -> None:
         channel = stream.channel
