@@ -9,6 +9,10 @@ What is measured, each between this process (the client) and a server process on
   framework); this side builds and parses requests and responses the same way on raw
   sockets. The cost of the sockets, two processes, minimal HTTP framing and the JSON, which
   no MCP implementation over HTTP can avoid.
+* ``floor/h11``: the same floor with h11 building and parsing the HTTP on both ends (the
+  server still one ``selectors`` loop, the client still blocking sockets): what any stack
+  built on h11, as the core is, pays before MCP starts. Its column ``x h11`` is the ratio
+  to it (paired, like ``x floor``).
 * ``ours/<runtime>/<era>``: our client on asyncio, trio or threads (those whose adapter has
   ``connect_http``) against ``mcp-sansio serve-example --transport http --runtime <runtime>``
   (the same runtime on both ends, default server options):
@@ -114,12 +118,65 @@ while True:
 """
 
 
+#: The same floor with h11 on both ends: what any h11-based stack pays before MCP starts.
+H11_FLOOR_SERVER = r"""
+import json, selectors, socket, sys
+import h11
+
+listener = socket.create_server(("127.0.0.1", 0))
+listener.setblocking(False)
+select = selectors.DefaultSelector()
+select.register(listener, selectors.EVENT_READ)
+print(listener.getsockname()[1], flush=True)
+conns = {}
+while True:
+    for key, _ in select.select():
+        sock = key.fileobj
+        if sock is listener:
+            conn, _ = listener.accept()
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.setblocking(False)
+            select.register(conn, selectors.EVENT_READ)
+            conns[conn] = (h11.Connection(h11.SERVER), [])
+            continue
+        data = sock.recv(65536)
+        if not data:
+            select.unregister(sock)
+            sock.close()
+            del conns[sock]
+            continue
+        http, body = conns[sock]
+        http.receive_data(data)
+        out = []
+        while True:
+            event = http.next_event()
+            if event is h11.NEED_DATA:
+                break
+            if isinstance(event, h11.Data):
+                body.append(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                request = json.loads(b"".join(body))
+                body.clear()
+                text = request["params"]["arguments"]["text"]
+                answer = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {
+                    "content": [{"type": "text", "text": text}]}}).encode()
+                out.append(http.send(h11.Response(status_code=200, headers=[
+                    ("content-type", "application/json"),
+                    ("content-length", str(len(answer)))])))
+                out.append(http.send(h11.Data(data=answer)))
+                out.append(http.send(h11.EndOfMessage()))
+                http.start_next_cycle()
+        if out:
+            sock.sendall(b"".join(out))
+"""
+
 class Result:
     def __init__(self, name: str, shape: str) -> None:
         self.name = name
         self.shape = shape
         self.samples: list[float] = []  # microseconds per call, one per repetition
         self.ratios: list[float] = []  # to the floor of the same repetition
+        self.h11_ratios: list[float] = []  # to the h11 floor of the same repetition
 
     @property
     def median(self) -> float:
@@ -190,8 +247,46 @@ class FloorConnection:
         self.sock.close()
 
 
-def floor_block(port: int, seq_n: int, rounds: int) -> tuple[float, float]:
-    conns = [FloorConnection(port) for _ in range(IN_FLIGHT)]
+class H11FloorConnection(FloorConnection):
+    """The floor's client connection with h11 building and parsing the HTTP."""
+
+    def __init__(self, port: int) -> None:
+        import h11
+
+        super().__init__(port)
+        self.h11 = h11
+        self.http = h11.Connection(h11.CLIENT)
+
+    def send(self) -> None:
+        h11 = self.h11
+        self.next_id += 1
+        body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+                           "params": {"name": "echo", "arguments": ARGS}}).encode()
+        http = self.http
+        self.sock.sendall(
+            http.send(h11.Request(method="POST", target="/mcp", headers=[
+                ("host", "127.0.0.1"), ("content-type", "application/json"),
+                ("content-length", str(len(body)))]))
+            + http.send(h11.Data(data=body)) + http.send(h11.EndOfMessage()))
+
+    def receive(self) -> Any:
+        h11 = self.h11
+        http = self.http
+        body = []
+        while True:
+            event = http.next_event()
+            if event is h11.NEED_DATA:
+                http.receive_data(self.sock.recv(65536))
+            elif isinstance(event, h11.Data):
+                body.append(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                http.start_next_cycle()
+                return json.loads(b"".join(body))
+
+
+def floor_block(port: int, seq_n: int, rounds: int,
+                kind: type[FloorConnection] | None = None) -> tuple[float, float]:
+    conns = [(kind or FloorConnection)(port) for _ in range(IN_FLIGHT)]
     one = conns[0]
     try:
         def sequential() -> int:
@@ -370,6 +465,9 @@ def servers(runtimes: list[str], sdk: bool) -> Iterator[dict[str, str]]:
         proc, port = spawn([sys.executable, "-c", FLOOR_SERVER])
         procs.append(proc)
         urls["floor"] = port
+        proc, port = spawn([sys.executable, "-c", H11_FLOOR_SERVER])
+        procs.append(proc)
+        urls["floor/h11"] = port
         for runtime in runtimes:
             proc, url = spawn([sys.executable, "-m", "mcp_sansio", "serve-example",
                                "--transport", "http", "--runtime", runtime])
@@ -401,7 +499,9 @@ def main() -> int:
     sdk = not args.no_sdk and sdk_available()
 
     contestants: list[tuple[str, Callable[[dict[str, str]], tuple[float, float]]]] = [
-        ("floor", lambda urls: floor_block(int(urls["floor"]), seq_n, rounds))]
+        ("floor", lambda urls: floor_block(int(urls["floor"]), seq_n, rounds)),
+        ("floor/h11", lambda urls: floor_block(int(urls["floor/h11"]), seq_n, rounds,
+                                               H11FloorConnection))]
     for runtime in runtimes:
         for era in ("stateless", "handshake"):
             contestants.append((f"ours/{runtime}/{era}", lambda urls, r=runtime, e=era:
@@ -415,36 +515,40 @@ def main() -> int:
 
     with servers(runtimes, sdk) as urls:
         for _ in range(reps):
-            floor_pair: tuple[float, float] | None = None
-            for name, block in contestants:
-                pair = block(urls)
-                if floor_pair is None:
-                    floor_pair = pair
-                for result, value, floor in zip(results[name], pair, floor_pair, strict=True):
+            pairs = {name: block(urls) for name, block in contestants}
+            for name, pair in pairs.items():
+                for result, value, floor, h11_floor in zip(
+                        results[name], pair, pairs["floor"], pairs["floor/h11"], strict=True):
                     result.samples.append(value)
                     result.ratios.append(value / floor)
+                    result.h11_ratios.append(value / h11_floor)
 
     print(f"# HTTP round trip, tools/call echo ({platform.python_implementation()} "
           f"{platform.python_version()}, {os.cpu_count()} cpus; {reps} reps; sequential "
           f"{seq_n} calls, in flight {rounds} x {IN_FLIGHT})")
-    print(f"{'contestant':<26}{'shape':<15}{'us/call':>10}{'min':>10}{'x floor':>10}")
+    print(f"{'contestant':<26}{'shape':<15}{'us/call':>10}{'min':>10}{'x floor':>10}"
+          f"{'x h11':>8}")
     report: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(),
                               "python": platform.python_version(), "results": []}
     for pair in results.values():
         for result in pair:
             ratio = statistics.median(result.ratios)
+            h11_ratio = statistics.median(result.h11_ratios)
             print(f"{result.name:<26}{result.shape:<15}{result.median:>10.1f}"
-                  f"{min(result.samples):>10.1f}{ratio:>10.2f}")
+                  f"{min(result.samples):>10.1f}{ratio:>10.2f}{h11_ratio:>8.2f}")
             report["results"].append({"name": result.name, "shape": result.shape,
                                       "median_us": result.median,
-                                      "min_us": min(result.samples), "x_floor": ratio})
+                                      "min_us": min(result.samples), "x_floor": ratio,
+                                      "x_h11_floor": h11_ratio})
     print()
     for runtime in runtimes:
         for era in ("stateless", "handshake"):
             seq, par = results[f"ours/{runtime}/{era}"]
             print(f"aim ours/{runtime}/{era}: <= 2x floor: sequential "
                   f"{statistics.median(seq.ratios):.2f}x; {SHAPES[1]} "
-                  f"{statistics.median(par.ratios):.2f}x")
+                  f"{statistics.median(par.ratios):.2f}x (h11 floor: "
+                  f"{statistics.median(seq.h11_ratios):.2f}x; "
+                  f"{statistics.median(par.h11_ratios):.2f}x)")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2), encoding="utf-8")
     return 0

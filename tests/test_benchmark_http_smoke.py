@@ -1,7 +1,7 @@
 """Smoke test for ``benchmarks/http.py``: it runs with ``--quick`` and prints every row it
-promises (the floor, our client and server on each runtime that has an HTTP client, in both
-eras, and the official SDK in both eras), with numbers. No timing is asserted (the machine is
-shared and noisy)."""
+promises (the raw and h11 floors, our client and server on each runtime that has an HTTP
+client, in both eras, and the official SDK in both eras), with numbers. No timing is asserted
+(the machine is shared and noisy)."""
 
 from __future__ import annotations
 
@@ -33,11 +33,12 @@ def test_http_benchmark_quick(tmp_path: Path) -> None:
                                            ("threading", threading_adapter))
                 if "connect_http" in adapter.__all__]
     assert {"asyncio", "threading"} <= set(runtimes)
-    names = ["floor", *(f"ours/{r}/{e}" for r in runtimes for e in ("stateless", "handshake")),
+    names = ["floor", "floor/h11",
+             *(f"ours/{r}/{e}" for r in runtimes for e in ("stateless", "handshake")),
              "sdk/stateless", "sdk/handshake"]
     for name in names:
         for shape in SHAPES:
-            assert re.search(rf"^{re.escape(name)}\s+{shape}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$",
+            assert re.search(rf"^{re.escape(name)}\s+{shape}(\s+{NUMBER}){{4}}$",
                              out, re.MULTILINE), f"no row {name} {shape} in:\n{out}"
     assert re.search(rf"^aim ours/asyncio/stateless: <= 2x floor: sequential {NUMBER}x", out,
                      re.MULTILINE)
@@ -46,3 +47,5 @@ def test_http_benchmark_quick(tmp_path: Path) -> None:
         (n, s) for n in names for s in SHAPES}
     assert all(r["median_us"] > 0 for r in report["results"])
     assert [r["x_floor"] for r in report["results"] if r["name"] == "floor"] == [1.0, 1.0]
+    assert [r["x_h11_floor"] for r in report["results"] if r["name"] == "floor/h11"] == [
+        1.0, 1.0]
