@@ -290,6 +290,21 @@ class _ClientPipes(asyncio.SubprocessProtocol):
         self.client._process_exited(process.get_returncode() if process else None)
 
 
+#: How much a read asks for: asyncio's pipe transports ask for 256 KiB, an allocation that
+#: the C library serves with mmap/munmap every time (above its 128 KiB threshold): measured
+#: 17.5 us per read here against 1.1 us for 64 KiB, the chunk the trio and threading
+#: adapters read. Larger messages simply take several reads.
+_READ_SIZE = 1 << 16
+
+
+def _small_reads(transport: asyncio.BaseTransport) -> None:
+    """Make a read pipe transport read at most :data:`_READ_SIZE` at a time (its
+    ``max_size``, a class attribute of asyncio's unix pipe transport; other loops keep
+    their own)."""
+    if isinstance(getattr(transport, "max_size", None), int):
+        transport.max_size = _READ_SIZE  # type: ignore[attr-defined]
+
+
 class _ServerOutput(asyncio.Protocol):
     """The server's stdout, on a read pipe of our own: asyncio's subprocess transport hands
     a child's output to its protocol one loop turn late (``call_soon``), which costs a whole
@@ -359,6 +374,7 @@ async def connect_stdio(
     try:
         client._stdout, _ = await loop.connect_read_pipe(
             lambda: _ServerOutput(client), os.fdopen(out_r, "rb", buffering=0))
+        _small_reads(client._stdout)
         if transport.get_returncode() is not None:
             client._process_exited(transport.get_returncode())
         if connect:
@@ -432,6 +448,7 @@ async def serve_stdio(
         if pollable(in_fd):
             reader, _ = await loop.connect_read_pipe(
                 lambda: _ReadPipe(session), os.fdopen(in_fd, "rb", buffering=0, closefd=False))
+            _small_reads(reader)
         else:  # a regular file or /dev/null: read it whole, then end of file
             session.feed(await loop.run_in_executor(None, read_all, in_fd))
             session.feed(b"")
