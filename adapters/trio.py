@@ -27,6 +27,7 @@ import secrets
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -193,6 +194,8 @@ class _TrioRuntime(AsyncSession):
     async def _pump(self, stream: trio.abc.ReceiveStream) -> None:
         """Read until end of file; a deadline that passes cancels the wait, not the read
         loop."""
+        receive = (self._fd_reader(stream.fileno()) if isinstance(stream, trio.lowlevel.FdStream)
+                   else partial(stream.receive_some, _CHUNK))
         while self.closed is None:
             # One scope for many reads: _arm moves its deadline, and only a deadline that
             # passes ends it (a cancelled scope cannot be reused). A scope per read cost
@@ -202,7 +205,7 @@ class _TrioRuntime(AsyncSession):
                 self._scope = scope
                 while self.closed is None:
                     try:
-                        data = await stream.receive_some(_CHUNK)
+                        data = await receive()
                     except (trio.BrokenResourceError, trio.ClosedResourceError):
                         data = b""
                     if not data:
@@ -212,6 +215,22 @@ class _TrioRuntime(AsyncSession):
             if scope.cancelled_caught:
                 self._deadline = math.inf  # passed: on_timer arms the next real one
                 self.on_timer()
+
+    @staticmethod
+    def _fd_reader(fd: int) -> Callable[[], Coroutine[Any, Any, bytes]]:
+        """Reads of a non-blocking pipe that wait for it first: FdStream.receive_some reads
+        first and waits on EAGAIN, which costs a failed read per message when messages come
+        one at a time (the peer waits for our answer before it sends again)."""
+        async def receive() -> bytes:
+            while True:
+                await trio.lowlevel.wait_readable(fd)
+                try:
+                    return os.read(fd, _CHUNK)
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    raise trio.BrokenResourceError from exc
+        return receive
 
     def _on_eof(self) -> None:
         """The peer closed its side (the client records why)."""
