@@ -19,12 +19,34 @@ import socket
 import sys
 from pathlib import Path
 
+import anyio
 import uvicorn
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sdk_stdio_server import server
 
 logging.getLogger("mcp").setLevel(logging.WARNING)  # no INFO line per session on stderr
+
+#: How many ``block`` calls were cancelled in this process (what the interop tests read back
+#: with ``cancelled_blocks``, to see whether a cancellation reached the SDK's handler).
+CANCELLED = [0]
+
+
+@server.tool()
+async def block() -> str:
+    """Wait until cancelled (HTTP peer only)."""
+    try:
+        await anyio.sleep(60)
+    except anyio.get_cancelled_exc_class():
+        CANCELLED[0] += 1
+        raise
+    return "never"
+
+
+@server.tool()
+def cancelled_blocks() -> int:
+    """How many ``block`` calls were cancelled so far (HTTP peer only)."""
+    return CANCELLED[0]
 
 
 async def main() -> None:
