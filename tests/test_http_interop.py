@@ -446,3 +446,30 @@ def test_the_sdks_legacy_sse_client_with_our_server() -> None:
     assert got["progress"] == [1, 2, 3]
     assert got["sampling"] == "LLM response: Paris"
     assert got["sessions"] == [True]  # one session, on the legacy transport
+
+
+def test_the_sdk_client_does_not_renew_a_session_our_server_ended() -> None:
+    """SDK deviation (the spec: a client that gets 404 for its session MUST start a new
+    one with initialize): the SDK's HTTP client surfaces the 404 as an error and opens no new
+    session. Our client renews (tests/test_http_reliability.py)."""
+    from mcp.client.client import Client
+    from mcp.shared.exceptions import MCPError
+
+    async def main() -> tuple[str, str, int]:
+        async with start_http(build(asyncio.sleep)) as service, \
+                Client(service.url, mode="legacy") as c:
+            first = (await c.call_tool("echo", {"text": "1"})).content[0].text
+            (sid,) = list(service.http.sessions)
+            service.http.end_session(sid)
+            service._pump()
+            try:
+                await c.call_tool("echo", {"text": "2"})
+                second = "answered"
+            except MCPError as exc:
+                second = str(exc)
+            return first, second, len(service.http.sessions)
+
+    first, second, sessions = asyncio.run(asyncio.wait_for(main(), SAFETY))
+    assert first == "1"
+    assert "unknown or terminated session" in second
+    assert sessions == 0
