@@ -230,7 +230,7 @@ def test_sdk_client_with_our_server_on_other_runtimes(runtime: str, mode: str,
 @pytest.fixture(scope="module", params=["sse", "json"])
 def sdk_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     """The SDK's Streamable HTTP server in a subprocess: (its URL, its response mode)."""
-    flags = ["--json"] if request.param == "json" else []
+    flags = ["--cancel-probe", *(["--json"] if request.param == "json" else [])]
     proc = subprocess.Popen([sys.executable, str(PEERS / "sdk_http_server.py"), *flags],
                             stdout=subprocess.PIPE, text=True)
     try:

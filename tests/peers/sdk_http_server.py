@@ -2,11 +2,14 @@
 (tests/test_http_interop.py, benchmarks/http.py): the same tools, resources and prompt as
 tests/peers/sdk_stdio_server.py, served by uvicorn on 127.0.0.1.
 
-Usage: ``sdk_http_server.py [--json] [--stateless] [--idle-timeout SECONDS] [--legacy-sse]``.
+Usage: ``sdk_http_server.py [--json] [--stateless] [--idle-timeout SECONDS] [--legacy-sse]
+[--cancel-probe]``.
 It listens on a free port and prints its URL (``http://127.0.0.1:PORT/mcp``) on stdout once
 it accepts connections. ``--json`` answers requests with one JSON object instead of an SSE
 stream; ``--legacy-sse`` serves the 2024-11-05 HTTP+SSE transport instead (URL
-``http://127.0.0.1:PORT/sse``).
+``http://127.0.0.1:PORT/sse``); ``--cancel-probe`` adds two tools, ``block`` (waits until
+cancelled) and ``cancelled_blocks`` (how many were), to see whether a cancellation reached the
+SDK's handler.
 Nothing here is part of mcp-sansio; the library never imports ``mcp``.
 """
 
@@ -32,9 +35,8 @@ logging.getLogger("mcp").setLevel(logging.WARNING)  # no INFO line per session o
 CANCELLED = [0]
 
 
-@server.tool()
 async def block() -> str:
-    """Wait until cancelled (HTTP peer only)."""
+    """Wait until cancelled."""
     try:
         await anyio.sleep(60)
     except anyio.get_cancelled_exc_class():
@@ -43,9 +45,8 @@ async def block() -> str:
     return "never"
 
 
-@server.tool()
 def cancelled_blocks() -> int:
-    """How many ``block`` calls were cancelled so far (HTTP peer only)."""
+    """How many ``block`` calls were cancelled so far."""
     return CANCELLED[0]
 
 
@@ -55,7 +56,12 @@ async def main() -> None:
     parser.add_argument("--stateless", action="store_true", help="the SDK's stateless_http")
     parser.add_argument("--idle-timeout", type=float, default=None)
     parser.add_argument("--legacy-sse", action="store_true", help="2024-11-05 HTTP+SSE")
+    parser.add_argument("--cancel-probe", action="store_true",
+                        help="add the tools block and cancelled_blocks")
     args = parser.parse_args()
+    if args.cancel_probe:
+        server.tool()(block)
+        server.tool()(cancelled_blocks)
     options = {} if args.idle_timeout is None else {"session_idle_timeout": args.idle_timeout}
     if args.legacy_sse:
         app, path = server.sse_app(host="127.0.0.1"), "/sse"
