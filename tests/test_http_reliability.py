@@ -21,6 +21,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import tracemalloc
 import weakref
 from collections.abc import AsyncIterator, Iterator
@@ -814,3 +815,64 @@ def test_deleted_sessions_are_let_go_at_once() -> None:
     assert not harness.server.sessions
     assert sum(ref() is not None for ref in refs) == 0
     assert len(harness.server._timers) < 200
+
+
+@pytest.mark.parametrize("runtime", ["trio", "threading"])
+def test_an_expired_session_is_renewed_by_our_other_clients(runtime: str) -> None:
+    """The same expiry, with our trio or threads client (in a thread of its own) against the
+    asyncio server in this process, whose clock is moved between the client's calls."""
+    idle_timeout = 300.0
+    first_done, expired = threading.Event(), threading.Event()
+    options: dict[str, Any] = {"era": Era.HANDSHAKE,
+                               "http_options": {"standalone_stream": False}}
+
+    def client_side(url: str) -> tuple[list[str], list[str | None], int]:
+        texts: list[str] = []
+        ids: list[str | None] = []
+        if runtime == "threading":
+            with threading_adapter.connect_http(url, **options) as client:
+                texts.append(client.call_tool("echo", {"text": "one"})["content"][0]["text"])
+                ids.append(client.session_id)
+                first_done.set()
+                expired.wait(SAFETY)
+                for text in ("two", "three"):
+                    texts.append(client.call_tool("echo", {"text": text})["content"][0]["text"])
+                ids.append(client.session_id)
+                return texts, ids, client.session_renewals
+
+        async def trio_side() -> tuple[list[str], list[str | None], int]:
+            with trio.fail_after(SAFETY):
+                async with trio_adapter.connect_http(url, **options) as client:
+                    texts.append((await client.call_tool("echo", {"text": "one"}))
+                                 ["content"][0]["text"])
+                    ids.append(client.session_id)
+                    first_done.set()
+                    await trio.to_thread.run_sync(expired.wait, SAFETY)
+                    for text in ("two", "three"):
+                        texts.append((await client.call_tool("echo", {"text": text}))
+                                     ["content"][0]["text"])
+                    ids.append(client.session_id)
+                    return texts, ids, client.session_renewals
+        result: tuple[list[str], list[str | None], int] = trio.run(trio_side)
+        return result
+
+    async def main() -> tuple[list[str], list[str | None], int, list[str]]:
+        async with start_http(build(asyncio.sleep), session_idle_timeout=idle_timeout) \
+                as service:
+            side = asyncio.ensure_future(asyncio.to_thread(client_side, service.url))
+            try:
+                assert await asyncio.to_thread(first_done.wait, SAFETY)
+                assert len(service.http.sessions) == 1
+                service.http.handle_timeout(service._loop.time() + idle_timeout + 1)
+                service._pump()
+                assert not service.http.sessions  # expired
+            finally:
+                expired.set()
+            texts, ids, renewals = await side
+            return texts, ids, renewals, list(service.http.sessions)
+
+    texts, ids, renewals, live = run(main())
+    assert texts == ["one", "two", "three"]
+    assert renewals == 1
+    assert ids[0] is not None and ids[1] is not None and ids[0] != ids[1]
+    assert live == []  # the renewed session was ended by the client's DELETE on close
