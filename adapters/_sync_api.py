@@ -2,14 +2,16 @@
 
 The same Client and Server shapes, with plain (blocking) methods. The session is driven by
 one reader thread and by the threads that call it, so every use of the connection holds
-:attr:`Session.lock`. A call waits on a :class:`threading.Event`; it is cancelled by a
+:attr:`Session.lock`. A call waits on a held lock its answer releases; it is cancelled by a
 :class:`CancelToken` (or a ``KeyboardInterrupt`` while waiting).
 
 Handlers run in a thread pool. A plain ``def`` handler gets a :class:`ThreadContext`
 (blocking ``ask``) and is cancelled cooperatively (``ctx.cancelled`` turns true; its result
 is dropped). An ``async def`` handler runs on a private event loop in its worker thread, gets
 an ``await``-able context, and is cancelled for real (its task is cancelled); it is stepped
-once before that, and needs no task if it returns without suspending.
+once before that, and needs no task if it returns without suspending. (A runtime may start
+it without the pool: :meth:`SyncServerSession._start_eagerly`; the stdio server steps it on
+its reader thread.)
 """
 
 from __future__ import annotations
