@@ -315,10 +315,11 @@ class Connection:
     @property
     def era(self) -> Era | None:
         """The era this connection speaks, once known."""
-        if self._state in (State.INITIALIZING, State.OPERATING):
-            return Era.HANDSHAKE
-        if self._state is State.STATELESS:
+        state = self._state  # read on every request by routers: identity tests only
+        if state is State.STATELESS:
             return Era.STATELESS
+        if state is State.OPERATING or state is State.INITIALIZING:
+            return Era.HANDSHAKE
         if self.protocol_version is not None:
             return Era.HANDSHAKE if FEATURES[self.protocol_version].handshake else Era.STATELESS
         return None
