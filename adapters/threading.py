@@ -298,17 +298,17 @@ def connect_stdio(
 class ServerSession(_ThreadRuntime, SyncServerSession):
     """One connection served by a :class:`Server` on threads.
 
-    An ``async def`` handler starts eagerly, as on asyncio: it is
-    stepped once on the thread that dispatched it (the reader, once the events of a read
-    are drained), with a private event loop set as the running loop. One that returns
+    An ``async def`` handler starts eagerly, as on asyncio: it is stepped once on the
+    thread that dispatched it (the reader, once the events of a read are drained), with a
+    private event loop set as the running loop. One that returns
     without suspending is answered there -- no pool hand-off, no thread switch, and the
     answers to one read leave in one write. One that suspends goes on in a worker thread,
     which runs that loop until the handler ends (the next eager handler gets a fresh loop).
     So, as on any event loop, an ``async def`` handler must not block before its first
     ``await``. ``def`` handlers, and handshake-era handlers that take ``ctx`` (whose ``ask``
     waits for the client's answer, which only the reader can read), run in the pool.
-    Measured with ``benchmarks/stdio.py``'s echo (server CPU per call, paired runs): 100 in
-    flight 49.9 -> 19.2 us, sequential 82.1 -> 56.4 us.
+    Measured with ``benchmarks/stdio_ab.py`` (the example server's echo, server CPU per
+    call, paired trials): 100 in flight 51.9 -> 19.9 us, sequential 84.6 -> 57.4 us.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
