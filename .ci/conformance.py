@@ -7,7 +7,8 @@
   (``unshare -n``; CI runs as root), so neither our server nor the harness's own mock
   servers can be reached from -- or reach -- anything but 127.0.0.1.
 * Server mode: starts ``mcp-sansio serve-example --transport http`` on 127.0.0.1 and runs
-  ``server --requirements R`` for each requirement set R.
+  ``server --requirements R`` for each requirement set R; then the same on the trio and
+  threading runtimes.
 * And the handshake-era harness 0.1.16 with ``--suite all``.
 * Client mode: ``client --command "<python> -m mcp_sansio conformance-client"
   --requirements R`` for each R. The harness starts a mock server per scenario (all of a
@@ -46,6 +47,8 @@ OLD_HARNESS = (OLD_DIR / "node_modules" / "@modelcontextprotocol" / "conformance
                / "index.js")
 EXPECTED = ROOT / ".ci" / "conformance-expected-failures.yml"
 REQUIREMENTS = ["2025-11-25", "2026-07-28"]
+#: serve-example runs on asyncio first (with every run); then on these.
+OTHER_RUNTIMES = ["trio", "threading"]
 PY = sys.executable
 #: The harness splits ``--command`` on spaces and hands the pieces to a shell: quoting keeps
 #: an interpreter path with spaces in one piece.
@@ -85,10 +88,10 @@ def outside() -> int:
     return subprocess.call([unshare, "-n", "bash", "-c", inner], cwd=ROOT)
 
 
-def _start_server() -> tuple[subprocess.Popen[str], str]:
+def _start_server(runtime: str = "asyncio") -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [PY, "-m", "mcp_sansio", "serve-example", "--transport", "http",
-         "--host", "127.0.0.1", "--port", "0"],
+         "--host", "127.0.0.1", "--port", "0", "--runtime", runtime],
         cwd=ROOT, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
@@ -162,6 +165,17 @@ def inside() -> int:
     finally:
         server.terminate()
         server.wait(10)
+    # The same server on the other runtimes: each has its own HTTP adapter (sockets, pump,
+    # handler tasks), so each is judged too (the scored sets only; ~15 s per runtime).
+    for runtime in OTHER_RUNTIMES:
+        server, url = _start_server(runtime)
+        try:
+            for requirements in REQUIREMENTS:
+                ok &= _run(["server", "--url", url, "--requirements", requirements],
+                           f"server {requirements} ({runtime})", results)
+        finally:
+            server.terminate()
+            server.wait(10)
     for requirements in REQUIREMENTS:
         ok &= _run(["client", "--command", CLIENT_COMMAND, "--requirements", requirements],
                    f"client {requirements}", results,
