@@ -463,6 +463,28 @@ def test_dual_client_and_dual_server_settle_in_the_stateless_era() -> None:
     validate_all(net)
 
 
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+def test_tasks_methods_carry_mcp_name_in_the_stateless_era(method: str) -> None:
+    """2026-07-28: the tasks methods mirror ``params.taskId`` in ``Mcp-Name`` (SEP-2663); a
+    request without it is refused by the server with -32020, so it must be sent."""
+    net = make()
+    net.client.connect(now=0)
+    net.run()
+    conn = net.client.connection
+    conn.strict_capabilities = False
+    net.up.clear()
+    params: dict[str, Any] = {"taskId": "task-\u00e9 1"}
+    if method == "tasks/update":
+        params["inputResponses"] = {}
+    rid = conn.send_request(method, params, now=net.now)
+    net.run()
+    sent = b"".join(bytes(b) for b in net.up.values()).decode("latin-1").lower()
+    assert f"mcp-method: {method}" in sent
+    assert "mcp-name: =?base64?" in sent  # non-ASCII: the header's base64 form
+    assert not [e for e in net.events_of(ErrorResponse) if e.request_id == rid]
+    assert any(isinstance(e, Response) and e.request_id == rid for e in net.client_events)
+
+
 def test_dual_client_falls_back_to_initialize_on_a_handshake_server() -> None:
     net = make(server_versions=list(HANDSHAKE_REVISIONS))
     net.client.connect(now=0)

@@ -113,8 +113,11 @@ DEFAULT_MAX_RECONNECT_DELAY = 30.0
 _STANDALONE_WAIT = 1.0
 
 _ACCEPT = "application/json, text/event-stream"
-#: Methods whose 2026-07-28 requests carry Mcp-Name, and the params field it mirrors.
-_NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: Methods whose 2026-07-28 requests carry Mcp-Name, and the params field it mirrors (the
+#: tasks extension's methods mirror ``taskId``: SEP-2663, "Routing Headers"; the server
+#: refuses them with -32020 without it).
+_NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+               "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 #: JSON-RPC code of the error the client makes up for an HTTP failure of the era probe or of
 #: initialize (implementation-defined range; it only ever reaches the connection's judge).
 _HTTP_FAILURE_CODE = -32000
