@@ -4,7 +4,9 @@ The pump is one task per connection: it waits for the peer's bytes inside a canc
 whose deadline is the core's next deadline (moved whenever the core's changes), feeds the
 core and dispatches the events. Writes are handed to one writer task (``send_all`` must be
 awaited; the core's outbox is filled synchronously). Handlers run in their own tasks, each in
-a cancel scope that a ``notifications/cancelled`` cancels. Needs the ``trio`` extra.
+a cancel scope that a ``notifications/cancelled`` cancels; a task that finished its handler
+waits (up to :data:`_IDLE_TASKS` of them) and is handed the next one, in a fresh copy of the
+context, instead of a task being spawned. Needs the ``trio`` extra.
 
 Client::
 
@@ -20,6 +22,7 @@ Server::
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import math
 import os
@@ -84,6 +87,24 @@ Context = AsyncContext
 _CHUNK = 1 << 16
 
 
+#: How many finished handler tasks wait for the next handler (see _TrioRuntime._start_task):
+#: enough for a burst of 100 requests in flight to reuse them all, at ~1.5 KB per waiting task
+#: (measured), ~200 KB at most per connection. Handing a handler to a waiting task instead of
+#: spawning one: 100 in flight server CPU -10%, sequential -7% (benchmarks/stdio_ab.py).
+_IDLE_TASKS = 128
+
+
+class _Runner:
+    """A handler task between two handlers: the task, and the next job handed to it."""
+
+    __slots__ = ("job", "task")
+
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+        self.job: tuple[RequestId | None, trio.CancelScope,
+                        Coroutine[Any, Any, None]] | None = None
+
+
 class _TrioRuntime(AsyncSession):
     """The trio primitives behind the shared async session."""
 
@@ -93,6 +114,7 @@ class _TrioRuntime(AsyncSession):
         self._deadline = math.inf
         self._scope: trio.CancelScope | None = None
         self._scopes: dict[RequestId | None, trio.CancelScope] = {}
+        self._idle: list[_Runner] = []  # handler tasks waiting for the next handler
         self._outbuf = bytearray()
         self._out_lot = trio.lowlevel.ParkingLot()
         self._out_broken = False
@@ -168,16 +190,42 @@ class _TrioRuntime(AsyncSession):
         scope = trio.CancelScope()
         if key is not None:
             self._scopes[key] = scope
+        if self._idle:
+            # A task that finished its handler waits for the next: hand this one over
+            # instead of spawning (a spawn and a task's end cost more than a reschedule).
+            runner = self._idle.pop()
+            runner.job = (key, scope, coro)
+            runner.task.context = contextvars.copy_context()  # as a spawn would copy it
+            trio.lowlevel.reschedule(runner.task)
+            return
         self._nursery.start_soon(self._run_task, key, scope, coro)
 
     async def _run_task(self, key: RequestId | None, scope: trio.CancelScope,
                         coro: Coroutine[Any, Any, None]) -> None:
-        try:
-            with scope:
-                await coro
-        finally:
-            if key is not None and self._scopes.get(key) is scope:
-                del self._scopes[key]
+        runner: _Runner | None = None
+        while True:
+            try:
+                with scope:
+                    await coro
+            finally:
+                if key is not None and self._scopes.get(key) is scope:
+                    del self._scopes[key]
+            if len(self._idle) >= _IDLE_TASKS or self.closed is not None:
+                return
+            if runner is None:
+                runner = _Runner(trio.lowlevel.current_task())
+            runner.job = None
+            self._idle.append(runner)
+            await trio.lowlevel.wait_task_rescheduled(partial(self._unidle, runner))
+            assert runner.job is not None
+            key, scope, coro = runner.job
+            runner.job = None
+
+    def _unidle(self, runner: _Runner, _: Any) -> trio.lowlevel.Abort:
+        """An idle handler task is cancelled (its nursery closes): it waits no more."""
+        with contextlib.suppress(ValueError):
+            self._idle.remove(runner)
+        return trio.lowlevel.Abort.SUCCEEDED
 
     def _cancel_task(self, key: RequestId) -> bool:
         scope = self._scopes.pop(key, None)

@@ -1,0 +1,138 @@
+"""The trio server hands a new handler to a task that finished its previous one (instead of
+spawning a task per request): each handler still runs in a fresh copy of the context, in its
+own cancel scope, and a cancelled one is cancelled for real.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+import time
+from functools import partial
+from typing import Any
+
+import trio
+from mcp_sansio.adapters._session import Server
+from mcp_sansio.adapters.trio import serve_stdio
+
+from mcp_sansio import HANDSHAKE_REVISIONS, ClientConnection
+
+from .test_adapter_threading_eager import text
+
+SAFETY = 60.0
+VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")
+
+
+def make_server(log: list[str]) -> Server:
+    server = Server("reuse-trio")
+    tasks: list[Any] = []  # held, so that no two tasks can share an id
+
+    @server.tool()
+    async def which() -> str:
+        task = trio.lowlevel.current_task()
+        if task not in tasks:
+            tasks.append(task)
+        return str(tasks.index(task))
+
+    @server.tool()
+    async def sets(value: str) -> str:
+        VAR.set(value)
+        await trio.sleep(0)
+        return VAR.get()
+
+    @server.tool()
+    async def reads() -> str:
+        return VAR.get()
+
+    @server.tool()
+    async def waits() -> str:
+        log.append("waits: started")
+        try:
+            await trio.sleep(30)
+        except trio.Cancelled:
+            log.append("waits: cancelled")
+            raise
+        return "never"  # pragma: no cover
+
+    return server
+
+
+class Peer:
+    """A trio server on a pair of pipes, in a thread; a core client on this side."""
+
+    def __init__(self, server: Server) -> None:
+        self.to_server_r, self.to_server_w = os.pipe()
+        self.from_server_r, self.from_server_w = os.pipe()
+        self.client = ClientConnection(versions=list(HANDSHAKE_REVISIONS))
+        serve = partial(serve_stdio, server, stdin_fd=self.to_server_r,
+                        stdout_fd=self.from_server_w)
+        self.thread = threading.Thread(target=trio.run, args=(serve,), daemon=True)
+        self.thread.start()
+        self.client.initialize()
+        self.send()
+        assert [type(e).__name__ for e in self.collect_events(1)] == ["Initialized"]
+        self.send()
+
+    def send(self) -> None:
+        os.write(self.to_server_w, self.client.data_to_send())
+
+    def collect_events(self, n: int) -> list[Any]:
+        got: list[Any] = []
+        while len(got) < n:
+            self.client.receive_data(os.read(self.from_server_r, 1 << 20))
+            got.extend(self.client.events())
+        return got
+
+    def answers(self, n: int) -> dict[Any, Any]:
+        return {e.request_id: e for e in self.collect_events(n)}
+
+    def call(self, name: str, **arguments: Any) -> Any:
+        return self.client.send_request("tools/call", {"name": name, "arguments": arguments})
+
+    def ask(self, name: str, **arguments: Any) -> str:
+        request_id = self.call(name, **arguments)
+        self.send()
+        return text(self.answers(1)[request_id])
+
+    def close(self) -> None:
+        os.close(self.to_server_w)
+        self.thread.join(SAFETY)
+        assert not self.thread.is_alive()
+
+
+def test_a_finished_handlers_task_runs_the_next_handler() -> None:
+    peer = Peer(make_server([]))
+    first = peer.ask("which")
+    assert peer.ask("which") == first  # the same task, not a new one
+    peer.close()
+
+
+def test_each_handler_gets_a_fresh_context() -> None:
+    peer = Peer(make_server([]))
+    assert peer.ask("sets", value="a") == "a"
+    assert peer.ask("reads") == "unset"  # nothing leaked from the previous handler
+    ids = {peer.call("sets", value=str(i)): str(i) for i in range(20)}
+    peer.send()
+    answers = peer.answers(20)
+    assert {request_id: text(answers[request_id]) for request_id in ids} == ids
+    assert peer.ask("reads") == "unset"
+    peer.close()
+
+
+def test_a_handler_on_a_reused_task_is_cancelled_for_real() -> None:
+    log: list[str] = []
+    peer = Peer(make_server(log))
+    peer.ask("reads")  # its task is now idle, and takes the next handler
+    waits = peer.call("waits")
+    peer.send()
+    deadline = time.monotonic() + SAFETY
+    while log != ["waits: started"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    peer.client.cancel(waits)
+    peer.client.events()
+    assert peer.ask("reads") == "unset"  # served meanwhile; nothing for the cancelled call
+    while "waits: cancelled" not in log and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert log == ["waits: started", "waits: cancelled"]
+    peer.close()
