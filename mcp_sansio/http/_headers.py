@@ -5,7 +5,7 @@ Theory of operation
 -------------------
 h11 hands headers over as a list of ``(name, value)`` byte pairs with lower-cased names.
 :class:`Headers` wraps that list for lookups by name (case-insensitive, as RFC 9110 and the
-MCP transports pages require) without copying it into a dict on the hot path.
+MCP transports pages require), decoded into a dict once, at the first lookup.
 
 2026-07-28 mirrors body fields into headers (``Mcp-Method``, ``Mcp-Name``,
 ``Mcp-Param-{Name}``; ``basic/transports/streamable-http.mdx``, "Request Metadata"). A value
@@ -43,24 +43,46 @@ __all__ = [
 
 
 class Headers:
-    """Read-only, case-insensitive view of an h11 header list (lower-cased byte names)."""
+    """Read-only, case-insensitive view of an h11 header list (lower-cased byte names).
 
-    __slots__ = ("raw",)
+    The first lookup decodes the list into a dict (several values of one name joined with
+    ``", "``), so that each later lookup is one dict access: the server reads 7 to 10
+    headers of every request (Host, Origin, Content-Type, Accept, the protocol version, the
+    session id or the mirrored ``Mcp-*`` headers), the client two of every response.
+    """
+
+    __slots__ = ("_map", "raw")
 
     def __init__(self, raw: Sequence[tuple[bytes, bytes]]) -> None:
         self.raw = raw
+        self._map: dict[str, str] | None = None
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[str, str]]) -> Headers:
         return cls([(k.lower().encode("ascii"), v.encode("latin-1")) for k, v in pairs])
 
+    @classmethod
+    def from_raw(cls, items: Iterable[tuple[bytes, bytes]]) -> Headers:
+        """From ``(name, value)`` byte pairs whose names may be in any case (h11's
+        ``raw_items()``)."""
+        return cls([(k.lower(), v) for k, v in items])
+
+    def _decoded(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for k, v in self.raw:
+            name = k.decode("latin-1")
+            value = v.decode("latin-1")
+            previous = found.get(name)
+            found[name] = value if previous is None else f"{previous}, {value}"
+        self._map = found
+        return found
+
     def get(self, name: str) -> str | None:
         """The value of ``name`` (several values are joined with ``", "``), or None."""
-        key = name.lower().encode("ascii")
-        found = [v for k, v in self.raw if k == key]
-        if not found:
-            return None
-        return b", ".join(found).decode("latin-1")
+        found = self._map
+        if found is None:
+            found = self._decoded()
+        return found.get(name.lower())
 
     def get_all(self, name: str) -> list[str]:
         key = name.lower().encode("ascii")
@@ -69,8 +91,10 @@ class Headers:
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
-        key = name.lower().encode("ascii")
-        return any(k == key for k, _ in self.raw)
+        found = self._map
+        if found is None:
+            found = self._decoded()
+        return name.lower() in found
 
     def items(self) -> Iterator[tuple[str, str]]:
         for k, v in self.raw:

@@ -27,6 +27,7 @@ written what ``data_to_send`` returned.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import attrs
 import h11
@@ -86,6 +87,65 @@ def _header_list(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]
     return [(k.encode("ascii"), v.encode("latin-1")) for k, v in headers]
 
 
+#: How many distinct header sets :class:`_HeadCache` keeps before it starts over: far more
+#: than the few shapes a server or client sends (a JSON answer, an SSE head, a POST per
+#: method and tool name, each with a Content-Length or two), small enough to be nothing in
+#: memory.
+_HEAD_CACHE_SIZE = 256
+
+
+class _HeadCache:
+    """h11 header lists already validated, by content.
+
+    h11 checks every header name and value of an outgoing request or response against the
+    RFC 9110 grammar, which costs more than the rest of building the head (about 9 us for a
+    2026-07-28 POST's seven headers, 3 us for a response's two). Our heads repeat: the same
+    names and values for every call of one tool, every JSON answer, every SSE head. h11
+    takes the ``headers`` of an event it made as the headers of a new one without checking
+    them again, so this keeps the ``headers`` of the first event of each distinct set and
+    hands them back for the next. Every head still goes through h11's state machine and
+    writer; a set is validated once by h11 before it is ever reused. Bounded: once
+    ``_HEAD_CACHE_SIZE`` sets are held (Content-Length values vary with the bodies, session
+    ids with the sessions), it starts over.
+    """
+
+    __slots__ = ("_known",)
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[Any, ...], Any] = {}
+
+    def get(self, key: tuple[Any, ...]) -> Any:
+        return self._known.get(key)
+
+    def keep(self, key: tuple[Any, ...], headers: Any) -> None:
+        known = self._known
+        if len(known) >= _HEAD_CACHE_SIZE:
+            known.clear()
+        known[key] = headers
+
+
+# One per process and direction: the heads a server sends are the same on every connection
+# (so are a client's), and most connections carry few requests. Dict reads and writes are
+# atomic, so threads may share them; a lost race costs one more validation.
+_RESPONSE_HEADS = _HeadCache()
+_REQUEST_HEADS = _HeadCache()
+
+
+def _response(status: int, headers: Iterable[tuple[str, str]], length: int | None) -> h11.Response:
+    """An h11 response head (``length``: its Content-Length, None for a streamed body)."""
+    pairs = tuple(headers)
+    key = (status, length, pairs)
+    known = _RESPONSE_HEADS.get(key)
+    if known is not None:
+        return h11.Response(status_code=status, reason=reason_phrase(status), headers=known)
+    items = _header_list(pairs)
+    if length is not None:
+        items.append((b"content-length", b"%d" % length))
+    event = h11.Response(status_code=status, reason=reason_phrase(status), headers=items)
+    _RESPONSE_HEADS.keep(key, event.headers)
+    return event
+
+
 class ServerWire:
     """The server side of one HTTP/1.1 connection (see the module docstring).
 
@@ -101,6 +161,7 @@ class ServerWire:
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header_size)
         self._out: list[bytes] = []
         self._head: h11.Request | None = None
+        self._headers: Headers | None = None
         self._body = bytearray()
         self._ready: HTTPRequest | None = None
         #: True once the connection is over: close the socket after writing what is left.
@@ -149,8 +210,9 @@ class ServerWire:
                 return None
             if isinstance(event, h11.Request):
                 self._head = event
+                self._headers = Headers.from_raw(event.headers.raw_items())
                 self._body = bytearray()
-                length = _content_length(event.headers)
+                length = _content_length(self._headers)
                 if length is not None and length > self.max_body_size:
                     self._fail(413, f"the body is larger than {self.max_body_size} bytes")
                     return None
@@ -164,8 +226,10 @@ class ServerWire:
                     return None
             elif isinstance(event, h11.EndOfMessage):
                 head = self._head
-                assert head is not None
+                headers = self._headers
+                assert head is not None and headers is not None
                 self._head = None
+                self._headers = None
                 body = bytes(self._body)
                 self._body = bytearray()
                 self.busy = True
@@ -173,7 +237,7 @@ class ServerWire:
                 return HTTPRequest(
                     method=head.method.decode("ascii", "replace"),
                     target=head.target.decode("latin-1"),
-                    headers=Headers(list(head.headers)),
+                    headers=headers,
                     body=body,
                     http_version=head.http_version.decode("ascii", "replace"),
                 )
@@ -207,11 +271,8 @@ class ServerWire:
         """Answer the current request with a complete response (Content-Length set)."""
         if self.closed:
             return
-        items = _header_list(headers)
-        items.append((b"content-length", str(len(body)).encode("ascii")))
         conn = self._h11
-        self._out.append(conn.send(h11.Response(
-            status_code=status, reason=reason_phrase(status), headers=items)))
+        self._out.append(conn.send(_response(status, headers, len(body))))
         if body:
             self._out.append(conn.send(h11.Data(data=body)))
         self._finish()
@@ -220,8 +281,7 @@ class ServerWire:
         """Start a streamed response (chunked for HTTP/1.1 peers)."""
         if self.closed:
             return
-        self._out.append(self._h11.send(h11.Response(
-            status_code=status, reason=reason_phrase(status), headers=_header_list(headers))))
+        self._out.append(self._h11.send(_response(status, headers, None)))
         self._streaming = True
 
     def send_body(self, data: bytes) -> None:
@@ -266,14 +326,14 @@ class ServerWire:
         return self._streaming
 
 
-def _content_length(headers: h11._headers.Headers) -> int | None:
-    for name, value in headers.raw_items():
-        if name.lower() == b"content-length":
-            try:
-                return int(value)
-            except ValueError:  # pragma: no cover - h11 validates it
-                return None
-    return None
+def _content_length(headers: Headers) -> int | None:
+    value = headers.get("content-length")
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:  # pragma: no cover - h11 validates it
+        return None
 
 
 # -- client side -----------------------------------------------------------------------------
@@ -326,11 +386,20 @@ class ClientWire:
     def send_request(
         self, method: str, target: str, headers: Iterable[tuple[str, str]], body: bytes = b"",
     ) -> None:
-        items = _header_list(headers)
-        if method != "GET" or body:
-            items.append((b"content-length", str(len(body)).encode("ascii")))
+        length = len(body) if method != "GET" or body else None
+        pairs = tuple(headers)
+        key = (method, target, length, pairs)
         conn = self._h11
-        self._out.append(conn.send(h11.Request(method=method, target=target, headers=items)))
+        known = _REQUEST_HEADS.get(key)
+        if known is not None:
+            event = h11.Request(method=method, target=target, headers=known)
+        else:
+            items = _header_list(pairs)
+            if length is not None:
+                items.append((b"content-length", b"%d" % length))
+            event = h11.Request(method=method, target=target, headers=items)
+            _REQUEST_HEADS.keep(key, event.headers)
+        self._out.append(conn.send(event))
         if body:
             self._out.append(conn.send(h11.Data(data=body)))
         self._out.append(conn.send(h11.EndOfMessage()))
@@ -363,7 +432,7 @@ class ClientWire:
                 continue
             if isinstance(event, h11.Response):
                 return ResponseHead(status=event.status_code,
-                                    headers=Headers(list(event.headers)))
+                                    headers=Headers.from_raw(event.headers.raw_items()))
             if isinstance(event, h11.Data):
                 return ResponseBody(data=bytes(event.data))
             if isinstance(event, h11.EndOfMessage):
