@@ -4,7 +4,6 @@ concurrent connections, a closed stream cancelling its handler, and the CLI."""
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 from typing import Any
@@ -14,80 +13,26 @@ from mcp_sansio.adapters.asyncio import Context, Server, start_http
 
 from mcp_sansio.http import SSEParser
 
-from .http_util import init_body, stateless_meta
+from .http_stories import AsyncConn, sse_messages, stateless
+from .http_util import init_body
 
-ACCEPT = "application/json, text/event-stream"
 
-
-class Conn:
-    """A keep-alive HTTP/1.1 client connection on h11."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 host: str) -> None:
-        self.reader, self.writer, self.host = reader, writer, host
-        self.h11 = h11.Connection(h11.CLIENT)
+class Conn(AsyncConn):
+    """A keep-alive HTTP/1.1 client connection on asyncio's streams."""
 
     @classmethod
     async def open(cls, port: int) -> Conn:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        return cls(reader, writer, f"127.0.0.1:{port}")
 
-    async def _next(self) -> Any:
-        while True:
-            event = self.h11.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            self.h11.receive_data(await self.reader.read(65536))
+        async def send_all(data: bytes) -> None:
+            writer.write(data)
+            await writer.drain()
 
-    async def send(self, method: str, body: Any = None, headers: dict[str, str] | None = None,
-                   path: str = "/mcp") -> None:
-        data = b"" if body is None else json.dumps(body).encode()
-        hdrs = [("host", self.host), ("accept", ACCEPT), ("content-length", str(len(data)))]
-        if body is not None:
-            hdrs.append(("content-type", "application/json"))
-        hdrs += list((headers or {}).items())
-        self.writer.write(self.h11.send(h11.Request(method=method, target=path, headers=hdrs)))
-        if data:
-            self.writer.write(self.h11.send(h11.Data(data=data)))
-        self.writer.write(self.h11.send(h11.EndOfMessage()))
-        await self.writer.drain()
+        async def aclose() -> None:
+            writer.close()
+            await writer.wait_closed()
 
-    async def head(self) -> h11.Response:
-        event = await self._next()
-        assert isinstance(event, h11.Response), event
-        return event
-
-    async def request(self, method: str, body: Any = None,
-                      headers: dict[str, str] | None = None
-                      ) -> tuple[int, dict[str, str], list[Any]]:
-        """Send, read the whole answer; the JSON-RPC messages it carried."""
-        await self.send(method, body, headers)
-        response = await self.head()
-        raw = b""
-        while not isinstance(event := await self._next(), h11.EndOfMessage):
-            raw += event.data
-        self.h11.start_next_cycle()
-        got = {k.decode(): v.decode() for k, v in response.headers}
-        messages: list[Any] = []
-        if got.get("content-type", "").startswith("text/event-stream"):
-            messages = [json.loads(e.data) for e in SSEParser().feed(raw) if e.data]
-        elif raw:
-            messages = [json.loads(raw)]
-        return response.status_code, got, messages
-
-    async def close(self) -> None:
-        self.writer.close()
-        await self.writer.wait_closed()
-
-
-def stateless(method: str, params: dict[str, Any], request_id: int = 1,
-              name: str | None = None) -> tuple[dict[str, Any], dict[str, str]]:
-    body = {"jsonrpc": "2.0", "id": request_id, "method": method,
-            "params": {**params, "_meta": stateless_meta()}}
-    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
-    if name is not None:
-        headers["mcp-name"] = name
-    return body, headers
+        return cls(f"127.0.0.1:{port}", reader.read, send_all, aclose)
 
 
 def make_server(started: asyncio.Event | None = None,
@@ -259,14 +204,14 @@ def test_a_list_change_reaches_the_listen_streams_of_other_requests() -> None:
             body, headers = stateless("subscriptions/listen",
                                       {"notifications": {"toolsListChanged": True}}, 1)
             await listen.send("POST", body, headers)
-            assert (await listen.head()).status_code == 200
+            assert (await listen.head())[0] == 200
             parser = SSEParser()
 
             async def next_message() -> Any:
                 while True:
-                    event = await listen._next()
+                    event = await listen.next()
                     assert isinstance(event, h11.Data), event
-                    found = [json.loads(e.data) for e in parser.feed(event.data) if e.data]
+                    found = sse_messages(parser, event.data)
                     if found:
                         assert len(found) == 1
                         return found[0]

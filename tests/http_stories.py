@@ -1,0 +1,324 @@
+"""What the runtime HTTP tests (tests/test_http_asyncio.py, test_http_trio.py,
+test_http_threading.py, test_http_client_asyncio.py) share: a raw keep-alive HTTP/1.1 client
+on h11 (its sans-IO part, then an async one over any byte stream and a blocking one over a
+socket), stateless-era request bodies, the client callbacks the test servers' tools ask for,
+the asyncio server run in a thread (for the cross-runtime tests), a self-signed certificate
+and a TLS-terminating relay in front of a plain HTTP server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import selectors
+import socket
+import ssl
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import h11
+
+from mcp_sansio.http import SSEParser
+
+from .http_util import stateless_meta
+
+ACCEPT = "application/json, text/event-stream"
+#: A guard against a hang only (never a measurement): far above what any step here takes.
+GUARD = 30.0
+
+
+# -- a raw HTTP/1.1 client -------------------------------------------------------------------------
+
+
+def messages_of(headers: dict[str, str], raw: bytes) -> list[Any]:
+    """The JSON-RPC messages a whole answer carried (SSE events with data, or a JSON body)."""
+    if headers.get("content-type", "").startswith("text/event-stream"):
+        return [json.loads(e.data) for e in SSEParser().feed(raw) if e.data]
+    return [json.loads(raw)] if raw else []
+
+
+def sse_messages(parser: SSEParser, data: bytes) -> list[Any]:
+    """The JSON-RPC messages in one chunk of an SSE body, as ``parser`` completes them."""
+    return [json.loads(e.data) for e in parser.feed(data) if e.data]
+
+
+class H11Client:
+    """The sans-IO part of a keep-alive HTTP/1.1 test client: the bytes of a request, and the
+    status and headers of an answer's head. The runtime's subclass moves the bytes."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        self.h11 = h11.Connection(h11.CLIENT)
+
+    def encode(self, method: str, body: Any = None, headers: dict[str, str] | None = None,
+               path: str = "/mcp", accept: str | None = None) -> bytes:
+        """One whole request: a JSON ``body`` (if any), ``Accept`` as the spec asks of the
+        method (an SSE stream for GET, either for POST) unless ``accept`` says otherwise."""
+        data = b"" if body is None else json.dumps(body).encode()
+        if accept is None:
+            accept = "text/event-stream" if method == "GET" else ACCEPT
+        hdrs = [("host", self.host), ("accept", accept), ("content-length", str(len(data)))]
+        if body is not None:
+            hdrs.append(("content-type", "application/json"))
+        hdrs += list((headers or {}).items())
+        out = self.h11.send(h11.Request(method=method, target=path, headers=hdrs)) or b""
+        if data:
+            out += self.h11.send(h11.Data(data=data)) or b""
+        out += self.h11.send(h11.EndOfMessage()) or b""
+        return out
+
+    @staticmethod
+    def head_of(event: Any) -> tuple[int, dict[str, str]]:
+        assert isinstance(event, h11.Response), event
+        return event.status_code, {k.decode(): v.decode() for k, v in event.headers}
+
+    def finish(self, headers: dict[str, str], raw: bytes) -> list[Any]:
+        """The answer was read to its end: ready for the next request; its messages."""
+        self.h11.start_next_cycle()
+        return messages_of(headers, raw)
+
+
+class AsyncConn(H11Client):
+    """A keep-alive HTTP/1.1 client connection over any async byte stream (``receive`` reads
+    up to 64 KiB, ``send_all`` writes all, ``aclose`` closes)."""
+
+    def __init__(self, host: str, receive: Callable[[int], Awaitable[bytes]],
+                 send_all: Callable[[bytes], Awaitable[None]],
+                 aclose: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(host)
+        self._receive, self._send_all, self._aclose = receive, send_all, aclose
+
+    async def next(self) -> Any:
+        while True:
+            event = self.h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            self.h11.receive_data(await self._receive(65536))
+
+    async def send(self, method: str, body: Any = None, headers: dict[str, str] | None = None,
+                   path: str = "/mcp", accept: str | None = None) -> None:
+        await self._send_all(self.encode(method, body, headers, path, accept))
+
+    async def head(self) -> tuple[int, dict[str, str]]:
+        return self.head_of(await self.next())
+
+    async def request(self, method: str, body: Any = None,
+                      headers: dict[str, str] | None = None
+                      ) -> tuple[int, dict[str, str], list[Any]]:
+        """Send, read the whole answer; the JSON-RPC messages it carried."""
+        await self.send(method, body, headers)
+        status, got = await self.head()
+        raw = b""
+        while not isinstance(event := await self.next(), h11.EndOfMessage):
+            raw += event.data
+        return status, got, self.finish(got, raw)
+
+    async def close(self) -> None:
+        await self._aclose()
+
+
+class Stream:
+    """The SSE messages of one streaming response on an :class:`AsyncConn`, read as they
+    come (after its head)."""
+
+    def __init__(self, conn: AsyncConn) -> None:
+        self.conn = conn
+        self.parser = SSEParser()
+        self.queue: list[Any] = []
+
+    async def message(self) -> Any:
+        while not self.queue:
+            event = await self.conn.next()
+            assert isinstance(event, h11.Data), event
+            self.queue += sse_messages(self.parser, event.data)
+        return self.queue.pop(0)
+
+
+class SyncConn(H11Client):
+    """A blocking keep-alive HTTP/1.1 client connection on a socket."""
+
+    def __init__(self, port: int, sock: socket.socket | None = None) -> None:
+        super().__init__(f"127.0.0.1:{port}")
+        self.sock = sock or socket.create_connection(("127.0.0.1", port), timeout=GUARD)
+
+    def next(self) -> Any:
+        while True:
+            event = self.h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            self.h11.receive_data(self.sock.recv(65536))
+
+    def send(self, method: str, body: Any = None, headers: dict[str, str] | None = None,
+             path: str = "/mcp", accept: str | None = None) -> None:
+        self.sock.sendall(self.encode(method, body, headers, path, accept))
+
+    def head(self) -> tuple[int, dict[str, str]]:
+        return self.head_of(self.next())
+
+    def request(self, method: str, body: Any = None, headers: dict[str, str] | None = None
+                ) -> tuple[int, dict[str, str], list[Any]]:
+        """Send, read the whole answer; the JSON-RPC messages it carried."""
+        self.send(method, body, headers)
+        status, got = self.head()
+        raw = b""
+        while not isinstance(event := self.next(), h11.EndOfMessage):
+            raw += event.data
+        return status, got, self.finish(got, raw)
+
+    def stream(self) -> Iterator[Any]:
+        """The messages of an SSE response as they come (after :meth:`head`)."""
+        parser = SSEParser()
+        while True:
+            event = self.next()
+            if isinstance(event, h11.EndOfMessage):
+                return
+            assert isinstance(event, h11.Data), event
+            yield from sse_messages(parser, event.data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+# -- requests and the client's side of the stories -------------------------------------------------
+
+
+def stateless(method: str, params: dict[str, Any], request_id: int = 1,
+              name: str | None = None, **meta: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """A stateless-era (2026-07-28) request: its body and the headers it needs."""
+    body = {"jsonrpc": "2.0", "id": request_id, "method": method,
+            "params": {**params, "_meta": stateless_meta(**meta)}}
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
+    if name is not None:
+        headers["mcp-name"] = name
+    return body, headers
+
+
+def elicit(params: dict[str, Any]) -> dict[str, Any]:
+    """The client's answer to the test servers' ``ask_name`` tool."""
+    assert params["message"] == "Your name?"
+    return {"action": "accept", "content": {"name": "Ada"}}
+
+
+#: The client's answer to the test servers' ``haiku`` tool (sampling).
+HAIKU = {"role": "assistant", "model": "test",
+         "content": {"type": "text", "text": "old pond, frog"}}
+
+
+# -- servers for the cross-runtime tests -----------------------------------------------------------
+
+
+@contextlib.contextmanager
+def asyncio_service(server: Any, **options: Any) -> Iterator[str]:
+    """The asyncio HTTP server adapter serving ``server``, on its own loop in a thread;
+    yields its URL."""
+    from mcp_sansio.adapters import asyncio as aio
+
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    box: dict[str, Any] = {}
+
+    async def main() -> None:
+        box["stop"] = asyncio.Event()
+        async with aio.start_http(server, **options) as service:
+            box["url"] = service.url
+            ready.set()
+            await box["stop"].wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(main(),))
+    thread.start()
+    try:
+        assert ready.wait(GUARD)
+        yield box["url"]
+    finally:
+        loop.call_soon_threadsafe(box["stop"].set)
+        thread.join(GUARD)
+        loop.close()
+
+
+# -- TLS -------------------------------------------------------------------------------------------
+
+
+def self_signed(tmp: Any) -> tuple[str, str]:
+    """A certificate for ``localhost`` and 127.0.0.1 and its key, as PEM files
+    (cryptography comes with the official SDK in the test extra)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(names), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp / "cert.pem", tmp / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_file), str(key_file)
+
+
+@contextlib.contextmanager
+def tls_front(port: int, cert: str, key: str) -> Iterator[int]:
+    """A TLS-terminating relay to 127.0.0.1:``port`` (one thread per connection, each the
+    only user of its TLS socket); yields its own port."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    relays: list[threading.Thread] = []
+
+    def relay(raw: socket.socket) -> None:
+        try:
+            with context.wrap_socket(raw, server_side=True) as tls, \
+                    socket.create_connection(("127.0.0.1", port)) as plain:
+                selector = selectors.DefaultSelector()
+                selector.register(tls, selectors.EVENT_READ)
+                selector.register(plain, selectors.EVENT_READ)
+                while True:
+                    for key_, _ in selector.select():
+                        if key_.fileobj is tls:
+                            data = tls.recv(65536)
+                            if not data:
+                                return
+                            plain.sendall(data)
+                            while tls.pending():
+                                plain.sendall(tls.recv(65536))
+                        else:
+                            data = plain.recv(65536)
+                            if not data:
+                                return
+                            tls.sendall(data)
+        except (OSError, ssl.SSLError):
+            return
+
+    def accept() -> None:
+        while True:
+            try:
+                raw, _ = listener.accept()
+            except OSError:
+                return
+            thread = threading.Thread(target=relay, args=(raw,))
+            relays.append(thread)
+            thread.start()
+
+    acceptor = threading.Thread(target=accept)
+    acceptor.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        acceptor.join(GUARD)
+        for thread in relays:
+            thread.join(GUARD)
