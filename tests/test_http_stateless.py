@@ -257,10 +257,16 @@ def test_progress_and_logs_stream_before_the_response() -> None:
     body = request("tools/call", {"name": "t", "arguments": {}},
                    **{"io.modelcontextprotocol/logLevel": "info", "progressToken": "tok"})
     r = h.conn().send(body=body, headers=headers("tools/call", "t"))
-    assert r.status == 200 and r.is_sse
-    assert r.events == []  # no priming: 2026-07-28 streams are not resumable
+    # Nothing is said before the first message (HTTPServer._defer_sse): the answer could
+    # still be a refusal that needs a status of its own.
+    assert r.status is None
     session, req = app.requests[0]
     session.connection.send_progress(req.request_id, 1, message="working")
+    session.flush()
+    h.run()
+    # the first message is not the answer: an SSE stream, and no priming event
+    # (2026-07-28 streams are not resumable)
+    assert r.status == 200 and r.is_sse and not r.done
     session.connection.send_notification("notifications/message",
                                          {"level": "info", "data": "x"},
                                          related_request_id=req.request_id)
@@ -275,6 +281,52 @@ def test_progress_and_logs_stream_before_the_response() -> None:
         "notifications/progress", "notifications/message", None]
     assert all(e.id is None for e in r.events)
     validate_messages(V, r.messages, {1: "tools/call"})
+
+
+@pytest.mark.parametrize(("code", "status"), [(-32021, 400), (-32602, 400), (-32601, 404),
+                                            (-32603, 200)])
+def test_a_later_refusal_still_gets_its_http_status(code: int, status: int) -> None:
+    """The handler answers after the request was processed (from a thread pool, after an
+    await): its error is still the first message, so it goes out as JSON with the status
+    the revision requires (-32021: 400), not as an event on a 200 SSE stream."""
+    app = Deferred()
+    h = Harness(handler=app)
+    r = h.conn().send(body=request("tools/call", {"name": "t", "arguments": {}}),
+                      headers=headers("tools/call", "t"))
+    assert r.status is None
+    session, req = app.requests[0]
+    data = {"requiredCapabilities": {"sampling": {}}} if code == -32021 else None
+    session.connection.send_error(req.request_id, code, "no", data)
+    session.flush()
+    h.run()
+    assert r.done and r.status == status
+    assert r.headers["content-type"] == "application/json"
+    assert r.json["error"]["code"] == code
+
+
+def test_a_silent_request_opens_its_stream_after_one_keepalive_interval() -> None:
+    """A request that says nothing for a keep-alive interval gets its SSE head then (and
+    keep-alive comments after), so that idle timeouts of proxies and clients do not cut it;
+    its answer is then an event on that stream, status 200."""
+    app = Deferred()
+    h = Harness(handler=app, keepalive_interval=20.0)
+    conn = h.conn()
+    r = conn.send(body=request("tools/call", {"name": "t", "arguments": {}}),
+                  headers=headers("tools/call", "t"))
+    h.advance(19.0)
+    assert r.status is None and not conn.raw
+    h.advance(1.0)
+    assert r.status == 200 and r.is_sse and not r.done
+    written = len(conn.raw)
+    h.advance(20.0)
+    assert len(conn.raw) > written  # a keep-alive comment
+    session, req = app.requests[0]
+    session.connection.send_error(req.request_id, -32021, "no",
+                                  {"requiredCapabilities": {"sampling": {}}})
+    session.flush()
+    h.run()
+    assert r.done and r.status == 200
+    assert r.messages[-1]["error"]["code"] == -32021
 
 
 def test_json_mode_drops_request_scoped_notifications() -> None:
@@ -296,7 +348,7 @@ def test_closing_the_stream_cancels_the_request() -> None:
     conn = h.conn()
     r = conn.send(body=request("tools/call", {"name": "t", "arguments": {}}, request_id=8),
                   headers=headers("tools/call", "t"))
-    assert r.is_sse and not r.done
+    assert r.status is None and not r.done  # running, nothing said yet (no SSE head)
     conn.close()
     cancels = h.events_of(CancelRequested)
     assert [(c.request_id, c.method) for c in cancels] == [(8, "tools/call")]
@@ -408,3 +460,69 @@ def test_initialize_under_a_stateless_header_is_404_with_32601() -> None:
     r = h.conn().send(body=request("initialize", {"protocolVersion": V}),
                       headers=headers("initialize"))
     assert r.status == 404 and r.json["error"]["code"] == -32601
+
+
+# -- the same through the adapters: the handler kind does not change the status --------------
+
+
+def _post_call(port: int, tool: str) -> tuple[int, str, Any]:
+    """A blocking http.client POST of a 2026-07-28 tools/call: status, type, body."""
+    import http.client
+    import json
+
+    body = json.dumps(request("tools/call", {"name": tool, "arguments": {}}))
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("POST", "/mcp", body, {
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json", "MCP-Protocol-Version": V,
+            "Mcp-Method": "tools/call", "Mcp-Name": tool})
+        response = conn.getresponse()
+        return response.status, response.getheader("content-type") or "", response.read()
+    finally:
+        conn.close()
+
+
+def test_a_plain_def_handler_in_the_thread_pool_refuses_with_400() -> None:
+    """A plain ``def`` handler runs in the threads adapter's pool, so it answers after the
+    request was processed: its -32021 still goes out as JSON with status 400."""
+    import json
+
+    from mcp_sansio.adapters._session import Server
+    from mcp_sansio.adapters._sync_api import ThreadContext
+    from mcp_sansio.adapters.threading import start_http
+
+    server = Server("refusals")
+
+    @server.tool()
+    def needs_sampling(ctx: ThreadContext) -> str:
+        return str(ctx.sample({"messages": [], "maxTokens": 1}))
+
+    with start_http(server) as service:
+        status, kind, body = _post_call(service.port, "needs_sampling")
+    assert (status, kind) == (400, "application/json")
+    error = json.loads(body)["error"]
+    assert error["code"] == -32021 and error["data"] == {"requiredCapabilities": {"sampling": {}}}
+
+
+def test_an_async_handler_refusing_after_an_await_gets_400_on_asyncio() -> None:
+    import asyncio
+    import json
+
+    from mcp_sansio.adapters._session import Server
+    from mcp_sansio.adapters.asyncio import start_http
+
+    server = Server("refusals")
+
+    @server.tool()
+    async def needs_sampling(ctx: Any) -> str:
+        await asyncio.sleep(0.01)  # suspends first: the request is processed meanwhile
+        return str(await ctx.sample({"messages": [], "maxTokens": 1}))
+
+    async def main() -> tuple[int, str, Any]:
+        async with start_http(server) as service:
+            return await asyncio.to_thread(_post_call, service.port, "needs_sampling")
+
+    status, kind, body = asyncio.run(asyncio.wait_for(main(), 60))
+    assert (status, kind) == (400, "application/json")
+    assert json.loads(body)["error"]["code"] == -32021

@@ -138,7 +138,9 @@ class ResponseMode(enum.Enum):
     """How the server answers a request POST."""
 
     #: An SSE stream, unless the response is ready as soon as the request is processed
-    #: (then one JSON object). Messages about the request go on its stream.
+    #: (then one JSON object). Messages about the request go on its stream. A 2026-07-28
+    #: stream opens at its first message (a final answer then is JSON, with its status) or
+    #: after one keep-alive interval of silence.
     SSE = "sse"
     #: One JSON object. Messages about the request that come before the response go on the
     #: standalone GET stream (handshake era) or are dropped (stateless era); a
@@ -173,8 +175,8 @@ class _Stream:
     the HTTP response carrying it when that breaks (resumption)."""
 
     __slots__ = (
-        "channel", "finished", "id", "init", "kind", "pending", "processed", "resumable",
-        "sent", "session", "started",
+        "channel", "finished", "id", "init", "kind", "open_at", "pending", "processed",
+        "resumable", "sent", "session", "started",
     )
 
     def __init__(self, session: Session, kind: _Kind, stream_id: str) -> None:
@@ -190,6 +192,9 @@ class _Stream:
         self.processed = False  # the connection has processed the request(s)
         self.resumable = False  # events get ids and go through the event store
         self.init = False  # the answer to initialize: carries Mcp-Session-Id
+        #: A deferred SSE start (2026-07-28, SSE mode): when the head goes out if no
+        #: message came by then (see HTTPServer._defer_sse).
+        self.open_at: float | None = None
 
 
 class Session:
@@ -498,6 +503,8 @@ class HTTPServer:
                 self._keepalive(now)
             elif session is None or session._done:
                 continue
+            elif kind == "open":
+                self._open_deferred(session, now)
             elif kind == "expiry":
                 session._expiry_at = None
                 self._check_expiry(session, now)
@@ -1148,7 +1155,10 @@ class HTTPServer:
             for stream in list(session._streams.values()):
                 if (stream.processed and not stream.started and not stream.finished
                         and stream.channel is not None and stream.kind is _Kind.POST):
-                    self._start_sse(stream)
+                    if session.era is Era.STATELESS:
+                        self._defer_sse(stream)
+                    else:
+                        self._start_sse(stream)
         if session.era is Era.HANDSHAKE:
             self._update_timer(session)
 
@@ -1270,6 +1280,28 @@ class HTTPServer:
         self._sse[stream] = None
         self._arm_keepalive()
         self._writable[channel] = None
+
+    def _defer_sse(self, stream: _Stream) -> None:
+        """A 2026-07-28 request processed with no answer yet (its handler runs on): its
+        SSE head waits for the first message. If that is the final answer -- a refusal
+        such as -32021, whose HTTP status MUST be 400 (2026-07-28 ``schema.json``,
+        ``MissingRequiredClientCapabilityError``), from a handler that answers from a
+        thread pool or after an await -- it goes out as JSON with its status, whatever
+        kind of handler made it; once an SSE stream has started, the status is 200 for
+        good. (Handshake-era streams start at once: their priming event gives the client
+        an id to resume from, which 2026-07-28 does not have.) A request that stays silent
+        gets its head after one keep-alive interval anyway, so that proxies and clients
+        that time out an idle response see bytes as they would on any SSE stream."""
+        if stream.open_at is not None or self.keepalive_interval is None:
+            return
+        stream.open_at = self._now + self.keepalive_interval
+        self._schedule(stream.open_at, stream.session, "open")
+
+    def _open_deferred(self, session: Session, now: float) -> None:
+        for stream in list(session._streams.values()):
+            if (stream.open_at is not None and stream.open_at <= now and not stream.started
+                    and not stream.finished and stream.channel is not None):
+                self._start_sse(stream)
 
     def _attach(self, stream: _Stream, channel: ServerChannel) -> None:
         stream.channel = channel
