@@ -595,24 +595,15 @@ def run_http(host: str = "127.0.0.1", port: int = 0, *, runtime: str = "asyncio"
     _log_to_stderr()
     if allowed_hosts is not None:
         options["allowed_hosts"] = list(allowed_hosts)
-    server = build(sleep)
-    options.setdefault("tool_param_headers", tool_param_headers(server))
+    server = build(sleep)  # (each runtime's start_http derives tool_param_headers)
     adapter = importlib.import_module(f"{__package__}.{runtime}")
     adapter.run_http(server, host, port, **options)
 
 
 def tool_param_headers(server: Server) -> Callable[[str], dict[str, tuple[str, ...]] | None]:
     """The ``tool_param_headers`` option of :class:`~mcp_sansio.http.HTTPServer` for
-    ``server``: each tool's ``x-mcp-header`` annotations (2026-07-28), read from its
-    ``inputSchema`` when asked, so that ``Mcp-Param-*`` headers are checked."""
-    from mcp_sansio.http import param_headers
+    ``server`` (every runtime's ``start_http`` uses it by default; see
+    :func:`mcp_sansio.adapters._http_common.tool_param_headers`)."""
+    from ._http_common import tool_param_headers as derive
 
-    def lookup(name: str) -> dict[str, tuple[str, ...]] | None:
-        entry = server.tools.get(name)
-        if entry is None:
-            return None
-        try:
-            return param_headers(entry.definition["inputSchema"]) or None
-        except ValueError:
-            return None
-    return lookup
+    return derive(server)

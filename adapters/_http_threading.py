@@ -93,6 +93,7 @@ from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import _Resumed
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError
+from ._http_common import tool_param_headers
 from ._session import Context, Job, Server
 from ._sync_api import SyncClient, SyncServerSession, ThreadAsyncContext, ThreadContext
 
@@ -739,7 +740,9 @@ def start_http(
     port, see :attr:`HTTPService.port`) in background threads while the block runs.
 
     ``http_options`` go to :class:`~mcp_sansio.http.HTTPServer` (``path``,
-    ``response_mode``, ``allowed_hosts``, ``legacy_sse_path``, limits, ...);
+    ``response_mode``, ``allowed_hosts``, ``legacy_sse_path``, limits, ...;
+    ``tool_param_headers`` defaults to the ``x-mcp-header`` annotations of ``server``'s
+    tools, kept current as tools come and go);
     ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`.
     Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
     ``requestState`` (random by default: valid for this process only). Handlers run in a
@@ -751,6 +754,8 @@ def start_http(
     def connection() -> ServerConnection:
         return server.connection(request_state_key=key, **options)
 
+    # 2026-07-28 Mcp-Param-* checking follows the server's tools unless told otherwise
+    http_options.setdefault("tool_param_headers", tool_param_headers(server))
     http = HTTPServer(connection,
                       new_session_id=new_session_id or (lambda: secrets.token_urlsafe(32)),
                       **http_options)

@@ -526,3 +526,92 @@ def test_an_async_handler_refusing_after_an_await_gets_400_on_asyncio() -> None:
     status, kind, body = asyncio.run(asyncio.wait_for(main(), 60))
     assert (status, kind) == (400, "application/json")
     assert json.loads(body)["error"]["code"] == -32021
+
+
+def _post_tool(port: int, tool: str, arguments: dict[str, Any],
+               extra: dict[str, str]) -> tuple[int, Any]:
+    """A blocking 2026-07-28 tools/call with extra headers: the status and the last message."""
+    import http.client
+    import json
+
+    body = json.dumps(request("tools/call", {"name": tool, "arguments": arguments}))
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("POST", "/mcp", body, {
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json", "MCP-Protocol-Version": V,
+            "Mcp-Method": "tools/call", "Mcp-Name": tool, **extra})
+        response = conn.getresponse()
+        data = response.read().decode()
+    finally:
+        conn.close()
+    if (response.getheader("content-type") or "").startswith("text/event-stream"):
+        data = [line[5:] for line in data.splitlines() if line.startswith("data:")][-1]
+    return response.status, json.loads(data)
+
+
+def _param_header_story(port: int, server: Any) -> None:
+    """A tool marked x-mcp-header is added while the server runs: its Mcp-Param-* header is
+    required and compared; the tool is then replaced by one with another annotation, then
+    removed, and the checks follow."""
+    region = {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}, "required": ["region"]}
+
+    @server.tool(name="where", input_schema=region)
+    def where(region: str) -> str:
+        return f"in {region}"
+
+    status, message = _post_tool(port, "where", {"region": "eu"}, {})
+    assert (status, message["error"]["code"]) == (400, -32020)  # the header is missing
+    status, message = _post_tool(port, "where", {"region": "eu"}, {"Mcp-Param-Region": "us"})
+    assert (status, message["error"]["code"]) == (400, -32020)  # it does not match
+    status, message = _post_tool(port, "where", {"region": "eu"}, {"Mcp-Param-Region": "eu"})
+    assert status == 200 and message["result"]["content"][0]["text"] == "in eu"
+
+    zone = {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Zone"}}, "required": ["region"]}
+
+    @server.tool(name="where", input_schema=zone)
+    def where_again(region: str) -> str:
+        return f"zone {region}"
+
+    status, message = _post_tool(port, "where", {"region": "eu"}, {"Mcp-Param-Region": "eu"})
+    assert (status, message["error"]["code"]) == (400, -32020)  # now Mcp-Param-Zone
+    status, message = _post_tool(port, "where", {"region": "eu"}, {"Mcp-Param-Zone": "eu"})
+    assert status == 200 and message["result"]["content"][0]["text"] == "zone eu"
+
+    del server.tools["where"]
+    status, message = _post_tool(port, "where", {"region": "eu"}, {})
+    # an unknown tool now: refused as such, not for a header it no longer has
+    assert message["error"]["code"] != -32020, (status, message)
+
+
+@pytest.mark.parametrize("runtime", ["asyncio", "trio", "threading"])
+def test_every_runtime_checks_mcp_param_headers_by_default(runtime: str) -> None:
+    from mcp_sansio.adapters._session import Server
+
+    server = Server("param-headers")
+    if runtime == "threading":
+        from mcp_sansio.adapters.threading import start_http as start_threads
+
+        with start_threads(server) as service:
+            _param_header_story(service.port, server)
+    elif runtime == "trio":
+        import trio
+
+        from mcp_sansio.adapters.trio import start_http as start_trio
+
+        async def on_trio() -> None:
+            with trio.fail_after(60):
+                async with start_trio(server) as service:
+                    await trio.to_thread.run_sync(_param_header_story, service.port, server)
+        trio.run(on_trio)
+    else:
+        import asyncio
+
+        from mcp_sansio.adapters.asyncio import start_http as start_asyncio
+
+        async def on_asyncio() -> None:
+            async with start_asyncio(server) as service:
+                await asyncio.to_thread(_param_header_story, service.port, server)
+        asyncio.run(asyncio.wait_for(on_asyncio(), 60))
