@@ -94,3 +94,16 @@ def test_headers_lookups_are_case_insensitive_and_join_repeats() -> None:
     assert "X-a" in headers and "nope" not in headers
     assert headers.get_all("x-A") == ["1", "2"]
     assert list(headers.items()) == [("host", "h"), ("x-a", "1"), ("x-a", "2")]
+
+
+def test_remembered_accept_and_host_answers_stay_right() -> None:
+    from mcp_sansio.http._headers import AllowList, accepts
+
+    for _ in range(2):  # the second round is answered from memory
+        assert accepts("application/json, text/event-stream", "text/event-stream")
+        assert not accepts("application/json, text/event-stream;q=0", "text/event-stream")
+        assert accepts("application/json, text/event-stream;q=0", "application/json")
+    hosts = AllowList(["localhost:*"])
+    for n in range(300):  # past the memory's bound: it starts over, answers stay right
+        assert hosts.allows(f"localhost:{n}") and not hosts.allows(f"evil{n}:80")
+    assert hosts.allows("LOCALHOST:1") and not hosts.allows("localhost:x")

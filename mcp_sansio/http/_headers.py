@@ -120,6 +120,14 @@ def media_type(value: str | None) -> str | None:
     return value.split(";", 1)[0].strip().lower() or None
 
 
+#: How many ``(Accept, media type)`` answers :func:`accepts` remembers before it starts
+#: over: a client sends the same ``Accept`` on every request, and a server sees a handful of
+#: distinct values (one per client library); the bound keeps odd or hostile values from
+#: growing it.
+_ACCEPTS_MEMO_SIZE = 128
+_accepts_memo: dict[tuple[str, str], bool] = {}
+
+
 def accepts(accept: str | None, wanted: str) -> bool:
     """Whether an ``Accept`` header admits the media type ``wanted`` (``type/subtype``).
 
@@ -128,6 +136,17 @@ def accepts(accept: str | None, wanted: str) -> bool:
     """
     if accept is None:
         return False
+    key = (accept, wanted)
+    known = _accepts_memo.get(key)
+    if known is None:
+        known = _accepts(accept, wanted)
+        if len(_accepts_memo) >= _ACCEPTS_MEMO_SIZE:
+            _accepts_memo.clear()
+        _accepts_memo[key] = known
+    return known
+
+
+def _accepts(accept: str, wanted: str) -> bool:
     main, _, _sub = wanted.partition("/")
     best: tuple[int, bool] | None = None  # (specificity, acceptable)
     for item in accept.split(","):
@@ -314,12 +333,15 @@ class AllowList:
     matches ``localhost`` and ``localhost:8000``); ``*`` alone allows everything.
     """
 
-    __slots__ = ("_any", "_any_port", "_exact")
+    __slots__ = ("_any", "_any_port", "_exact", "_seen")
 
     def __init__(self, entries: Iterable[str]) -> None:
         self._exact: set[str] = set()
         self._any_port: set[str] = set()
         self._any = False
+        # Answers already given, by value as received: every request carries a Host (and a
+        # browser's an Origin), nearly always the same few. Bounded like accepts' memo.
+        self._seen: dict[str, bool] = {}
         for raw in entries:
             entry = raw.strip().lower()
             if entry == "*":
@@ -332,6 +354,16 @@ class AllowList:
     def allows(self, value: str) -> bool:
         if self._any:
             return True
+        seen = self._seen
+        known = seen.get(value)
+        if known is None:
+            known = self._allows(value)
+            if len(seen) >= _ACCEPTS_MEMO_SIZE:
+                seen.clear()
+            seen[value] = known
+        return known
+
+    def _allows(self, value: str) -> bool:
         value = value.strip().lower()
         if value in self._exact or value in self._any_port:
             return True

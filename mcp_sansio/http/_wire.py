@@ -200,6 +200,12 @@ class ServerWire:
         if self.busy or self.closed:
             return None
         conn = self._h11
+        if self._head is None:
+            # Between requests (or before the first): with nothing buffered and no end of
+            # file, h11 can only say NEED_DATA -- asking it costs as much as the check.
+            data, closed = conn.trailing_data
+            if not data and not closed:
+                return None
         while True:
             try:
                 event = conn.next_event()
@@ -367,6 +373,7 @@ class WireClosed:
 
 
 ClientWireEvent = ResponseHead | ResponseBody | ResponseEnd | WireClosed
+_END = ResponseEnd()
 
 
 class ClientWire:
@@ -419,6 +426,12 @@ class ClientWire:
         if self.closed:
             return None
         conn = self._h11
+        if not self.busy:
+            # No request in flight (its response has ended): with nothing buffered and no
+            # end of file, h11 can only say NEED_DATA.
+            data, closed = conn.trailing_data
+            if not data and not closed:
+                return None
         while True:
             try:
                 event = conn.next_event()
@@ -441,7 +454,7 @@ class ClientWire:
                     conn.start_next_cycle()
                 else:
                     self.closed = True
-                return ResponseEnd()
+                return _END
             if isinstance(event, h11.ConnectionClosed):
                 self.closed = True
                 was_busy, self.busy = self.busy, False
