@@ -726,6 +726,10 @@ class HTTPClient:
         except InvalidMessage:
             self.connection.receive_message(data, now=self._now)
             return
+        self._on_value(exchange, value)
+
+    def _on_value(self, exchange: _Exchange, value: Any) -> None:
+        """:meth:`_on_message` once the JSON is decoded."""
         if exchange.kind is _Kind.REINIT:
             self._on_reinit_answer(exchange, value)
             return
@@ -854,7 +858,7 @@ class HTTPClient:
                     self._start_legacy()
                     return
                 exchange.done = True
-                self._on_message(exchange, body)
+                self._on_value(exchange, value)  # decoded just above: not twice
                 return
         if status == 202:
             exchange.done = True  # the answer will come on another stream (legacy)
