@@ -28,7 +28,7 @@ from mcp_sansio.http import ClientChannel
 
 from ._api import AsyncClient
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError
-from .asyncio import _AsyncioRuntime
+from .asyncio import _AsyncioRuntime, _small_reads
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
@@ -120,6 +120,7 @@ class _Socket(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        _small_reads(transport)  # 64 KiB reads: see adapters/asyncio.py _READ_SIZE
         if self.pending:
             transport.write(bytes(self.pending))
             self.pending.clear()
