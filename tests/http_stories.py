@@ -272,11 +272,14 @@ def self_signed(tmp: Any) -> tuple[str, str]:
 @contextlib.contextmanager
 def tls_front(port: int, cert: str, key: str) -> Iterator[int]:
     """A TLS-terminating relay to 127.0.0.1:``port`` (one thread per connection, each the
-    only user of its TLS socket); yields its own port."""
+    only user of its TLS socket); yields its own port. Leaving the block shuts every
+    accepted connection down (a client that gave up mid-handshake may not have closed its
+    end yet), so that no relay outlives it."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
     listener = socket.create_server(("127.0.0.1", 0))
     relays: list[threading.Thread] = []
+    accepted: list[socket.socket] = []  # a duplicate of each (wrap_socket takes the original)
 
     def relay(raw: socket.socket) -> None:
         try:
@@ -308,6 +311,7 @@ def tls_front(port: int, cert: str, key: str) -> Iterator[int]:
                 raw, _ = listener.accept()
             except OSError:
                 return
+            accepted.append(raw.dup())
             thread = threading.Thread(target=relay, args=(raw,))
             relays.append(thread)
             thread.start()
@@ -320,5 +324,9 @@ def tls_front(port: int, cert: str, key: str) -> Iterator[int]:
         listener.shutdown(socket.SHUT_RDWR)
         listener.close()
         acceptor.join(GUARD)
+        for sock in accepted:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
         for thread in relays:
             thread.join(GUARD)

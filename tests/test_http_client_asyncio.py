@@ -29,9 +29,9 @@ from mcp_sansio.adapters.asyncio import (
 from mcp_sansio import Era
 from mcp_sansio.http import ResponseMode, SessionRenewed, Transport
 
+from .http_stories import GUARD, HAIKU, elicit, self_signed, tls_front
+
 ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
-#: A guard against a hang only (never a measurement): far above what any step here takes.
-GUARD = 30.0
 
 
 class Probe:
@@ -87,15 +87,9 @@ def make_server(probe: Probe) -> Server:
     return server
 
 
-def elicit(params: dict[str, Any]) -> dict[str, Any]:
-    assert params["message"] == "Your name?"
-    return {"action": "accept", "content": {"name": "Ada"}}
-
-
 async def sample(params: dict[str, Any]) -> dict[str, Any]:
     await asyncio.sleep(0)
-    return {"role": "assistant", "model": "test",
-            "content": {"type": "text", "text": "old pond, frog"}}
+    return HAIKU
 
 
 def run(main: Callable[[], Any]) -> None:
@@ -339,65 +333,16 @@ def test_many_client_sessions_at_once() -> None:
     run(main)
 
 
-def _self_signed(tmp: Any) -> tuple[str, str]:
-    """A certificate for 127.0.0.1 and its key, as PEM files (cryptography comes with the
-    official SDK in the test extra)."""
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mcp-sansio test")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_file, key_file = tmp / "cert.pem", tmp / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return str(cert_file), str(key_file)
-
-
 def test_https_through_a_tls_terminating_proxy(tmp_path: Any) -> None:
     import ssl
 
-    cert, key = _self_signed(tmp_path)
-    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server_side.load_cert_chain(cert, key)
+    cert, key = self_signed(tmp_path)
     client_side = ssl.create_default_context(cafile=cert)
 
     async def main() -> None:
         probe = Probe()
         async with start_http(make_server(probe)) as service:
-            async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-                try:
-                    while data := await reader.read(65536):
-                        writer.write(data)
-                        await writer.drain()
-                except (ConnectionError, ssl.SSLError):
-                    pass
-                finally:
-                    writer.close()
-
-            async def terminate(reader: asyncio.StreamReader,
-                                writer: asyncio.StreamWriter) -> None:
-                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", service.port)
-                await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-
-            proxy = await asyncio.start_server(terminate, "127.0.0.1", 0, ssl=server_side)
-            port = proxy.sockets[0].getsockname()[1]
-            try:
+            with tls_front(service.port, cert, key) as port:
                 url = f"https://127.0.0.1:{port}/mcp"
                 async with connect_http(url, era=Era.HANDSHAKE,
                                         http_options={"ssl_context": client_side}) as client:
@@ -407,8 +352,6 @@ def test_https_through_a_tls_terminating_proxy(tmp_path: Any) -> None:
                 with pytest.raises(ConnectionClosedError, match="cannot connect"):
                     async with connect_http(url):
                         pass  # pragma: no cover
-            finally:
-                proxy.close()
     run(main)
 
 

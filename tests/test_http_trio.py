@@ -10,7 +10,7 @@ import contextlib
 import json
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import h11
@@ -32,97 +32,33 @@ from mcp_sansio.adapters.trio import (  # noqa: E402
 from mcp_sansio import Era  # noqa: E402
 from mcp_sansio.http import ResponseMode, SessionRenewed, SSEParser, Transport  # noqa: E402
 
-from .http_util import init_body, stateless_meta  # noqa: E402
+from .http_stories import (  # noqa: E402
+    GUARD,
+    HAIKU,
+    AsyncConn,
+    Stream,
+    asyncio_service,
+    elicit,
+    self_signed,
+    stateless,
+    tls_front,
+)
+from .http_util import init_body  # noqa: E402
 
-ACCEPT = "application/json, text/event-stream"
 ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
-#: A guard against a hang only (never a measurement): far above what any step here takes.
-GUARD = 30.0
 
 
-class Conn:
-    """A keep-alive HTTP/1.1 client connection on h11 and a trio socket."""
+class Conn(AsyncConn):
+    """A keep-alive HTTP/1.1 client connection on a trio socket."""
 
     def __init__(self, stream: Any, host: str) -> None:
-        self.stream, self.host = stream, host
-        self.h11 = h11.Connection(h11.CLIENT)
+        super().__init__(host, stream.receive_some, stream.send_all, stream.aclose)
+        self.stream = stream
 
     @classmethod
     async def open(cls, port: int) -> Conn:
         stream = await trio.open_tcp_stream("127.0.0.1", port)
         return cls(stream, f"127.0.0.1:{port}")
-
-    async def next(self) -> Any:
-        while True:
-            event = self.h11.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            self.h11.receive_data(await self.stream.receive_some(65536))
-
-    async def send(self, method: str, body: Any = None, headers: dict[str, str] | None = None,
-                   path: str = "/mcp") -> None:
-        data = b"" if body is None else json.dumps(body).encode()
-        accept = "text/event-stream" if method == "GET" else ACCEPT
-        hdrs = [("host", self.host), ("accept", accept), ("content-length", str(len(data)))]
-        if body is not None:
-            hdrs.append(("content-type", "application/json"))
-        hdrs += list((headers or {}).items())
-        out = self.h11.send(h11.Request(method=method, target=path, headers=hdrs)) or b""
-        if data:
-            out += self.h11.send(h11.Data(data=data)) or b""
-        out += self.h11.send(h11.EndOfMessage()) or b""
-        await self.stream.send_all(out)
-
-    async def head(self) -> tuple[int, dict[str, str]]:
-        event = await self.next()
-        assert isinstance(event, h11.Response), event
-        return event.status_code, {k.decode(): v.decode() for k, v in event.headers}
-
-    async def request(self, method: str, body: Any = None,
-                      headers: dict[str, str] | None = None
-                      ) -> tuple[int, dict[str, str], list[Any]]:
-        """Send, read the whole answer; the JSON-RPC messages it carried."""
-        await self.send(method, body, headers)
-        status, got = await self.head()
-        raw = b""
-        while not isinstance(event := await self.next(), h11.EndOfMessage):
-            raw += event.data
-        self.h11.start_next_cycle()
-        messages: list[Any] = []
-        if got.get("content-type", "").startswith("text/event-stream"):
-            messages = [json.loads(e.data) for e in SSEParser().feed(raw) if e.data]
-        elif raw:
-            messages = [json.loads(raw)]
-        return status, got, messages
-
-    async def close(self) -> None:
-        await self.stream.aclose()
-
-
-class Stream:
-    """The SSE messages of one streaming response, read as they come."""
-
-    def __init__(self, conn: Conn) -> None:
-        self.conn = conn
-        self.parser = SSEParser()
-        self.queue: list[Any] = []
-
-    async def message(self) -> Any:
-        while not self.queue:
-            event = await self.conn.next()
-            assert isinstance(event, h11.Data), event
-            self.queue += [json.loads(e.data) for e in self.parser.feed(event.data) if e.data]
-        return self.queue.pop(0)
-
-
-def stateless(method: str, params: dict[str, Any], request_id: int = 1,
-              name: str | None = None) -> tuple[dict[str, Any], dict[str, str]]:
-    body = {"jsonrpc": "2.0", "id": request_id, "method": method,
-            "params": {**params, "_meta": stateless_meta()}}
-    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
-    if name is not None:
-        headers["mcp-name"] = name
-    return body, headers
 
 
 def call(name: str, arguments: dict[str, Any], request_id: int = 2,
@@ -628,15 +564,9 @@ def rtext(result: dict[str, Any]) -> str:
     return str(result["content"][0]["text"])
 
 
-def elicit(params: dict[str, Any]) -> dict[str, Any]:
-    assert params["message"] == "Your name?"
-    return {"action": "accept", "content": {"name": "Ada"}}
-
-
 async def sample(params: dict[str, Any]) -> dict[str, Any]:
     await trio.sleep(0)
-    return {"role": "assistant", "model": "test",
-            "content": {"type": "text", "text": "old pond, frog"}}
+    return HAIKU
 
 
 def run(main: Callable[[], Any]) -> None:
@@ -896,50 +826,28 @@ def test_many_client_sessions_at_once() -> None:
 def test_client_https_through_a_tls_terminating_proxy(tmp_path: Any) -> None:
     import ssl
 
-    from .test_http_client_asyncio import _self_signed
-
-    cert, key = _self_signed(tmp_path)
-    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server_side.load_cert_chain(cert, key)
+    cert, key = self_signed(tmp_path)
     client_side = ssl.create_default_context(cafile=cert)
 
-    async def pipe(source: Any, sink: Any) -> None:
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            while data := await source.receive_some(65536):
-                await sink.send_all(data)
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await sink.aclose()
-
     async def main() -> None:
-        async with start_http(make_server()) as service, trio.open_nursery() as nursery:
-            async def terminate(stream: Any) -> None:
-                upstream = await trio.open_tcp_stream("127.0.0.1", service.port)
-                async with trio.open_nursery() as pipes:
-                    pipes.start_soon(pipe, stream, upstream)
-                    pipes.start_soon(pipe, upstream, stream)
-
-            listeners = await trio.open_ssl_over_tcp_listeners(0, server_side,
-                                                               host="127.0.0.1")
-            port = listeners[0].transport_listener.socket.getsockname()[1]
-            nursery.start_soon(trio.serve_listeners, terminate, listeners)
-            url = f"https://127.0.0.1:{port}/mcp"
-            async with connect_http(url, era=Era.HANDSHAKE,
-                                    http_options={"ssl_context": client_side}) as client:
-                assert rtext(await client.call_tool("add", {"a": 5, "b": 5})) == "10"
-            # without trusting the certificate: the connection is refused
-            with pytest.raises(ConnectionClosedError, match="cannot connect"):
-                async with connect_http(url):
-                    pass  # pragma: no cover
-            nursery.cancel_scope.cancel()
+        async with start_http(make_server()) as service:
+            with tls_front(service.port, cert, key) as port:
+                url = f"https://127.0.0.1:{port}/mcp"
+                async with connect_http(url, era=Era.HANDSHAKE,
+                                        http_options={"ssl_context": client_side}) as client:
+                    assert rtext(await client.call_tool("add", {"a": 5, "b": 5})) == "10"
+                # without trusting the certificate: the connection is refused
+                with pytest.raises(ConnectionClosedError, match="cannot connect"):
+                    async with connect_http(url):
+                        pass  # pragma: no cover
     run(main)
 
 
 # -- across runtimes -------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def asyncio_server_in_a_thread(**options: Any) -> Iterator[str]:
-    """The asyncio HTTP server adapter on its own loop in a thread; yields its URL."""
+def asyncio_server() -> Any:
+    """An asyncio server for the trio client."""
     from mcp_sansio.adapters import asyncio as aio
 
     server = aio.Server("asyncio-side")
@@ -956,32 +864,13 @@ def asyncio_server_in_a_thread(**options: Any) -> Iterator[str]:
             await asyncio.sleep(0)
         return "counted"
 
-    ready: list[str] = []
-    started = threading.Event()
-    loop = asyncio.new_event_loop()
-    stop = loop.create_future()
-
-    async def serve() -> None:
-        async with aio.start_http(server, **options) as service:
-            ready.append(service.url)
-            started.set()
-            await stop
-
-    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),))
-    thread.start()
-    try:
-        assert started.wait(GUARD)
-        yield ready[0]
-    finally:
-        loop.call_soon_threadsafe(stop.set_result, None)
-        thread.join(GUARD)
-        loop.close()
+    return server
 
 
 @pytest.mark.parametrize("mode", [ResponseMode.SSE, ResponseMode.JSON])
 @pytest.mark.parametrize("era", ERAS)
 def test_trio_client_against_the_asyncio_server(era: str, mode: ResponseMode) -> None:
-    with asyncio_server_in_a_thread(response_mode=mode) as url:
+    with asyncio_service(asyncio_server(), response_mode=mode) as url:
         async def main() -> None:
             async with connect_http(url, era=ERAS[era]) as client:
                 assert client.era is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
