@@ -22,7 +22,7 @@ import contextlib
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +51,11 @@ anyio = pytest.importorskip("anyio")
 # -- the SDK's HTTP client <-> our server ------------------------------------------------------
 
 
-def our_server() -> tuple[Any, dict[str, asyncio.Event]]:
-    """The example server plus a ``block`` tool that records its own cancellation."""
+def our_server(flag: Callable[[], Any] = asyncio.Event) -> tuple[Any, dict[str, Any]]:
+    """The example server plus a ``block`` tool that records its own cancellation (in two
+    ``flag()`` events: ``asyncio.Event``'s shape, which the test awaits)."""
     server = build(asyncio.sleep)
-    seen = {"started": asyncio.Event(), "cancelled": asyncio.Event()}
+    seen = {"started": flag(), "cancelled": flag()}
 
     @server.tool(description="Waits until cancelled.")
     async def block() -> str:

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
-import json
-import selectors
 import signal
 import socket
 import ssl
@@ -38,87 +35,23 @@ from mcp_sansio.adapters.threading import (
 )
 
 from mcp_sansio import Era, Notification
-from mcp_sansio.http import ResponseMode, SSEParser, Transport
+from mcp_sansio.http import ResponseMode, Transport
 
-from .http_util import init_body, stateless_meta
+from .http_stories import (
+    ACCEPT,
+    HAIKU,
+    SyncConn,
+    asyncio_service,
+    elicit,
+    self_signed,
+    stateless,
+    tls_front,
+)
+from .http_util import init_body
 
-ACCEPT = "application/json, text/event-stream"
 WAIT = 30.0  # generous: the machine is shared and noisy; a pass never waits this long
 
-
-class Conn:
-    """A blocking keep-alive HTTP/1.1 client connection on h11."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
-        self.host = f"127.0.0.1:{port}"
-        self.h11 = h11.Connection(h11.CLIENT)
-
-    def next(self) -> Any:
-        while True:
-            event = self.h11.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            self.h11.receive_data(self.sock.recv(65536))
-
-    def send(self, method: str, body: Any = None, headers: dict[str, str] | None = None,
-             path: str = "/mcp", accept: str = ACCEPT) -> None:
-        data = b"" if body is None else json.dumps(body).encode()
-        hdrs = [("host", self.host), ("accept", accept), ("content-length", str(len(data)))]
-        if body is not None:
-            hdrs.append(("content-type", "application/json"))
-        hdrs += list((headers or {}).items())
-        out = self.h11.send(h11.Request(method=method, target=path, headers=hdrs)) or b""
-        if data:
-            out += self.h11.send(h11.Data(data=data)) or b""
-        out += self.h11.send(h11.EndOfMessage()) or b""
-        self.sock.sendall(out)
-
-    def head(self) -> tuple[int, dict[str, str]]:
-        event = self.next()
-        assert isinstance(event, h11.Response), event
-        return event.status_code, {k.decode(): v.decode() for k, v in event.headers}
-
-    def request(self, method: str, body: Any = None, headers: dict[str, str] | None = None
-                ) -> tuple[int, dict[str, str], list[Any]]:
-        """Send, read the whole answer; the JSON-RPC messages it carried."""
-        self.send(method, body, headers)
-        status, got = self.head()
-        raw = b""
-        while not isinstance(event := self.next(), h11.EndOfMessage):
-            raw += event.data
-        self.h11.start_next_cycle()
-        messages: list[Any] = []
-        if got.get("content-type", "").startswith("text/event-stream"):
-            messages = [json.loads(e.data) for e in SSEParser().feed(raw) if e.data]
-        elif raw:
-            messages = [json.loads(raw)]
-        return status, got, messages
-
-    def stream(self) -> Iterator[Any]:
-        """The messages of an SSE response as they come (after :meth:`head`)."""
-        parser = SSEParser()
-        while True:
-            event = self.next()
-            if isinstance(event, h11.EndOfMessage):
-                return
-            assert isinstance(event, h11.Data), event
-            for sse in parser.feed(event.data):
-                if sse.data:
-                    yield json.loads(sse.data)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def stateless(method: str, params: dict[str, Any], request_id: int = 1,
-              name: str | None = None, **meta: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    body = {"jsonrpc": "2.0", "id": request_id, "method": method,
-            "params": {**params, "_meta": stateless_meta(**meta)}}
-    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
-    if name is not None:
-        headers["mcp-name"] = name
-    return body, headers
+Conn = SyncConn  # a blocking keep-alive HTTP/1.1 client connection on h11
 
 
 def call(name: str, arguments: dict[str, Any], request_id: int = 1,
@@ -508,9 +441,7 @@ def test_a_peer_that_does_not_read_is_dropped_at_the_write_bound() -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.settimeout(WAIT)
         sock.connect(("127.0.0.1", service.port))
-        conn = Conn.__new__(Conn)
-        conn.sock, conn.host, conn.h11 = sock, f"127.0.0.1:{service.port}", h11.Connection(
-            h11.CLIENT)
+        conn = Conn(service.port, sock)
         # 64 MiB of log messages on the request's stream, to a client that reads nothing
         body, headers = call("flood", {"count": 1024, "size": 64 * 1024}, 1,
                              **{"io.modelcontextprotocol/logLevel": "info"})
@@ -559,14 +490,8 @@ def test_close_drops_open_streams_and_stops_running_handlers() -> None:
 ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
 
 
-def elicit(params: dict[str, Any]) -> dict[str, Any]:
-    assert params["message"] == "Your name?"
-    return {"action": "accept", "content": {"name": "Ada"}}
-
-
 def sample(params: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "model": "test",
-            "content": {"type": "text", "text": "old pond, frog"}}
+    return HAIKU
 
 
 def client_server(probe: Probe | None = None) -> Server:
@@ -798,33 +723,6 @@ def asyncio_server(probe: AsyncProbe) -> Server:
     return server
 
 
-@contextlib.contextmanager
-def asyncio_service(server: Server, **options: Any) -> Iterator[str]:
-    """The asyncio HTTP server, on its own loop in a thread; yields its URL."""
-    from mcp_sansio.adapters import asyncio as aio
-
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    box: dict[str, Any] = {}
-
-    async def main() -> None:
-        box["stop"] = asyncio.Event()
-        async with aio.start_http(server, **options) as service:
-            box["url"] = service.url
-            ready.set()
-            await box["stop"].wait()
-
-    thread = threading.Thread(target=loop.run_until_complete, args=(main(),))
-    thread.start()
-    try:
-        assert ready.wait(WAIT)
-        yield box["url"]
-    finally:
-        loop.call_soon_threadsafe(box["stop"].set)
-        thread.join(WAIT)
-        loop.close()
-
-
 @pytest.mark.parametrize("era", ERAS)
 def test_threaded_client_against_the_asyncio_server(era: str) -> None:
     probe = AsyncProbe()
@@ -912,91 +810,9 @@ def test_cli_serve_example_on_threads_with_the_threaded_client() -> None:
 # -- TLS -------------------------------------------------------------------------------------------
 
 
-def _self_signed(tmp: Any) -> tuple[str, str]:
-    """A certificate for ``localhost`` and its key (PEM files)."""
-    import datetime
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-            .sign(key, hashes.SHA256()))
-    cert_file, key_file = tmp / "cert.pem", tmp / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return str(cert_file), str(key_file)
-
-
-@contextlib.contextmanager
-def tls_front(port: int, cert: str, key: str) -> Iterator[int]:
-    """A TLS-terminating relay to 127.0.0.1:``port`` (one thread per connection, each the
-    only user of its TLS socket); yields its own port."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
-    listener = socket.create_server(("127.0.0.1", 0))
-    relays: list[threading.Thread] = []
-
-    def relay(raw: socket.socket) -> None:
-        try:
-            with context.wrap_socket(raw, server_side=True) as tls, \
-                    socket.create_connection(("127.0.0.1", port)) as plain:
-                selector = selectors.DefaultSelector()
-                selector.register(tls, selectors.EVENT_READ)
-                selector.register(plain, selectors.EVENT_READ)
-                while True:
-                    for key_, _ in selector.select():
-                        if key_.fileobj is tls:
-                            data = tls.recv(65536)
-                            if not data:
-                                return
-                            plain.sendall(data)
-                            while tls.pending():
-                                plain.sendall(tls.recv(65536))
-                        else:
-                            data = plain.recv(65536)
-                            if not data:
-                                return
-                            tls.sendall(data)
-        except (OSError, ssl.SSLError):
-            return
-
-    def accept() -> None:
-        while True:
-            try:
-                raw, _ = listener.accept()
-            except OSError:
-                return
-            thread = threading.Thread(target=relay, args=(raw,))
-            relays.append(thread)
-            thread.start()
-
-    acceptor = threading.Thread(target=accept)
-    acceptor.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        listener.shutdown(socket.SHUT_RDWR)
-        listener.close()
-        acceptor.join(WAIT)
-        for thread in relays:
-            thread.join(WAIT)
-
-
 @pytest.mark.parametrize("era", ERAS)
 def test_client_over_tls(era: str, tmp_path: Any) -> None:
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     trust = ssl.create_default_context(cafile=cert)
     with start_http(client_server()) as service, tls_front(service.port, cert, key) as port:
         url = f"https://localhost:{port}/mcp"
@@ -1039,52 +855,17 @@ def test_sdk_client_with_the_threaded_server(mode: str, response_mode: str) -> N
     """The official SDK's HTTP client against the example server on threads (the story of
     tests/test_http_interop.py)."""
     pytest.importorskip("mcp", reason="the official SDK is a test dependency")
-    from mcp_sansio.adapters._example_server import build
 
-    from .test_http_interop import SAFETY, sdk_story
+    from .test_http_interop import SAFETY, check_sdk_client_story, our_server, sdk_story
 
-    server = build(asyncio.sleep)
-    seen = {"started": ThreadFlag(), "cancelled": ThreadFlag()}
-
-    @server.tool(description="Waits until cancelled.")
-    async def block() -> str:
-        seen["started"].set()
-        try:
-            await asyncio.sleep(SAFETY)
-        except asyncio.CancelledError:
-            seen["cancelled"].set()
-            raise
-        return "never"
-
+    server, seen = our_server(ThreadFlag)
     with start_http(server, response_mode=ResponseMode(response_mode)) as service:
-        # sdk_story takes the service, or (newer) its URL and a session counter
-        if "url" in inspect.signature(sdk_story).parameters:
-            story = sdk_story(service.url, mode, seen,
-                              lambda: len(service.http.sessions))
-        else:
-            story = sdk_story(service, mode, seen)
+        story = sdk_story(service.url, mode, seen, lambda: len(service.http.sessions))
         got = asyncio.run(asyncio.wait_for(story, SAFETY))
         wait_for(lambda: not service.http.sessions)  # the SDK's DELETE, sent as it closes
         sessions_after = len(service.http.sessions)
-    stateless = mode == "auto"
-    assert got["version"] == ("2026-07-28" if stateless else "2025-11-25")
-    assert got["server"] == "mcp-sansio-example"
-    assert {"echo", "add", "sleep", "test_sampling", "block"} <= got["tools"]
-    assert got["echo"] == "hi" and got["add"] == {"sum": 5}
-    assert got["sleep"] == "slept 0.3 s"
-    if stateless and response_mode == "json":
-        assert got["progress"] == [] and got["logs"] == []  # nowhere to put them (JSON mode)
-    else:
-        assert got["progress"] == [1, 2, 3]
-        assert len(got["logs"]) == 3
-    assert got["sampling"] == "LLM response: Paris"
-    assert got["mrtr"] == "Hello, Ann! Your favorite color is blue."
-    assert got["error"] is True
-    assert got["static"] == "This is the content of the static text resource."
-    assert '"id":"3"' in got["read"]
-    assert "arg1='a'" in got["prompt"]
-    assert got["cancelled"] is True and got["after"] == {"sum": 3}
-    assert (got["sessions"], sessions_after) == ((0, 0) if stateless else (1, 0))
+    check_sdk_client_story(got, mode, response_mode, with_block=True)
+    assert (got["sessions"], sessions_after) == ((0, 0) if mode == "auto" else (1, 0))
 
 
 @pytest.mark.parametrize("era", ["handshake", "stateless"])
