@@ -28,9 +28,9 @@ from mcp_sansio import NEED_DATA, ConnectionClosed, Event, RequestId, ServerConn
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ._api import AsyncContext
-from ._http_common import tool_param_headers
+from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, tool_param_headers
 from ._session import Server
-from .asyncio import ServerSession
+from .asyncio import ServerSession, _small_reads
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
 
@@ -99,27 +99,58 @@ class _Socket(asyncio.Protocol):
         self.service = service
         self.channel: ServerChannel | None = None
         self.transport: asyncio.Transport | None = None
+        self.eof = False  # the client closed its side
+        #: Lingering close (adapters/_http_common.py): bytes discarded since the answer
+        #: was done, None while the connection is in use.
+        self.discarded: int | None = None
+        self.linger_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         transport.set_write_buffer_limits(high=256 * 1024)
+        _small_reads(transport)  # 64 KiB reads: see adapters/asyncio.py _READ_SIZE
         service = self.service
         self.channel = service.http.new_channel(now=service._loop.time())
         service._sockets[self.channel] = self
 
     def data_received(self, data: bytes) -> None:
         assert self.channel is not None
+        if self.discarded is not None:  # lingering: read and dropped, up to a bound
+            self.discarded += len(data)
+            if self.discarded > self.service.linger_bytes and self.transport is not None:
+                self.transport.close()
+            return
         self.channel.receive_data(data, now=self.service._loop.time())
         self.service._pump()
 
     def eof_received(self) -> bool:
         assert self.channel is not None
+        self.eof = True
+        if self.discarded is not None:  # lingering: the client is done too
+            return False  # (asyncio closes the transport)
         self.channel.receive_data(b"", now=self.service._loop.time())
         self.service._pump()
         return True  # the answer may still be written: h11 closes when it is done
 
+    def linger(self) -> None:
+        """The channel is over: half-close after what is buffered, discard what the client
+        still sends, close when it closes too or a bound is reached (_http_common.py)."""
+        transport = self.transport
+        if transport is None or self.discarded is not None:
+            return
+        self.discarded = 0
+        if self.eof or not transport.can_write_eof():
+            transport.close()  # after the buffered bytes are written
+            return
+        transport.write_eof()  # shutdown(SHUT_WR) once the buffer is written
+        self.linger_timer = self.service._loop.call_later(self.service.linger_time,
+                                                          transport.close)
+
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.linger_timer is not None:
+            self.linger_timer.cancel()
+            self.linger_timer = None
         channel = self.channel
         if channel is None:
             return
@@ -146,6 +177,9 @@ class HTTPService:
         #: The sans-IO HTTP server.
         self.http = http
         self.max_write_buffer = max_write_buffer
+        #: Bounds of the lingering close (seconds, bytes): see ``_http_common.py``.
+        self.linger_time = DEFAULT_LINGER_TIME
+        self.linger_bytes = DEFAULT_LINGER_BYTES
         self._loop = asyncio.get_running_loop()
         self._sessions: weakref.WeakKeyDictionary[Session, _HTTPSession] = (
             weakref.WeakKeyDictionary())
@@ -207,7 +241,7 @@ class HTTPService:
     def _write(self, channel: ServerChannel, data: bytes) -> None:
         sock = self._sockets.get(channel)
         transport = sock.transport if sock is not None else None
-        if transport is None or transport.is_closing():
+        if sock is None or transport is None or transport.is_closing():
             if not channel.closed:
                 channel.connection_lost(now=self._loop.time())
                 self._again = True
@@ -215,7 +249,7 @@ class HTTPService:
         if data:
             transport.write(data)
         if channel.closed:
-            transport.close()  # after the buffered bytes are written
+            sock.linger()  # lingering close: the answer reaches a client still sending
         elif transport.get_write_buffer_size() > self.max_write_buffer:
             transport.abort()  # connection_lost tells the channel
 
@@ -274,6 +308,8 @@ async def start_http(
     connection_options: Mapping[str, Any] | None = None,
     max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
     new_session_id: Callable[[], str] | None = None,
+    linger_time: float = DEFAULT_LINGER_TIME,
+    linger_bytes: int = DEFAULT_LINGER_BYTES,
     **http_options: Any,
 ) -> AsyncIterator[HTTPService]:
     """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
@@ -285,7 +321,10 @@ async def start_http(
     tools, kept current as tools come and go);
     ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`.
     Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
-    ``requestState`` (random by default: valid for this process only)."""
+    ``requestState`` (random by default: valid for this process only). A connection the
+    server closes lingers (half-closed, reading and discarding) for at most
+    ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer (413, 400)
+    reaches a client that is still sending."""
     key = request_state_key or secrets.token_bytes(32)
     options = dict(connection_options or {})
 
@@ -298,6 +337,7 @@ async def start_http(
                       new_session_id=new_session_id or (lambda: secrets.token_urlsafe(32)),
                       **http_options)
     service = HTTPService(server, http, max_write_buffer=max_write_buffer)
+    service.linger_time, service.linger_bytes = linger_time, linger_bytes
     await service._listen(host, port)
     try:
         yield service

@@ -18,6 +18,10 @@ it:
 * one **timer thread** waits on a condition of the lock until
   :meth:`~mcp_sansio.http.HTTPServer.next_deadline` (a pump that brings it forward wakes
   it) and runs :meth:`~mcp_sansio.http.HTTPServer.handle_timeout`;
+* one **reaper thread** ends lingering closes that last ``linger_time``: a connection the
+  server closes is half-closed once its output is written, its reader discards what the
+  client still sends until the client closes too (``adapters/_http_common.py``), and the
+  reaper shuts it down if that takes too long;
 * request handlers run in one thread pool shared by every session, as in the stdio
   adapter (plain ``def`` handlers cancelled cooperatively, ``async def`` handlers on a
   private loop, cancelled for real). A handler that answers, logs or reports progress
@@ -64,7 +68,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import heapq
 import inspect
+import itertools
 import logging
 import secrets
 import select
@@ -93,7 +99,7 @@ from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import _Resumed
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError
-from ._http_common import tool_param_headers
+from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, tool_param_headers
 from ._session import Context, Job, Server
 from ._sync_api import SyncClient, SyncServerSession, ThreadAsyncContext, ThreadContext
 
@@ -345,6 +351,7 @@ class _Writer:
         self._queued = 0
         self._closing = False  # close once the queue is written
         self._dead = False  # shut down: nothing more is written
+        self._released = False  # the descriptor is closed (by the reader, last)
         self._flusher: threading.Thread | None = None
 
     def send(self, data: bytes) -> bool:
@@ -378,7 +385,7 @@ class _Writer:
         with self._lock:
             self._closing = True
             if not self._queue and self.sock is not None:
-                self._shutdown()
+                self._finish()
 
     def abort(self) -> None:
         with self._lock:
@@ -393,7 +400,7 @@ class _Writer:
             if self._queue:
                 self._start_flusher()
             elif self._closing:
-                self._shutdown()
+                self._finish()
             return True
 
     def _start_flusher(self) -> None:
@@ -402,6 +409,11 @@ class _Writer:
             self._flusher = threading.Thread(target=self._flush, daemon=True,
                                              name="mcp-sansio-http-flusher")
             self._flusher.start()
+
+    def _finish(self) -> None:
+        """(Lock held.) Everything is written and the connection is over: shut it down
+        (a server's socket lingers first: :meth:`_Socket._finish`)."""
+        self._shutdown()
 
     def _shutdown(self) -> None:
         """(Lock held.) Shut the socket down: a FIN after what the kernel holds, and the
@@ -425,7 +437,7 @@ class _Writer:
                 if self._dead or not self._queue:
                     self._flusher = None
                     if self._closing:
-                        self._shutdown()
+                        self._finish()
                     return
                 data = self._queue[0]
             poller.poll()
@@ -460,7 +472,9 @@ class _Writer:
         if flusher is not None:
             flusher.join()
         if self.sock is not None:
-            self.sock.close()
+            with self._lock:  # (the reaper may be shutting it down: _Socket.abort)
+                self._released = True
+                self.sock.close()
 
 
 class _Socket(_Writer):
@@ -473,10 +487,41 @@ class _Socket(_Writer):
         self.channel = channel
         self.reader = threading.Thread(target=self._read, name="mcp-sansio-http-reader",
                                        daemon=True)
+        #: The answer is out and the write side shut: the lingering close is under way
+        #: (adapters/_http_common.py): the reader discards what comes until the client
+        #: closes, ``linger_bytes`` were read, or the service's reaper ends it.
+        self.lingering = False
+
+    def _finish(self) -> None:
+        """(Lock held.) The lingering close: half-close (the client sees the end of the
+        answer) and leave the read side to the reader; the service's reaper shuts the
+        socket down ``linger_time`` seconds from now if the client has not closed by then."""
+        if self._dead:
+            return
+        self._dead = True
+        self._queue.clear()
+        self._queued = 0
+        self._drained.notify_all()
+        assert self.sock is not None
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+        except OSError:  # broken: the reader finds out
+            return
+        self.lingering = True
+        self.service._reap_at(self, time.monotonic() + self.service.linger_time)
+
+    def abort(self) -> None:
+        with self._lock:
+            if self.lingering and not self._released:
+                assert self.sock is not None
+                with contextlib.suppress(OSError):
+                    self.sock.shutdown(socket.SHUT_RDWR)  # the reader's recv returns
+            self._shutdown()
 
     def _read(self) -> None:
         service, channel, sock = self.service, self.channel, self.sock
         assert sock is not None
+        discarded = 0  # bytes read after the channel was over (the lingering close)
         try:
             while True:
                 self._wait_drained()
@@ -492,7 +537,9 @@ class _Socket(_Writer):
                         else:
                             channel.receive_data(data, now=time.monotonic())
                         service._pump()
-                if not data:
+                    else:
+                        discarded += len(data)
+                if not data or discarded > service.linger_bytes:
                     return
         except Exception:  # pragma: no cover - a bug: log it, drop the connection
             log.exception("the reader of an HTTP connection failed")
@@ -521,6 +568,16 @@ class HTTPService:
         self.max_write_buffer = max_write_buffer
         self.max_connections = max_connections
         self.shutdown_timeout = shutdown_timeout
+        #: Bounds of the lingering close (seconds, bytes): see ``_http_common.py``.
+        self.linger_time = DEFAULT_LINGER_TIME
+        self.linger_bytes = DEFAULT_LINGER_BYTES
+        # The reaper's heap of lingering sockets, under a lock of its own (taken while a
+        # socket's lock is held, never the other way round).
+        self._reap: list[tuple[float, int, _Socket]] = []
+        self._reap_seq = itertools.count()
+        self._reap_lock = threading.Lock()
+        self._reap_wake = threading.Condition(self._reap_lock)
+        self._reaping = True
         self._pool = ThreadPoolExecutor(max_workers=max_workers,
                                         thread_name_prefix="mcp-sansio-handler")
         self._sessions: weakref.WeakKeyDictionary[Session, _HTTPSession] = (
@@ -620,7 +677,8 @@ class HTTPService:
         sockname = listener.getsockname()
         self.address = (sockname[0], sockname[1])
         for target, name in ((self._accept, "mcp-sansio-http-accept"),
-                             (self._run_timer, "mcp-sansio-http-timer")):
+                             (self._run_timer, "mcp-sansio-http-timer"),
+                             (self._run_reaper, "mcp-sansio-http-reaper")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -678,6 +736,29 @@ class HTTPService:
                 self._timer_at = deadline
                 self._timer.wait(None if deadline is None else deadline - now)
 
+    def _reap_at(self, sock: _Socket, when: float) -> None:
+        """A socket lingers: shut it down at ``when`` unless its reader is done by then."""
+        with self._reap_lock:
+            heapq.heappush(self._reap, (when, next(self._reap_seq), sock))
+            self._reap_wake.notify()
+
+    def _run_reaper(self) -> None:
+        """The reaper thread: ends lingering closes that reach ``linger_time`` (a client
+        that neither closes nor stops sending), waking their readers."""
+        heap = self._reap
+        while True:
+            with self._reap_lock:
+                while self._reaping and (not heap or heap[0][0] > time.monotonic()):
+                    self._reap_wake.wait(heap[0][0] - time.monotonic() if heap else None)
+                if not self._reaping:
+                    return
+                now = time.monotonic()
+                due = []
+                while heap and heap[0][0] <= now:
+                    due.append(heapq.heappop(heap)[2])
+            for sock in due:
+                sock.abort()
+
     # -- lifetime ----------------------------------------------------------------------------
 
     def serve_forever(self) -> None:
@@ -698,6 +779,9 @@ class HTTPService:
             self._sessions.clear()
         with contextlib.suppress(OSError):
             self._wake_w.send(b"!")
+        with self._reap_lock:
+            self._reaping = False
+            self._reap_wake.notify()
         for thread in self._threads:
             thread.join()
         for conn in sockets:
@@ -734,6 +818,8 @@ def start_http(
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
     backlog: int = 128,
     new_session_id: Callable[[], str] | None = None,
+    linger_time: float = DEFAULT_LINGER_TIME,
+    linger_bytes: int = DEFAULT_LINGER_BYTES,
     **http_options: Any,
 ) -> Iterator[HTTPService]:
     """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
@@ -747,7 +833,9 @@ def start_http(
     Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
     ``requestState`` (random by default: valid for this process only). Handlers run in a
     pool of ``max_workers`` threads; at most ``max_connections`` connections are served at
-    once."""
+    once. A connection the server closes lingers (half-closed, its reader discarding) for
+    at most ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer
+    (413, 400) reaches a client that is still sending."""
     key = request_state_key or secrets.token_bytes(32)
     options = dict(connection_options or {})
 
@@ -762,6 +850,7 @@ def start_http(
     service = HTTPService(server, http, max_write_buffer=max_write_buffer,
                           max_connections=max_connections, max_workers=max_workers,
                           shutdown_timeout=shutdown_timeout)
+    service.linger_time, service.linger_bytes = linger_time, linger_bytes
     try:
         service._listen(host, port, backlog)
         yield service

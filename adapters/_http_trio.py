@@ -75,7 +75,7 @@ from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import AsyncClient, AsyncContext
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError
-from ._http_common import tool_param_headers
+from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, tool_param_headers
 from ._session import Server
 from .trio import ServerSession, _one_error, _TrioRuntime
 
@@ -185,11 +185,14 @@ class _Socket:
     """One accepted TCP connection: its :class:`~mcp_sansio.http.ServerChannel` and the
     output queued for it."""
 
-    __slots__ = ("channel", "closing", "drained", "fd", "gone", "out", "queued", "ready",
-                 "scope", "sending", "stream")
+    __slots__ = ("channel", "closing", "drained", "fd", "gone", "lingering", "out", "queued",
+                 "ready", "scope", "sending", "stream")
 
     def __init__(self, stream: trio.SocketStream, channel: ServerChannel) -> None:
         self.stream = stream
+        #: The answer is out and the write side shut: the lingering close is under way
+        #: (adapters/_http_common.py).
+        self.lingering = False
         self.channel = channel
         #: The socket's descriptor, for writes straight from the pump (POSIX: a socket is a
         #: file descriptor there).
@@ -241,6 +244,9 @@ class HTTPService:
         #: The sans-IO HTTP server.
         self.http = http
         self.max_write_buffer = max_write_buffer
+        #: Bounds of the lingering close (seconds, bytes): see ``_http_common.py``.
+        self.linger_time = DEFAULT_LINGER_TIME
+        self.linger_bytes = DEFAULT_LINGER_BYTES
         self._sessions: weakref.WeakKeyDictionary[Session, _HTTPSession] = (
             weakref.WeakKeyDictionary())
         self._sockets: dict[ServerChannel, _Socket] = {}
@@ -426,7 +432,10 @@ class HTTPService:
                 sock.drop()
                 return
             if channel.closed:
-                return  # over: the sender closes the socket once its output is written
+                # Over: the sender writes what is queued, then half-closes; what the client
+                # still sends is read and dropped meanwhile (the lingering close).
+                await self._discard(sock, data)
+                return
             channel.receive_data(bytes(data), now=trio.current_time())
             await self._pump_after_read()
             if not data:
@@ -437,7 +446,10 @@ class HTTPService:
         try:
             while True:
                 while not sock.out:
-                    if sock.closing or sock.gone:
+                    if sock.gone:
+                        return
+                    if sock.closing:
+                        await self._linger(sock)
                         return
                     await sock.ready.park()
                 data, sock.out = sock.out, bytearray()
@@ -449,7 +461,33 @@ class HTTPService:
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             log.debug("HTTP connection lost while writing: %r", exc)
         finally:
-            sock.drop()  # the connection is over: stop reading too
+            if not sock.lingering:
+                sock.drop()  # the connection is over: stop reading too
+
+    async def _linger(self, sock: _Socket) -> None:
+        """The answer is written: half-close, and give the client ``linger_time`` seconds
+        (the connection scope's deadline) to finish sending and close its side while the
+        reader discards what comes (:meth:`_discard`); trio's listener closes the socket
+        once both tasks are done."""
+        sock.gone = True  # nothing more is written
+        sock.fd = None
+        try:
+            await sock.stream.send_eof()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return  # (the caller drops the connection)
+        sock.lingering = True
+        sock.scope.deadline = trio.current_time() + self.linger_time
+
+    async def _discard(self, sock: _Socket, data: bytes | bytearray) -> None:
+        """The lingering close's reading side: drop what the client still sends, until it
+        closes, ``linger_bytes`` were dropped, or the connection's deadline passes."""
+        discarded = len(data)
+        while data and discarded <= self.linger_bytes:
+            try:
+                data = await sock.stream.receive_some(_CHUNK)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            discarded += len(data)
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -488,6 +526,8 @@ async def start_http(
     connection_options: Mapping[str, Any] | None = None,
     max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
     new_session_id: Callable[[], str] | None = None,
+    linger_time: float = DEFAULT_LINGER_TIME,
+    linger_bytes: int = DEFAULT_LINGER_BYTES,
     **http_options: Any,
 ) -> AsyncIterator[HTTPService]:
     """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
@@ -499,8 +539,11 @@ async def start_http(
     tools, kept current as tools come and go);
     ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`.
     Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
-    ``requestState`` (random by default: valid for this process only). Leaving the block
-    closes every connection and cancels every handler."""
+    ``requestState`` (random by default: valid for this process only). A connection the
+    server closes lingers (half-closed, reading and discarding) for at most
+    ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer (413, 400)
+    reaches a client that is still sending. Leaving the block closes every connection and
+    cancels every handler."""
     key = request_state_key or secrets.token_bytes(32)
     options = dict(connection_options or {})
 
@@ -513,6 +556,7 @@ async def start_http(
                       new_session_id=new_session_id or (lambda: secrets.token_urlsafe(32)),
                       **http_options)
     service = HTTPService(server, http, max_write_buffer=max_write_buffer)
+    service.linger_time, service.linger_bytes = linger_time, linger_bytes
     listeners = await trio.open_tcp_listeners(port, host=host)
     sockname = listeners[0].socket.getsockname()
     service.address = (sockname[0], sockname[1])
