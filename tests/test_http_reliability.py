@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import tracemalloc
 import weakref
 from collections.abc import AsyncIterator, Iterator
@@ -33,7 +34,7 @@ import trio
 from mcp_sansio.adapters import asyncio as asyncio_adapter
 from mcp_sansio.adapters import threading as threading_adapter
 from mcp_sansio.adapters import trio as trio_adapter
-from mcp_sansio.adapters._example_server import build
+from mcp_sansio.adapters._example_server import _sleep_for, build
 from mcp_sansio.adapters.asyncio import connect_http, start_http
 
 from mcp_sansio import Era
@@ -705,6 +706,64 @@ def test_every_runtime_answers_a_blocking_client_that_is_still_sending(
     finally:
         conn.close()
     assert run(echo_round_trip(port)) == "still here"
+
+
+def in_process(runtime: str, story: Any, server: Any = None, **options: Any) -> Any:
+    """``story(service)``, a blocking function, run in a thread against ``start_http`` of
+    ``runtime`` in this process; what it returns."""
+    server = server if server is not None else build(_sleep_for(runtime))
+    if runtime == "threading":
+        with threading_adapter.start_http(server, **options) as service:
+            return story(service)
+    if runtime == "trio":
+        async def on_trio() -> Any:
+            with trio.fail_after(SAFETY):
+                async with trio_adapter.start_http(server, **options) as service:
+                    return await trio.to_thread.run_sync(story, service)
+        return trio.run(on_trio)
+
+    async def on_asyncio() -> Any:
+        async with start_http(server, **options) as service:
+            return await asyncio.to_thread(story, service)
+    return run(on_asyncio())
+
+
+def wait_until(condition: Any) -> bool:
+    for _ in range(SAFETY * 100):
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_the_lingering_close_is_bounded_in_time_and_bytes(runtime: str) -> None:
+    """A client that gets its 413 and then neither closes nor sends is let go after
+    ``linger_time``; one that sends on and on is cut off after ``linger_bytes`` (a reset on
+    its send)."""
+
+    def idle_client(service: Any) -> None:
+        with socket.create_connection(("127.0.0.1", service.port), timeout=SAFETY) as sock:
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: " + ACCEPT
+                         + b"\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 1000000000\r\n\r\n")
+            raw = b""
+            while chunk := sock.recv(65536):  # the 413, then the half-close's end of file
+                raw += chunk
+            assert raw.startswith(b"HTTP/1.1 413 ")
+            # the socket stays open on this side: the server lets it go all the same
+            assert wait_until(lambda: not service._sockets)
+
+    in_process(runtime, idle_client, linger_time=0.2)
+
+    def endless_client(service: Any) -> str:
+        ended, _ = blocking_post(service.port, post({"pad": " " * BIG}))
+        assert wait_until(lambda: not service._sockets)
+        return ended
+
+    ended = in_process(runtime, endless_client, max_body_size=64 * 1024,
+                       linger_bytes=256 * 1024)
+    assert ended in {"ConnectionResetError", "BrokenPipeError"}
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
