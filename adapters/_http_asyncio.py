@@ -18,17 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 import sys
 import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
-from mcp_sansio import NEED_DATA, ConnectionClosed, Event, RequestId, ServerConnection
+from mcp_sansio import NEED_DATA, RequestId, ServerConnection
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
-from ._api import AsyncContext
-from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, tool_param_headers
+from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
+from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
 from ._session import Server
 from .asyncio import ServerSession, _small_reads
 
@@ -38,45 +37,17 @@ __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", 
 DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
 
 
-#: Notifications about the server as a whole: every session and listen stream hears them.
-_SERVER_WIDE = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
-                          "notifications/resources/list_changed"})
+class _HTTPSession(HTTPSessionLogic, ServerSession):
+    """The session logic of one HTTP session (:class:`HTTPSessionLogic`); what handlers
+    send is routed by flushing the HTTP session and running the server's pump."""
 
-
-class _HTTPContext(AsyncContext):
-    """A handler's context over HTTP: a list change is the server's, not one session's, so
-    it is broadcast (every operating session, every listen stream that asked for it)."""
-
-    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        session = self.session
-        if method in _SERVER_WIDE and isinstance(session, _HTTPSession):
-            session._service.http.broadcast(method, params)
-            session._service._pump()
-            return
-        super().notify(method, params)
-
-
-class _HTTPSession(ServerSession):
-    """The session logic of one HTTP session (a handshake-era session, or one stateless-era
-    request). The HTTP server drains its connection; what handlers send is routed by
-    flushing the HTTP session and running the server's pump."""
-
-    context_class = _HTTPContext
+    context_class = HTTPContext
+    _service: HTTPService
 
     def __init__(self, conn: ServerConnection, server: Server, service: HTTPService,
                  http_session: Session) -> None:
         super().__init__(conn, server)
-        self._service = service
-        self._http_session = weakref.ref(http_session)
-
-    def service(self) -> None:
-        http_session = self._http_session()
-        if http_session is not None:
-            http_session.flush()
-        self._service._pump()
-
-    def _arm(self, deadline: float | None) -> None:
-        """The HTTP server owns every timer (next_deadline covers the connections')."""
+        self._bind(service, http_session)
 
     def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
         # Events are dispatched by the HTTP service's pump, not by Session.service. A
@@ -169,12 +140,11 @@ class _Socket(asyncio.Protocol):
             self.transport.resume_reading()
 
 
-class HTTPService:
+class HTTPService(HTTPServiceBase["_HTTPSession"]):
     """A running HTTP server (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int) -> None:
         self.server = server
-        #: The sans-IO HTTP server.
         self.http = http
         self.max_write_buffer = max_write_buffer
         #: Bounds of the lingering close (seconds, bytes): see ``_http_common.py``.
@@ -190,18 +160,7 @@ class HTTPService:
         self._timer_at: float | None = None
         self._listener: asyncio.Server | None = None
         self._closed = asyncio.Event()
-        #: ``(host, port)`` the server listens on.
-        self.address: tuple[str, int] = ("", 0)
-
-    @property
-    def port(self) -> int:
-        return self.address[1]
-
-    @property
-    def url(self) -> str:
-        host = self.address[0]
-        host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{self.port}{self.http.path}"
+        self.address = ("", 0)
 
     # -- the pump --------------------------------------------------------------------------
 
@@ -225,18 +184,16 @@ class HTTPService:
             self._pumping = False
         self._arm(http.next_deadline())
 
-    def _dispatch(self, session: Session, event: Event) -> None:
-        logic = self._sessions.get(session)
-        if logic is None:
-            logic = _HTTPSession(session.connection, self.server, self, session)
-            self._sessions[session] = logic
-        logic._dispatch(event)
-        if isinstance(event, ConnectionClosed):
-            self._sessions.pop(session, None)
-            if logic._tasks or logic._background:
-                task = self._loop.create_task(logic._stop_tasks())
-                logic._background.add(task)
-                task.add_done_callback(logic._background.discard)
+    _kick = _pump
+
+    def _new_logic(self, session: Session) -> _HTTPSession:
+        return _HTTPSession(session.connection, self.server, self, session)
+
+    def _ended(self, logic: _HTTPSession) -> None:
+        if logic._tasks or logic._background:
+            task = self._loop.create_task(logic._stop_tasks())
+            logic._background.add(task)
+            task.add_done_callback(logic._background.discard)
 
     def _write(self, channel: ServerChannel, data: bytes) -> None:
         sock = self._sockets.get(channel)
@@ -325,17 +282,9 @@ async def start_http(
     server closes lingers (half-closed, reading and discarding) for at most
     ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer (413, 400)
     reaches a client that is still sending."""
-    key = request_state_key or secrets.token_bytes(32)
-    options = dict(connection_options or {})
-
-    def connection() -> ServerConnection:
-        return server.connection(request_state_key=key, **options)
-
-    # 2026-07-28 Mcp-Param-* checking follows the server's tools unless told otherwise
-    http_options.setdefault("tool_param_headers", tool_param_headers(server))
-    http = HTTPServer(connection,
-                      new_session_id=new_session_id or (lambda: secrets.token_urlsafe(32)),
-                      **http_options)
+    http = new_http_server(server, request_state_key=request_state_key,
+                           connection_options=connection_options,
+                           new_session_id=new_session_id, http_options=http_options)
     service = HTTPService(server, http, max_write_buffer=max_write_buffer)
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
     await service._listen(host, port)

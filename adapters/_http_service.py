@@ -1,0 +1,156 @@
+"""What the HTTP server adapters (asyncio, trio, threads) do the same way, none of it I/O.
+
+Each runtime's ``HTTPService`` subclasses :class:`HTTPServiceBase`, which holds the sans-IO
+:class:`~mcp_sansio.http.HTTPServer`, the address it listens on (:attr:`~HTTPServiceBase.port`,
+:attr:`~HTTPServiceBase.url`) and the session logic of each HTTP session, made when the
+session's first event arrives and dropped when it closes (:meth:`~HTTPServiceBase._dispatch`).
+The runtime supplies how to make that logic, how to stop what a closed session still runs,
+and ``_kick``: route what a session logic just sent (flush and run the pump, or wake it).
+Each runtime's session logic mixes in :class:`HTTPSessionLogic` (its connection is drained
+by the HTTP server, which also owns every timer), and each handler context broadcasts the
+server-wide list changes through :func:`broadcast_server_wide`. :func:`new_http_server`
+is what every ``start_http`` builds: the HTTP server with its connection factory and options.
+"""
+
+from __future__ import annotations
+
+import secrets
+import weakref
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from mcp_sansio import ConnectionClosed, Event, ServerConnection
+from mcp_sansio.http import HTTPServer, Session
+
+from ._api import AsyncContext
+from ._http_common import tool_param_headers
+from ._session import Server
+
+__all__ = ["SERVER_WIDE", "HTTPContext", "HTTPServiceBase", "HTTPSessionLogic",
+           "broadcast_server_wide", "new_http_server"]
+
+#: Notifications about the server as a whole: every session and listen stream hears them
+#: (a list change is the server's, not the session's whose handler caused it).
+SERVER_WIDE = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
+                         "notifications/resources/list_changed"})
+
+
+def new_http_server(
+    server: Server, *, request_state_key: bytes | None,
+    connection_options: Mapping[str, Any] | None,
+    new_session_id: Callable[[], str] | None, http_options: dict[str, Any],
+) -> HTTPServer:
+    """The :class:`~mcp_sansio.http.HTTPServer` that ``start_http`` serves ``server`` with
+    (its parameters are documented there): each session's connection from
+    ``server.connection`` with ``connection_options``; session ids from :mod:`secrets`;
+    ``request_state_key`` random unless given (stateless-era ``requestState`` is then
+    valid for this process only)."""
+    key = request_state_key or secrets.token_bytes(32)
+    options = dict(connection_options or {})
+
+    def connection() -> ServerConnection:
+        return server.connection(request_state_key=key, **options)
+
+    # 2026-07-28 Mcp-Param-* checking follows the server's tools unless told otherwise
+    http_options.setdefault("tool_param_headers", tool_param_headers(server))
+    return HTTPServer(connection,
+                      new_session_id=new_session_id or (lambda: secrets.token_urlsafe(32)),
+                      **http_options)
+
+
+LogicT = TypeVar("LogicT", bound="HTTPSessionLogic")
+
+
+class HTTPServiceBase(Generic[LogicT]):
+    """The runtime-free part of a running HTTP server (see the module docstring)."""
+
+    server: Server
+    #: The sans-IO HTTP server.
+    http: HTTPServer
+    #: ``(host, port)`` the server listens on.
+    address: tuple[str, int]
+    _sessions: weakref.WeakKeyDictionary[Session, LogicT]
+
+    @property
+    def port(self) -> int:
+        """The port the server listens on (the one picked, when asked for port 0)."""
+        return self.address[1]
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint's URL, e.g. ``http://127.0.0.1:8000/mcp``."""
+        host = self.address[0]
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}{self.http.path}"
+
+    def _kick(self) -> None:
+        """Route what a session logic just sent (the runtime's pump)."""
+        raise NotImplementedError
+
+    def _new_logic(self, session: Session) -> LogicT:
+        """The session logic of a new HTTP session."""
+        raise NotImplementedError
+
+    def _ended(self, logic: LogicT) -> None:
+        """A session closed: stop the handlers it still runs."""
+        raise NotImplementedError
+
+    def broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
+        """Send a server-wide notification to every session and listen stream for it."""
+        self.http.broadcast(method, params)
+        self._kick()
+
+    def _dispatch(self, session: Session, event: Event) -> None:
+        """Hand one event of the HTTP server to its session's logic."""
+        logic = self._sessions.get(session)
+        if logic is None:
+            logic = self._new_logic(session)
+            self._sessions[session] = logic
+        logic._dispatch(event)
+        if isinstance(event, ConnectionClosed):
+            self._sessions.pop(session, None)
+            self._ended(logic)
+
+
+class HTTPSessionLogic:
+    """Mixed into a runtime's server session logic for one HTTP session (a handshake-era
+    session, or one stateless-era request): the HTTP server drains its connection, so what
+    handlers send is routed by flushing the HTTP session and kicking the service's pump."""
+
+    _service: HTTPServiceBase[Any]
+    _http_session: weakref.ref[Session]
+
+    def _bind(self, service: HTTPServiceBase[Any], http_session: Session) -> None:
+        self._service = service
+        self._http_session = weakref.ref(http_session)
+
+    if TYPE_CHECKING:
+        def _dispatch(self, event: Event) -> None:  # the runtime's session logic has it
+            ...
+
+    def service(self) -> None:
+        http_session = self._http_session()
+        if http_session is not None:
+            http_session.flush()
+        self._service._kick()
+
+    def _arm(self, deadline: float | None) -> None:
+        """The HTTP server owns every timer (next_deadline covers the connections')."""
+
+
+def broadcast_server_wide(session: object, method: str,
+                          params: Mapping[str, Any] | None) -> bool:
+    """Broadcast ``method`` if it is a server-wide notification sent from an HTTP session's
+    handler (True when done); else the caller sends it on its own session."""
+    if method not in SERVER_WIDE or not isinstance(session, HTTPSessionLogic):
+        return False
+    session._service.broadcast(method, params)
+    return True
+
+
+class HTTPContext(AsyncContext):
+    """An ``async`` handler's context over HTTP (asyncio, trio): list changes broadcast."""
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        if not broadcast_server_wide(self.session, method, params):
+            super().notify(method, params)
