@@ -53,7 +53,6 @@ import functools
 import logging
 import math
 import os
-import secrets
 import ssl
 import sys
 import weakref
@@ -64,18 +63,17 @@ import trio
 
 from mcp_sansio import (
     NEED_DATA,
-    ConnectionClosed,
     Era,
-    Event,
     Notification,
     RequestId,
     ServerConnection,
 )
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
-from ._api import AsyncClient, AsyncContext
+from ._api import AsyncClient
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError
-from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, tool_param_headers
+from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
+from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
 from ._session import Server
 from .trio import ServerSession, _one_error, _TrioRuntime
 
@@ -112,46 +110,18 @@ _CHUNK = 1 << 16
 #: Whether a socket's descriptor can be written with os.write (not on Windows).
 _DIRECT_WRITES = sys.platform != "win32"
 
-#: Notifications about the server as a whole: every session and listen stream hears them.
-_SERVER_WIDE = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
-                          "notifications/resources/list_changed"})
+class _HTTPSession(HTTPSessionLogic, ServerSession):
+    """The session logic of one HTTP session (:class:`HTTPSessionLogic`); what handlers
+    send is routed by flushing the HTTP session and waking the server's pump."""
 
-
-class _HTTPContext(AsyncContext):
-    """A handler's context over HTTP: a list change is the server's, not one session's, so
-    it is broadcast (every operating session, every listen stream that asked for it)."""
-
-    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        session = self.session
-        if method in _SERVER_WIDE and isinstance(session, _HTTPSession):
-            session._service.http.broadcast(method, params)
-            session._service._wake()
-            return
-        super().notify(method, params)
-
-
-class _HTTPSession(ServerSession):
-    """The session logic of one HTTP session (a handshake-era session, or one stateless-era
-    request). The HTTP server drains its connection; what handlers send is routed by
-    flushing the HTTP session and waking the server's pump."""
-
-    context_class = _HTTPContext
+    context_class = HTTPContext
+    _service: HTTPService
 
     def __init__(self, conn: ServerConnection, server: Server, service: HTTPService,
                  http_session: Session) -> None:
         super().__init__(conn, server)
-        self._service = service
-        self._http_session = weakref.ref(http_session)
+        self._bind(service, http_session)
         self._nursery = service._nursery
-
-    def service(self) -> None:
-        http_session = self._http_session()
-        if http_session is not None:
-            http_session.flush()
-        self._service._wake()
-
-    def _arm(self, deadline: float | None) -> None:
-        """The HTTP server owns every timer (next_deadline covers the connections')."""
 
     def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
         nursery = self._nursery
@@ -236,7 +206,7 @@ class _Socket:
         self.scope.cancel()
 
 
-class HTTPService:
+class HTTPService(HTTPServiceBase["_HTTPSession"]):
     """A running HTTP server on trio (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int) -> None:
@@ -261,19 +231,7 @@ class HTTPService:
         self._drained = trio.lowlevel.ParkingLot()
         self._closed = trio.Event()
         #: ``(host, port)`` the server listens on.
-        self.address: tuple[str, int] = ("", 0)
-
-    @property
-    def port(self) -> int:
-        """The port the server listens on (the one picked, when asked for port 0)."""
-        return self.address[1]
-
-    @property
-    def url(self) -> str:
-        """The MCP endpoint's URL, e.g. ``http://127.0.0.1:8000/mcp``."""
-        host = self.address[0]
-        host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{self.port}{self.http.path}"
+        self.address = ("", 0)
 
     # -- the pump --------------------------------------------------------------------------
 
@@ -284,6 +242,8 @@ class HTTPService:
         self._work = True
         if not self._pumping:
             self._drain_now()
+
+    _kick = _wake
 
     def _drain_now(self) -> None:
         """A drain that cannot wait: when it starts a handler, the pump task takes over
@@ -379,15 +339,11 @@ class HTTPService:
             if not self._work:
                 return
 
-    def _dispatch(self, session: Session, event: Event) -> None:
-        logic = self._sessions.get(session)
-        if logic is None:
-            logic = _HTTPSession(session.connection, self.server, self, session)
-            self._sessions[session] = logic
-        logic._dispatch(event)
-        if isinstance(event, ConnectionClosed):
-            self._sessions.pop(session, None)
-            logic._stop_tasks()
+    def _new_logic(self, session: Session) -> _HTTPSession:
+        return _HTTPSession(session.connection, self.server, self, session)
+
+    def _ended(self, logic: _HTTPSession) -> None:
+        logic._stop_tasks()
 
     def _write(self, channel: ServerChannel, data: bytes) -> None:
         sock = self._sockets.get(channel)
@@ -544,17 +500,9 @@ async def start_http(
     ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer (413, 400)
     reaches a client that is still sending. Leaving the block closes every connection and
     cancels every handler."""
-    key = request_state_key or secrets.token_bytes(32)
-    options = dict(connection_options or {})
-
-    def connection() -> ServerConnection:
-        return server.connection(request_state_key=key, **options)
-
-    # 2026-07-28 Mcp-Param-* checking follows the server's tools unless told otherwise
-    http_options.setdefault("tool_param_headers", tool_param_headers(server))
-    http = HTTPServer(connection,
-                      new_session_id=new_session_id or (lambda: secrets.token_urlsafe(32)),
-                      **http_options)
+    http = new_http_server(server, request_state_key=request_state_key,
+                           connection_options=connection_options,
+                           new_session_id=new_session_id, http_options=http_options)
     service = HTTPService(server, http, max_write_buffer=max_write_buffer)
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
     listeners = await trio.open_tcp_listeners(port, host=host)
