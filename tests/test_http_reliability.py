@@ -19,6 +19,7 @@ import contextlib
 import gc
 import http.client
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -43,6 +44,7 @@ from mcp_sansio.http import ResponseMode
 from .http_util import Harness
 
 SAFETY = 60
+RUNTIMES = ["asyncio", "trio", "threading"]
 ACCEPT = b"application/json, text/event-stream"
 INFO = {"name": "reliability", "version": "1"}
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -328,37 +330,104 @@ def test_a_half_closed_client_gets_its_answer_and_then_the_close() -> None:
     run(main())
 
 
-def test_a_half_close_during_a_long_call_is_the_client_leaving() -> None:
-    """The server cannot tell a half-closed HTTP client from one that left (an end of file
-    is all it sees), and HTTP clients do not half-close while waiting: in the stateless era
-    a stream whose client left cancels its request; the server goes on serving others."""
+def recv_all(sock: socket.socket) -> bytes:
+    out = b""
+    with contextlib.suppress(OSError):
+        while chunk := sock.recv(65536):
+            out += chunk
+    return out
 
-    async def main() -> None:
-        server = build(asyncio.sleep)
-        started, cancelled = asyncio.Event(), asyncio.Event()
 
-        @server.tool(description="Waits until cancelled.")
-        async def block() -> str:
-            started.set()
-            try:
-                await asyncio.sleep(SAFETY)
-            except asyncio.CancelledError:
-                cancelled.set()
-                raise
-            return "never"
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_half_close_during_a_long_call_is_the_client_leaving(runtime: str) -> None:
+    """What a half-close while a call runs means, the same on every runtime (docs/http.rst,
+    "Deployment notes"). The server sees an end of file and nothing else: it cannot tell a
+    client that shut its write side (RFC 9112 section 9.6 allows it, HTTP clients do not do
+    it while waiting) from one that left, and a server that waited for a write to fail
+    would learn of a departed client late (a keep-alive later) or, for a JSON answer, never.
+    So an end of file is the client leaving, and each era's rule for that applies: in
+    2026-07-28 "closing a stream cancels its request" (the handler is cancelled, nothing
+    is answered); in the handshake era a disconnection "SHOULD NOT be interpreted as the
+    client cancelling its request" (2025-11-25 transports): the call runs on and its
+    answer waits in the event store for a GET with ``Last-Event-ID``."""
+    sleep = _sleep_for(runtime)
+    server = build(sleep)
+    started, release, cancelled = threading.Event(), threading.Event(), threading.Event()
 
-        async with start_http(server) as service, connection(service.port) as (reader, writer):
-            writer.write(call("block", {}))
-            await writer.drain()
-            await started.wait()
-            writer.write_eof()
-            await cancelled.wait()
-            raw = await read_to_eof(reader)
-            # nothing was said for it (a 2026-07-28 stream opens at its first message)
-            # and nothing is: the server closes
-            assert raw == b""
-            assert await echo_round_trip(service.port) == "still here"
-    run(main())
+    @server.tool(description="Runs until released (or cancelled).")
+    async def block() -> str:
+        started.set()
+        try:
+            while not release.is_set():
+                await sleep(0.01)
+        except BaseException:
+            cancelled.set()
+            raise
+        return "released"
+
+    def story(service: Any) -> None:
+        port = service.port
+        # 2026-07-28: the client half-closes during the call
+        with socket.create_connection(("127.0.0.1", port), timeout=SAFETY) as sock:
+            sock.sendall(call("block", {}))
+            assert started.wait(SAFETY)
+            sock.shutdown(socket.SHUT_WR)
+            raw = recv_all(sock)
+        assert raw == b""  # closed, nothing said (the stream had not opened yet)
+        assert cancelled.wait(SAFETY)  # and the call is cancelled
+        started.clear()
+        cancelled.clear()
+        # the handshake era: a session, the same call on an SSE stream (primed: the
+        # client has an event id), a half-close
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=SAFETY)
+        conn.request("POST", "/mcp", json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": INFO}}),
+            {"Accept": ACCEPT.decode(), "Content-Type": "application/json"})
+        response = conn.getresponse()
+        response.read()
+        sid = response.getheader("mcp-session-id")
+        assert response.status == 200 and sid
+        session = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        conn.request("POST", "/mcp", json.dumps({
+            "jsonrpc": "2.0", "method": "notifications/initialized"}),
+            {"Accept": ACCEPT.decode(), "Content-Type": "application/json", **session})
+        response = conn.getresponse()
+        response.read()
+        assert response.status == 202
+        with socket.create_connection(("127.0.0.1", port), timeout=SAFETY) as sock:
+            sock.sendall(post({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                               "params": {"name": "block", "arguments": {}}},
+                              *session.items()))
+            raw = b""
+            while (found := re.search(rb"\nid: ?([^\r\n]+)\n", raw)) is None:
+                chunk = sock.recv(65536)
+                assert chunk, raw
+                raw += chunk
+            event_id = found.group(1).decode()
+            assert started.wait(SAFETY)
+            sock.shutdown(socket.SHUT_WR)
+            raw += recv_all(sock)
+        assert raw.startswith(b"HTTP/1.1 200 ") and b"released" not in raw
+        release.set()  # the call was not cancelled: it ends now, for nobody listening...
+        # ...and its answer is there for the client that resumes the stream
+        conn.request("GET", "/mcp", headers={"Accept": "text/event-stream",
+                                             "Last-Event-ID": event_id, **session})
+        response = conn.getresponse()
+        assert response.status == 200
+        while b"released" not in (line := response.readline()):
+            assert line, "the resumed stream ended without the answer"
+        assert json.loads(line.partition(b":")[2])["id"] == 2
+        assert not cancelled.is_set()
+        conn.close()
+        assert run_echo(port) == "still here"
+
+    in_process(runtime, story, server)
+
+
+def run_echo(port: int) -> str:
+    """:func:`echo_round_trip` from a thread with no event loop of its own."""
+    return str(asyncio.run(echo_round_trip(port)))
 
 
 def test_a_reader_that_never_reads_is_bounded_by_max_write_buffer() -> None:
@@ -582,7 +651,6 @@ def test_a_server_restart_in_the_middle_our_client_renews_once() -> None:
 
 # -- the same over every server runtime, as a real process -----------------------------------
 
-RUNTIMES = ["asyncio", "trio", "threading"]
 
 
 class Served:
