@@ -283,14 +283,17 @@ def test_progress_and_logs_stream_before_the_response() -> None:
     validate_messages(V, r.messages, {1: "tools/call"})
 
 
+@pytest.mark.parametrize("mode", [ResponseMode.SSE, ResponseMode.AUTO])
 @pytest.mark.parametrize(("code", "status"), [(-32021, 400), (-32602, 400), (-32601, 404),
                                             (-32603, 200)])
-def test_a_later_refusal_still_gets_its_http_status(code: int, status: int) -> None:
+def test_a_later_refusal_still_gets_its_http_status(code: int, status: int,
+                                                    mode: ResponseMode) -> None:
     """The handler answers after the request was processed (from a thread pool, after an
     await): its error is still the first message, so it goes out as JSON with the status
-    the revision requires (-32021: 400), not as an event on a 200 SSE stream."""
+    the revision requires (-32021: 400), not as an event on a 200 SSE stream -- in SSE mode
+    as in AUTO mode, which decides by the first message in both eras."""
     app = Deferred()
-    h = Harness(handler=app)
+    h = Harness(handler=app, response_mode=mode)
     r = h.conn().send(body=request("tools/call", {"name": "t", "arguments": {}}),
                       headers=headers("tools/call", "t"))
     assert r.status is None
@@ -302,6 +305,29 @@ def test_a_later_refusal_still_gets_its_http_status(code: int, status: int) -> N
     assert r.done and r.status == status
     assert r.headers["content-type"] == "application/json"
     assert r.json["error"]["code"] == code
+
+
+def test_handshake_era_auto_mode_decides_by_the_first_message_too() -> None:
+    """AUTO in the handshake era: a later answer that is the first message is JSON (an
+    error is a 200 there: the transport worked), one that follows a notification is on an
+    SSE stream; SSE mode opens the stream as soon as the request is processed (its priming
+    event is the client's point of resumption)."""
+    for mode, later_kind in ((ResponseMode.AUTO, "application/json"),
+                             (ResponseMode.SSE, "text/event-stream")):
+        app = Deferred()
+        h = Harness(handler=app, response_mode=mode)
+        conn = h.conn()
+        sid = h.initialize(conn)
+        hdrs = h.session_headers(sid)
+        r = conn.send(body={"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                            "params": {"name": "t", "arguments": {}}}, headers=hdrs)
+        assert (r.status is None) is (mode is ResponseMode.AUTO)
+        session, req = next((s, e) for s, e in app.requests if e.method == "tools/call")
+        session.connection.send_error(req.request_id, -32602, "no")
+        session.flush()
+        h.run()
+        assert r.done and r.status == 200 and r.headers["content-type"] == later_kind
+        assert r.messages[-1]["error"]["code"] == -32602
 
 
 def test_a_silent_request_opens_its_stream_after_one_keepalive_interval() -> None:
@@ -598,7 +624,6 @@ def test_every_runtime_checks_mcp_param_headers_by_default(runtime: str) -> None
             _param_header_story(service.port, server)
     elif runtime == "trio":
         import trio
-
         from mcp_sansio.adapters.trio import start_http as start_trio
 
         async def on_trio() -> None:
