@@ -9,6 +9,10 @@ What is measured, each between this process and a child process over a pair of p
 * ``ours/<runtime>``: our client on asyncio, trio or threads, against ``mcp-sansio
   serve-example --runtime <runtime>``: ``call_tool("echo", {"text": "hello"})`` (with its
   default 60 s idle timeout, so a timer per request, as in real use).
+* ``rt/<runtime>``: the runtime floors. The floor's client against a *bare* child on asyncio
+  (a loop-native pipe reader and write transport), trio (``FdStream`` fds: ``wait_readable``,
+  ``os.read``, ``os.write``) or threads (a reader thread), doing the floor's work and no MCP:
+  how much of ours over the floor is the runtime itself (``ours x rt`` in the summary).
 * ``sdk/legacy``: the official Python SDK's ``Client`` over stdio against its own server
   (``tests/peers/sdk_stdio_server.py``, the same ``echo``), in the handshake era.
 
@@ -75,6 +79,103 @@ for line in sys.stdin.buffer:
     out.write(json.dumps(response).encode() + b"\n")
     out.flush()
 """
+
+#: What every runtime floor's child does with one line: the floor's work, as a function (an
+#: ``initialize`` line, which has no arguments, gets an empty result: the cold-start probe).
+ANSWER = r"""
+import json, os
+def answer(line):
+    request = json.loads(line)
+    arguments = request["params"].get("arguments")
+    result = {"content": [{"type": "text", "text": arguments["text"]}]} if arguments else {}
+    return json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode() + b"\n"
+def answers(rest, data):
+    *lines, rest = (rest + data).split(b"\n")
+    return b"".join(map(answer, lines)), rest
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+"""
+
+#: The runtime floors: the floor's child on each runtime, bare (no MCP): what the runtime
+#: itself costs before any of our code runs. Each reads its stdin as our server does on that
+#: runtime (64 KiB reads), answers every complete line of a read, and writes the answers of a
+#: read in one write.
+RUNTIME_CHILDREN = {
+    # A loop-native pipe reader (connect_read_pipe, data_received) and a write transport.
+    "asyncio": ANSWER + r"""
+import asyncio, os
+
+class Echo(asyncio.Protocol):
+    def __init__(self, out, done):
+        self.out, self.done, self.rest = out, done, b""
+    def data_received(self, data):
+        reply, self.rest = answers(self.rest, data)
+        if reply:
+            self.out.write(reply)
+    def eof_received(self):
+        if not self.done.done():
+            self.done.set_result(None)
+    def connection_lost(self, exc):
+        self.eof_received()
+
+async def main():
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    out, _ = await loop.connect_write_pipe(asyncio.BaseProtocol,
+                                           open(1, "wb", buffering=0, closefd=False))
+    inp, _ = await loop.connect_read_pipe(lambda: Echo(out, done),
+                                          open(0, "rb", buffering=0, closefd=False))
+    inp.max_size = 65536  # as our adapter sets it (asyncio's 256 KiB reads mmap each time)
+    await done
+
+asyncio.run(main())
+""",
+    # trio's FdStream fds; wait_readable then os.read, and a direct os.write (our pump's way).
+    "trio": ANSWER + r"""
+import os, trio
+
+async def main():
+    inp = trio.lowlevel.FdStream(os.dup(0))
+    out = trio.lowlevel.FdStream(os.dup(1))
+    ifd, ofd, rest = inp.fileno(), out.fileno(), b""
+    while True:
+        await trio.lowlevel.wait_readable(ifd)
+        try:
+            data = os.read(ifd, 65536)
+        except BlockingIOError:
+            continue
+        if not data:
+            break
+        reply, rest = answers(rest, data)
+        if reply:
+            try:
+                written = os.write(ofd, reply)
+            except BlockingIOError:
+                written = 0
+            if written < len(reply):
+                await out.send_all(reply[written:])
+
+trio.run(main)
+""",
+    # A reader thread (blocking 64 KiB reads, writes from that thread); the main thread waits.
+    "threading": ANSWER + r"""
+import os, threading
+
+def pump():
+    rest = b""
+    while data := os.read(0, 65536):
+        reply, rest = answers(rest, data)
+        if reply:
+            write_all(1, reply)
+
+reader = threading.Thread(target=pump)
+reader.start()
+reader.join()
+""",
+}
+
 
 INITIALIZE = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {},
@@ -187,9 +288,12 @@ def measure(contestants: list[Contestant], reps: int) -> None:
 # -- the floor ---------------------------------------------------------------------------------
 
 
-def floor_contestant(seq_n: int, rounds: int) -> Contestant:
+def floor_contestant(seq_n: int, rounds: int, name: str = "floor",
+                     child: str = FLOOR_CHILD) -> Contestant:
+    """The floor, or (with ``child``) a runtime floor: the same client side (a blocking
+    ``os.write`` and a buffered ``readline``, stdlib ``json``) against another child."""
     def body(me: Contestant) -> None:
-        proc = subprocess.Popen([sys.executable, "-c", FLOOR_CHILD], stdin=subprocess.PIPE,
+        proc = subprocess.Popen([sys.executable, "-c", child], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE)
         assert proc.stdin and proc.stdout
         fd = proc.stdin.fileno()
@@ -222,7 +326,13 @@ def floor_contestant(seq_n: int, rounds: int) -> Contestant:
             proc.stdin.close()
             proc.wait()
 
-    return Contestant("floor", body)
+    return Contestant(name, body)
+
+
+def runtime_floor(runtime: str, seq_n: int, rounds: int) -> Contestant:
+    """``rt/<runtime>``: the floor's client against the floor's work done by a bare child on
+    ``runtime`` (:data:`RUNTIME_CHILDREN`)."""
+    return floor_contestant(seq_n, rounds, f"rt/{runtime}", RUNTIME_CHILDREN[runtime])
 
 
 # -- ours --------------------------------------------------------------------------------------
@@ -431,6 +541,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per contestant")
     parser.add_argument("--no-sdk", action="store_true", help="leave the official SDK out")
+    parser.add_argument("--no-runtime-floors", action="store_true",
+                        help="leave the bare runtime echo children (rt/<runtime>) out")
     parser.add_argument("--runtimes", default=",".join(RUNTIMES),
                         help="comma-separated runtimes (default: all available)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
@@ -443,6 +555,8 @@ def main() -> int:
         runtimes.remove("trio")
 
     contestants = [floor_contestant(seq_n, rounds)]
+    if not args.no_runtime_floors:
+        contestants += [runtime_floor(runtime, seq_n, rounds) for runtime in runtimes]
     contestants += [ours_contestant(runtime, seq_n, rounds) for runtime in runtimes]
     sdk = None if args.no_sdk else sdk_contestant(seq_n, rounds)
     if sdk is not None:
@@ -469,6 +583,9 @@ def main() -> int:
     print(f"\n# cold start: spawn -> answer to initialize (median of {runs}, ms)")
     starts = {"floor (python answers one line)": cold_start(floor_answer_child(), runs)}
     for runtime in runtimes:
+        if not args.no_runtime_floors:
+            starts[f"rt/{runtime} (bare child)"] = cold_start(
+                [sys.executable, "-c", RUNTIME_CHILDREN[runtime]], runs)
         starts[f"serve-example/{runtime}"] = cold_start(example(runtime), runs)
     if sdk is not None:
         starts["sdk server"] = cold_start([sys.executable, str(PEERS / "sdk_stdio_server.py")],
@@ -491,6 +608,21 @@ def main() -> int:
         p = statistics.median(by[(f"ours/{runtime}", "100 in flight")].ratios)
         print(f"aim ours/{runtime}: sequential <= 1.3x floor: {s:.2f}x; "
               f"100 in flight <= 3x floor: {p:.2f}x")
+        if not args.no_runtime_floors:
+            # Paired per repetition as x floor is: ours against its runtime's bare child.
+            rs, rp = (by[(f"rt/{runtime}", shape)] for shape in ("sequential", "100 in flight"))
+            ours_s, ours_p = (by[(f"ours/{runtime}", shape)]
+                              for shape in ("sequential", "100 in flight"))
+            over_s = statistics.median(
+                a / b for a, b in zip(ours_s.samples, rs.samples, strict=True))
+            over_p = statistics.median(
+                a / b for a, b in zip(ours_p.samples, rp.samples, strict=True))
+            print(f"  rt/{runtime} (the runtime alone): sequential "
+                  f"{statistics.median(rs.ratios):.2f}x floor, 100 in flight "
+                  f"{statistics.median(rp.ratios):.2f}x; ours x rt/{runtime}: "
+                  f"{over_s:.2f}x, {over_p:.2f}x")
+            report.setdefault("ours_x_runtime_floor", {})[runtime] = {
+                "sequential": over_s, "100 in flight": over_p}
     if "asyncio" in runtimes:
         print(f"aim cold start <= 100 ms: {starts['serve-example/asyncio']:.1f} ms (asyncio)")
     print(f"aim heap <= 3072 bytes per pending request: "

@@ -21,6 +21,11 @@ Run (from outside the repository, so that the checkout is not first on ``sys.pat
     cd /tmp && python /path/to/benchmarks/stdio_ab.py /tmp/rev_a /tmp/rev_b
 
 ``installed`` as a tree means the package as installed (no ``PYTHONPATH``).
+
+``--cold`` compares cold starts instead: ``serve-example`` spawned from each tree in turn
+(with bytecode caches written), wall milliseconds from spawn to its answer to ``initialize``
+and the child's CPU milliseconds to its exit right after (``os.wait4``: user + system; the
+steadier measure on a shared machine).
 """
 
 from __future__ import annotations
@@ -146,6 +151,53 @@ def trial(runtime: str, seq_n: int, rounds: int) -> dict[str, Any]:
 # -- the comparison (parent mode) ----------------------------------------------------------------
 
 
+INITIALIZE = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "bench", "version": "1"}}}) + "\n").encode()
+
+
+def cold_trial(tree: str, runtime: str) -> dict[str, float]:
+    """One cold start from ``tree``: wall ms to the answer, the child's CPU ms in all."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if tree != "installed":
+        env["PYTHONPATH"] = tree
+    command = [sys.executable, "-m", "mcp_sansio", "serve-example", "--runtime", runtime]
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin and proc.stdout
+    proc.stdin.write(INITIALIZE)
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    wall = (time.perf_counter() - start) * 1000
+    assert b'"result"' in line, line
+    proc.stdin.close()
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0  # reaped above
+    proc.stdout.close()
+    return {"wall": wall, "cpu": (usage.ru_utime + usage.ru_stime) * 1000}
+
+
+def run_cold(a: str, b: str, runtimes: list[str], reps: int) -> None:
+    print(f"# A = {a}\n# B = {b}\n# cold start of serve-example, {reps} each, alternating; "
+          "ms, median A -> median B (median of paired ratios B/A)")
+    for runtime in runtimes:
+        cold_trial(a, runtime)  # untimed: bytecode caches, page cache
+        cold_trial(b, runtime)
+        results: dict[str, list[dict[str, float]]] = {"a": [], "b": []}
+        for i in range(reps):
+            for side in ("a", "b") if i % 2 == 0 else ("b", "a"):
+                results[side].append(cold_trial(a if side == "a" else b, runtime))
+        line = f"{runtime:<10}{'cold start':<14}"
+        for measure in ("wall", "cpu"):
+            xs = [r[measure] for r in results["a"]]
+            ys = [r[measure] for r in results["b"]]
+            ratio = statistics.median(y / x for x, y in zip(xs, ys, strict=True))
+            line += (f"  {measure} {statistics.median(xs):7.1f} -> "
+                     f"{statistics.median(ys):7.1f} ({ratio:.2f})")
+        print(line, flush=True)
+
+
 def run_trial(tree: str, runtime: str, seq_n: int, rounds: int) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     if tree != "installed":
@@ -172,7 +224,13 @@ def main() -> int:
     parser.add_argument("--seq", type=int, default=1000, help="sequential calls per trial")
     parser.add_argument("--rounds", type=int, default=30, help="rounds of 100 in flight")
     parser.add_argument("--quick", action="store_true", help="a smoke run (tiny counts)")
+    parser.add_argument("--cold", action="store_true",
+                        help="compare cold starts (spawn -> answer to initialize) instead")
     args = parser.parse_args()
+    if args.cold:
+        run_cold(args.a, args.b, [r for r in args.runtimes.split(",") if r],
+                 2 if args.quick else args.reps)
+        return 0
     reps, seq_n, rounds = (1, 20, 1) if args.quick else (args.reps, args.seq, args.rounds)
     print(f"# A = {args.a}\n# B = {args.b}\n# {reps} trials each, alternating; sequential "
           f"{seq_n} calls, in flight {rounds} x {IN_FLIGHT}; us per call, median A -> "
