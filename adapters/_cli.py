@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import ipaddress
 import json
 import logging
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -44,6 +42,8 @@ def _missing_runtime(runtime: str, command: str) -> bool:
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a bind address or name) only accepts connections from this machine."""
+    import ipaddress  # here: only the HTTP transport asks
+
     if host.lower() == "localhost":
         return True
     try:
@@ -182,6 +182,8 @@ def _table(out: TextIO, title: str, columns: Sequence[str], rows: list[list[str]
     if not rows:
         out.write("  (none)\n")
         return
+    import shutil
+
     width = shutil.get_terminal_size((120, 24)).columns
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
     budget = max(20, width - sum(widths[:-1]) - 2 * len(columns) - 2)

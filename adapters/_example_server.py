@@ -559,9 +559,17 @@ def _sleep_for(runtime: str) -> Sleep:
         import trio
 
         return trio.sleep
+    if runtime == "threading":
+        return _asyncio_sleep  # asyncio imported by the first sleep, not by a cold start
     import asyncio
 
     return asyncio.sleep
+
+
+async def _asyncio_sleep(seconds: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(seconds)
 
 
 def _log_to_stderr() -> None:

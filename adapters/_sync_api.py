@@ -16,13 +16,12 @@ its reader thread.)
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import inspect
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
 
@@ -44,6 +43,13 @@ from ._session import (
     page_params,
     sampling_request,
 )
+
+if TYPE_CHECKING:
+    import asyncio
+else:  # imported when a handler first needs a loop: a cold start does without it
+    from ._lazy import LazyModule
+
+    asyncio = LazyModule("asyncio", globals())
 
 __all__ = ["CancelToken", "SyncClient", "SyncServerSession", "SyncSubscription",
            "ThreadAsyncContext", "ThreadContext"]

@@ -62,7 +62,6 @@ import contextlib
 import datetime
 import inspect
 import logging
-import secrets
 import sys
 import threading
 import time
@@ -838,6 +837,8 @@ class Tasks:
                 log.warning("tasks: %d tasks kept, running %s synchronously",
                             len(self._tasks), ctx.params.get("name"))
                 return None
+            import secrets  # here: it imports hashlib (OpenSSL), ~2 ms of a cold start
+
             task = Task(secrets.token_urlsafe(16), now, mono + ttl / 1000, ttl,
                         self.poll_interval_ms)
             if ctx.era is not Era.STATELESS:

@@ -29,7 +29,6 @@ import contextlib
 import contextvars
 import logging
 import os
-import secrets
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
@@ -431,7 +430,7 @@ async def serve_stdio(
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
     conn = server.connection(
-        request_state_key=request_state_key or secrets.token_bytes(32), **connection_options)
+        request_state_key=request_state_key or os.urandom(32), **connection_options)
     session = ServerSession(conn, server)
     finished = asyncio.Event()
     session._on_closed.append(finished.set)

@@ -26,13 +26,11 @@ Server::
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import inspect
 import logging
 import os
-import secrets
 import selectors
 import signal
 import subprocess
@@ -74,6 +72,13 @@ from ._sync_api import (
     SyncSession,
     ThreadContext,
 )
+
+if TYPE_CHECKING:
+    import asyncio
+else:  # imported when an async def handler first runs: a cold start does without it
+    from ._lazy import LazyModule
+
+    asyncio = LazyModule("asyncio", globals())
 
 __all__ = [
     "CancelToken",
@@ -411,7 +416,7 @@ def serve_stdio(
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
     conn = server.connection(
-        request_state_key=request_state_key or secrets.token_bytes(32), **connection_options)
+        request_state_key=request_state_key or os.urandom(32), **connection_options)
     session = ServerSession(conn, server, max_workers=max_workers)
     session._out_fd = out_fd
     try:

@@ -26,7 +26,6 @@ import contextvars
 import logging
 import math
 import os
-import secrets
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
@@ -439,7 +438,7 @@ async def serve_stdio(
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
     conn = server.connection(
-        request_state_key=request_state_key or secrets.token_bytes(32), **connection_options)
+        request_state_key=request_state_key or os.urandom(32), **connection_options)
     session = ServerSession(conn, server)
     reader = trio.lowlevel.FdStream(os.dup(in_fd)) if pollable(in_fd) else None
     writer: trio.abc.SendStream = (trio.lowlevel.FdStream(os.dup(out_fd)) if pollable(out_fd)
