@@ -72,7 +72,6 @@ import heapq
 import inspect
 import itertools
 import logging
-import secrets
 import select
 import selectors
 import socket
@@ -88,9 +87,7 @@ from typing import Any, cast
 
 from mcp_sansio import (
     NEED_DATA,
-    ConnectionClosed,
     Era,
-    Event,
     Notification,
     Request,
     ServerConnection,
@@ -99,7 +96,8 @@ from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import _Resumed
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError
-from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, tool_param_headers
+from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
+from ._http_service import HTTPServiceBase, HTTPSessionLogic, broadcast_server_wide, new_http_server
 from ._session import Context, Job, Server
 from ._sync_api import SyncClient, SyncServerSession, ThreadAsyncContext, ThreadContext
 
@@ -143,32 +141,15 @@ _CHUNK = 1 << 16
 #: A send that never blocks, and never raises SIGPIPE where the system can say so.
 _DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0) | getattr(socket, "MSG_NOSIGNAL", 0)
 
-#: Notifications about the server as a whole: every session and listen stream hears them.
-_SERVER_WIDE = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
-                          "notifications/resources/list_changed"})
-
-
-def _notify(ctx: Context, method: str, params: Mapping[str, Any] | None) -> bool:
-    """A list change is the server's, not one session's: broadcast it (True when done)."""
-    session = ctx.session
-    if method not in _SERVER_WIDE or not isinstance(session, _HTTPSession):
-        return False
-    service = session._service
-    with service.lock:
-        service.http.broadcast(method, params)
-        service._pump()
-    return True
-
-
 class _Context(ThreadContext):
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        if not _notify(self, method, params):
+        if not broadcast_server_wide(self.session, method, params):
             super().notify(method, params)
 
 
 class _AsyncContext(ThreadAsyncContext):
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        if not _notify(self, method, params):
+        if not broadcast_server_wide(self.session, method, params):
             super().notify(method, params)
 
 
@@ -191,31 +172,22 @@ def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
         loop.close()
 
 
-class _HTTPSession(SyncServerSession):
-    """The session logic of one HTTP session (a handshake-era session, or one stateless-era
-    request). The HTTP server drains its connection; what handlers send is routed by
-    flushing the HTTP session and running the service's pump. It shares the service's lock
-    and handler pool."""
+class _HTTPSession(HTTPSessionLogic, SyncServerSession):
+    """The session logic of one HTTP session (:class:`HTTPSessionLogic`); what handlers
+    send is routed by flushing the HTTP session and running the service's pump. It shares
+    the service's lock and handler pool."""
+
+    _service: HTTPService
 
     def __init__(self, conn: ServerConnection, server: Server, service: HTTPService,
                  http_session: Session) -> None:
         super().__init__(conn, server, max_workers=1)
         self._pool = service._pool
         self.lock = service.lock
-        self._service = service
-        self._http_session = weakref.ref(http_session)
-
-    def service(self) -> None:
-        http_session = self._http_session()
-        if http_session is not None:
-            http_session.flush()
-        self._service._pump()
+        self._bind(service, http_session)
 
     def _now(self) -> float:
         return time.monotonic()
-
-    def _arm(self, deadline: float | None) -> None:
-        """The HTTP server owns every timer (next_deadline covers the connections')."""
 
     def _write(self, data: bytes) -> None:
         """Never called: the HTTP server drains the connection."""
@@ -555,7 +527,7 @@ class _Socket(_Writer):
             service._readers.discard(self.reader)
 
 
-class HTTPService:
+class HTTPService(HTTPServiceBase["_HTTPSession"]):
     """A running HTTP server on threads (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int,
@@ -596,17 +568,11 @@ class HTTPService:
         self._wake_r, self._wake_w = socket.socketpair()
         self._threads: list[threading.Thread] = []
         #: ``(host, port)`` the server listens on.
-        self.address: tuple[str, int] = ("", 0)
+        self.address = ("", 0)
 
-    @property
-    def port(self) -> int:
-        return self.address[1]
-
-    @property
-    def url(self) -> str:
-        host = self.address[0]
-        host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{self.port}{self.http.path}"
+    def broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
+        with self.lock:
+            super().broadcast(method, params)
 
     # -- the pump (the caller holds the lock) ----------------------------------------------
 
@@ -633,15 +599,13 @@ class HTTPService:
             self._timer_at = deadline
             self._timer.notify()
 
-    def _dispatch(self, session: Session, event: Event) -> None:
-        logic = self._sessions.get(session)
-        if logic is None:
-            logic = _HTTPSession(session.connection, self.server, self, session)
-            self._sessions[session] = logic
-        logic._dispatch(event)
-        if isinstance(event, ConnectionClosed):
-            self._sessions.pop(session, None)
-            logic._cancel_handlers()
+    _kick = _pump
+
+    def _new_logic(self, session: Session) -> _HTTPSession:
+        return _HTTPSession(session.connection, self.server, self, session)
+
+    def _ended(self, logic: _HTTPSession) -> None:
+        logic._cancel_handlers()
 
     def _stepped(self, loop: asyncio.AbstractEventLoop) -> None:
         """(The lock held.) A handler stepped on ``loop`` ended without suspending: keep
@@ -836,17 +800,9 @@ def start_http(
     once. A connection the server closes lingers (half-closed, its reader discarding) for
     at most ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer
     (413, 400) reaches a client that is still sending."""
-    key = request_state_key or secrets.token_bytes(32)
-    options = dict(connection_options or {})
-
-    def connection() -> ServerConnection:
-        return server.connection(request_state_key=key, **options)
-
-    # 2026-07-28 Mcp-Param-* checking follows the server's tools unless told otherwise
-    http_options.setdefault("tool_param_headers", tool_param_headers(server))
-    http = HTTPServer(connection,
-                      new_session_id=new_session_id or (lambda: secrets.token_urlsafe(32)),
-                      **http_options)
+    http = new_http_server(server, request_state_key=request_state_key,
+                           connection_options=connection_options,
+                           new_session_id=new_session_id, http_options=http_options)
     service = HTTPService(server, http, max_write_buffer=max_write_buffer,
                           max_connections=max_connections, max_workers=max_workers,
                           shutdown_timeout=shutdown_timeout)
