@@ -13,6 +13,8 @@ What is measured, each between this process and a child process over a pair of p
   (a loop-native pipe reader and write transport), trio (``FdStream`` fds: ``wait_readable``,
   ``os.read``, ``os.write``) or threads (a reader thread), doing the floor's work and no MCP:
   how much of ours over the floor is the runtime itself (``ours x rt`` in the summary).
+* ``srv/<runtime>``: our server alone: the floor's client against ``serve-example`` on that
+  runtime (initialized first). What is left of ``ours/<runtime>`` over it is our client's.
 * ``sdk/legacy``: the official Python SDK's ``Client`` over stdio against its own server
   (``tests/peers/sdk_stdio_server.py``, the same ``echo``), in the handshake era.
 
@@ -289,16 +291,22 @@ def measure(contestants: list[Contestant], reps: int) -> None:
 
 
 def floor_contestant(seq_n: int, rounds: int, name: str = "floor",
-                     child: str = FLOOR_CHILD) -> Contestant:
-    """The floor, or (with ``child``) a runtime floor: the same client side (a blocking
-    ``os.write`` and a buffered ``readline``, stdlib ``json``) against another child."""
+                     child: str = FLOOR_CHILD, command: list[str] | None = None) -> Contestant:
+    """The floor, or (with ``child``) a runtime floor, or (with ``command``, an MCP server)
+    our server alone: the same client side (a blocking ``os.write`` and a buffered
+    ``readline``, stdlib ``json``) against another child. An MCP server is initialized
+    first (one ``initialize``, one ``notifications/initialized``)."""
     def body(me: Contestant) -> None:
-        proc = subprocess.Popen([sys.executable, "-c", child], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE)
+        proc = subprocess.Popen(command or [sys.executable, "-c", child],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert proc.stdin and proc.stdout
         fd = proc.stdin.fileno()
         reader = proc.stdout
         next_id = [0]
+        if command is not None:
+            os.write(fd, INITIALIZE)
+            assert b'"result"' in reader.readline()
+            os.write(fd, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
 
         def request() -> bytes:
             next_id[0] += 1
@@ -333,6 +341,12 @@ def runtime_floor(runtime: str, seq_n: int, rounds: int) -> Contestant:
     """``rt/<runtime>``: the floor's client against the floor's work done by a bare child on
     ``runtime`` (:data:`RUNTIME_CHILDREN`)."""
     return floor_contestant(seq_n, rounds, f"rt/{runtime}", RUNTIME_CHILDREN[runtime])
+
+
+def server_alone(runtime: str, seq_n: int, rounds: int) -> Contestant:
+    """``srv/<runtime>``: the floor's client against ``serve-example`` on ``runtime``: our
+    server's share of ``ours/<runtime>`` (the rest is our client's)."""
+    return floor_contestant(seq_n, rounds, f"srv/{runtime}", command=example(runtime))
 
 
 # -- ours --------------------------------------------------------------------------------------
@@ -557,6 +571,7 @@ def main() -> int:
     contestants = [floor_contestant(seq_n, rounds)]
     if not args.no_runtime_floors:
         contestants += [runtime_floor(runtime, seq_n, rounds) for runtime in runtimes]
+        contestants += [server_alone(runtime, seq_n, rounds) for runtime in runtimes]
     contestants += [ours_contestant(runtime, seq_n, rounds) for runtime in runtimes]
     sdk = None if args.no_sdk else sdk_contestant(seq_n, rounds)
     if sdk is not None:
@@ -621,6 +636,10 @@ def main() -> int:
                   f"{statistics.median(rs.ratios):.2f}x floor, 100 in flight "
                   f"{statistics.median(rp.ratios):.2f}x; ours x rt/{runtime}: "
                   f"{over_s:.2f}x, {over_p:.2f}x")
+            ss, sp = (by[(f"srv/{runtime}", shape)] for shape in ("sequential", "100 in flight"))
+            print(f"  srv/{runtime} (our server, the floor's client): sequential "
+                  f"{statistics.median(ss.ratios):.2f}x floor, 100 in flight "
+                  f"{statistics.median(sp.ratios):.2f}x")
             report.setdefault("ours_x_runtime_floor", {})[runtime] = {
                 "sequential": over_s, "100 in flight": over_p}
     if "asyncio" in runtimes:

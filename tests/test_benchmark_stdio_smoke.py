@@ -21,8 +21,8 @@ def test_stdio_benchmark_quick(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=600, cwd=ROOT, check=False)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
     out = proc.stdout
-    names = ["floor", "rt/asyncio", "rt/trio", "rt/threading", "ours/asyncio", "ours/trio",
-             "ours/threading", "sdk/legacy"]
+    names = ["floor", "rt/asyncio", "rt/trio", "rt/threading", "srv/asyncio", "srv/trio",
+             "srv/threading", "ours/asyncio", "ours/trio", "ours/threading", "sdk/legacy"]
     for name in names:
         for shape in ("sequential", "100 in flight"):
             assert re.search(rf"^{re.escape(name)}\s+{shape}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$",
