@@ -95,7 +95,7 @@ class HTTPServiceBase(Generic[LogicT]):
         """A session closed: stop the handlers it still runs."""
         raise NotImplementedError
 
-    def broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
+    def _broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
         """Send a server-wide notification to every session and listen stream for it."""
         self.http.broadcast(method, params)
         self._kick()
@@ -144,7 +144,7 @@ def broadcast_server_wide(session: object, method: str,
     handler (True when done); else the caller sends it on its own session."""
     if method not in SERVER_WIDE or not isinstance(session, HTTPSessionLogic):
         return False
-    session._service.broadcast(method, params)
+    session._service._broadcast(method, params)
     return True
 
 

@@ -570,9 +570,9 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
         #: ``(host, port)`` the server listens on.
         self.address = ("", 0)
 
-    def broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
+    def _broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
         with self.lock:
-            super().broadcast(method, params)
+            super()._broadcast(method, params)
 
     # -- the pump (the caller holds the lock) ----------------------------------------------
 
