@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ssl
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
@@ -72,8 +71,8 @@ class _Socket(asyncio.Protocol):
         http = client.http
         try:
             await asyncio.wait_for(client._loop.create_connection(
-                lambda: self, http.host, http.port, ssl=client._ssl,
-                server_hostname=http.host if client._ssl is not None else None,
+                lambda: self, http.host, http.port, ssl=client.ssl_context,
+                server_hostname=http.host if client.ssl_context is not None else None,
             ), client.connect_timeout)
         except asyncio.CancelledError:
             self._forget()
@@ -150,11 +149,7 @@ class HTTPClientSession(_AsyncioRuntime, HTTPClientLogic, AsyncClient):
         super().__init__(*args, **kwargs)
         self._sockets: dict[ClientChannel, _Socket] = {}
         self._sockets_changed = asyncio.Event()
-        self._ssl: ssl.SSLContext | None = None
-        if self.http.scheme == "https":
-            self._ssl = ssl.create_default_context()
-        self.connect_timeout = DEFAULT_CONNECT_TIMEOUT
-        self.max_write_buffer = DEFAULT_MAX_WRITE_BUFFER
+        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER)
         #: TCP connections opened so far (keep-alive reuses them).
         self.connections_opened = 0
 
@@ -213,18 +208,10 @@ async def connect_http(
     :func:`ssl.create_default_context`). The callbacks and ``connection_options`` are as
     for :func:`~mcp_sansio.adapters.asyncio.connect_stdio`. On exit the session is ended
     (``DELETE``) and every socket closed."""
-    options = dict(http_options or {})
-    connect_timeout = options.pop("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
-    max_write_buffer = options.pop("max_write_buffer", DEFAULT_MAX_WRITE_BUFFER)
-    ssl_context = options.pop("ssl_context", None)
-    client = HTTPClientSession.create_http(
-        url, headers=headers, http_options=options, sampling=sampling,
+    client = HTTPClientSession.create_for_adapter(
+        url, headers=headers, http_options=http_options, sampling=sampling,
         elicitation=elicitation, roots=roots, on_notification=on_notification, on_log=on_log,
         info=info, **connection_options)
-    client.connect_timeout = connect_timeout
-    client.max_write_buffer = max_write_buffer
-    if ssl_context is not None:
-        client._ssl = ssl_context
     try:
         if connect:
             await client.connect(era=era)

@@ -68,6 +68,7 @@ can subscribe again.
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
 
@@ -93,6 +94,10 @@ class HTTPTransportError(ConnectionClosedError):
         self.status = status
 
 
+#: The ``http_options`` of ``connect_http`` that are the adapter's, not the HTTP client's.
+_ADAPTER_OPTIONS = ("connect_timeout", "max_write_buffer", "ssl_context")
+
+
 class HTTPClientLogic(ClientLogic):
     """:class:`~._session.ClientLogic` whose pump is a
     :class:`~mcp_sansio.http.HTTPClient` (see the module's documentation for the hooks a
@@ -115,6 +120,33 @@ class HTTPClientLogic(ClientLogic):
         self.session_renewals = 0
         self._http_closing = False
         self._connect_error: str | None = None
+
+    def _socket_options(self, connect_timeout: float, max_write_buffer: int) -> None:
+        """The runtime's socket options at its defaults (``connect_http`` may change them:
+        :meth:`create_for_adapter`)."""
+        #: Seconds to wait for a TCP (and TLS) connection to open.
+        self.connect_timeout = connect_timeout
+        #: Unwritten output (bytes) a socket may hold before it is dropped.
+        self.max_write_buffer = max_write_buffer
+        #: TLS for ``https``: the system's trusted certificates unless told otherwise.
+        self.ssl_context: ssl.SSLContext | None = (
+            ssl.create_default_context() if self.http.scheme == "https" else None)
+
+    @classmethod
+    def create_for_adapter(cls, url: str, *, http_options: Mapping[str, Any] | None = None,
+                           **options: Any) -> Self:
+        """:meth:`create_http`, after taking out of ``http_options`` the three that are the
+        adapter's own (``connect_timeout``, ``max_write_buffer``, ``ssl_context``: see
+        :meth:`_socket_options`) and applying them to the client; what every runtime's
+        ``connect_http`` does first."""
+        rest = dict(http_options or {})
+        own = {name: rest.pop(name) for name in _ADAPTER_OPTIONS if name in rest}
+        if own.get("ssl_context") is None:
+            own.pop("ssl_context", None)  # None: the default context (for https)
+        client = cls.create_http(url, http_options=rest, **options)
+        for name, value in own.items():
+            setattr(client, name, value)
+        return client
 
     @classmethod
     def create_http(

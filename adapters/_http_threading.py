@@ -1011,11 +1011,7 @@ class HTTPClientSession(HTTPClientLogic, SyncClient):
         self._stopping = False
         self._timer_thread: threading.Thread | None = None
         self._readers: set[threading.Thread] = set()
-        self.connect_timeout = DEFAULT_CONNECT_TIMEOUT
-        self.max_write_buffer = DEFAULT_MAX_WRITE_BUFFER
-        self.ssl_context: ssl.SSLContext | None = None
-        if self.http.scheme == "https":
-            self.ssl_context = ssl.create_default_context()
+        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER)
         #: TCP connections opened so far (keep-alive reuses them).
         self.connections_opened = 0
 
@@ -1116,18 +1112,10 @@ def connect_http(
     callbacks and ``connection_options`` are as for
     :func:`~mcp_sansio.adapters.threading.connect_stdio`. On exit the session is ended
     (``DELETE``), every socket closed and every thread joined."""
-    options = dict(http_options or {})
-    connect_timeout = options.pop("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
-    max_write_buffer = options.pop("max_write_buffer", DEFAULT_MAX_WRITE_BUFFER)
-    ssl_context = options.pop("ssl_context", None)
-    client = HTTPClientSession.create_http(
-        url, headers=headers, http_options=options, sampling=sampling,
+    client = HTTPClientSession.create_for_adapter(
+        url, headers=headers, http_options=http_options, sampling=sampling,
         elicitation=elicitation, roots=roots, on_notification=on_notification, on_log=on_log,
         info=info, **connection_options)
-    client.connect_timeout = connect_timeout
-    client.max_write_buffer = max_write_buffer
-    if ssl_context is not None:
-        client.ssl_context = ssl_context
     client._start()
     try:
         if connect:

@@ -53,7 +53,6 @@ import functools
 import logging
 import math
 import os
-import ssl
 import sys
 import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
@@ -577,11 +576,7 @@ class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
         super().__init__(*args, **kwargs)
         self._sockets: dict[ClientChannel, _ClientSocket] = {}
         self._sockets_changed = trio.lowlevel.ParkingLot()
-        self._ssl: ssl.SSLContext | None = None
-        if self.http.scheme == "https":
-            self._ssl = ssl.create_default_context()
-        self.connect_timeout = DEFAULT_CONNECT_TIMEOUT
-        self.max_write_buffer = DEFAULT_MAX_WRITE_BUFFER
+        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER)
         #: TCP connections opened so far (keep-alive reuses them).
         self.connections_opened = 0
 
@@ -628,8 +623,8 @@ class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
         try:
             with trio.fail_after(self.connect_timeout):
                 stream: trio.abc.Stream = await trio.open_tcp_stream(http.host, http.port)
-                if self._ssl is not None:
-                    stream = trio.SSLStream(stream, self._ssl, server_hostname=http.host,
+                if self.ssl_context is not None:
+                    stream = trio.SSLStream(stream, self.ssl_context, server_hostname=http.host,
                                             https_compatible=True)
                     await stream.do_handshake()
         except trio.TooSlowError:
@@ -756,18 +751,10 @@ async def connect_http(
     callbacks and ``connection_options`` are as for
     :func:`~mcp_sansio.adapters.trio.connect_stdio`. On exit the session is ended
     (``DELETE``) and every socket closed."""
-    options = dict(http_options or {})
-    connect_timeout = options.pop("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
-    max_write_buffer = options.pop("max_write_buffer", DEFAULT_MAX_WRITE_BUFFER)
-    ssl_context = options.pop("ssl_context", None)
-    client = HTTPClientSession.create_http(
-        url, headers=headers, http_options=options, sampling=sampling,
+    client = HTTPClientSession.create_for_adapter(
+        url, headers=headers, http_options=http_options, sampling=sampling,
         elicitation=elicitation, roots=roots, on_notification=on_notification, on_log=on_log,
         info=info, **connection_options)
-    client.connect_timeout = connect_timeout
-    client.max_write_buffer = max_write_buffer
-    if ssl_context is not None:
-        client._ssl = ssl_context
     async with _one_error(), trio.open_nursery() as nursery:
         client._nursery = nursery
         nursery.start_soon(client._timer)
