@@ -1,6 +1,7 @@
-"""The trio server hands a new handler to a task that finished its previous one (instead of
-spawning a task per request): each handler still runs in a fresh copy of the context, in its
-own cancel scope, and a cancelled one is cancelled for real.
+"""The trio server runs handlers in runner tasks (not a task per request): a runner takes the
+queued handlers one after the other, each still in a fresh copy of the context and a cancel
+scope of its own; a cancelled one is cancelled for real, one cancelled while queued runs
+cancelled, and one that waits does not hold up the handlers queued behind it.
 """
 
 from __future__ import annotations
@@ -132,6 +133,42 @@ def test_a_handler_on_a_reused_task_is_cancelled_for_real() -> None:
     peer.client.cancel(waits)
     peer.client.events()
     assert peer.ask("reads") == "unset"  # served meanwhile; nothing for the cancelled call
+    while "waits: cancelled" not in log and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert log == ["waits: started", "waits: cancelled"]
+    peer.close()
+
+
+def test_a_waiting_handler_does_not_hold_up_the_ones_queued_behind_it() -> None:
+    # One write: the runner steps "waits", which suspends and keeps that runner; the
+    # handlers queued behind it are run by another runner, not after it.
+    log: list[str] = []
+    peer = Peer(make_server(log))
+    waits = peer.call("waits")
+    later = [peer.call("sets", value=str(i)) for i in range(5)]
+    peer.send()
+    answers = peer.answers(5)
+    assert sorted(answers) == sorted(later)
+    assert waits not in answers
+    assert log == ["waits: started"]
+    peer.client.cancel(waits)
+    peer.send()
+    assert peer.ask("reads") == "unset"
+    peer.close()
+    assert log == ["waits: started", "waits: cancelled"]
+
+
+def test_a_handler_cancelled_before_it_started_runs_cancelled() -> None:
+    # The request and its cancellation in one read: the handler is still queued when the
+    # cancellation comes; it runs in a scope cancelled from the start (as a task spawned
+    # into a cancelled scope would), so its first wait raises Cancelled.
+    log: list[str] = []
+    peer = Peer(make_server(log))
+    waits = peer.call("waits")
+    peer.client.cancel(waits)
+    peer.send()
+    assert peer.ask("reads") == "unset"
+    deadline = time.monotonic() + SAFETY
     while "waits: cancelled" not in log and time.monotonic() < deadline:
         time.sleep(0.01)
     assert log == ["waits: started", "waits: cancelled"]
