@@ -23,7 +23,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
-from mcp_sansio import NEED_DATA, RequestId, ServerConnection
+from mcp_sansio import RequestId, ServerConnection
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
@@ -165,24 +165,8 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
     # -- the pump --------------------------------------------------------------------------
 
     def _pump(self) -> None:
-        if self._pumping:
-            self._again = True  # the running pump goes round once more
-            return
-        self._pumping = True
-        http = self.http
-        try:
-            while True:
-                self._again = False
-                while (item := http.next_event()) is not NEED_DATA:
-                    session, event = item
-                    self._dispatch(session, event)
-                for channel, data in http.data_to_send():
-                    self._write(channel, data)
-                if not self._again:
-                    break
-        finally:
-            self._pumping = False
-        self._arm(http.next_deadline())
+        if self._sync_drain():
+            self._arm(self.http.next_deadline())
 
     _kick = _pump
 

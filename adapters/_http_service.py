@@ -6,6 +6,8 @@ Each runtime's ``HTTPService`` subclasses :class:`HTTPServiceBase`, which holds 
 session's first event arrives and dropped when it closes (:meth:`~HTTPServiceBase._dispatch`).
 The runtime supplies how to make that logic, how to stop what a closed session still runs,
 and ``_kick``: route what a session logic just sent (flush and run the pump, or wake it).
+A runtime whose pump runs from synchronous code (asyncio's callbacks, threads under the
+service's lock) drains with :meth:`~HTTPServiceBase._sync_drain`.
 Each runtime's session logic mixes in :class:`HTTPSessionLogic` (its connection is drained
 by the HTTP server, which also owns every timer), and each handler context broadcasts the
 server-wide list changes through :func:`broadcast_server_wide`. :func:`new_http_server`
@@ -19,8 +21,8 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from mcp_sansio import ConnectionClosed, Event, ServerConnection
-from mcp_sansio.http import HTTPServer, Session
+from mcp_sansio import NEED_DATA, ConnectionClosed, Event, ServerConnection
+from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ._api import AsyncContext
 from ._http_common import tool_param_headers
@@ -70,6 +72,8 @@ class HTTPServiceBase(Generic[LogicT]):
     #: ``(host, port)`` the server listens on.
     address: tuple[str, int]
     _sessions: weakref.WeakKeyDictionary[Session, LogicT]
+    _pumping = False  # a drain is under way
+    _again = False  # the running drain goes round once more
 
     @property
     def port(self) -> int:
@@ -87,6 +91,10 @@ class HTTPServiceBase(Generic[LogicT]):
         """Route what a session logic just sent (the runtime's pump)."""
         raise NotImplementedError
 
+    def _write(self, channel: ServerChannel, data: bytes) -> None:
+        """Write what the HTTP server has for ``channel`` (closed: then close it)."""
+        raise NotImplementedError
+
     def _new_logic(self, session: Session) -> LogicT:
         """The session logic of a new HTTP session."""
         raise NotImplementedError
@@ -99,6 +107,30 @@ class HTTPServiceBase(Generic[LogicT]):
         """Send a server-wide notification to every session and listen stream for it."""
         self.http.broadcast(method, params)
         self._kick()
+
+    def _sync_drain(self) -> bool:
+        """Hand every event of the HTTP server to its session's logic and write what it has
+        to send, until neither has more (a pump run from synchronous code: asyncio, threads
+        under the service's lock). One drain at a time: one asked for while another runs
+        (a handler answering during the dispatch) makes the running one go round once more,
+        and returns False."""
+        if self._pumping:
+            self._again = True
+            return False
+        self._pumping = True
+        http = self.http
+        try:
+            while True:
+                self._again = False
+                while (item := http.next_event()) is not NEED_DATA:
+                    session, event = item
+                    self._dispatch(session, event)
+                for channel, data in http.data_to_send():
+                    self._write(channel, data)
+                if not self._again:
+                    return True
+        finally:
+            self._pumping = False
 
     def _dispatch(self, session: Session, event: Event) -> None:
         """Hand one event of the HTTP server to its session's logic."""

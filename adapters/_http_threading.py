@@ -86,7 +86,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 from mcp_sansio import (
-    NEED_DATA,
     Era,
     Notification,
     Request,
@@ -577,24 +576,9 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
     # -- the pump (the caller holds the lock) ----------------------------------------------
 
     def _pump(self) -> None:
-        if self._pumping:
-            self._again = True  # the running pump goes round once more
+        if not self._sync_drain():
             return
-        self._pumping = True
-        http = self.http
-        try:
-            while True:
-                self._again = False
-                while (item := http.next_event()) is not NEED_DATA:
-                    session, event = item
-                    self._dispatch(session, event)
-                for channel, data in http.data_to_send():
-                    self._write(channel, data)
-                if not self._again:
-                    break
-        finally:
-            self._pumping = False
-        deadline = http.next_deadline()
+        deadline = self.http.next_deadline()
         if deadline is not None and (self._timer_at is None or deadline < self._timer_at):
             self._timer_at = deadline
             self._timer.notify()
