@@ -14,7 +14,7 @@ import selectors
 import socket
 import ssl
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any
 
 import h11
@@ -194,6 +194,13 @@ def stateless(method: str, params: dict[str, Any], request_id: int = 1,
     return body, headers
 
 
+def tool_call(name: str, arguments: dict[str, Any], request_id: int = 1,
+              **meta: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """A stateless-era ``tools/call`` (with its ``Mcp-Name`` header)."""
+    return stateless("tools/call", {"name": name, "arguments": arguments}, request_id, name,
+                     **meta)
+
+
 def elicit(params: dict[str, Any]) -> dict[str, Any]:
     """The client's answer to the test servers' ``ask_name`` tool."""
     assert params["message"] == "Your name?"
@@ -203,6 +210,60 @@ def elicit(params: dict[str, Any]) -> dict[str, Any]:
 #: The client's answer to the test servers' ``haiku`` tool (sampling).
 HAIKU = {"role": "assistant", "model": "test",
          "content": {"type": "text", "text": "old pond, frog"}}
+
+
+# -- the test servers' tools ---------------------------------------------------------------------
+# ``async def`` tools that use no runtime of their own: the same on asyncio, trio and the
+# threads' event loops. (No docstrings: a tool's description is then its name.)
+
+
+async def _echo(text: str, ctx: Any) -> str:
+    ctx.log("info", f"echo {text}")
+    return text
+
+
+async def _change(ctx: Any) -> str:
+    ctx.notify_list_changed("tools")
+    return "changed"
+
+
+async def _ask_name(ctx: Any) -> str:
+    answer = await ctx.elicit("Your name?", {"type": "object",
+                                             "properties": {"name": {"type": "string"}}})
+    return f"hello {answer['content']['name']}"
+
+
+async def _haiku(ctx: Any) -> str:
+    result = await ctx.sample({"messages": [{"role": "user", "content": {
+        "type": "text", "text": "a haiku"}}], "maxTokens": 50})
+    return str(result["content"]["text"])
+
+
+_TOOLS = {"echo": _echo, "change": _change, "ask_name": _ask_name, "haiku": _haiku}
+
+
+def add_tools(server: Any, *names: str) -> None:
+    """Give ``server`` the named tools: ``echo`` (logs ``echo <text>`` at info, answers
+    ``text``), ``change`` (a tools list change), ``ask_name`` (elicits a name, answers
+    ``hello <name>``: :func:`elicit`), ``haiku`` (samples: :data:`HAIKU`)."""
+    for name in names:
+        server.add_tool(_TOOLS[name], name=name)
+
+
+def asyncio_block(started: Any, cancelled: Any) -> Callable[[], Coroutine[Any, Any, str]]:
+    """A ``block`` tool for asyncio: sets ``started``, waits until cancelled, then sets
+    ``cancelled`` (events with a ``set`` method, asyncio's or threading's)."""
+
+    async def block() -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    return block
 
 
 # -- servers for the cross-runtime tests -----------------------------------------------------------

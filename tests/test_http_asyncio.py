@@ -9,11 +9,11 @@ import sys
 from typing import Any
 
 import h11
-from mcp_sansio.adapters.asyncio import Context, Server, start_http
+from mcp_sansio.adapters.asyncio import Server, start_http
 
 from mcp_sansio.http import SSEParser
 
-from .http_stories import AsyncConn, sse_messages, stateless
+from .http_stories import AsyncConn, add_tools, asyncio_block, sse_messages, stateless, tool_call
 from .http_util import init_body
 
 
@@ -44,27 +44,8 @@ def make_server(started: asyncio.Event | None = None,
         await asyncio.sleep(0)
         return a + b
 
-    @server.tool()
-    async def echo(text: str, ctx: Context) -> str:
-        ctx.log("info", f"echo {text}")
-        return text
-
-    @server.tool()
-    async def change(ctx: Context) -> str:
-        ctx.notify_list_changed("tools")
-        return "changed"
-
-    @server.tool()
-    async def block() -> str:
-        assert started is not None and cancelled is not None
-        started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "never"
-
+    add_tools(server, "echo", "change")
+    server.add_tool(asyncio_block(started, cancelled))
     return server
 
 
@@ -100,8 +81,7 @@ def test_stateless_era_request_with_its_log_on_the_stream() -> None:
     async def main() -> None:
         async with start_http(make_server()) as service:
             conn = await Conn.open(service.port)
-            body, headers = stateless("tools/call",
-                                      {"name": "echo", "arguments": {"text": "hi"}}, 7, "echo")
+            body, headers = tool_call("echo", {"text": "hi"}, 7)
             status, got, messages = await conn.request("POST", body, headers)
             assert status == 200
             assert "mcp-session-id" not in got
@@ -115,8 +95,7 @@ def test_many_concurrent_connections() -> None:
     async def one(port: int, i: int) -> int:
         conn = await Conn.open(port)
         try:
-            body, headers = stateless("tools/call",
-                                      {"name": "add", "arguments": {"a": i, "b": 1}}, i, "add")
+            body, headers = tool_call("add", {"a": i, "b": 1}, i)
             total = 0
             for _ in range(3):  # keep-alive: several requests per connection
                 status, _, messages = await conn.request("POST", body, headers)
@@ -141,16 +120,14 @@ def test_closing_a_stateless_stream_cancels_its_handler() -> None:
         started, cancelled = asyncio.Event(), asyncio.Event()
         async with start_http(make_server(started, cancelled)) as service:
             conn = await Conn.open(service.port)
-            body, headers = stateless("tools/call", {"name": "block", "arguments": {}}, 1,
-                                      "block")
+            body, headers = tool_call("block", {}, 1)
             await conn.send("POST", body, headers)
             await started.wait()
             await conn.close()
             await cancelled.wait()
             # the server goes on serving
             conn = await Conn.open(service.port)
-            body, headers = stateless("tools/call", {"name": "add",
-                                                     "arguments": {"a": 1, "b": 1}}, 1, "add")
+            body, headers = tool_call("add", {"a": 1, "b": 1}, 1)
             status, _, messages = await conn.request("POST", body, headers)
             assert status == 200 and messages[-1]["result"]["content"][0]["text"] == "2"
             await conn.close()
@@ -185,8 +162,7 @@ def test_cli_serve_example_over_http_prints_its_url() -> None:
 
         async def main() -> None:
             conn = await Conn.open(port)
-            body, headers = stateless("tools/call", {"name": "test_simple_text",
-                                                     "arguments": {}}, 1, "test_simple_text")
+            body, headers = tool_call("test_simple_text", {}, 1)
             status, _, messages = await conn.request("POST", body, headers)
             assert status == 200
             assert messages[-1]["result"]["content"][0]["type"] == "text"
@@ -219,8 +195,7 @@ def test_a_list_change_reaches_the_listen_streams_of_other_requests() -> None:
             first = await next_message()
             assert first["method"] == "notifications/subscriptions/acknowledged"
             other = await Conn.open(service.port)
-            body, headers = stateless("tools/call", {"name": "change", "arguments": {}}, 2,
-                                      "change")
+            body, headers = tool_call("change", {}, 2)
             status, _, messages = await other.request("POST", body, headers)
             assert status == 200 and messages[-1]["result"]["content"][0]["text"] == "changed"
             changed = await next_message()

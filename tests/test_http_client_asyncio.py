@@ -29,7 +29,15 @@ from mcp_sansio.adapters.asyncio import (
 from mcp_sansio import Era
 from mcp_sansio.http import ResponseMode, SessionRenewed, Transport
 
-from .http_stories import GUARD, HAIKU, elicit, self_signed, tls_front
+from .http_stories import (
+    GUARD,
+    HAIKU,
+    add_tools,
+    asyncio_block,
+    elicit,
+    self_signed,
+    tls_front,
+)
 
 ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
 
@@ -57,33 +65,8 @@ def make_server(probe: Probe) -> Server:
             await asyncio.sleep(0)
         return f"counted {steps}"
 
-    @server.tool()
-    async def block() -> str:
-        probe.started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            probe.cancelled.set()
-            raise
-        return "never"
-
-    @server.tool()
-    async def ask_name(ctx: Context) -> str:
-        answer = await ctx.elicit("Your name?", {"type": "object",
-                                                 "properties": {"name": {"type": "string"}}})
-        return f"hello {answer['content']['name']}"
-
-    @server.tool()
-    async def haiku(ctx: Context) -> str:
-        result = await ctx.sample({"messages": [{"role": "user", "content": {
-            "type": "text", "text": "a haiku"}}], "maxTokens": 50})
-        return str(result["content"]["text"])
-
-    @server.tool()
-    async def change(ctx: Context) -> str:
-        ctx.notify_list_changed("tools")
-        return "changed"
-
+    server.add_tool(asyncio_block(probe.started, probe.cancelled))
+    add_tools(server, "ask_name", "haiku", "change")
     return server
 
 

@@ -41,23 +41,20 @@ from .http_stories import (
     ACCEPT,
     HAIKU,
     SyncConn,
+    add_tools,
+    asyncio_block,
     asyncio_service,
     elicit,
     self_signed,
     stateless,
     tls_front,
 )
+from .http_stories import tool_call as call
 from .http_util import init_body
 
 WAIT = 30.0  # generous: the machine is shared and noisy; a pass never waits this long
 
 Conn = SyncConn  # a blocking keep-alive HTTP/1.1 client connection on h11
-
-
-def call(name: str, arguments: dict[str, Any], request_id: int = 1,
-         **meta: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    return stateless("tools/call", {"name": name, "arguments": arguments}, request_id, name,
-                     **meta)
 
 
 def text_of(message: Any) -> str:
@@ -503,12 +500,7 @@ def client_server(probe: Probe | None = None) -> Server:
                                            "properties": {"name": {"type": "string"}}})
         return f"hello {answer['content']['name']}"
 
-    @server.tool()
-    async def haiku(ctx: Any) -> str:
-        result = await ctx.sample({"messages": [{"role": "user", "content": {
-            "type": "text", "text": "a haiku"}}], "maxTokens": 50})
-        return str(result["content"]["text"])
-
+    add_tools(server, "haiku")
     return server
 
 
@@ -704,22 +696,8 @@ def asyncio_server(probe: AsyncProbe) -> Server:
             await asyncio.sleep(0)
         return "done"
 
-    @server.tool()
-    async def block() -> str:
-        probe.started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            probe.cancelled.set()
-            raise
-        return "never"
-
-    @server.tool()
-    async def ask_name(ctx: Any) -> str:
-        answer = await ctx.elicit("Your name?", {"type": "object",
-                                                 "properties": {"name": {"type": "string"}}})
-        return f"hello {answer['content']['name']}"
-
+    server.add_tool(asyncio_block(probe.started, probe.cancelled))
+    add_tools(server, "ask_name")
     return server
 
 

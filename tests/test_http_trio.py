@@ -37,11 +37,13 @@ from .http_stories import (  # noqa: E402
     HAIKU,
     AsyncConn,
     Stream,
+    add_tools,
     asyncio_service,
     elicit,
     self_signed,
     stateless,
     tls_front,
+    tool_call,
 )
 from .http_util import init_body  # noqa: E402
 
@@ -100,10 +102,7 @@ def make_server(probe: Probe | None = None) -> Server:
         await probe.gate.wait()
         return a + b
 
-    @server.tool()
-    async def echo(text: str, ctx: Context) -> str:
-        ctx.log("info", f"echo {text}")
-        return text
+    add_tools(server, "echo", "change", "ask_name", "haiku")
 
     @server.tool()
     async def count(n: int, ctx: Context) -> str:
@@ -113,26 +112,9 @@ def make_server(probe: Probe | None = None) -> Server:
         return "counted"
 
     @server.tool()
-    async def change(ctx: Context) -> str:
-        ctx.notify_list_changed("tools")
-        return "changed"
-
-    @server.tool()
     async def ask(ctx: Context) -> str:
         answer = await ctx.elicit("name?", {"type": "object", "properties": {}})
         return str(answer)
-
-    @server.tool()
-    async def ask_name(ctx: Context) -> str:
-        answer = await ctx.elicit("Your name?", {"type": "object",
-                                                 "properties": {"name": {"type": "string"}}})
-        return f"hello {answer['content']['name']}"
-
-    @server.tool()
-    async def haiku(ctx: Context) -> str:
-        result = await ctx.sample({"messages": [{"role": "user", "content": {
-            "type": "text", "text": "a haiku"}}], "maxTokens": 50})
-        return str(result["content"]["text"])
 
     @server.tool()
     async def block() -> str:
@@ -341,14 +323,12 @@ def test_stateless_era_request_with_its_log_on_the_stream() -> None:
     async def main() -> None:
         async with start_http(make_server()) as service:
             conn = await Conn.open(service.port)
-            body, headers = stateless("tools/call",
-                                      {"name": "add", "arguments": {"a": 1, "b": 2}}, 5, "add")
+            body, headers = tool_call("add", {"a": 1, "b": 2}, 5)
             status, got, messages = await conn.request("POST", body, headers)
             assert status == 200 and got["content-type"] == "application/json"
             assert "mcp-session-id" not in got
             assert messages[-1]["id"] == 5 and text(messages[-1]) == "3"
-            body, headers = stateless("tools/call",
-                                      {"name": "count", "arguments": {"n": 2}}, 6, "count")
+            body, headers = tool_call("count", {"n": 2}, 6)
             body["params"]["_meta"]["progressToken"] = "t"
             status, got, messages = await conn.request("POST", body, headers)
             assert got["content-type"] == "text/event-stream"
@@ -363,7 +343,7 @@ def test_stateless_refusal_before_suspending_is_an_http_400() -> None:
         async with start_http(make_server()) as service:
             conn = await Conn.open(service.port)
             # the client declared no elicitation capability: -32021 before any await
-            body, headers = stateless("tools/call", {"name": "ask", "arguments": {}}, 1, "ask")
+            body, headers = tool_call("ask", {}, 1)
             status, got, messages = await conn.request("POST", body, headers)
             assert status == 400 and got["content-type"] == "application/json"
             assert messages[0]["error"]["code"] == -32021
@@ -379,16 +359,14 @@ def test_closing_a_stateless_stream_cancels_its_handler() -> None:
         probe = Probe()
         async with start_http(make_server(probe)) as service:
             conn = await Conn.open(service.port)
-            body, headers = stateless("tools/call", {"name": "block", "arguments": {}}, 1,
-                                      "block")
+            body, headers = tool_call("block", {}, 1)
             await conn.send("POST", body, headers)
             await probe.started.wait()
             await conn.close()
             await probe.cancelled.wait()
             # the server goes on serving
             conn = await Conn.open(service.port)
-            body, headers = stateless("tools/call", {"name": "add",
-                                                     "arguments": {"a": 1, "b": 1}}, 1, "add")
+            body, headers = tool_call("add", {"a": 1, "b": 1}, 1)
             status, _, messages = await conn.request("POST", body, headers)
             assert status == 200 and text(messages[-1]) == "2"
             await conn.close()
@@ -407,8 +385,7 @@ def test_a_list_change_reaches_the_listen_streams_of_other_requests() -> None:
             first = await stream.message()
             assert first["method"] == "notifications/subscriptions/acknowledged"
             other = await Conn.open(service.port)
-            body, headers = stateless("tools/call", {"name": "change", "arguments": {}}, 2,
-                                      "change")
+            body, headers = tool_call("change", {}, 2)
             status, _, messages = await other.request("POST", body, headers)
             assert status == 200 and text(messages[-1]) == "changed"
             changed = await stream.message()
@@ -428,8 +405,7 @@ def test_many_concurrent_connections() -> None:
         conn = await Conn.open(port)
         try:
             name = "add" if i % 2 else "add_later"
-            body, headers = stateless("tools/call",
-                                      {"name": name, "arguments": {"a": i, "b": 1}}, i, name)
+            body, headers = tool_call(name, {"a": i, "b": 1}, i)
             total = 0
             for _ in range(3):  # keep-alive: several requests per connection
                 status, _, messages = await conn.request("POST", body, headers)
@@ -473,8 +449,7 @@ def test_a_request_followed_by_a_half_close_is_answered_first() -> None:
         async with start_http(make_server()) as service:
             stream = await trio.open_tcp_stream("127.0.0.1", service.port)
             conn = Conn(stream, f"127.0.0.1:{service.port}")
-            body, headers = stateless("tools/call",
-                                      {"name": "add", "arguments": {"a": 4, "b": 4}}, 1, "add")
+            body, headers = tool_call("add", {"a": 4, "b": 4}, 1)
             await conn.send("POST", body, headers)
             await stream.send_eof()
             data = b""
@@ -524,8 +499,7 @@ def test_leaving_the_block_closes_connections_and_cancels_handlers() -> None:
         probe = Probe()
         async with start_http(make_server(probe)) as service:
             conn = await Conn.open(service.port)
-            body, headers = stateless("tools/call", {"name": "block", "arguments": {}}, 1,
-                                      "block")
+            body, headers = tool_call("block", {}, 1)
             await conn.send("POST", body, headers)
             await probe.started.wait()
             port = service.port
