@@ -14,10 +14,12 @@ import selectors
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any
 
 import h11
+import pytest
 
 from mcp_sansio.http import SSEParser
 
@@ -26,6 +28,20 @@ from .http_util import stateless_meta
 ACCEPT = "application/json, text/event-stream"
 #: A guard against a hang only (never a measurement): far above what any step here takes.
 GUARD = 30.0
+
+
+@pytest.fixture
+def no_leaked_threads() -> Iterator[None]:
+    """Every thread a test's service started is gone when the service is closed."""
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + GUARD
+    while True:
+        left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    assert not left, left
 
 
 # -- a raw HTTP/1.1 client -------------------------------------------------------------------------
@@ -295,6 +311,36 @@ def asyncio_service(server: Any, **options: Any) -> Iterator[str]:
         loop.call_soon_threadsafe(box["stop"].set)
         thread.join(GUARD)
         loop.close()
+
+
+@contextlib.contextmanager
+def trio_service(server: Any, **options: Any) -> Iterator[str]:
+    """The trio HTTP server adapter serving ``server``, in ``trio.run`` in a thread;
+    yields its URL."""
+    import trio
+    from mcp_sansio.adapters import trio as trio_adapter
+
+    ready = threading.Event()
+    box: dict[str, Any] = {}
+
+    async def main() -> None:
+        with trio.CancelScope() as scope:
+            box["stop"] = scope.cancel
+            box["token"] = trio.lowlevel.current_trio_token()
+            async with trio_adapter.start_http(server, **options) as service:
+                box["url"] = service.url
+                ready.set()
+                await trio.sleep_forever()
+
+    thread = threading.Thread(target=trio.run, args=(main,))
+    thread.start()
+    try:
+        assert ready.wait(GUARD)
+        yield box["url"]
+    finally:
+        if "token" in box:
+            trio.from_thread.run_sync(box["stop"], trio_token=box["token"])
+        thread.join(GUARD)
 
 
 # -- TLS -------------------------------------------------------------------------------------------

@@ -6,14 +6,10 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from typing import Any
 
-import h11
 from mcp_sansio.adapters.asyncio import Server, start_http
 
-from mcp_sansio.http import SSEParser
-
-from .http_stories import AsyncConn, add_tools, asyncio_block, sse_messages, stateless, tool_call
+from .http_stories import AsyncConn, add_tools, tool_call
 from .http_util import init_body
 
 
@@ -35,8 +31,7 @@ class Conn(AsyncConn):
         return cls(f"127.0.0.1:{port}", reader.read, send_all, aclose)
 
 
-def make_server(started: asyncio.Event | None = None,
-                cancelled: asyncio.Event | None = None) -> Server:
+def make_server() -> Server:
     server = Server("http-test")
 
     @server.tool()
@@ -45,7 +40,6 @@ def make_server(started: asyncio.Event | None = None,
         return a + b
 
     add_tools(server, "echo", "change")
-    server.add_tool(asyncio_block(started, cancelled))
     return server
 
 
@@ -115,40 +109,6 @@ def test_many_concurrent_connections() -> None:
     asyncio.run(main())
 
 
-def test_closing_a_stateless_stream_cancels_its_handler() -> None:
-    async def main() -> None:
-        started, cancelled = asyncio.Event(), asyncio.Event()
-        async with start_http(make_server(started, cancelled)) as service:
-            conn = await Conn.open(service.port)
-            body, headers = tool_call("block", {}, 1)
-            await conn.send("POST", body, headers)
-            await started.wait()
-            await conn.close()
-            await cancelled.wait()
-            # the server goes on serving
-            conn = await Conn.open(service.port)
-            body, headers = tool_call("add", {"a": 1, "b": 1}, 1)
-            status, _, messages = await conn.request("POST", body, headers)
-            assert status == 200 and messages[-1]["result"]["content"][0]["text"] == "2"
-            await conn.close()
-    asyncio.run(main())
-
-
-def test_malformed_http_gets_400_and_the_server_goes_on() -> None:
-    async def main() -> None:
-        async with start_http(make_server()) as service:
-            reader, writer = await asyncio.open_connection("127.0.0.1", service.port)
-            writer.write(b"NOT HTTP AT ALL\r\n\r\n")
-            data = await reader.read()  # the server closes after its answer
-            assert data.startswith(b"HTTP/1.1 400")
-            writer.close()
-            conn = await Conn.open(service.port)
-            status, _, _ = await conn.request("POST", init_body())
-            assert status == 200
-            await conn.close()
-    asyncio.run(main())
-
-
 def test_cli_serve_example_over_http_prints_its_url() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcp_sansio", "serve-example", "--transport", "http",
@@ -171,35 +131,3 @@ def test_cli_serve_example_over_http_prints_its_url() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
-
-
-def test_a_list_change_reaches_the_listen_streams_of_other_requests() -> None:
-    async def main() -> None:
-        async with start_http(make_server()) as service:
-            listen = await Conn.open(service.port)
-            body, headers = stateless("subscriptions/listen",
-                                      {"notifications": {"toolsListChanged": True}}, 1)
-            await listen.send("POST", body, headers)
-            assert (await listen.head())[0] == 200
-            parser = SSEParser()
-
-            async def next_message() -> Any:
-                while True:
-                    event = await listen.next()
-                    assert isinstance(event, h11.Data), event
-                    found = sse_messages(parser, event.data)
-                    if found:
-                        assert len(found) == 1
-                        return found[0]
-
-            first = await next_message()
-            assert first["method"] == "notifications/subscriptions/acknowledged"
-            other = await Conn.open(service.port)
-            body, headers = tool_call("change", {}, 2)
-            status, _, messages = await other.request("POST", body, headers)
-            assert status == 200 and messages[-1]["result"]["content"][0]["text"] == "changed"
-            changed = await next_message()
-            assert changed["method"] == "notifications/tools/list_changed"
-            await other.close()
-            await listen.close()
-    asyncio.run(main())

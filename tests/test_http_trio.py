@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import json
 import socket
-import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -41,9 +40,9 @@ from .http_stories import (  # noqa: E402
     asyncio_service,
     elicit,
     self_signed,
-    stateless,
     tls_front,
     tool_call,
+    trio_service,
 )
 from .http_util import init_body  # noqa: E402
 
@@ -354,47 +353,6 @@ def test_stateless_refusal_before_suspending_is_an_http_400() -> None:
     trio.run(main)
 
 
-def test_closing_a_stateless_stream_cancels_its_handler() -> None:
-    async def main() -> None:
-        probe = Probe()
-        async with start_http(make_server(probe)) as service:
-            conn = await Conn.open(service.port)
-            body, headers = tool_call("block", {}, 1)
-            await conn.send("POST", body, headers)
-            await probe.started.wait()
-            await conn.close()
-            await probe.cancelled.wait()
-            # the server goes on serving
-            conn = await Conn.open(service.port)
-            body, headers = tool_call("add", {"a": 1, "b": 1}, 1)
-            status, _, messages = await conn.request("POST", body, headers)
-            assert status == 200 and text(messages[-1]) == "2"
-            await conn.close()
-    trio.run(main)
-
-
-def test_a_list_change_reaches_the_listen_streams_of_other_requests() -> None:
-    async def main() -> None:
-        async with start_http(make_server()) as service:
-            listen = await Conn.open(service.port)
-            body, headers = stateless("subscriptions/listen",
-                                      {"notifications": {"toolsListChanged": True}}, 1)
-            await listen.send("POST", body, headers)
-            assert (await listen.head())[0] == 200
-            stream = Stream(listen)
-            first = await stream.message()
-            assert first["method"] == "notifications/subscriptions/acknowledged"
-            other = await Conn.open(service.port)
-            body, headers = tool_call("change", {}, 2)
-            status, _, messages = await other.request("POST", body, headers)
-            assert status == 200 and text(messages[-1]) == "changed"
-            changed = await stream.message()
-            assert changed["method"] == "notifications/tools/list_changed"
-            await other.close()
-            await listen.close()
-    trio.run(main)
-
-
 # -- the server, connections ---------------------------------------------------------------------
 
 
@@ -424,23 +382,6 @@ def test_many_concurrent_connections() -> None:
             with trio.fail_after(10):
                 while service._sockets:  # every socket the clients closed is gone
                     await trio.sleep(0.01)
-    trio.run(main)
-
-
-def test_malformed_http_gets_400_and_the_server_goes_on() -> None:
-    async def main() -> None:
-        async with start_http(make_server()) as service:
-            stream = await trio.open_tcp_stream("127.0.0.1", service.port)
-            await stream.send_all(b"NOT HTTP AT ALL\r\n\r\n")
-            data = b""
-            while chunk := await stream.receive_some(65536):  # the server closes after it
-                data += chunk
-            assert data.startswith(b"HTTP/1.1 400")
-            await stream.aclose()
-            conn = await Conn.open(service.port)
-            status, _, _ = await conn.request("POST", init_body())
-            assert status == 200
-            await conn.close()
     trio.run(main)
 
 
@@ -863,28 +804,10 @@ def test_trio_client_against_the_asyncio_server(era: str, mode: ResponseMode) ->
 def test_asyncio_client_against_the_trio_server(era: str) -> None:
     from mcp_sansio.adapters import asyncio as aio
 
-    ready: list[str] = []
-    started = threading.Event()
-    stop = threading.Event()
-
-    async def serve() -> None:
-        async with start_http(make_server()) as service:
-            ready.append(service.url)
-            started.set()
-            while not stop.is_set():  # a plain poll: the thread has no other way in
-                await trio.sleep(0.01)
-
-    thread = threading.Thread(target=trio.run, args=(serve,))
-    thread.start()
-    try:
-        assert started.wait(GUARD)
-
+    with trio_service(make_server()) as url:
         async def main() -> None:
-            async with aio.connect_http(ready[0], era=ERAS[era]) as client:
+            async with aio.connect_http(url, era=ERAS[era]) as client:
                 assert client.server_info["name"] == "http-trio-test"
                 result = await client.call_tool("add_later", {"a": 1, "b": 41})
                 assert result["content"][0]["text"] == "42"
         asyncio.run(asyncio.wait_for(main(), GUARD))
-    finally:
-        stop.set()
-        thread.join(GUARD)
