@@ -1,5 +1,7 @@
 """The asyncio HTTP server adapter over loopback sockets: both eras, keep-alive, many
-concurrent connections, a closed stream cancelling its handler, and the CLI."""
+concurrent connections, and the CLI. (Malformed HTTP, a closed stream cancelling its
+handler and list changes on listen streams: tests/test_http_server_runtimes.py, for every
+runtime.)"""
 
 from __future__ import annotations
 

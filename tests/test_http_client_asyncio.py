@@ -1,8 +1,9 @@
 """The asyncio HTTP client adapter (connect_http) against the asyncio HTTP server adapter
 (start_http) over loopback sockets: both eras, JSON and SSE responses, progress,
-cancellation, listen streams, the server's requests (handshake era) and input_required
-(stateless era), the server going away, session renewal, legacy HTTP+SSE, DELETE on close;
-and the CLI's probe --url and --allow-host."""
+cancellation, the server's requests (handshake era), the server going away; and the CLI's
+probe --url and --allow-host. (Timeouts, listen streams, input_required, session renewal,
+legacy HTTP+SSE, DELETE on close and HTTPS: tests/test_http_client_runtimes.py, for asyncio
+and trio alike.)"""
 
 from __future__ import annotations
 
@@ -20,14 +21,13 @@ from mcp_sansio.adapters.asyncio import (
     Context,
     HTTPClientSession,
     HTTPTransportError,
-    RequestTimeout,
     Server,
     connect_http,
     start_http,
 )
 
 from mcp_sansio import Era
-from mcp_sansio.http import ResponseMode, SessionRenewed, Transport
+from mcp_sansio.http import ResponseMode, Transport
 
 from .http_stories import (
     GUARD,
@@ -35,8 +35,6 @@ from .http_stories import (
     add_tools,
     asyncio_block,
     elicit,
-    self_signed,
-    tls_front,
 )
 
 ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
@@ -131,31 +129,6 @@ def test_cancelling_the_waiting_task_cancels_the_handler(era: str) -> None:
     run(main)
 
 
-def test_per_call_timeout() -> None:
-    async def main() -> None:
-        probe = Probe()
-        async with start_http(make_server(probe)) as service, \
-                connect_http(service.url) as client:
-            with pytest.raises(RequestTimeout):
-                await client.call_tool("block", {}, timeout=0.2)
-            await probe.cancelled.wait()
-    run(main)
-
-
-def test_listen_stream_receives_list_changes() -> None:
-    async def main() -> None:
-        probe = Probe()
-        async with start_http(make_server(probe)) as service, \
-                connect_http(service.url) as client:
-            assert client.era is Era.STATELESS
-            async with await client.listen({"toolsListChanged": True}) as subscription:
-                assert subscription.acknowledged == {"toolsListChanged": True}
-                await client.call_tool("change", {})
-                note = await anext(subscription)
-                assert note.method == "notifications/tools/list_changed"
-    run(main)
-
-
 def test_handshake_era_notifications_reach_on_notification() -> None:
     async def main() -> None:
         probe = Probe()
@@ -188,19 +161,6 @@ def test_handshake_era_server_requests_reach_the_callbacks() -> None:
     run(main)
 
 
-def test_stateless_era_input_required_is_answered_and_retried() -> None:
-    async def main() -> None:
-        probe = Probe()
-        async with start_http(make_server(probe)) as service, \
-                connect_http(service.url, elicitation=elicit, sampling=sample) as client:
-            assert client.era is Era.STATELESS
-            result = await client.call_tool("ask_name", {})
-            assert result["content"][0]["text"] == "hello Ada"
-            result = await client.call_tool("haiku", {})
-            assert result["content"][0]["text"] == "old pond, frog"
-    run(main)
-
-
 @pytest.mark.parametrize("mode", [ResponseMode.SSE, ResponseMode.JSON])
 @pytest.mark.parametrize("era", ERAS)
 def test_pending_calls_fail_when_the_server_goes_away(era: str, mode: ResponseMode) -> None:
@@ -223,79 +183,6 @@ def test_pending_calls_fail_when_the_server_goes_away(era: str, mode: ResponseMo
     run(main)
 
 
-def test_connecting_to_nothing_fails_clearly() -> None:
-    async def main() -> None:
-        probe = Probe()
-        async with start_http(make_server(probe)) as service:
-            url = service.url
-        with pytest.raises(ConnectionClosedError, match="cannot connect"):
-            async with connect_http(url):
-                pass  # pragma: no cover
-    run(main)
-
-
-def test_a_forgotten_session_is_renewed_and_the_call_retried() -> None:
-    async def main() -> None:
-        probe = Probe()
-        renewed: list[Any] = []
-        async with contextlib.AsyncExitStack() as outer:
-            service = await outer.enter_async_context(start_http(make_server(probe)))
-            port = service.port
-            client_context = connect_http(service.url, era=Era.HANDSHAKE)
-            client = await outer.enter_async_context(client_context)
-            client.on_transport_event = renewed.append
-            first = client.session_id
-            await service.aclose()
-            # the same port, a new server: it knows no session
-            async with start_http(make_server(probe), port=port) as again:
-                result = await client.call_tool("echo", {"text": "again"})
-                assert result["content"][0]["text"] == "again"
-                assert client.session_id is not None and client.session_id != first
-                assert client.session_renewals == 1
-                assert [type(e) for e in renewed] == [SessionRenewed]
-                assert list(again.http.sessions) == [client.session_id]
-                await client.aclose()  # while the new server listens: its DELETE arrives
-                assert again.http.sessions == {}
-    run(main)
-
-
-def test_legacy_http_sse_fallback() -> None:
-    async def main() -> None:
-        probe = Probe()
-        # A 2024-11-05 server: only the legacy transport, at its own paths.
-        async with start_http(make_server(probe), path="/streamable",
-                              legacy_sse_path="/mcp",
-                              connection_options={"versions": ["2024-11-05"]}) as service:
-            url = f"http://127.0.0.1:{service.port}/mcp"
-            async with connect_http(url) as client:  # probe, initialize, then legacy
-                assert client.transport is Transport.LEGACY
-                assert client.protocol_version == "2024-11-05"
-                result = await client.call_tool("echo", {"text": "old"})
-                assert result["content"][0]["text"] == "old"
-                # HTTP+SSE cannot be resumed: the server going away ends the session
-                call = asyncio.ensure_future(client.call_tool("block", {}, timeout=None))
-                await probe.started.wait()
-                await service.aclose()
-                with pytest.raises(ConnectionClosedError):
-                    await call
-                assert client.closed is not None
-    run(main)
-
-
-def test_close_sends_delete_and_ends_the_session() -> None:
-    async def main() -> None:
-        probe = Probe()
-        async with start_http(make_server(probe)) as service:
-            async with connect_http(service.url, era=Era.HANDSHAKE) as client:
-                sid = client.session_id
-                assert sid in service.http.sessions
-            assert sid not in service.http.sessions  # DELETE ended it
-            assert not client._sockets
-            with pytest.raises(ConnectionClosedError):
-                await client.ping()
-    run(main)
-
-
 def test_many_client_sessions_at_once() -> None:
     async def one(url: str, i: int, opened: asyncio.Barrier) -> str:
         async with connect_http(url, era=Era.HANDSHAKE) as client:
@@ -313,28 +200,6 @@ def test_many_client_sessions_at_once() -> None:
             assert len(service.http.sessions) == n
             assert await calls == [str(i) for i in range(n)]
             assert service.http.sessions == {}  # each ended with DELETE
-    run(main)
-
-
-def test_https_through_a_tls_terminating_proxy(tmp_path: Any) -> None:
-    import ssl
-
-    cert, key = self_signed(tmp_path)
-    client_side = ssl.create_default_context(cafile=cert)
-
-    async def main() -> None:
-        probe = Probe()
-        async with start_http(make_server(probe)) as service:
-            with tls_front(service.port, cert, key) as port:
-                url = f"https://127.0.0.1:{port}/mcp"
-                async with connect_http(url, era=Era.HANDSHAKE,
-                                        http_options={"ssl_context": client_side}) as client:
-                    result = await client.call_tool("echo", {"text": "sealed"})
-                    assert result["content"][0]["text"] == "sealed"
-                # without trusting the certificate: the connection is refused
-                with pytest.raises(ConnectionClosedError, match="cannot connect"):
-                    async with connect_http(url):
-                        pass  # pragma: no cover
     run(main)
 
 

@@ -1,9 +1,10 @@
 """The threading HTTP adapters over loopback sockets: the server checked with raw HTTP
 (both eras, JSON and SSE, stateless-era async handlers stepped during the dispatch,
-progress, cancellation by closing the stream, the GET stream, DELETE and 404, many
-connections, malformed, oversized, half-closed and non-reading peers, session expiry on the
-timer thread, no thread left behind), the threaded client against it (both eras), each
-against the asyncio side, the CLI, TLS, and the official SDK's client and server."""
+progress, the GET stream, DELETE and 404, many connections, oversized, half-closed and
+non-reading peers, session expiry on the timer thread, no thread left behind), the threaded
+client against it (both eras), each against the asyncio side, the CLI, TLS, and the official
+SDK's client and server. (Malformed HTTP, cancellation by closing the stream and list
+changes on listen streams: tests/test_http_server_runtimes.py, for every runtime.)"""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The trio HTTP adapters over loopback sockets: the server checked with a raw HTTP/1.1
 client (both eras, JSON and SSE response modes, progress, the GET stream, DELETE, unknown
-sessions, cancellation by closing a stream, many concurrent connections, backpressure,
-shutdown), our trio client against it, and across runtimes."""
+sessions, many concurrent connections, backpressure, shutdown), our trio client against it,
+and across runtimes. (What the trio adapters do as the asyncio ones do is checked for both
+in tests/test_http_server_runtimes.py and test_http_client_runtimes.py.)"""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from mcp_sansio.adapters.trio import (  # noqa: E402
 )
 
 from mcp_sansio import Era  # noqa: E402
-from mcp_sansio.http import ResponseMode, SessionRenewed, SSEParser, Transport  # noqa: E402
+from mcp_sansio.http import ResponseMode, SSEParser, Transport  # noqa: E402
 
 from .http_stories import (  # noqa: E402
     GUARD,
@@ -39,8 +40,6 @@ from .http_stories import (  # noqa: E402
     add_tools,
     asyncio_service,
     elicit,
-    self_signed,
-    tls_front,
     tool_call,
     trio_service,
 )
@@ -555,16 +554,6 @@ def test_client_cancel_scope_cancels_the_handler(era: str) -> None:
     run(main)
 
 
-def test_client_per_call_timeout() -> None:
-    async def main() -> None:
-        probe = Probe()
-        async with served_and_connected(probe) as (_, client):
-            with pytest.raises(RequestTimeout):
-                await client.call_tool("block", {}, timeout=0.2)
-            await probe.cancelled.wait()
-    run(main)
-
-
 def test_client_timer_rests_after_a_deadline_passed() -> None:
     async def main() -> None:
         probe = Probe()
@@ -588,18 +577,6 @@ def test_client_timer_rests_after_a_deadline_passed() -> None:
     run(main)
 
 
-def test_client_listen_stream_receives_list_changes() -> None:
-    async def main() -> None:
-        async with served_and_connected() as (_, client):
-            assert client.era is Era.STATELESS
-            async with await client.listen({"toolsListChanged": True}) as subscription:
-                assert subscription.acknowledged == {"toolsListChanged": True}
-                await client.call_tool("change", {})
-                note = await anext(subscription)
-                assert note.method == "notifications/tools/list_changed"
-    run(main)
-
-
 def test_client_handshake_era_notifications_and_server_requests() -> None:
     async def main() -> None:
         seen: list[str] = []
@@ -614,15 +591,6 @@ def test_client_handshake_era_notifications_and_server_requests() -> None:
             await client.call_tool("change", {})
             await arrived.wait()  # on the standalone GET stream
             assert seen == ["notifications/tools/list_changed"]
-            assert rtext(await client.call_tool("ask_name", {})) == "hello Ada"
-            assert rtext(await client.call_tool("haiku", {})) == "old pond, frog"
-    run(main)
-
-
-def test_client_stateless_era_input_required_is_answered_and_retried() -> None:
-    async def main() -> None:
-        async with served_and_connected(elicitation=elicit, sampling=sample) as (_, client):
-            assert client.era is Era.STATELESS
             assert rtext(await client.call_tool("ask_name", {})) == "hello Ada"
             assert rtext(await client.call_tool("haiku", {})) == "old pond, frog"
     run(main)
@@ -653,65 +621,6 @@ def test_client_pending_calls_fail_when_the_server_goes_away(era: str) -> None:
     run(main)
 
 
-def test_client_connecting_to_nothing_fails_clearly() -> None:
-    async def main() -> None:
-        async with start_http(make_server()) as service:
-            url = service.url
-        with pytest.raises(ConnectionClosedError, match="cannot connect"):
-            async with connect_http(url):
-                pass  # pragma: no cover
-    run(main)
-
-
-def test_client_renews_a_forgotten_session_and_retries() -> None:
-    async def main() -> None:
-        renewed: list[Any] = []
-        async with contextlib.AsyncExitStack() as outer:
-            service = await outer.enter_async_context(start_http(make_server()))
-            port = service.port
-            client = await outer.enter_async_context(connect_http(service.url,
-                                                                  era=Era.HANDSHAKE))
-            client.on_transport_event = renewed.append
-            first = client.session_id
-            await service.aclose()
-            # the same port, a new server: it knows no session
-            async with start_http(make_server(), port=port) as again:
-                assert rtext(await client.call_tool("add", {"a": 2, "b": 2})) == "4"
-                assert client.session_id is not None and client.session_id != first
-                assert client.session_renewals == 1
-                assert [type(e) for e in renewed] == [SessionRenewed]
-                assert list(again.http.sessions) == [client.session_id]
-                await client.aclose()  # while the new server listens: its DELETE arrives
-                assert again.http.sessions == {}
-    run(main)
-
-
-def test_client_legacy_http_sse_fallback() -> None:
-    async def main() -> None:
-        # A 2024-11-05 server: only the legacy transport, at its own paths.
-        async with start_http(make_server(), path="/streamable", legacy_sse_path="/mcp",
-                              connection_options={"versions": ["2024-11-05"]}) as service:
-            url = f"http://127.0.0.1:{service.port}/mcp"
-            async with connect_http(url) as client:  # probe, initialize, then legacy
-                assert client.transport is Transport.LEGACY
-                assert client.protocol_version == "2024-11-05"
-                assert rtext(await client.call_tool("add", {"a": 3, "b": 3})) == "6"
-    run(main)
-
-
-def test_client_close_sends_delete_and_ends_the_session() -> None:
-    async def main() -> None:
-        async with start_http(make_server()) as service:
-            async with connect_http(service.url, era=Era.HANDSHAKE) as client:
-                sid = client.session_id
-                assert sid in service.http.sessions
-            assert sid not in service.http.sessions  # DELETE ended it
-            assert not client._sockets
-            with pytest.raises(ConnectionClosedError):
-                await client.ping()
-    run(main)
-
-
 def test_many_client_sessions_at_once() -> None:
     async def main() -> None:
         n = 100
@@ -735,26 +644,6 @@ def test_many_client_sessions_at_once() -> None:
                     nursery.start_soon(one, i)
             assert got == {i: str(i) for i in range(n)}
             assert service.http.sessions == {}  # each ended with DELETE
-    run(main)
-
-
-def test_client_https_through_a_tls_terminating_proxy(tmp_path: Any) -> None:
-    import ssl
-
-    cert, key = self_signed(tmp_path)
-    client_side = ssl.create_default_context(cafile=cert)
-
-    async def main() -> None:
-        async with start_http(make_server()) as service:
-            with tls_front(service.port, cert, key) as port:
-                url = f"https://127.0.0.1:{port}/mcp"
-                async with connect_http(url, era=Era.HANDSHAKE,
-                                        http_options={"ssl_context": client_side}) as client:
-                    assert rtext(await client.call_tool("add", {"a": 5, "b": 5})) == "10"
-                # without trusting the certificate: the connection is refused
-                with pytest.raises(ConnectionClosedError, match="cannot connect"):
-                    async with connect_http(url):
-                        pass  # pragma: no cover
     run(main)
 
 

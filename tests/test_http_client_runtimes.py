@@ -1,0 +1,224 @@
+"""The async HTTP client adapters (asyncio, trio) checked alike, each against its own
+runtime's HTTP server over loopback (the two have the same API): a per-call timeout,
+a listen stream, ``input_required`` answered and retried, connecting to nothing, a forgotten
+session renewed, the legacy HTTP+SSE fallback, ``DELETE`` on close and HTTPS. (What is
+particular to one runtime is in tests/test_http_client_asyncio.py and test_http_trio.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from mcp_sansio.adapters._session import Server
+
+from mcp_sansio import Era
+from mcp_sansio.http import SessionRenewed, Transport
+
+from .http_stories import GUARD, HAIKU, add_tools, asyncio_block, elicit, self_signed, tls_front
+
+trio = pytest.importorskip("trio")
+
+
+class Runtime:
+    """One runtime: its adapter module, events, sleep and ``run``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        if name == "asyncio":
+            from mcp_sansio.adapters import asyncio as adapter
+            self.sleep: Callable[[float], Any] = asyncio.sleep
+            self.event: Callable[[], Any] = asyncio.Event
+        else:
+            from mcp_sansio.adapters import trio as adapter  # type: ignore[no-redef]
+            self.sleep, self.event = trio.sleep, trio.Event
+        self.adapter: Any = adapter
+
+    def run(self, main: Callable[[], Any]) -> None:
+        """``main()`` on the runtime, bounded by :data:`GUARD` (a hang, not a measurement)."""
+        if self.name == "asyncio":
+            asyncio.run(asyncio.wait_for(main(), GUARD))
+            return
+
+        async def guarded() -> None:
+            with trio.fail_after(GUARD):
+                await main()
+        trio.run(guarded)
+
+    async def sample(self, params: dict[str, Any]) -> dict[str, Any]:
+        await self.sleep(0)
+        return HAIKU
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def rt(request: pytest.FixtureRequest) -> Runtime:
+    return Runtime(request.param)
+
+
+class Probe:
+    """What the ``block`` tool saw (made in the running loop)."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.started = rt.event()
+        self.cancelled = rt.event()
+
+
+def make_server(rt: Runtime, probe: Probe) -> Server:
+    server = Server("client-runtimes")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        return text
+
+    add_tools(server, "change", "ask_name", "haiku")
+    if rt.name == "asyncio":
+        server.add_tool(asyncio_block(probe.started, probe.cancelled))
+    else:
+        @server.tool()
+        async def block() -> str:
+            probe.started.set()
+            try:
+                await trio.sleep_forever()
+            except trio.Cancelled:
+                probe.cancelled.set()
+                raise
+            return "never"
+    return server
+
+
+@contextlib.asynccontextmanager
+async def served(rt: Runtime, probe: Probe, **client_options: Any
+                 ) -> AsyncIterator[tuple[Any, Any]]:
+    async with rt.adapter.start_http(make_server(rt, probe)) as service, \
+            rt.adapter.connect_http(service.url, **client_options) as client:
+        yield service, client
+
+
+def rtext(result: dict[str, Any]) -> str:
+    """The text of a tool result."""
+    return str(result["content"][0]["text"])
+
+
+def test_per_call_timeout(rt: Runtime) -> None:
+    async def main() -> None:
+        probe = Probe(rt)
+        async with served(rt, probe) as (_, client):
+            with pytest.raises(rt.adapter.RequestTimeout):
+                await client.call_tool("block", {}, timeout=0.2)
+            await probe.cancelled.wait()
+    rt.run(main)
+
+
+def test_listen_stream_receives_list_changes(rt: Runtime) -> None:
+    async def main() -> None:
+        async with served(rt, Probe(rt)) as (_, client):
+            assert client.era is Era.STATELESS
+            async with await client.listen({"toolsListChanged": True}) as subscription:
+                assert subscription.acknowledged == {"toolsListChanged": True}
+                await client.call_tool("change", {})
+                note = await anext(subscription)
+                assert note.method == "notifications/tools/list_changed"
+    rt.run(main)
+
+
+def test_stateless_era_input_required_is_answered_and_retried(rt: Runtime) -> None:
+    async def main() -> None:
+        async with served(rt, Probe(rt), elicitation=elicit, sampling=rt.sample) as (_, client):
+            assert client.era is Era.STATELESS
+            assert rtext(await client.call_tool("ask_name", {})) == "hello Ada"
+            assert rtext(await client.call_tool("haiku", {})) == "old pond, frog"
+    rt.run(main)
+
+
+def test_connecting_to_nothing_fails_clearly(rt: Runtime) -> None:
+    async def main() -> None:
+        async with rt.adapter.start_http(make_server(rt, Probe(rt))) as service:
+            url = service.url
+        with pytest.raises(rt.adapter.ConnectionClosedError, match="cannot connect"):
+            async with rt.adapter.connect_http(url):
+                pass  # pragma: no cover
+    rt.run(main)
+
+
+def test_a_forgotten_session_is_renewed_and_the_call_retried(rt: Runtime) -> None:
+    async def main() -> None:
+        probe = Probe(rt)
+        renewed: list[Any] = []
+        async with contextlib.AsyncExitStack() as outer:
+            service = await outer.enter_async_context(
+                rt.adapter.start_http(make_server(rt, probe)))
+            port = service.port
+            client = await outer.enter_async_context(
+                rt.adapter.connect_http(service.url, era=Era.HANDSHAKE))
+            client.on_transport_event = renewed.append
+            first = client.session_id
+            await service.aclose()
+            # the same port, a new server: it knows no session
+            async with rt.adapter.start_http(make_server(rt, probe), port=port) as again:
+                assert rtext(await client.call_tool("echo", {"text": "again"})) == "again"
+                assert client.session_id is not None and client.session_id != first
+                assert client.session_renewals == 1
+                assert [type(e) for e in renewed] == [SessionRenewed]
+                assert list(again.http.sessions) == [client.session_id]
+                await client.aclose()  # while the new server listens: its DELETE arrives
+                assert again.http.sessions == {}
+    rt.run(main)
+
+
+def test_legacy_http_sse_fallback(rt: Runtime) -> None:
+    async def main() -> None:
+        probe = Probe(rt)
+        # A 2024-11-05 server: only the legacy transport, at its own paths.
+        async with rt.adapter.start_http(make_server(rt, probe), path="/streamable",
+                                         legacy_sse_path="/mcp",
+                                         connection_options={"versions": ["2024-11-05"]}
+                                         ) as service:
+            url = f"http://127.0.0.1:{service.port}/mcp"
+            async with rt.adapter.connect_http(url) as client:  # probe, initialize, legacy
+                assert client.transport is Transport.LEGACY
+                assert client.protocol_version == "2024-11-05"
+                assert rtext(await client.call_tool("echo", {"text": "old"})) == "old"
+                if rt.name == "asyncio":
+                    # HTTP+SSE cannot be resumed: the server going away ends the session
+                    call = asyncio.ensure_future(client.call_tool("block", {}, timeout=None))
+                    await probe.started.wait()
+                    await service.aclose()
+                    with pytest.raises(rt.adapter.ConnectionClosedError):
+                        await call
+                    assert client.closed is not None
+    rt.run(main)
+
+
+def test_close_sends_delete_and_ends_the_session(rt: Runtime) -> None:
+    async def main() -> None:
+        async with rt.adapter.start_http(make_server(rt, Probe(rt))) as service:
+            async with rt.adapter.connect_http(service.url, era=Era.HANDSHAKE) as client:
+                sid = client.session_id
+                assert sid in service.http.sessions
+            assert sid not in service.http.sessions  # DELETE ended it
+            assert not client._sockets
+            with pytest.raises(rt.adapter.ConnectionClosedError):
+                await client.ping()
+    rt.run(main)
+
+
+def test_https_through_a_tls_terminating_proxy(rt: Runtime, tmp_path: Any) -> None:
+    cert, key = self_signed(tmp_path)
+    client_side = ssl.create_default_context(cafile=cert)
+
+    async def main() -> None:
+        async with rt.adapter.start_http(make_server(rt, Probe(rt))) as service:
+            with tls_front(service.port, cert, key) as port:
+                url = f"https://127.0.0.1:{port}/mcp"
+                async with rt.adapter.connect_http(
+                        url, era=Era.HANDSHAKE,
+                        http_options={"ssl_context": client_side}) as client:
+                    assert rtext(await client.call_tool("echo", {"text": "sealed"})) == "sealed"
+                # without trusting the certificate: the connection is refused
+                with pytest.raises(rt.adapter.ConnectionClosedError, match="cannot connect"):
+                    async with rt.adapter.connect_http(url):
+                        pass  # pragma: no cover
+    rt.run(main)
