@@ -48,6 +48,28 @@ class Runtime:
                 await main()
         trio.run(guarded)
 
+    async def raised_by(self, call: Callable[[], Any], meanwhile: Callable[[], Any]
+                        ) -> BaseException | None:
+        """Run ``call()`` in a task of its own while ``meanwhile()`` runs here; what the call
+        raised (None: it returned)."""
+        raised: list[BaseException] = []
+
+        async def calling() -> None:
+            try:
+                await call()
+            except Exception as exc:  # returned to the test
+                raised.append(exc)
+
+        if self.name == "asyncio":
+            task = asyncio.ensure_future(calling())
+            await meanwhile()
+            await task
+        else:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(calling)
+                await meanwhile()
+        return raised[0] if raised else None
+
     async def sample(self, params: dict[str, Any]) -> dict[str, Any]:
         await self.sleep(0)
         return HAIKU
@@ -181,14 +203,15 @@ def test_legacy_http_sse_fallback(rt: Runtime) -> None:
                 assert client.transport is Transport.LEGACY
                 assert client.protocol_version == "2024-11-05"
                 assert rtext(await client.call_tool("echo", {"text": "old"})) == "old"
-                if rt.name == "asyncio":
-                    # HTTP+SSE cannot be resumed: the server going away ends the session
-                    call = asyncio.ensure_future(client.call_tool("block", {}, timeout=None))
+                # HTTP+SSE cannot be resumed: the server going away ends the session
+                async def going_away() -> None:
                     await probe.started.wait()
                     await service.aclose()
-                    with pytest.raises(rt.adapter.ConnectionClosedError):
-                        await call
-                    assert client.closed is not None
+
+                raised = await rt.raised_by(
+                    lambda: client.call_tool("block", {}, timeout=None), going_away)
+                assert isinstance(raised, rt.adapter.ConnectionClosedError), raised
+                assert client.closed is not None
     rt.run(main)
 
 
