@@ -266,16 +266,23 @@ def add_tools(server: Any, *names: str) -> None:
         server.add_tool(_TOOLS[name], name=name)
 
 
-def asyncio_block(started: Any, cancelled: Any) -> Callable[[], Coroutine[Any, Any, str]]:
-    """A ``block`` tool for asyncio: sets ``started``, waits until cancelled, then sets
-    ``cancelled`` (events with a ``set`` method, asyncio's or threading's)."""
+def block_tool(probe: Any, runtime: str = "asyncio") -> Callable[[], Coroutine[Any, Any, str]]:
+    """A ``block`` tool for asyncio (also the threads' event loops) or trio: sets
+    ``probe.started``, waits until cancelled, then sets ``probe.cancelled`` (events with a
+    ``set`` method: the runtime's or threading's)."""
+    forever: Callable[[], Awaitable[Any]]
+    if runtime == "trio":
+        import trio
+        forever, cancellation = trio.sleep_forever, trio.Cancelled
+    else:
+        forever, cancellation = (lambda: asyncio.Event().wait()), asyncio.CancelledError
 
     async def block() -> str:
-        started.set()
+        probe.started.set()
         try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.set()
+            await forever()
+        except cancellation:
+            probe.cancelled.set()
             raise
         return "never"
 

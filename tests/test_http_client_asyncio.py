@@ -33,7 +33,7 @@ from .http_stories import (
     GUARD,
     HAIKU,
     add_tools,
-    asyncio_block,
+    block_tool,
     elicit,
 )
 
@@ -63,7 +63,7 @@ def make_server(probe: Probe) -> Server:
             await asyncio.sleep(0)
         return f"counted {steps}"
 
-    server.add_tool(asyncio_block(probe.started, probe.cancelled))
+    server.add_tool(block_tool(probe))
     add_tools(server, "ask_name", "haiku", "change")
     return server
 

@@ -18,7 +18,7 @@ from mcp_sansio.adapters._session import Server
 from mcp_sansio import Era
 from mcp_sansio.http import SessionRenewed, Transport
 
-from .http_stories import GUARD, HAIKU, add_tools, asyncio_block, elicit, self_signed, tls_front
+from .http_stories import GUARD, HAIKU, add_tools, block_tool, elicit, self_signed, tls_front
 
 trio = pytest.importorskip("trio")
 
@@ -96,18 +96,7 @@ def make_server(rt: Runtime, probe: Probe) -> Server:
         return text
 
     add_tools(server, "change", "ask_name", "haiku")
-    if rt.name == "asyncio":
-        server.add_tool(asyncio_block(probe.started, probe.cancelled))
-    else:
-        @server.tool()
-        async def block() -> str:
-            probe.started.set()
-            try:
-                await trio.sleep_forever()
-            except trio.Cancelled:
-                probe.cancelled.set()
-                raise
-            return "never"
+    server.add_tool(block_tool(probe, rt.name))
     return server
 
 

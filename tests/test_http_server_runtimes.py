@@ -24,8 +24,8 @@ from .http_stories import (
     GUARD,
     SyncConn,
     add_tools,
-    asyncio_block,
     asyncio_service,
+    block_tool,
     no_leaked_threads,  # noqa: F401 - a fixture
     sse_messages,
     stateless,
@@ -57,20 +57,8 @@ def story_server(runtime: str, probe: Probe) -> Server:
         return a + b
 
     add_tools(server, "change")
-    if runtime == "asyncio":
-        server.add_tool(asyncio_block(probe.started, probe.cancelled))
-    elif runtime == "trio":
-        import trio
-
-        @server.tool()
-        async def block() -> str:
-            probe.started.set()
-            try:
-                await trio.sleep_forever()
-            except trio.Cancelled:
-                probe.cancelled.set()
-                raise
-            return "never"
+    if runtime != "threading":
+        server.add_tool(block_tool(probe, runtime))
     else:
         @server.tool(name="block")
         def block_sync(ctx: Any) -> str:
@@ -82,7 +70,7 @@ def story_server(runtime: str, probe: Probe) -> Server:
                 probe.cancelled.set()
             return "released"
 
-        server.add_tool(asyncio_block(probe.started, probe.cancelled), name="block_async")
+        server.add_tool(block_tool(probe), name="block_async")
     return server
 
 

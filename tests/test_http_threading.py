@@ -43,8 +43,8 @@ from .http_stories import (
     HAIKU,
     SyncConn,
     add_tools,
-    asyncio_block,
     asyncio_service,
+    block_tool,
     elicit,
     no_leaked_threads,  # noqa: F401 - a fixture
     self_signed,
@@ -61,6 +61,30 @@ Conn = SyncConn  # a blocking keep-alive HTTP/1.1 client connection on h11
 
 def text_of(message: Any) -> str:
     return str(message["result"]["content"][0]["text"])
+
+
+def raised_in_thread(call: Callable[[], Any], meanwhile: Callable[[], Any]
+                     ) -> BaseException | None:
+    """Run ``call()`` in a thread of its own while ``meanwhile()`` runs here; what the call
+    raised (None: it returned)."""
+    raised: list[BaseException] = []
+
+    def calling() -> None:
+        try:
+            call()
+        except BaseException as exc:  # returned to the test
+            raised.append(exc)
+    caller = threading.Thread(target=calling)
+    caller.start()
+    meanwhile()
+    caller.join(WAIT)
+    return raised[0] if raised else None
+
+
+def cancel_once_started(probe: Any, token: CancelToken) -> None:
+    """Cancel ``token`` once the probe's blocking tool has started."""
+    assert probe.started.wait(WAIT)
+    token.cancel()
 
 
 def wait_for(condition: Callable[[], bool]) -> None:
@@ -491,19 +515,9 @@ def test_client_cancel_token_cancels_the_handler(era: str, tool: str) -> None:
     with start_http(client_server(probe)) as service, \
             connect_http(service.url, era=ERAS[era]) as client:
         token = CancelToken()
-        failed: list[BaseException] = []
-
-        def waiting() -> None:
-            try:
-                client.call_tool(tool, {}, cancel=token)
-            except BaseException as exc:  # checked below
-                failed.append(exc)
-        caller = threading.Thread(target=waiting)
-        caller.start()
-        assert probe.started.wait(WAIT)
-        token.cancel()
-        caller.join(WAIT)
-        assert failed and isinstance(failed[0], RequestCancelledError)
+        failed = raised_in_thread(lambda: client.call_tool(tool, {}, cancel=token),
+                                  lambda: cancel_once_started(probe, token))
+        assert isinstance(failed, RequestCancelledError), failed
         assert probe.cancelled.wait(WAIT)  # notifications/cancelled, or the stream closed
         assert text_of({"result": client.call_tool("echo", {"text": "after"})}) == "after"
 
@@ -550,19 +564,13 @@ def test_client_pending_calls_fail_when_the_server_goes_away(era: str) -> None:
     probe = Probe()
     with start_http(client_server(probe)) as service, \
             connect_http(service.url, era=ERAS[era]) as client:
-        failed: list[BaseException] = []
+        def going_away() -> None:
+            assert probe.started.wait(WAIT)
+            service.close()  # sockets dropped, nothing listens any more
 
-        def waiting() -> None:
-            try:
-                client.call_tool("block_async", {}, timeout=None)
-            except BaseException as exc:  # checked below
-                failed.append(exc)
-        caller = threading.Thread(target=waiting)
-        caller.start()
-        assert probe.started.wait(WAIT)
-        service.close()  # sockets dropped, nothing listens any more
-        caller.join(WAIT)
-        assert failed and isinstance(failed[0], HTTPTransportError), failed
+        failed = raised_in_thread(lambda: client.call_tool("block_async", {}, timeout=None),
+                                  going_away)
+        assert isinstance(failed, HTTPTransportError), failed
         with pytest.raises(HTTPTransportError, match="cannot connect"):
             client.call_tool("echo", {"text": "x"})
 
@@ -634,7 +642,7 @@ def asyncio_server(probe: AsyncProbe) -> Server:
             await asyncio.sleep(0)
         return "done"
 
-    server.add_tool(asyncio_block(probe.started, probe.cancelled))
+    server.add_tool(block_tool(probe))
     add_tools(server, "ask_name")
     return server
 
@@ -653,19 +661,9 @@ def test_threaded_client_against_the_asyncio_server(era: str) -> None:
         # server requests (handshake era) or input_required (stateless era)
         assert text_of({"result": client.call_tool("ask_name", {})}) == "hello Ada"
         token = CancelToken()
-        failed: list[BaseException] = []
-
-        def waiting() -> None:
-            try:
-                client.call_tool("block", {}, cancel=token)
-            except BaseException as exc:  # checked below
-                failed.append(exc)
-        caller = threading.Thread(target=waiting)
-        caller.start()
-        assert probe.started.wait(WAIT)
-        token.cancel()
-        caller.join(WAIT)
-        assert failed and isinstance(failed[0], RequestCancelledError)
+        failed = raised_in_thread(lambda: client.call_tool("block", {}, cancel=token),
+                                  lambda: cancel_once_started(probe, token))
+        assert isinstance(failed, RequestCancelledError), failed
         assert probe.cancelled.wait(WAIT)
 
 

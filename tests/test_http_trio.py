@@ -39,6 +39,7 @@ from .http_stories import (  # noqa: E402
     Stream,
     add_tools,
     asyncio_service,
+    block_tool,
     elicit,
     tool_call,
     trio_service,
@@ -114,17 +115,7 @@ def make_server(probe: Probe | None = None) -> Server:
         answer = await ctx.elicit("name?", {"type": "object", "properties": {}})
         return str(answer)
 
-    @server.tool()
-    async def block() -> str:
-        assert probe is not None
-        probe.started.set()
-        try:
-            await trio.sleep_forever()
-        except trio.Cancelled:
-            probe.cancelled.set()
-            raise
-        return "never"
-
+    server.add_tool(block_tool(probe, "trio"))
     return server
 
 
