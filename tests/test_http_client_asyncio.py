@@ -1,9 +1,9 @@
 """The asyncio HTTP client adapter (connect_http) against the asyncio HTTP server adapter
-(start_http) over loopback sockets: both eras, JSON and SSE responses, progress,
-cancellation, the server's requests (handshake era), the server going away; and the CLI's
-probe --url and --allow-host. (Timeouts, listen streams, input_required, session renewal,
-legacy HTTP+SSE, DELETE on close and HTTPS: tests/test_http_client_runtimes.py, for asyncio
-and trio alike.)"""
+(start_http) over loopback sockets: cancelling the task that awaits a call; and the CLI's
+probe --url and --allow-host. (Both eras, JSON and SSE responses, progress, the server's
+requests, timeouts, listen streams, input_required, the server going away, session renewal,
+legacy HTTP+SSE, DELETE on close, many sessions and HTTPS: tests/test_http_client_runtimes.py,
+for asyncio and trio alike.)"""
 
 from __future__ import annotations
 
@@ -17,24 +17,18 @@ from typing import Any
 
 import pytest
 from mcp_sansio.adapters.asyncio import (
-    ConnectionClosedError,
     Context,
-    HTTPClientSession,
-    HTTPTransportError,
     Server,
     connect_http,
     start_http,
 )
 
 from mcp_sansio import Era
-from mcp_sansio.http import ResponseMode, Transport
 
 from .http_stories import (
     GUARD,
-    HAIKU,
     add_tools,
     block_tool,
-    elicit,
 )
 
 ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
@@ -68,48 +62,10 @@ def make_server(probe: Probe) -> Server:
     return server
 
 
-async def sample(params: dict[str, Any]) -> dict[str, Any]:
-    await asyncio.sleep(0)
-    return HAIKU
-
-
 def run(main: Callable[[], Any]) -> None:
     async def guarded() -> None:
         await asyncio.wait_for(main(), GUARD)
     asyncio.run(guarded())
-
-
-@pytest.mark.parametrize("mode", [ResponseMode.SSE, ResponseMode.JSON])
-@pytest.mark.parametrize("era", ERAS)
-def test_both_eras_and_response_modes(era: str, mode: ResponseMode) -> None:
-    async def main() -> None:
-        probe = Probe()
-        async with start_http(make_server(probe), response_mode=mode) as service, \
-                connect_http(service.url, era=ERAS[era]) as client:
-            assert isinstance(client, HTTPClientSession)
-            assert client.era is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
-            assert client.transport is Transport.STREAMABLE
-            assert (client.session_id is not None) is (era == "handshake")
-            assert client.server_info["name"] == "client-test"
-            names = {t["name"] for t in await client.list_tools()}
-            assert {"echo", "count", "block"} <= names
-            result = await client.call_tool("echo", {"text": "hi"}, timeout=10)
-            assert result["content"][0]["text"] == "hi"
-            opened = client.connections_opened
-            for i in range(5):  # one after the other: the same kept-alive connection
-                await client.call_tool("echo", {"text": str(i)})
-            assert client.connections_opened == opened
-            seen: list[tuple[float, float | None, str | None]] = []
-            result = await client.call_tool(
-                "count", {"steps": 3}, progress=lambda *p: seen.append(p))
-            assert result["content"][0]["text"] == "counted 3"
-            if mode is ResponseMode.SSE:  # a JSON answer has no room for progress
-                assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
-            # several calls at once, on as many connections as the client needs
-            texts = await asyncio.gather(*(client.call_tool("echo", {"text": str(i)})
-                                           for i in range(20)))
-            assert [t["content"][0]["text"] for t in texts] == [str(i) for i in range(20)]
-    run(main)
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -126,80 +82,6 @@ def test_cancelling_the_waiting_task_cancels_the_handler(era: str) -> None:
             await probe.cancelled.wait()  # notifications/cancelled, or the stream closed
             result = await client.call_tool("echo", {"text": "after"})
             assert result["content"][0]["text"] == "after"
-    run(main)
-
-
-def test_handshake_era_notifications_reach_on_notification() -> None:
-    async def main() -> None:
-        probe = Probe()
-        seen: list[str] = []
-        arrived = asyncio.Event()
-
-        def on_notification(note: Any) -> None:
-            seen.append(note.method)
-            arrived.set()
-
-        async with start_http(make_server(probe)) as service, \
-                connect_http(service.url, era=Era.HANDSHAKE,
-                             on_notification=on_notification) as client:
-            await client.call_tool("change", {})
-            await arrived.wait()
-            assert seen == ["notifications/tools/list_changed"]
-    run(main)
-
-
-def test_handshake_era_server_requests_reach_the_callbacks() -> None:
-    async def main() -> None:
-        probe = Probe()
-        async with start_http(make_server(probe)) as service, \
-                connect_http(service.url, era=Era.HANDSHAKE, elicitation=elicit,
-                             sampling=sample) as client:
-            result = await client.call_tool("ask_name", {})
-            assert result["content"][0]["text"] == "hello Ada"
-            result = await client.call_tool("haiku", {})
-            assert result["content"][0]["text"] == "old pond, frog"
-    run(main)
-
-
-@pytest.mark.parametrize("mode", [ResponseMode.SSE, ResponseMode.JSON])
-@pytest.mark.parametrize("era", ERAS)
-def test_pending_calls_fail_when_the_server_goes_away(era: str, mode: ResponseMode) -> None:
-    async def main() -> None:
-        probe = Probe()
-        async with start_http(make_server(probe), response_mode=mode) as service, \
-                connect_http(service.url, era=ERAS[era]) as client:
-            call = asyncio.ensure_future(client.call_tool("block", {}, timeout=None))
-            await probe.started.wait()
-            await service.aclose()  # sockets dropped, nothing listens any more
-            # A resumable stream (handshake era, SSE) is tried once more after the server's
-            # retry delay; the refused connection ends the call there.
-            with pytest.raises(ConnectionClosedError) as caught:
-                await call
-            assert isinstance(caught.value, HTTPTransportError)
-            assert "HTTP transport failure" in str(caught.value)
-            # the next call fails at once: nothing to connect to
-            with pytest.raises(HTTPTransportError, match="cannot connect"):
-                await client.call_tool("echo", {"text": "x"})
-    run(main)
-
-
-def test_many_client_sessions_at_once() -> None:
-    async def one(url: str, i: int, opened: asyncio.Barrier) -> str:
-        async with connect_http(url, era=Era.HANDSHAKE) as client:
-            await opened.wait()  # every session is live at the same time
-            result = await client.call_tool("echo", {"text": str(i)})
-            return str(result["content"][0]["text"])
-
-    async def main() -> None:
-        probe = Probe()
-        n = 100
-        async with start_http(make_server(probe)) as service:
-            opened = asyncio.Barrier(n + 1)
-            calls = asyncio.gather(*(one(service.url, i, opened) for i in range(n)))
-            await opened.wait()
-            assert len(service.http.sessions) == n
-            assert await calls == [str(i) for i in range(n)]
-            assert service.http.sessions == {}  # each ended with DELETE
     run(main)
 
 

@@ -1,13 +1,17 @@
 """The async HTTP client adapters (asyncio, trio) checked alike, each against its own
-runtime's HTTP server over loopback (the two have the same API): a per-call timeout,
-a listen stream, ``input_required`` answered and retried, connecting to nothing, a forgotten
-session renewed, the legacy HTTP+SSE fallback, ``DELETE`` on close and HTTPS. (What is
-particular to one runtime is in tests/test_http_client_asyncio.py and test_http_trio.py.)"""
+runtime's HTTP server over loopback (the two have the same API): both eras in JSON and SSE
+response modes (keep-alive, progress, calls at once), the handshake era's notifications and
+server requests, a per-call timeout, a listen stream, ``input_required`` answered and
+retried, pending calls when the server goes away, connecting to nothing, a forgotten session
+renewed, the legacy HTTP+SSE fallback, ``DELETE`` on close, many sessions at once and HTTPS.
+(What is particular to one runtime -- its way of cancelling a call, say -- is in
+tests/test_http_client_asyncio.py and test_http_trio.py.)"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ssl
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -16,11 +20,13 @@ import pytest
 from mcp_sansio.adapters._session import Server
 
 from mcp_sansio import Era
-from mcp_sansio.http import SessionRenewed, Transport
+from mcp_sansio.http import ResponseMode, SessionRenewed, Transport
 
 from .http_stories import GUARD, HAIKU, add_tools, block_tool, elicit, self_signed, tls_front
 
 trio = pytest.importorskip("trio")
+
+ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
 
 
 class Runtime:
@@ -70,6 +76,20 @@ class Runtime:
                 await meanwhile()
         return raised[0] if raised else None
 
+    async def gather(self, *calls: Callable[[], Any]) -> list[Any]:
+        """Run the calls at once (a task each); their results, in order."""
+        if self.name == "asyncio":
+            return list(await asyncio.gather(*(call() for call in calls)))
+        results: list[Any] = [None] * len(calls)
+
+        async def one(i: int, call: Callable[[], Any]) -> None:
+            results[i] = await call()
+
+        async with trio.open_nursery() as nursery:
+            for i, call in enumerate(calls):
+                nursery.start_soon(one, i, call)
+        return results
+
     async def sample(self, params: dict[str, Any]) -> dict[str, Any]:
         await self.sleep(0)
         return HAIKU
@@ -95,15 +115,28 @@ def make_server(rt: Runtime, probe: Probe) -> Server:
     async def echo(text: str) -> str:
         return text
 
+    @server.tool()
+    async def add_later(a: int, b: int) -> int:
+        await rt.sleep(0)  # suspends: the answer comes after the request was processed
+        return a + b
+
+    @server.tool()
+    async def count(steps: int, ctx: Any) -> str:
+        for i in range(steps):
+            ctx.progress(i + 1, steps, f"step {i + 1}")
+            await rt.sleep(0)
+        return f"counted {steps}"
+
     add_tools(server, "change", "ask_name", "haiku")
     server.add_tool(block_tool(probe, rt.name))
     return server
 
 
 @contextlib.asynccontextmanager
-async def served(rt: Runtime, probe: Probe, **client_options: Any
-                 ) -> AsyncIterator[tuple[Any, Any]]:
-    async with rt.adapter.start_http(make_server(rt, probe)) as service, \
+async def served(rt: Runtime, probe: Probe, server_options: dict[str, Any] | None = None,
+                 **client_options: Any) -> AsyncIterator[tuple[Any, Any]]:
+    async with rt.adapter.start_http(make_server(rt, probe), **(server_options or {})
+                                     ) as service, \
             rt.adapter.connect_http(service.url, **client_options) as client:
         yield service, client
 
@@ -111,6 +144,91 @@ async def served(rt: Runtime, probe: Probe, **client_options: Any
 def rtext(result: dict[str, Any]) -> str:
     """The text of a tool result."""
     return str(result["content"][0]["text"])
+
+
+@pytest.mark.parametrize("mode", [ResponseMode.SSE, ResponseMode.JSON])
+@pytest.mark.parametrize("era", ERAS)
+def test_both_eras_and_response_modes(rt: Runtime, era: str, mode: ResponseMode) -> None:
+    async def main() -> None:
+        async with served(rt, Probe(rt), {"response_mode": mode}, era=ERAS[era]
+                          ) as (_, client):
+            assert isinstance(client, rt.adapter.HTTPClientSession)
+            assert client.era is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
+            assert client.transport is Transport.STREAMABLE
+            assert (client.session_id is not None) is (era == "handshake")
+            assert client.server_info["name"] == "client-runtimes"
+            names = {t["name"] for t in await client.list_tools()}
+            assert {"echo", "add_later", "count", "block"} <= names
+            assert rtext(await client.call_tool("echo", {"text": "hi"}, timeout=10)) == "hi"
+            opened = client.connections_opened
+            for i in range(5):  # one after the other: the same kept-alive connection
+                assert rtext(await client.call_tool("echo", {"text": str(i)})) == str(i)
+                assert rtext(await client.call_tool("add_later", {"a": i, "b": 0})) == str(i)
+            assert client.connections_opened == opened
+            seen: list[tuple[float, float | None, str | None]] = []
+            result = await client.call_tool(
+                "count", {"steps": 3}, progress=lambda *p: seen.append(p))
+            assert rtext(result) == "counted 3"
+            if mode is ResponseMode.SSE:  # a JSON answer has no room for progress
+                assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+            # several calls at once, on as many connections as the client needs (answered
+            # at once, and after a suspension)
+            got = await rt.gather(*(
+                functools.partial(client.call_tool, "echo", {"text": str(i)}) if i % 2 else
+                functools.partial(client.call_tool, "add_later", {"a": i, "b": 0})
+                for i in range(40)))
+            assert [rtext(r) for r in got] == [str(i) for i in range(40)]
+    rt.run(main)
+
+
+def test_handshake_era_notifications_reach_on_notification(rt: Runtime) -> None:
+    async def main() -> None:
+        seen: list[str] = []
+        arrived = rt.event()
+
+        def on_notification(note: Any) -> None:
+            seen.append(note.method)
+            arrived.set()
+
+        async with served(rt, Probe(rt), era=Era.HANDSHAKE,
+                          on_notification=on_notification) as (_, client):
+            await client.call_tool("change", {})
+            await arrived.wait()  # on the standalone GET stream
+            assert seen == ["notifications/tools/list_changed"]
+    rt.run(main)
+
+
+def test_handshake_era_server_requests_reach_the_callbacks(rt: Runtime) -> None:
+    async def main() -> None:
+        async with served(rt, Probe(rt), era=Era.HANDSHAKE, elicitation=elicit,
+                          sampling=rt.sample) as (_, client):
+            assert rtext(await client.call_tool("ask_name", {})) == "hello Ada"
+            assert rtext(await client.call_tool("haiku", {})) == "old pond, frog"
+    rt.run(main)
+
+
+@pytest.mark.parametrize("mode", [ResponseMode.SSE, ResponseMode.JSON])
+@pytest.mark.parametrize("era", ERAS)
+def test_pending_calls_fail_when_the_server_goes_away(rt: Runtime, era: str,
+                                                      mode: ResponseMode) -> None:
+    async def main() -> None:
+        probe = Probe(rt)
+        async with served(rt, probe, {"response_mode": mode}, era=ERAS[era]
+                          ) as (service, client):
+            async def going_away() -> None:
+                await probe.started.wait()
+                await service.aclose()  # sockets dropped, nothing listens any more
+
+            raised = await rt.raised_by(
+                lambda: client.call_tool("block", {}, timeout=None), going_away)
+            # A resumable stream (handshake era, SSE) is tried once more after the server's
+            # retry delay; the refused connection ends the call there.
+            assert isinstance(raised, rt.adapter.HTTPTransportError), raised
+            assert "HTTP transport failure" in str(raised)
+            # the next call fails at once: nothing to connect to
+            with pytest.raises(rt.adapter.HTTPTransportError, match="cannot connect"):
+                await client.call_tool("echo", {"text": "x"})
+    rt.run(main)
 
 
 def test_per_call_timeout(rt: Runtime) -> None:
@@ -214,6 +332,29 @@ def test_close_sends_delete_and_ends_the_session(rt: Runtime) -> None:
             assert not client._sockets
             with pytest.raises(rt.adapter.ConnectionClosedError):
                 await client.ping()
+    rt.run(main)
+
+
+def test_many_client_sessions_at_once(rt: Runtime) -> None:
+    async def main() -> None:
+        n = 100
+        async with rt.adapter.start_http(make_server(rt, Probe(rt))) as service:
+            live = 0
+            all_live = rt.event()
+
+            async def one(i: int) -> str:
+                nonlocal live
+                async with rt.adapter.connect_http(service.url, era=Era.HANDSHAKE) as client:
+                    live += 1
+                    if live == n:
+                        all_live.set()
+                    await all_live.wait()  # every session is live at the same time
+                    assert len(service.http.sessions) == n
+                    return rtext(await client.call_tool("echo", {"text": str(i)}))
+
+            got = await rt.gather(*(functools.partial(one, i) for i in range(n)))
+            assert got == [str(i) for i in range(n)]
+            assert service.http.sessions == {}  # each ended with DELETE
     rt.run(main)
 
 

@@ -19,10 +19,8 @@ import pytest
 trio = pytest.importorskip("trio")
 
 from mcp_sansio.adapters.trio import (  # noqa: E402
-    ConnectionClosedError,
     Context,
     HTTPClientSession,
-    HTTPTransportError,
     RequestTimeout,
     Server,
     connect_http,
@@ -30,17 +28,15 @@ from mcp_sansio.adapters.trio import (  # noqa: E402
 )
 
 from mcp_sansio import Era  # noqa: E402
-from mcp_sansio.http import ResponseMode, SSEParser, Transport  # noqa: E402
+from mcp_sansio.http import ResponseMode, SSEParser  # noqa: E402
 
 from .http_stories import (  # noqa: E402
     GUARD,
-    HAIKU,
     AsyncConn,
     Stream,
     add_tools,
     asyncio_service,
     block_tool,
-    elicit,
     tool_call,
     trio_service,
 )
@@ -469,11 +465,6 @@ def rtext(result: dict[str, Any]) -> str:
     return str(result["content"][0]["text"])
 
 
-async def sample(params: dict[str, Any]) -> dict[str, Any]:
-    await trio.sleep(0)
-    return HAIKU
-
-
 def run(main: Callable[[], Any]) -> None:
     async def guarded() -> None:
         with trio.fail_after(GUARD):
@@ -489,44 +480,6 @@ async def served_and_connected(probe: Probe | None = None, *, era: Era | None = 
     async with start_http(make_server(probe), **(server_options or {})) as service, \
             connect_http(service.url, era=era, **client_options) as client:
         yield service, client
-
-
-@pytest.mark.parametrize("mode", [ResponseMode.SSE, ResponseMode.JSON])
-@pytest.mark.parametrize("era", ERAS)
-def test_client_both_eras_and_response_modes(era: str, mode: ResponseMode) -> None:
-    async def main() -> None:
-        async with served_and_connected(era=ERAS[era],
-                                        server_options={"response_mode": mode}) as (_, client):
-            assert isinstance(client, HTTPClientSession)
-            assert client.era is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
-            assert client.transport is Transport.STREAMABLE
-            assert (client.session_id is not None) is (era == "handshake")
-            assert client.server_info["name"] == "http-trio-test"
-            names = {t["name"] for t in await client.list_tools()}
-            assert {"add", "count", "block"} <= names
-            result = await client.call_tool("add", {"a": 1, "b": 2}, timeout=10)
-            assert rtext(result) == "3"
-            opened = client.connections_opened
-            for i in range(5):  # one after the other: the same kept-alive connection
-                assert rtext(await client.call_tool("add_later", {"a": i, "b": 0})) == str(i)
-            assert client.connections_opened == opened
-            seen: list[float] = []
-            result = await client.call_tool("count", {"n": 3},
-                                            progress=lambda p, *_: seen.append(p))
-            assert rtext(result) == "counted"
-            if mode is ResponseMode.SSE:  # a JSON answer has no room for progress
-                assert seen == [1, 2, 3]
-            # several calls at once, on as many connections as the client needs
-            got: dict[int, str] = {}
-
-            async def one(i: int) -> None:
-                got[i] = rtext(await client.call_tool("add_later", {"a": i, "b": 1}))
-
-            async with trio.open_nursery() as nursery:
-                for i in range(20):
-                    nursery.start_soon(one, i)
-            assert got == {i: str(i + 1) for i in range(20)}
-    run(main)
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -565,76 +518,6 @@ def test_client_timer_rests_after_a_deadline_passed() -> None:
             # fire again and again)
             assert fired < 5
             assert rtext(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
-    run(main)
-
-
-def test_client_handshake_era_notifications_and_server_requests() -> None:
-    async def main() -> None:
-        seen: list[str] = []
-        arrived = trio.Event()
-
-        def on_notification(note: Any) -> None:
-            seen.append(note.method)
-            arrived.set()
-
-        async with served_and_connected(era=Era.HANDSHAKE, on_notification=on_notification,
-                                        elicitation=elicit, sampling=sample) as (_, client):
-            await client.call_tool("change", {})
-            await arrived.wait()  # on the standalone GET stream
-            assert seen == ["notifications/tools/list_changed"]
-            assert rtext(await client.call_tool("ask_name", {})) == "hello Ada"
-            assert rtext(await client.call_tool("haiku", {})) == "old pond, frog"
-    run(main)
-
-
-@pytest.mark.parametrize("era", ERAS)
-def test_client_pending_calls_fail_when_the_server_goes_away(era: str) -> None:
-    async def main() -> None:
-        probe = Probe()
-        async with served_and_connected(probe, era=ERAS[era]) as (service, client):
-            outcome: list[BaseException] = []
-
-            async def blocked() -> None:
-                try:
-                    await client.call_tool("block", {}, timeout=None)
-                except ConnectionClosedError as exc:
-                    outcome.append(exc)
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(blocked)
-                await probe.started.wait()
-                await service.aclose()  # sockets dropped, nothing listens any more
-            # A resumable stream (handshake era) is tried once more after the server's
-            # retry delay; the refused connection ends the call there.
-            assert len(outcome) == 1 and isinstance(outcome[0], HTTPTransportError)
-            with pytest.raises(HTTPTransportError, match="cannot connect"):
-                await client.call_tool("add", {"a": 1, "b": 1})
-    run(main)
-
-
-def test_many_client_sessions_at_once() -> None:
-    async def main() -> None:
-        n = 100
-        got: dict[int, str] = {}
-        async with start_http(make_server()) as service:
-            live = 0
-            all_live = trio.Event()
-
-            async def one(i: int) -> None:
-                nonlocal live
-                async with connect_http(service.url, era=Era.HANDSHAKE) as client:
-                    live += 1
-                    if live == n:
-                        all_live.set()
-                    await all_live.wait()  # every session is live at the same time
-                    assert len(service.http.sessions) == n
-                    got[i] = rtext(await client.call_tool("add", {"a": i, "b": 0}))
-
-            async with trio.open_nursery() as nursery:
-                for i in range(n):
-                    nursery.start_soon(one, i)
-            assert got == {i: str(i) for i in range(n)}
-            assert service.http.sessions == {}  # each ended with DELETE
     run(main)
 
 
