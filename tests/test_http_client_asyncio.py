@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from mcp_sansio.adapters.asyncio import (
-    Context,
     Server,
     connect_http,
     start_http,
@@ -27,7 +26,6 @@ from mcp_sansio import Era
 
 from .http_stories import (
     GUARD,
-    add_tools,
     block_tool,
 )
 
@@ -50,15 +48,7 @@ def make_server(probe: Probe) -> Server:
     async def echo(text: str) -> str:
         return text
 
-    @server.tool()
-    async def count(steps: int, ctx: Context) -> str:
-        for i in range(steps):
-            ctx.progress(i + 1, steps, f"step {i + 1}")
-            await asyncio.sleep(0)
-        return f"counted {steps}"
-
     server.add_tool(block_tool(probe))
-    add_tools(server, "ask_name", "haiku", "change")
     return server
 
 

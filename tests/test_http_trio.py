@@ -97,7 +97,7 @@ def make_server(probe: Probe | None = None) -> Server:
         await probe.gate.wait()
         return a + b
 
-    add_tools(server, "echo", "change", "ask_name", "haiku")
+    add_tools(server, "echo", "change")
 
     @server.tool()
     async def count(n: int, ctx: Context) -> str:
