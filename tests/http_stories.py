@@ -13,6 +13,7 @@ import json
 import selectors
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
@@ -289,7 +290,43 @@ def block_tool(probe: Any, runtime: str = "asyncio") -> Callable[[], Coroutine[A
     return block
 
 
-# -- servers for the cross-runtime tests -----------------------------------------------------------
+# -- servers in a process or a thread -------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def url_process(argv: list[str], prefix: str = "http://127.0.0.1:", *, kill: bool = False,
+                grace: float = 10.0, quiet: bool = True) -> Iterator[str]:
+    """A server in a subprocess that prints its URL first (checked to start with
+    ``prefix``): the URL while the block runs. Then it is terminated (killed if it is not
+    gone within ``grace`` seconds), or killed at once with ``kill`` (a peer with nothing to
+    save). ``quiet``: its stderr is dropped."""
+    import subprocess
+
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True,
+                            stderr=subprocess.DEVNULL if quiet else None)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith(prefix), url
+        yield url
+    finally:
+        if kill:
+            proc.kill()
+        else:
+            proc.terminate()
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def serve_example(*args: str, runtime: str = "asyncio") -> list[str]:
+    """The command line of ``mcp-sansio serve-example --transport http`` on ``runtime``."""
+    return [sys.executable, "-m", "mcp_sansio", "serve-example", "--transport", "http",
+            "--runtime", runtime, *args]
 
 
 @contextlib.contextmanager

@@ -6,12 +6,11 @@ runtime.)"""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 
 from mcp_sansio.adapters.asyncio import Server, start_http
 
-from .http_stories import AsyncConn, add_tools, tool_call
+from .http_stories import AsyncConn, add_tools, tool_call, url_process
 from .http_util import init_body
 
 
@@ -112,13 +111,8 @@ def test_many_concurrent_connections() -> None:
 
 
 def test_cli_serve_example_over_http_prints_its_url() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_sansio", "serve-example", "--transport", "http",
-         "--host", "127.0.0.1", "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
+    with url_process([sys.executable, "-m", "mcp_sansio", "serve-example", "--transport",
+                      "http", "--host", "127.0.0.1", "--port", "0"]) as url:
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
         port = int(url.rsplit(":", 1)[1].split("/")[0])
 
@@ -130,6 +124,3 @@ def test_cli_serve_example_over_http_prints_its_url() -> None:
             assert messages[-1]["result"]["content"][0]["type"] == "text"
             await conn.close()
         asyncio.run(main())
-    finally:
-        proc.terminate()
-        proc.wait(10)

@@ -27,6 +27,8 @@ from mcp_sansio import Era
 from .http_stories import (
     GUARD,
     block_tool,
+    serve_example,
+    url_process,
 )
 
 ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
@@ -81,18 +83,8 @@ def test_cancelling_the_waiting_task_cancels_the_handler(era: str) -> None:
 @contextlib.contextmanager
 def _serving(*args: str, runtime: str = "asyncio") -> Iterator[str]:
     """``serve-example --transport http`` in a subprocess while the block runs: its URL."""
-    with subprocess.Popen(
-        [sys.executable, "-m", "mcp_sansio", "serve-example", "--transport", "http",
-         "--runtime", runtime, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        text=True) as proc:
-        try:
-            assert proc.stdout is not None
-            url = proc.stdout.readline().strip()
-            assert url.startswith("http://"), url
-            yield url
-        finally:
-            proc.terminate()
-            proc.wait(10)
+    with url_process(serve_example(*args, runtime=runtime), "http://") as url:
+        yield url
 
 
 @pytest.mark.parametrize(("runtime", "era"), [("asyncio", "handshake"), ("asyncio", "stateless"),

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -38,6 +37,7 @@ from mcp_sansio.adapters.asyncio import start_http
 from mcp_sansio import Era
 from mcp_sansio.http import ResponseMode, Transport
 
+from .http_stories import url_process
 from .test_adapter_runtimes import RUNTIMES, text_of
 from .test_interop import CALLBACKS, ERAS, cancel_after, sync_cancel_after
 
@@ -199,20 +199,8 @@ SERVE = ("import sys; from mcp_sansio.adapters._example_server import run_http; 
 @contextlib.contextmanager
 def our_server_process(runtime: str, response_mode: str) -> Iterator[str]:
     """The example server over HTTP on ``runtime`` in a subprocess: its URL."""
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, runtime, response_mode],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), url
+    with url_process([sys.executable, "-c", SERVE, runtime, response_mode]) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.mark.parametrize("response_mode", ["json", "sse"])
@@ -232,16 +220,10 @@ def test_sdk_client_with_our_server_on_other_runtimes(runtime: str, mode: str,
 def sdk_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     """The SDK's Streamable HTTP server in a subprocess: (its URL, its response mode)."""
     flags = ["--cancel-probe", *(["--json"] if request.param == "json" else [])]
-    proc = subprocess.Popen([sys.executable, str(PEERS / "sdk_http_server.py"), *flags],
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), url
+    # killed at the end: a peer with nothing to save (uvicorn would wait for running handlers)
+    with url_process([sys.executable, str(PEERS / "sdk_http_server.py"), *flags], kill=True,
+                     quiet=False) as url:
         yield url, request.param
-    finally:
-        proc.kill()  # a peer with nothing to save (uvicorn would wait for running handlers)
-        proc.wait()
 
 
 async def our_story(c: Any, era: str, runtime: str) -> dict[str, Any]:
@@ -375,9 +357,6 @@ def test_our_client_with_the_sdk_server(sdk_server: tuple[str, str], runtime: st
 def test_our_client_falls_back_to_the_sdks_legacy_sse_server() -> None:
     """The SDK's HTTP+SSE app refuses a POSTed initialize (405 on its SSE path): our client
     falls back to the legacy transport, follows the ``endpoint`` event and goes on."""
-    proc = subprocess.Popen([sys.executable, str(PEERS / "sdk_http_server.py"), "--legacy-sse"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-
     async def main(url: str) -> dict[str, Any]:
         progress: list[float] = []
         async with asyncio_adapter.connect_http(url, **CALLBACKS) as c:
@@ -392,14 +371,10 @@ def test_our_client_falls_back_to_the_sdks_legacy_sse_server() -> None:
                 "item": (await c.read_resource("memo://items/7"))["contents"][0]["text"],
             }
 
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
+    with url_process([sys.executable, str(PEERS / "sdk_http_server.py"), "--legacy-sse"],
+                     kill=True) as url:
         assert url.endswith("/sse"), url
         got = asyncio.run(asyncio.wait_for(main(url), SAFETY))
-    finally:
-        proc.kill()
-        proc.wait()
     assert got["transport"] is Transport.LEGACY
     assert got["version"] == "2025-11-25"  # the SDK's newest handshake revision
     assert got["tools"][:4] == ["echo", "add", "countdown", "ask_name"]

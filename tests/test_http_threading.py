@@ -50,6 +50,7 @@ from .http_stories import (
     self_signed,
     stateless,
     tls_front,
+    url_process,
 )
 from .http_stories import tool_call as call
 from .http_util import init_body
@@ -790,34 +791,24 @@ def test_threaded_client_with_the_sdk_server(era: str) -> None:
     from .test_interop import CALLBACKS
     from .test_interop import ERAS as VERSIONS
 
-    proc = subprocess.Popen([sys.executable, str(PEERS / "sdk_http_server.py")],
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), url
-        with connect_http(url, versions=VERSIONS[era], **CALLBACKS) as client:
-            assert client.era is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
-            assert client.server_info["name"] == "sdk-peer"
-            assert [t["name"] for t in client.list_tools()] == [
-                "echo", "add", "countdown", "ask_name"]
-            assert text_of({"result": client.call_tool("add", {"a": 2, "b": 3})}) == "5"
-            progress: list[float] = []
-            result = client.call_tool("countdown", {"steps": 3},
-                                      progress=lambda p, t, m: progress.append(p))
-            assert text_of({"result": result}) == "counted 3" and progress == [1, 2, 3]
-            assert client.read_resource("memo://items/7")["contents"][0]["text"] == "item 7"
-            token = CancelToken()
-            threading.Timer(0.3, token.cancel).start()
-            with pytest.raises(RequestCancelledError):
-                client.call_tool("countdown", {"steps": 300, "delay": 0.1}, cancel=token)
-            assert text_of({"result": client.call_tool("echo", {"text": "after"})}) == "after"
-            if era == "handshake":
-                assert text_of({"result": client.call_tool("ask_name")}) == "Hello, Ann!"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(2)
-        except subprocess.TimeoutExpired:  # uvicorn waits for running handlers
-            proc.kill()
-            proc.wait()
+    # terminated at the end, killed after 2 s (uvicorn waits for running handlers)
+    with url_process([sys.executable, str(PEERS / "sdk_http_server.py")], grace=2,
+                     quiet=False) as url, \
+            connect_http(url, versions=VERSIONS[era], **CALLBACKS) as client:
+        assert client.era is (Era.HANDSHAKE if era == "handshake" else Era.STATELESS)
+        assert client.server_info["name"] == "sdk-peer"
+        assert [t["name"] for t in client.list_tools()] == [
+            "echo", "add", "countdown", "ask_name"]
+        assert text_of({"result": client.call_tool("add", {"a": 2, "b": 3})}) == "5"
+        progress: list[float] = []
+        result = client.call_tool("countdown", {"steps": 3},
+                                  progress=lambda p, t, m: progress.append(p))
+        assert text_of({"result": result}) == "counted 3" and progress == [1, 2, 3]
+        assert client.read_resource("memo://items/7")["contents"][0]["text"] == "item 7"
+        token = CancelToken()
+        threading.Timer(0.3, token.cancel).start()
+        with pytest.raises(RequestCancelledError):
+            client.call_tool("countdown", {"steps": 300, "delay": 0.1}, cancel=token)
+        assert text_of({"result": client.call_tool("echo", {"text": "after"})}) == "after"
+        if era == "handshake":
+            assert text_of({"result": client.call_tool("ask_name")}) == "Hello, Ann!"
