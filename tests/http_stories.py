@@ -22,11 +22,14 @@ from typing import Any
 import h11
 import pytest
 
+from mcp_sansio import Era
 from mcp_sansio.http import SSEParser
 
 from .http_util import stateless_meta
 
 ACCEPT = "application/json, text/event-stream"
+#: ``era`` for ``connect_http`` by test parameter (None: the probe finds stateless).
+ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}
 #: A guard against a hang only (never a measurement): far above what any step here takes.
 GUARD = 30.0
 

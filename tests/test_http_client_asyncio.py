@@ -22,16 +22,13 @@ from mcp_sansio.adapters.asyncio import (
     start_http,
 )
 
-from mcp_sansio import Era
-
 from .http_stories import (
+    ERAS,
     GUARD,
     block_tool,
     serve_example,
     url_process,
 )
-
-ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
 
 
 class Probe:

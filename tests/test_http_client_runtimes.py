@@ -22,11 +22,9 @@ from mcp_sansio.adapters._session import Server
 from mcp_sansio import Era
 from mcp_sansio.http import ResponseMode, SessionRenewed, Transport
 
-from .http_stories import GUARD, HAIKU, add_tools, block_tool, elicit, self_signed, tls_front
+from .http_stories import ERAS, GUARD, HAIKU, add_tools, block_tool, elicit, self_signed, tls_front
 
 trio = pytest.importorskip("trio")
-
-ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
 
 
 class Runtime:

@@ -40,6 +40,7 @@ from mcp_sansio.http import ResponseMode, Transport
 
 from .http_stories import (
     ACCEPT,
+    ERAS,
     HAIKU,
     SyncConn,
     add_tools,
@@ -446,8 +447,6 @@ def test_close_drops_open_streams_and_stops_running_handlers() -> None:
 
 
 # -- the client, against the threaded server -------------------------------------------------
-
-ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
 
 
 def sample(params: dict[str, Any]) -> dict[str, Any]:

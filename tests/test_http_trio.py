@@ -31,6 +31,7 @@ from mcp_sansio import Era  # noqa: E402
 from mcp_sansio.http import ResponseMode, SSEParser  # noqa: E402
 
 from .http_stories import (  # noqa: E402
+    ERAS,
     GUARD,
     AsyncConn,
     Stream,
@@ -41,8 +42,6 @@ from .http_stories import (  # noqa: E402
     trio_service,
 )
 from .http_util import init_body  # noqa: E402
-
-ERAS = {"handshake": Era.HANDSHAKE, "stateless": None}  # None: the probe finds stateless
 
 
 class Conn(AsyncConn):
