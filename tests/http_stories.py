@@ -1,9 +1,11 @@
 """What the runtime HTTP tests (tests/test_http_asyncio.py, test_http_trio.py,
-test_http_threading.py, test_http_client_asyncio.py) share: a raw keep-alive HTTP/1.1 client
-on h11 (its sans-IO part, then an async one over any byte stream and a blocking one over a
-socket), stateless-era request bodies, the client callbacks the test servers' tools ask for,
-the asyncio server run in a thread (for the cross-runtime tests), a self-signed certificate
-and a TLS-terminating relay in front of a plain HTTP server."""
+test_http_threading.py, test_http_client_asyncio.py, test_http_interop.py and the
+cross-runtime test_http_server_runtimes.py and test_http_client_runtimes.py) share: a raw
+keep-alive HTTP/1.1 client on h11 (its sans-IO part, then an async one over any byte stream
+and a blocking one over a socket), stateless-era request bodies, the client callbacks and the
+runtime-free tools of the test servers, servers in a subprocess or in a thread (asyncio,
+trio), a self-signed certificate and a TLS-terminating relay in front of a plain HTTP
+server, and a check that no test leaves a thread behind."""
 
 from __future__ import annotations
 
