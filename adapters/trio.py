@@ -1,9 +1,11 @@
 """The trio adapter: an MCP client and server over stdio on trio's process and fd streams.
 
-The pump is one task per connection: it waits for the peer's bytes inside a cancel scope
-whose deadline is the core's next deadline (moved whenever the core's changes), feeds the
-core and dispatches the events. Writes are handed to one writer task (``send_all`` must be
-awaited; the core's outbox is filled synchronously). Handlers are queued for runner tasks
+The client's pump is one task per connection: it waits for the peer's bytes inside a cancel
+scope whose deadline is the core's next deadline (moved whenever the core's changes), feeds
+the core and dispatches the events. On the server the handler runners take turns reading
+(:meth:`_TrioRuntime._serve_fd`) and a timer task keeps that deadline. Writes go straight to
+the pipe when it has room; what does not fit is handed to one writer task (``send_all`` must
+be awaited; the core's outbox is filled synchronously). Handlers are queued for runner tasks
 (:meth:`_TrioRuntime._runner`): a runner steps each in a fresh copy of the context and in its
 cancel scope, which a ``notifications/cancelled`` cancels; one that returns without waiting
 costs no task of its own, one that waits keeps its runner and another takes the rest. Idle
@@ -160,6 +162,11 @@ class _TrioRuntime(AsyncSession):
         self._idle: list[trio.lowlevel.Task] = []
         self._coming = 0
         self._taking = False
+        # The server's stdin when runners take turns reading it (_serve_fd), and whether
+        # one is reading now; _done is set once it has read the end of the input.
+        self._lead_fd: int | None = None
+        self._leading = False
+        self._done = trio.Event()
         self._outbuf = bytearray()
         self._out_lot = trio.lowlevel.ParkingLot()
         self._out_broken = False
@@ -269,6 +276,24 @@ class _TrioRuntime(AsyncSession):
                 with trio.CancelScope() as scope:
                     while not scope.cancel_called:
                         if not queue:
+                            if (self._lead_fd is not None and not self._leading
+                                    and self.closed is None):
+                                # Nobody reads the input: this runner does, then takes
+                                # what it queued (no other task woken for it).
+                                self._leading = True
+                                self._taking = False
+                                try:
+                                    data = await self._read_lead(self._lead_fd)
+                                finally:
+                                    self._leading = False
+                                self._taking = True
+                                if not data:
+                                    self._on_eof()
+                                    self._lead_fd = None  # nothing more to read
+                                self.feed(data)
+                                if self._lead_fd is None or self.closed is not None:
+                                    self._done.set()
+                                continue
                             if len(self._idle) >= _IDLE_TASKS or self.closed is not None:
                                 return
                             task = trio.lowlevel.current_task()
@@ -299,9 +324,12 @@ class _TrioRuntime(AsyncSession):
                                 trap = job.context.run(job.coro.send, None)
                             except StopIteration:
                                 continue
-                            # It waits: it keeps this task; another takes the rest.
+                            # It waits: it keeps this task; another takes the rest
+                            # (and the reading, when this runner was the reader).
                             self._taking = False
-                            if queue and not self._coming:
+                            if not self._coming and (queue or (
+                                    self._lead_fd is not None and not self._leading
+                                    and self.closed is None)):
                                 self._wake()
                             try:
                                 await _Drive(job.coro, job.context, trap)
@@ -312,6 +340,40 @@ class _TrioRuntime(AsyncSession):
                                 del scopes[key]
         finally:
             self._taking = False
+
+    async def _serve_fd(self, fd: int) -> None:
+        """Serve a pollable input: the runners take turns reading it (one at a time), so a
+        request read by a runner is run by it, with no other task woken; the core's
+        deadlines wait in a task of their own (_timer). Returns once the input has ended."""
+        assert self._nursery is not None
+        self._lead_fd = fd
+        self._nursery.start_soon(self._timer)
+        self._wake()
+        await self._done.wait()
+
+    @staticmethod
+    async def _read_lead(fd: int) -> bytes:
+        """Wait for ``fd``, then read it (end of file on an error)."""
+        while True:
+            await trio.lowlevel.wait_readable(fd)
+            try:
+                return os.read(fd, _CHUNK)
+            except BlockingIOError:
+                continue
+            except OSError:
+                return b""
+
+    async def _timer(self) -> None:
+        """The core's next deadline, for a server whose runners read (_serve_fd): a scope
+        whose deadline _arm moves, around a sleep; when it passes, on_timer."""
+        while self.closed is None:
+            with trio.CancelScope(deadline=self._deadline) as scope:
+                self._scope = scope
+                await trio.sleep_forever()
+            self._scope = None
+            if scope.cancelled_caught:
+                self._deadline = math.inf  # passed: on_timer arms the next real one
+                self.on_timer()
 
     def _unidle(self, task: trio.lowlevel.Task, _: Any) -> trio.lowlevel.Abort:
         """A parked runner is cancelled (its nursery closes): it waits no more."""
@@ -551,7 +613,7 @@ async def serve_stdio(
             session._nursery = nursery
             nursery.start_soon(session._writer, writer)
             if reader is not None:
-                await session._pump(reader)
+                await session._serve_fd(reader.fileno())
             else:  # a regular file or /dev/null: read it whole, then end of file
                 session.feed(await trio.to_thread.run_sync(read_all, in_fd))
                 session.feed(b"")

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import contextvars
 import os
+import select
 import threading
 import time
 from functools import partial
 from typing import Any
 
 import trio
-from mcp_sansio.adapters._session import Server
+from mcp_sansio.adapters._api import AsyncContext as Context
+from mcp_sansio.adapters._session import RequestTimeout, Server
 from mcp_sansio.adapters.trio import serve_stdio
 
 from mcp_sansio import HANDSHAKE_REVISIONS, ClientConnection
@@ -47,6 +49,16 @@ def make_server(log: list[str]) -> Server:
         return VAR.get()
 
     @server.tool()
+    async def asks(ctx: Context) -> str:
+        # A request to the client that is never answered: the server's own deadline (its
+        # timer task; no runner is reading then but the one that reads) ends it.
+        try:
+            await ctx.session.request("roots/list", timeout=0.2)
+        except RequestTimeout:
+            return "timed out"
+        return "answered"  # pragma: no cover
+
+    @server.tool()
     async def waits() -> str:
         log.append("waits: started")
         try:
@@ -65,7 +77,8 @@ class Peer:
     def __init__(self, server: Server) -> None:
         self.to_server_r, self.to_server_w = os.pipe()
         self.from_server_r, self.from_server_w = os.pipe()
-        self.client = ClientConnection(versions=list(HANDSHAKE_REVISIONS))
+        self.client = ClientConnection(versions=list(HANDSHAKE_REVISIONS),
+                                       capabilities={"roots": {}})
         serve = partial(serve_stdio, server, stdin_fd=self.to_server_r,
                         stdout_fd=self.from_server_w)
         self.thread = threading.Thread(target=trio.run, args=(serve,), daemon=True)
@@ -81,6 +94,8 @@ class Peer:
     def collect_events(self, n: int) -> list[Any]:
         got: list[Any] = []
         while len(got) < n:
+            readable, _, _ = select.select([self.from_server_r], [], [], SAFETY)
+            assert readable, "the server sent nothing"
             self.client.receive_data(os.read(self.from_server_r, 1 << 20))
             got.extend(self.client.events())
         return got
@@ -172,4 +187,24 @@ def test_a_handler_cancelled_before_it_started_runs_cancelled() -> None:
     while "waits: cancelled" not in log and time.monotonic() < deadline:
         time.sleep(0.01)
     assert log == ["waits: started", "waits: cancelled"]
+    peer.close()
+
+
+def test_a_handler_waiting_on_the_client_leaves_the_reading_to_another_runner() -> None:
+    # "asks" waits for the client's answer in the runner that read its request; another
+    # runner reads on (the client's later requests are served), and the server's deadline
+    # for the unanswered request fires on time (a cancelled roots/list goes out).
+    peer = Peer(make_server([]))
+    asks = peer.call("asks")
+    peer.send()
+    events = peer.collect_events(1)
+    assert type(events[0]).__name__ == "Request" and events[0].method == "roots/list"
+    assert peer.ask("reads") == "unset"  # read and answered while asks waits
+    answers: dict[Any, Any] = {}
+    deadline = time.monotonic() + SAFETY
+    while asks not in answers and time.monotonic() < deadline:
+        for event in peer.collect_events(1):
+            if type(event).__name__ == "Response":
+                answers[event.request_id] = event
+    assert text(answers[asks]) == "timed out"
     peer.close()
