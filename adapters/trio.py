@@ -276,14 +276,15 @@ class _TrioRuntime(AsyncSession):
                 with trio.CancelScope() as scope:
                     while not scope.cancel_called:
                         if not queue:
-                            if (self._lead_fd is not None and not self._leading
-                                    and self.closed is None):
+                            if self._lead_free():
                                 # Nobody reads the input: this runner does, then takes
                                 # what it queued (no other task woken for it).
+                                fd = self._lead_fd
+                                assert fd is not None
                                 self._leading = True
                                 self._taking = False
                                 try:
-                                    data = await self._read_lead(self._lead_fd)
+                                    data = await self._read_lead(fd)
                                 finally:
                                     self._leading = False
                                 self._taking = True
@@ -310,6 +311,8 @@ class _TrioRuntime(AsyncSession):
                             del queued[key]
                         if job.cancelled:
                             self._taking = False
+                            if not self._coming and (queue or self._lead_free()):
+                                self._wake()  # in case it waits all the same (shielded)
                             try:
                                 with trio.CancelScope() as dead:
                                     dead.cancel()
@@ -327,9 +330,7 @@ class _TrioRuntime(AsyncSession):
                             # It waits: it keeps this task; another takes the rest
                             # (and the reading, when this runner was the reader).
                             self._taking = False
-                            if not self._coming and (queue or (
-                                    self._lead_fd is not None and not self._leading
-                                    and self.closed is None)):
+                            if not self._coming and (queue or self._lead_free()):
                                 self._wake()
                             try:
                                 await _Drive(job.coro, job.context, trap)
@@ -340,6 +341,10 @@ class _TrioRuntime(AsyncSession):
                                 del scopes[key]
         finally:
             self._taking = False
+
+    def _lead_free(self) -> bool:
+        """Whether the input waits for a runner to read it (_serve_fd)."""
+        return self._lead_fd is not None and not self._leading and self.closed is None
 
     async def _serve_fd(self, fd: int) -> None:
         """Serve a pollable input: the runners take turns reading it (one at a time), so a
