@@ -38,7 +38,7 @@ def _exchange(body: bytes, answer: bytes) -> tuple[bytes, bytes, list[object]]:
     server.respond(200, [("content-type", "application/json")], answer)
     response_bytes = server.data_to_send()
     client.receive_data(response_bytes)
-    events = []
+    events: list[object] = []
     while (event := client.next_event()) is not None:
         events.append(event)
     return request_bytes, response_bytes, events
@@ -107,3 +107,17 @@ def test_remembered_accept_and_host_answers_stay_right() -> None:
     for n in range(300):  # past the memory's bound: it starts over, answers stay right
         assert hosts.allows(f"localhost:{n}") and not hosts.allows(f"evil{n}:80")
     assert hosts.allows("LOCALHOST:1") and not hosts.allows("localhost:x")
+
+
+def test_header_pairs_given_as_lists_still_work() -> None:
+    for _ in range(2):
+        client = ClientWire()
+        client.send_request("POST", "/mcp", [["host", "h"], ["x-a", "1"]],  # type: ignore[list-item]
+                            b"{}")
+        data = client.data_to_send()
+        assert data.startswith(b"POST /mcp HTTP/1.1\r\nhost: h\r\nx-a: 1\r\n")
+        server = ServerWire(max_body_size=100)
+        server.receive_data(data)
+        assert server.next_request() is not None
+        server.respond(200, [["x-b", "2"]], b"")  # type: ignore[list-item]
+        assert b"x-b: 2\r\n" in server.data_to_send()

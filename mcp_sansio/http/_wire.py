@@ -26,6 +26,7 @@ written what ``data_to_send`` returned.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -115,13 +116,17 @@ class _HeadCache:
         self._known: dict[tuple[Any, ...], Any] = {}
 
     def get(self, key: tuple[Any, ...]) -> Any:
-        return self._known.get(key)
+        try:
+            return self._known.get(key)
+        except TypeError:  # a header pair given as a list: unhashable, never kept
+            return None
 
     def keep(self, key: tuple[Any, ...], headers: Any) -> None:
         known = self._known
         if len(known) >= _HEAD_CACHE_SIZE:
             known.clear()
-        known[key] = headers
+        with contextlib.suppress(TypeError):
+            known[key] = headers
 
 
 # One per process and direction: the heads a server sends are the same on every connection
