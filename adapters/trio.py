@@ -166,6 +166,7 @@ class _TrioRuntime(AsyncSession):
         # one is reading now; _done is set once it has read the end of the input.
         self._lead_fd: int | None = None
         self._leading = False
+        self._lead_context = contextvars.Context()  # what the reader feeds in (_serve_fd)
         self._done = trio.Event()
         self._outbuf = bytearray()
         self._out_lot = trio.lowlevel.ParkingLot()
@@ -291,7 +292,10 @@ class _TrioRuntime(AsyncSession):
                                 if not data:
                                     self._on_eof()
                                     self._lead_fd = None  # nothing more to read
-                                self.feed(data)
+                                # In the serving task's context, whichever runner reads:
+                                # the handlers queued copy it (a runner spawned from a
+                                # handler's step holds a copy of that handler's).
+                                self._lead_context.run(self.feed, data)
                                 if self._lead_fd is None or self.closed is not None:
                                     self._done.set()
                                 continue
@@ -352,6 +356,7 @@ class _TrioRuntime(AsyncSession):
         deadlines wait in a task of their own (_timer). Returns once the input has ended."""
         assert self._nursery is not None
         self._lead_fd = fd
+        self._lead_context = contextvars.copy_context()
         self._nursery.start_soon(self._timer)
         self._wake()
         await self._done.wait()

@@ -59,6 +59,15 @@ def make_server(log: list[str]) -> Server:
         return "answered"  # pragma: no cover
 
     @server.tool()
+    async def leaker(ctx: Context) -> str:
+        # After a wait (so not in a runner's taking step), with VAR set, something queued:
+        # a runner is spawned from inside this handler's context.
+        await trio.sleep(0)
+        VAR.set("leaked")
+        ctx.session._spawn_awaitable(trio.sleep(0))
+        return "ok"
+
+    @server.tool()
     async def waits() -> str:
         log.append("waits: started")
         try:
@@ -207,4 +216,27 @@ def test_a_handler_waiting_on_the_client_leaves_the_reading_to_another_runner() 
             if type(event).__name__ == "Response":
                 answers[event.request_id] = event
     assert text(answers[asks]) == "timed out"
+    peer.close()
+
+
+def test_a_runner_spawned_from_a_handler_reads_in_the_servers_context() -> None:
+    # "leaker" spawns a runner from its own context (VAR set); two waiting handlers then
+    # leave the reading to one of the idle runners -- that one or another, as trio's
+    # scheduler orders them, hence a few rounds. What a runner reads must be fed in the
+    # serving context: a later handler sees VAR unset, never the value leaker set.
+    log: list[str] = []
+    peer = Peer(make_server(log))
+    deadline = time.monotonic() + SAFETY
+    for round_ in range(1, 7):
+        assert peer.ask("leaker") == "ok"
+        first, second = peer.call("waits"), peer.call("waits")
+        peer.send()
+        while log.count("waits: started") < 2 * round_ and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert peer.ask("reads") == "unset"
+        peer.client.cancel(first)
+        peer.client.cancel(second)
+        peer.send()
+        while log.count("waits: cancelled") < 2 * round_ and time.monotonic() < deadline:
+            time.sleep(0.01)
     peer.close()
