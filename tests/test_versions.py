@@ -91,3 +91,34 @@ def test_a_connection_needs_a_known_revision() -> None:
         ClientConnection(versions=["1999-01-01"])
     with pytest.raises(ValueError):
         ServerConnection(versions=["1999-01-01"])
+
+
+@given(st.lists(st.sampled_from([*KNOWN_REVISIONS, "1999-01-01"]), min_size=1, max_size=6))
+def test_constructor_derives_the_same_eras_every_time(versions: list[str]) -> None:
+    # The version plan is remembered per distinct versions tuple (_connection.py
+    # _VERSION_PLANS): a second connection with the same versions, or one built after the
+    # table started over, must read exactly as the first.
+    from mcp_sansio import _connection
+
+    handshake = tuple(v for v in versions if FEATURES.get(v) and FEATURES[v].handshake)
+    stateless = tuple(v for v in versions if FEATURES.get(v) and not FEATURES[v].handshake)
+    if not handshake and not stateless:
+        with pytest.raises(ValueError, match="no known revision"):
+            ServerConnection(versions=versions)
+        return
+    for round_ in range(3):
+        if round_ == 2:
+            for n in range(_connection._VERSION_PLANS_LIMIT + 1):  # make the table start over
+                ServerConnection(versions=(*KNOWN_REVISIONS, f"x-{n}"))
+        conn = ServerConnection(versions=versions)
+        assert conn.versions == tuple(versions)
+        assert conn._handshake_versions == handshake
+        assert conn._stateless_versions == stateless
+        expected = newest(handshake) if handshake else newest(stateless)
+        assert conn.revision == expected
+    assert len(_connection._VERSION_PLANS) <= _connection._VERSION_PLANS_LIMIT
+
+
+def test_unhashable_versions_are_refused_as_before() -> None:
+    with pytest.raises(TypeError):
+        ServerConnection(versions=[["2025-11-25"]])  # type: ignore[list-item]
