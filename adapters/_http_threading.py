@@ -180,8 +180,7 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
 
     def __init__(self, conn: ServerConnection, server: Server, service: HTTPService,
                  http_session: Session) -> None:
-        super().__init__(conn, server, max_workers=1)
-        self._pool = service._pool
+        super().__init__(conn, server, pool=service._pool)
         self.lock = service.lock
         self._bind(service, http_session)
 

@@ -90,11 +90,14 @@ class CancelToken:
 class SyncSession(Session):
     """The blocking half: calls wait on events; incoming requests run in a thread pool."""
 
-    def __init__(self, *args: Any, max_workers: int = 32, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, max_workers: int = 32,
+                 pool: ThreadPoolExecutor | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lock = threading.RLock()
-        self._pool = ThreadPoolExecutor(max_workers=max_workers,
-                                        thread_name_prefix="mcp-sansio-handler")
+        # ``pool``: a shared one (an HTTP session uses its service's: a pool of its own for
+        # every stateless-era request cost ~3 us to build and was never used).
+        self._pool = pool if pool is not None else ThreadPoolExecutor(
+            max_workers=max_workers, thread_name_prefix="mcp-sansio-handler")
         self._cancellers: dict[RequestId, Callable[[], None]] = {}
 
     def _wait_call(self, call: Call, cancel: CancelToken | None) -> None:
