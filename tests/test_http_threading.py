@@ -268,6 +268,33 @@ def test_stateless_async_handlers_are_stepped_during_the_dispatch() -> None:
         conn.close()
 
 
+def test_a_stepped_handler_that_leaves_a_task_does_not_lend_its_loop_out() -> None:
+    # A stateless-era async def handler that answers at once but leaves a task on the loop
+    # it was stepped with: that loop goes to the pool (which ends the task), never back to
+    # the idle loops the next handler is stepped with (_http_threading._idle).
+    ended = threading.Event()
+    server = make_server()
+
+    @server.tool()
+    async def spawn() -> str:
+        task = asyncio.get_running_loop().create_task(asyncio.sleep(0))
+        task.add_done_callback(lambda _: ended.set())
+        return "spawned"
+
+    with start_http(server) as service:
+        conn = Conn(service.port)
+        status, _, messages = conn.request("POST", *call("spawn", {}, 2))
+        assert status == 200 and text_of(messages[-1]) == "spawned"
+        assert ended.wait(WAIT)
+        with service.lock:
+            assert all(not asyncio.all_tasks(loop) for loop in service._steppers)
+        status, _, messages = conn.request("POST", *call("quick", {"text": "next"}, 3))
+        assert status == 200 and text_of(messages[-1]) == "next"
+        with service.lock:
+            assert service._steppers  # a loop the quick one left clean is kept
+        conn.close()
+
+
 def test_json_response_mode_answers_one_json_object() -> None:
     with start_http(make_server(), response_mode=ResponseMode.JSON) as service:
         conn = Conn(service.port)
