@@ -17,6 +17,9 @@ Usage::
 
     python .ci/gen_testing_schemas.py [--schema-dir DIR] [--check]
 
+``--schema-dir`` defaults to ``$MCP_SCHEMA_DIR`` when set, else ``../shared/mcp-schema``
+beside the repository (the same setting as the tests' ``tests/schemas.py``).
+
 ``--check`` exits 1 when the committed module differs from what the schemas give (the test
 suite runs the same comparison: ``tests/test_testing_kit.py``).
 """
@@ -26,12 +29,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SCHEMA_DIR = ROOT.parent / "shared" / "mcp-schema"
+DEFAULT_SCHEMA_DIR = (Path(os.environ["MCP_SCHEMA_DIR"]).expanduser()
+                      if os.environ.get("MCP_SCHEMA_DIR", "").strip()
+                      else ROOT.parent / "shared" / "mcp-schema")
 OUTPUT = ROOT / "mcp_sansio" / "testing" / "_schema_data.py"
 #: The revisions the library knows (mcp_sansio.KNOWN_REVISIONS; ``draft`` is left out).
 REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")

@@ -1,8 +1,44 @@
+"""Suite-wide set-up: the JSON backend fixture, the official schemas' setting, the markers.
+
+* ``json_backend`` runs a test once per JSON backend.
+* The official schemas (``tests/schemas.py``) live outside the repository. When they are
+  absent, each test that reaches for them is skipped with one reason, and this file prints a
+  single summary line (how many, why, how to enable them) instead of one ``-ra`` line per
+  place -- a bare clone's run then reads as what it is. With ``MCP_REQUIRE_SCHEMAS=1`` (CI,
+  ``.ci/run``) a missing schema stops the run before any test instead.
+* Markers (registered in pyproject.toml): the slow, interop and harness modules (and a few
+  single slow tests) are marked here from the tables below rather than in each file, and
+  every other test is marked ``quick``: ``pytest -m quick`` is the contributor's fast run
+  (under a minute; docs/contributing.rst). fuzz/conftest.py marks the fuzzers ``harness``.
+"""
+
 from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mcp_sansio import _json
+from mcp_sansio.types import _generate
+
+from . import schemas
+
+# The model generator reads the same schemas (tests/test_types.py builds its parameters from
+# them while collecting): the setting applies to it too, and a missing folder skips or fails
+# its caller like any other use instead of ending the whole run (it raises SystemExit, a
+# command's way, which pytest reports as an INTERNALERROR).
+_generate.SCHEMA_ROOT = schemas.configured_root()
+_load_schema = _generate.load_schema
+
+
+def _load_schema_or_skip(revision: str) -> dict[str, Any]:
+    schemas.schema_root()
+    return _load_schema(revision)
+
+
+_generate.load_schema = _load_schema_or_skip
 
 
 @pytest.fixture(params=_json.available_backends())
@@ -12,3 +48,91 @@ def json_backend(request: pytest.FixtureRequest):
     _json.use_backend(request.param)
     yield request.param
     _json.use_backend(previous)
+
+
+#: Modules of tests/ that leave the quick run, and why (times: one run on the project's 2-core
+#: machine while other work ran; a module's total, collection excluded).
+MODULE_MARKERS: dict[str, tuple[str, str]] = {
+    "test_types.py": ("slow", "every type of every revision, ~700 cases: ~35 s"),
+    "test_adapter_runtimes.py": ("slow", "every runtime against every runtime over stdio "
+                                         "subprocesses: ~20 s"),
+    "test_http_threading.py": ("slow", "threads over loopback sockets, timeouts: ~11 s"),
+    "test_http_client_runtimes.py": ("slow", "each async runtime's client and server: ~8 s"),
+    "test_example_server.py": ("slow", "serve-example on each runtime, tasks that sleep: ~8 s"),
+    "test_http_reliability.py": ("slow", "many concurrent connections, slow and broken peers"),
+    "test_benchmark_http_smoke.py": ("slow", "runs a benchmark script"),
+    "test_benchmark_stdio_ab_smoke.py": ("slow", "runs a benchmark script"),
+    "test_benchmark_stdio_smoke.py": ("slow", "runs a benchmark script"),
+    "test_benchmarks_smoke.py": ("slow", "runs the benchmark scripts"),
+    "test_types_benchmark_smoke.py": ("slow", "runs a benchmark script"),
+    "test_fresh_clone.py": ("slow", "clones the repository and runs pytest there: ~10 s"),
+    "test_interop.py": ("interop", "the official SDK over stdio"),
+    "test_http_interop.py": ("interop", "the official SDK over Streamable HTTP"),
+    "test_testing_kit.py": ("harness", "the kit's strategies and peer machine: ~40 s"),
+}
+#: Single tests (module, function name) that leave the quick run although their module stays.
+TEST_MARKERS: dict[tuple[str, str], tuple[str, str]] = {
+    ("test_capabilities.py", "test_random_capabilities_incoming"):
+        ("slow", "random capability sets per revision: ~9 s"),
+    ("test_capabilities.py", "test_random_capabilities_outgoing"):
+        ("slow", "random capability sets per revision: ~9 s"),
+}
+#: The markers that leave an item out of ``-m quick``.
+NOT_QUICK = ("slow", "interop", "harness")
+
+
+def marker_for(module: str, function: str) -> str | None:
+    """The marker (slow/interop/harness) of the test ``function`` of ``module`` (a file name
+    in tests/), or None: it is quick."""
+    entry = TEST_MARKERS.get((module, function)) or MODULE_MARKERS.get(module)
+    return entry[0] if entry else None
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # At collection (before `-m` selects): this directory's items only; the fuzzers are
+    # marked by fuzz/conftest.py and never quick.
+    if item.path.parent != Path(__file__).parent:
+        return
+    name = getattr(item, "originalname", None) or item.name
+    marker = marker_for(item.path.name, name)
+    item.add_marker(marker or "quick")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if schemas.required() and schemas.missing():
+        raise pytest.UsageError(f"{schemas.REQUIRE_ENV} is set, but {schemas.absent_reason()}")
+
+
+def _is_schema_skip(report: pytest.TestReport | pytest.CollectReport) -> bool:
+    longrepr = report.longrepr
+    return (isinstance(longrepr, tuple) and len(longrepr) == 3
+            and str(longrepr[2]).startswith(f"Skipped: {schemas.SKIP_PREFIX}"))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Generator[None]:
+    """One line for every schema skip, in place of ``-ra``'s per-location lines."""
+    if not schemas.missing():
+        return (yield)
+    stats = terminalreporter.stats
+    skipped = stats.get("skipped", [])
+    ours = [r for r in skipped if _is_schema_skip(r)]
+    # Hidden from the short summary (which runs inside this wrapper) and put back before the
+    # final counts, so "N skipped" still counts them.
+    if ours:
+        stats["skipped"] = [r for r in skipped if not _is_schema_skip(r)]
+    try:
+        return (yield)
+    finally:
+        if ours:
+            stats["skipped"] = skipped
+        tests = sum(isinstance(r, pytest.TestReport) for r in ours)
+        modules = len(ours) - tests
+        counts = [f"{n} {what}{'s' * (n != 1)}"
+                  for n, what in ((tests, "test"), (modules, "module")) if n]
+        said = [f"{' and '.join(counts)} skipped"] if counts else []
+        if terminalreporter.config.option.collectonly or not ours:
+            said.append("the tests that validate against them will be skipped when run")
+        terminalreporter.write_line(
+            f"SCHEMAS: {', and '.join(said)}: {schemas.absent_reason()}",
+            yellow=True, bold=True)

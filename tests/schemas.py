@@ -1,8 +1,18 @@
-"""Validation of emitted messages against the official schemas in ../shared/mcp-schema.
+"""Validation of emitted messages against the official MCP JSON schemas.
 
-The schemas are read from the shared folder (never copied into the repo). Each message is
+The schemas are read from a folder outside the repository (never copied into it): the
+environment variable ``MCP_SCHEMA_DIR`` names it, and by default it is ``../shared/mcp-schema``
+beside the repository root, with one ``<revision>/schema.json`` per revision. Each message is
 checked twice: its JSON-RPC envelope against ``JSONRPCMessage`` (or the 2025-03-26 batch
 types), and its params/result against the method's own definition.
+
+A clone with nothing beside it has no schemas. Then the first use of them in a test skips that
+test (``pytest.skip``, always from the one place below, with one reason), the conftest counts
+those skips and prints one summary line saying how to enable them -- so every test that does
+not validate still runs. CI sets ``MCP_REQUIRE_SCHEMAS=1`` (``.ci/run``): there a missing
+schema fails the run instead (the conftest refuses to start, and a use here fails the test).
+The skip happens at the first use, not at collection, because most tests of the modules that
+import this one never touch a schema.
 
 One documented exception: an error answering a message whose id could not be read carries
 ``"id": null`` as JSON-RPC 2.0 section 5 requires, which no MCP schema admits (they model only
@@ -14,13 +24,51 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 
-SCHEMA_ROOT = Path(__file__).resolve().parents[2] / "shared" / "mcp-schema"
+ROOT = Path(__file__).resolve().parents[1]
+#: Where the schemas are when ``MCP_SCHEMA_DIR`` is unset: the layout of the project's CI
+#: (the spec's ``schema/`` folder checked out beside the repository).
+DEFAULT_SCHEMA_DIR = ROOT.parent / "shared" / "mcp-schema"
+SCHEMA_DIR_ENV = "MCP_SCHEMA_DIR"
+REQUIRE_ENV = "MCP_REQUIRE_SCHEMAS"
+#: The revisions the tests validate against (mcp_sansio.KNOWN_REVISIONS, without ``draft``):
+#: the folder counts as present only when it has every one of them.
+REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 
+
+def configured_root() -> Path:
+    """The folder the schemas are read from: ``$MCP_SCHEMA_DIR``, or the default."""
+    value = os.environ.get(SCHEMA_DIR_ENV, "").strip()
+    return Path(value).expanduser().resolve() if value else DEFAULT_SCHEMA_DIR
+
+
+def missing(root: Path | None = None) -> list[str]:
+    """The revisions whose ``schema.json`` is not in ``root`` (empty: all present)."""
+    root = configured_root() if root is None else root
+    return [rev for rev in REVISIONS if not (root / rev / "schema.json").is_file()]
+
+
+def required() -> bool:
+    """True when the run must have the schemas (CI): a missing one is then a failure."""
+    return os.environ.get(REQUIRE_ENV, "").strip() not in ("", "0")
+
+
+def absent_reason(root: Path | None = None) -> str:
+    """Why the schema tests cannot run, and how to let them run (one line)."""
+    root = configured_root() if root is None else root
+    return (f"official MCP schemas not found at {root} (missing: {', '.join(missing(root))}); "
+            f"set {SCHEMA_DIR_ENV} to a folder with <revision>/schema.json from the spec "
+            f"repository's schema/ folder, or put it at ../shared/mcp-schema beside the repo")
+
+
+#: The skip reason every schema-less test carries: the conftest counts skips by it.
+SKIP_PREFIX = "official MCP schemas not found"
 #: Which result definition answers which request method (test-side knowledge).
 RESULT_TYPES = {
     "initialize": "InitializeResult",
@@ -45,9 +93,15 @@ RESULT_TYPES = {
 
 
 def schema_root() -> Path:
-    if not SCHEMA_ROOT.is_dir():  # pragma: no cover - the repo layout guarantees it
-        raise RuntimeError(f"official schemas not found at {SCHEMA_ROOT}")
-    return SCHEMA_ROOT
+    """The schema folder; skips the calling test when it is absent (fails it in CI)."""
+    root = configured_root()
+    if missing(root):
+        if required():
+            pytest.fail(f"{REQUIRE_ENV} is set: {absent_reason(root)}", pytrace=False)
+        # allow_module_level: a module that reads the schemas while it is collected (its
+        # parameters come from them) is skipped whole; in a test, this skips the test.
+        pytest.skip(absent_reason(root), allow_module_level=True)
+    return root
 
 
 @functools.cache
