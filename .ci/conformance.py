@@ -17,13 +17,21 @@
   run (with every client's log) goes to ``.cache/conformance-client-R.log``; this log shows
   the summary.
 * Known failures are listed, each with its reason, in ``.ci/conformance-expected-failures.yml``.
+  Its ``#: PATTERN: REASON`` comment lines give the reason per group of entries (shell-style
+  patterns over scenario names) for the summaries; the harness reads the list and ignores
+  the comments.
 
-Prints the pass counts per requirement set (and how long each run took); exits non-zero if
-any run failed.
+A passing run reads as passing: each run prints one line -- its scenarios passed, then its
+expected failures counted per reason group, then the failures of the scenarios the
+requirement set runs but does not score -- and the harness's whole output goes to
+``.cache/conformance-<run>.log``. A run the harness fails (an unexpected failure, or a
+listed failure that now passes: the list can only shrink) prints its output in full, less
+the rows of the expected failures. Exits non-zero if any run failed.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import shlex
@@ -31,6 +39,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,42 +116,169 @@ def _shown(line: str) -> bool:
                 or line.startswith("=== Running scenario") or not line.strip())
 
 
+#: The harness colours its baseline report (ANSI SGR sequences); the parser reads plain text.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: A scenario's row in the harness's summary: "✓ name: 3 passed, 0 failed".
+_ROW = re.compile(r"^([\u2713\u2717]) (\S+): (\d+) passed, (\d+) failed")
+#: The headings of the harness's baseline report, and what their items are.
+_SECTIONS = {
+    "Expected failures (in baseline):": "expected",
+    "Stale baseline entries": "stale",
+    "Unexpected failures (not in baseline):": "unexpected",
+}
+
+
+@dataclass
+class Outcome:
+    """What one harness run said, read from its output (see :func:`read_output`)."""
+
+    passed: list[str] = field(default_factory=list)   # scenarios with no failed check
+    failed: list[str] = field(default_factory=list)   # scenarios with a failed check
+    checks_passed: int = 0
+    checks_failed: int = 0
+    expected: list[str] = field(default_factory=list)    # baseline entries that failed
+    stale: list[str] = field(default_factory=list)       # baseline entries that passed
+    unexpected: list[str] = field(default_factory=list)  # failures not in the baseline
+    baseline: bool = False  # the harness checked a baseline (its report is there)
+
+    def not_scored(self) -> list[str]:
+        """Failed scenarios the harness neither expected nor held against the run: those
+        the requirement set runs but does not score. Without a baseline there are none."""
+        if not self.baseline:
+            return []
+        known = {entry.split(":", 1)[0] for entry in self.expected + self.unexpected}
+        return [name for name in self.failed if name not in known]
+
+
+def read_output(out: str) -> Outcome:
+    """Parse a harness run's output: the summary rows and the baseline report."""
+    outcome = Outcome()
+    section = ""
+    for raw in out.splitlines():
+        line = _ANSI.sub("", raw).rstrip()
+        row = _ROW.match(line)
+        if row:
+            (outcome.passed if row[1] == "\u2713" else outcome.failed).append(row[2])
+            outcome.checks_passed += int(row[3])
+            outcome.checks_failed += int(row[4])
+            continue
+        heading = next((kind for text, kind in _SECTIONS.items() if line.startswith(text)),
+                       None)
+        if heading is not None:
+            section = heading
+            outcome.baseline = True
+            continue
+        item = re.match(r"^  [~\u2713\u2717] (\S+)$", line)
+        if item and section:
+            getattr(outcome, section).append(item[1])
+            continue
+        if line.startswith(("Baseline check passed", "Baseline is stale",
+                            "Unexpected failures detected")):
+            outcome.baseline = True
+        if line.strip():
+            section = ""
+    return outcome
+
+
+def read_reasons(path: Path = EXPECTED) -> list[tuple[str, str]]:
+    """The ``#: PATTERN: REASON`` lines of the expected-failures file, in order."""
+    reasons = []
+    for line in path.read_text().splitlines():
+        if line.startswith("#: ") and ": " in line[3:]:
+            pattern, reason = line[3:].split(": ", 1)
+            reasons.append((pattern.strip(), reason.strip()))
+    return reasons
+
+
+def _grouped(names: list[str], reasons: list[tuple[str, str]]) -> str:
+    """``names`` counted per reason group, in the file's order: "auth/*: why" ..."""
+    counts: dict[str, int] = {}
+    for name in names:
+        scenario = name.split(":", 1)[0]
+        group = next((f"{pattern}: {reason}" for pattern, reason in reasons
+                      if fnmatch.fnmatchcase(scenario, pattern)), "no reason given")
+        counts[group] = counts.get(group, 0) + 1
+    return "; ".join(f"{count} {group}" if len(counts) > 1 else group
+                     for group, count in counts.items())
+
+
+def summary(label: str, outcome: Outcome, returncode: int, took: float,
+            reasons: list[tuple[str, str]]) -> str:
+    """The run's one line: what passed, what failed as expected and why, what is unscored."""
+    parts = [f"{len(outcome.passed)} scenarios passed ({outcome.checks_passed} checks)"]
+    if outcome.expected:
+        parts.append(f"{len(outcome.expected)} expected failures "
+                     f"({_grouped(outcome.expected, reasons)}; see "
+                     f"{EXPECTED.relative_to(ROOT)})")
+    unscored = outcome.not_scored()
+    if unscored:
+        families = sorted({name.split("/", 1)[0] + "/*" if "/" in name else name
+                           for name in unscored})
+        parts.append(f"{len(unscored)} unscored scenarios failed ({', '.join(families)}: "
+                     f"run, but not scored by this requirement set)")
+    if outcome.unexpected:
+        parts.append(f"{len(outcome.unexpected)} UNEXPECTED failures "
+                     f"({', '.join(outcome.unexpected)})")
+    if outcome.stale:
+        parts.append(f"{len(outcome.stale)} listed as expected failures now PASS "
+                     f"({', '.join(outcome.stale)}: delete them from the list)")
+    if not outcome.baseline and outcome.failed:
+        parts.append(f"{len(outcome.failed)} FAILED ({', '.join(outcome.failed)})")
+    status = "ok" if returncode == 0 else f"FAILED, exit {returncode}"
+    return f"{label}: {'; '.join(parts)} ({status}, {took:.0f} s)"
+
+
+def details(out: str, outcome: Outcome, client_mode: bool) -> list[str]:
+    """A failed run's output, in full less the noise: client mode from the summary on,
+    server mode every line but a SUCCESS; in both, the expected failures' rows and list
+    left out (the summary line counts them)."""
+    lines = [_ANSI.sub("", line).rstrip() for line in out.splitlines()]
+    if client_mode:
+        start = next((i for i, line in enumerate(lines) if "SUITE SUMMARY" in line), 0)
+        lines = lines[start:]
+    expected = {entry.split(":", 1)[0] for entry in outcome.expected}
+    shown = []
+    section = ""
+    for line in lines:
+        row = _ROW.match(line)
+        if row and row[1] == "\u2717" and row[2] in expected:
+            continue
+        if line.startswith("Expected failures (in baseline):"):
+            section = "expected"
+            continue
+        if section == "expected" and line.startswith("  ~ "):
+            continue
+        section = ""
+        if line.strip() and (client_mode or _shown(line)):
+            shown.append(line)
+    return shown
+
+
 def _run(args: list[str], label: str, results: list[str], harness: Path = HARNESS,
          log: Path | None = None) -> bool:
     cmd = [str(NODE), str(harness), *args]
     if harness == HARNESS:
         cmd += ["--expected-failures", str(EXPECTED)]
-    print(f"\n--- {label}: {' '.join(args)}", flush=True)
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, check=False)
     took = time.monotonic() - start
     out = proc.stdout
-    lines = out.splitlines()
+    # Every run's whole output is kept: client mode interleaves every scenario's checks and
+    # its client's log (the harness prints a client's output when it exits non-zero).
     if log is None:
-        for line in lines:
-            if _shown(line):
-                print(line)
-    else:
-        # Client mode interleaves every scenario's checks and its client's log (the
-        # harness prints a client's output when it exits non-zero): keep all of it in a
-        # file, and show the summary from its start.
-        log.write_text(out)
-        start_at = next((i for i, line in enumerate(lines) if "SUITE SUMMARY" in line), 0)
-        for line in lines[start_at:]:
-            if line.strip():
-                print(line)
-        print(f"(the whole output: {log.relative_to(ROOT)})")
-    total = [line for line in lines if line.startswith("Total:")]
-    summary = total[-1] if total else "no total"
-    if log is not None:
-        # Per scenario too: the check totals mix the expected failures in.
-        passed = sum(line.startswith("\u2713 ") for line in lines)
-        failed = [line for line in lines if line.startswith("\u2717 ")]
-        auth = sum(line.startswith("\u2717 auth/") for line in failed)
-        summary += (f"; scenarios: {passed} passed, {len(failed)} failed "
-                    f"({auth} of them auth/*)")
-    results.append(f"{label}: {summary} (exit {proc.returncode}, {took:.0f} s)")
+        log = CACHE / ("conformance-" + re.sub(r"[^A-Za-z0-9.]+", "-", label).strip("-")
+                       + ".log")
+    log.write_text(out)
+    outcome = read_output(out)
+    line = summary(label, outcome, proc.returncode, took, read_reasons())
+    print(line, flush=True)
+    if proc.returncode != 0:
+        print(f"--- {label}: {' '.join(args)}")
+        for shown in details(out, outcome, client_mode=args[:1] == ["client"]):
+            print(shown)
+        print(f"(the whole output: {log.relative_to(ROOT)})", flush=True)
+    results.append(line)
     return proc.returncode == 0
 
 
@@ -180,9 +316,9 @@ def inside() -> int:
         ok &= _run(["client", "--command", CLIENT_COMMAND, "--requirements", requirements],
                    f"client {requirements}", results,
                    log=CACHE / f"conformance-client-{requirements}.log")
-    print("\n=== conformance results")
-    for line in results:
-        print(line)
+    passed = sum(", ok, " in line or "(ok, " in line for line in results)
+    print(f"\nconformance: {passed} of {len(results)} runs passed "
+          f"(each run's whole output: .cache/conformance-*.log)")
     return 0 if ok else 1
 
 

@@ -21,7 +21,7 @@ import struct
 import sys
 import zlib
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._api import AsyncContext as Context
 from ._session import (
@@ -32,9 +32,36 @@ from ._session import (
     sampling_request,
 )
 
+if TYPE_CHECKING:
+    import logging
+
 __all__ = ["JSON_SCHEMA_2020_12", "PNG", "WAV", "build"]
 
 Sleep = Callable[[float], Awaitable[Any]]
+
+
+class DeliberateFailure(RuntimeError):
+    """Raised by a fixture that fails on purpose (``protocol_error_job``, which the harness's
+    tasks scenarios call to see a task end ``failed``). It takes the path of any handler
+    exception -- a generic error on the wire, logged with its traceback by the adapters --
+    and only the log handler that ``serve-example`` installs (:func:`_log_to_stderr`) knows
+    it: there it is one INFO line without a traceback, so a passing conformance run prints
+    no traceback. Every other exception keeps its ERROR line and traceback."""
+
+
+def _quiet_deliberate(record: logging.LogRecord) -> bool:
+    """A filter for serve-example's stderr handler: demote a :class:`DeliberateFailure` to
+    one INFO line (dropped at the default WARNING level); pass every other record as is."""
+    error = record.exc_info[1] if record.exc_info else None
+    if not isinstance(error, DeliberateFailure):
+        return True
+    import logging
+
+    record.msg = f"{record.getMessage()}: {error} (on purpose; no traceback)"
+    record.args = None
+    record.exc_info = record.exc_text = None
+    record.levelno, record.levelname = logging.INFO, "INFO"
+    return logging.getLogger().isEnabledFor(logging.INFO)
 
 
 def _png_1x1_red() -> bytes:
@@ -420,7 +447,7 @@ def build(sleep: Sleep, name: str = "mcp-sansio-example") -> Server:
           task_support="optional", **no_args)
     async def protocol_error_job() -> str:
         await sleep(0.1)
-        raise RuntimeError("protocol_error_job breaks on purpose")
+        raise DeliberateFailure("protocol_error_job breaks on purpose")
 
     @tool(description="A task that asks the user to confirm a deletion.",
           input_schema={"type": "object", "properties": {"filename": {"type": "string"}},
@@ -573,10 +600,15 @@ async def _asyncio_sleep(seconds: float) -> None:
 
 
 def _log_to_stderr() -> None:
+    """Warnings and errors to stderr, one line each (unless logging is set up already, as
+    under a test runner); the fixtures' deliberate failures quietly (see
+    :class:`DeliberateFailure`)."""
     import logging
 
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(_quiet_deliberate)
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
 def run(runtime: str = "asyncio") -> None:
