@@ -31,15 +31,17 @@ from typing import Any
 import jsonschema
 import pytest
 
+from mcp_sansio import KNOWN_REVISIONS
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Where the schemas are when ``MCP_SCHEMA_DIR`` is unset: the layout of the project's CI
 #: (the spec's ``schema/`` folder checked out beside the repository).
 DEFAULT_SCHEMA_DIR = ROOT.parent / "shared" / "mcp-schema"
 SCHEMA_DIR_ENV = "MCP_SCHEMA_DIR"
 REQUIRE_ENV = "MCP_REQUIRE_SCHEMAS"
-#: The revisions the tests validate against (mcp_sansio.KNOWN_REVISIONS, without ``draft``):
-#: the folder counts as present only when it has every one of them.
-REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
+#: The revisions the tests validate against: the folder counts as present only when it has
+#: every one of them (a partial folder would fail tests with FileNotFoundError instead).
+REVISIONS = KNOWN_REVISIONS
 
 
 def configured_root() -> Path:
