@@ -3,6 +3,11 @@
 Each step runs in its own subprocess with this interpreter; every step runs even if an
 earlier one failed (so one CI run shows every problem), and the exit status is non-zero if
 any failed.
+
+The tests read the official MCP schemas from ``$MCP_SCHEMA_DIR`` or ``../shared/mcp-schema``
+(``tests/schemas.py``): on a bare clone the tests that need them are skipped, with one line
+saying so; ``.ci/run`` exports ``MCP_REQUIRE_SCHEMAS=1``, which makes their absence a failure.
+The contributor's fast run is ``pytest -m quick`` (docs/contributing.rst).
 """
 
 from __future__ import annotations
