@@ -66,6 +66,7 @@ from mcp_sansio import (
     State,
     SubscriptionAcknowledged,
     UnexpectedResponse,
+    _capabilities,
 )
 
 __all__ = [
@@ -472,6 +473,22 @@ class Session:
 # -- the client logic --------------------------------------------------------------------------
 
 
+#: Requests only a client sends in every revision (the core's method table): one arriving
+#: at a client is its own request sent back by a peer that echoes its input.
+SERVER_NEVER_SENDS: frozenset[str] = frozenset(
+    rule.method for rule in _capabilities.METHODS
+    if rule.kind is _capabilities.Kind.REQUEST and rule.method not in {
+        r.method for r in _capabilities.METHODS if r.sender is not _capabilities.Sender.CLIENT})
+
+#: What :attr:`ClientLogic.on_step` is told when the connect enters a state.
+_CONNECT_STEPS: dict[State, str] = {
+    # 2026-07-28 basic/lifecycle: a client that does not know the server's era asks
+    # server/discover first; a handshake-era server answers it with an error.
+    State.PROBING: "trying discovery (server/discover, the 2026-07-28 era)",
+    State.INITIALIZING: "trying initialize (the handshake era)",
+}
+
+
 class ClientLogic(Session):
     """Client behaviour shared by every runtime: handshake outcome, notifications, listen
     streams, and answering the server's input requests with the user's callbacks."""
@@ -494,6 +511,13 @@ class ClientLogic(Session):
         self.initialized: Initialized | None = None
         self._ready_wakers: list[Callable[[], None]] = []
         self._listeners: dict[RequestId, Listener] = {}
+        #: Called with a short sentence at each step of the connect (the era probe, the
+        #: fallback to ``initialize``) and when the server sends something telling (not
+        #: JSON; our own requests echoed back): what a command line shows while it waits.
+        self.on_step: Callable[[str], None] | None = None
+        #: The method of our own request the server sent back to us, if it did.
+        self.echoed: str | None = None
+        self._stepped: State | None = None
 
     @classmethod
     def create(
@@ -527,6 +551,40 @@ class ClientLogic(Session):
         if roots is not None:
             caps["roots"] = {"listChanged": False}
         return caps
+
+    def service(self) -> None:
+        super().service()
+        if self.on_step is not None:
+            self._note_step()
+
+    def _note_step(self) -> None:
+        """Tell :attr:`on_step` when the connect moved on (the state is compared after each
+        pump turn: the fallback from the probe to ``initialize`` raises no event)."""
+        state = self.conn.state
+        if state is not self._stepped:
+            self._stepped = state
+            note = _CONNECT_STEPS.get(state)
+            if note is not None and self.on_step is not None:
+                self.on_step(note)
+
+    def _dispatch(self, event: Event) -> None:
+        if type(event) is MessageRejected or type(event) is Request:
+            self._look_at_incoming(event)
+        super()._dispatch(event)
+
+    def _look_at_incoming(self, event: MessageRejected | Request) -> None:
+        method = event.method
+        if method in SERVER_NEVER_SENDS and self.echoed is None:
+            # Only a client sends these (the method table), so the server is sending our
+            # own messages back: `cat`, or a program that echoes its input.
+            self.echoed = method
+            if self.on_step is not None:
+                self.on_step(f"the server sent our own {method} request back to us: it "
+                             "echoes its input instead of answering")
+        elif (self.on_step is not None and isinstance(event, MessageRejected)
+              and event.code == ErrorCode.PARSE_ERROR):
+            self.on_step("the server sent something that is not JSON (on stdio: a line on "
+                         "its stdout that is not a message; servers log on stderr)")
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, Initialized):
@@ -585,6 +643,10 @@ class ClientLogic(Session):
     def connect_outcome(self) -> Initialized:
         if self.initialized is not None:
             return self.initialized
+        if self.echoed is not None:
+            raise ConnectionClosedError(
+                f"could not connect: the server sent our own {self.echoed} request back "
+                "(it echoes its input: not an MCP server)")
         raise ConnectionClosedError(f"could not connect: {self.closed_detail()}")
 
     def input_callback(self, method: str) -> Callable[[dict[str, Any]], Any]:
