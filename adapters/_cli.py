@@ -497,7 +497,8 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
     steps: list[str] = []
 
     def note(text: str) -> None:
-        steps.append(text)
+        if text.startswith("trying"):
+            steps.append(text)  # a step of the connect (not a remark about the server)
         if verbose or _isatty(sys.stderr):
             sys.stderr.write(f"mcp-sansio probe: {text}...\n" if text.startswith("trying")
                              else f"mcp-sansio probe: {text}\n")
