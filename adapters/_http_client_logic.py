@@ -75,7 +75,7 @@ from typing import Any, Self
 from mcp_sansio import NEED_DATA, ClientConnection, Event, Initialized, Notification
 from mcp_sansio.http import ClientChannel, HTTPClient, SessionRenewed, Transport, TransportFailed
 
-from ._session import ClientLogic, ConnectionClosedError, default_client_info
+from ._session import ClientLogic, ConnectionClosedError, default_client_info, secret_prefix
 
 __all__ = ["HTTPClientLogic", "HTTPTransportError"]
 
@@ -306,7 +306,8 @@ class HTTPClientLogic(ClientLogic):
             log.warning("the server at %s forgot session %s; a new session was initialized "
                         "(%s) and the failed requests retried: subscriptions and the log "
                         "level set on the old session are gone", self.http.url,
-                        event.previous_session_id, event.session_id)
+                        secret_prefix(event.previous_session_id),
+                        secret_prefix(event.session_id))
             self._transport_event(event)
         else:
             super()._on_event(event)

@@ -85,6 +85,7 @@ __all__ = [
     "Session",
     "ToolError",
     "outcome",
+    "secret_prefix",
 ]
 
 if TYPE_CHECKING:
@@ -165,6 +166,16 @@ class MissingCapability(Exception):
     def __init__(self, required: Mapping[str, Any]) -> None:
         super().__init__(f"the client did not declare {sorted(required)}")
         self.required = dict(required)
+
+
+def secret_prefix(value: str | None) -> str:
+    """What a log may show of a secret (a session id, a token): its first characters -- at
+    most 8, and at most a quarter of it -- then an ellipsis. Enough to tell two sessions apart
+    in one log; far too little to act as one (a session id is a bearer credential:
+    2025-11-25 basic/security_best_practices.mdx, session hijacking)."""
+    if not value:
+        return repr(value)
+    return value[:min(8, len(value) // 4)] + "…"
 
 
 # -- calls -------------------------------------------------------------------------------------
