@@ -12,13 +12,16 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any, TextIO
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mcp_sansio import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, Era, __version__
 
 from . import _example_server
 from ._session import ConnectionClosedError, McpError, RequestTimeout
+
+if TYPE_CHECKING:  # the HTTP client is imported only when a URL is probed
+    from ._http_client_logic import HTTPTransportError
 
 __all__ = ["RUNTIMES", "conformance_client", "demo", "probe", "serve_example"]
 
@@ -83,12 +86,95 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
             sys.stderr.write(f"mcp-sansio serve-example: --transport http is not available "
                              f"on {runtime} in this version\n")
             return 2
-        _example_server.run_http(
-            host, port, runtime=runtime,
-            allowed_hosts=host_allow_list(allow_hosts) if allow_hosts else None)
+        options: dict[str, Any] = {}
+        if allow_hosts:
+            options["allowed_hosts"] = host_allow_list(allow_hosts)
+        try:
+            _serve(runtime, (host, port, options))
+        except OSError as exc:  # the port is taken, the address is not this machine's...
+            sys.stderr.write(f"mcp-sansio serve-example: cannot listen on "
+                             f"{_host_port(host, port)}: {_os_reason(exc)}\n")
+            return 1
         return 0
-    _example_server.run(runtime)
+    if _isatty(sys.stdin):
+        # Run by hand: say why nothing happens (stderr: stdout is the protocol's alone).
+        sys.stderr.write(
+            f"mcp-sansio serve-example: serving MCP on stdio ({runtime}); waiting for a "
+            "client on stdin (an MCP client spawns this command; Ctrl-D or Ctrl-C ends "
+            "it)\n")
+        sys.stderr.flush()
+    _serve(runtime, None)
     return 0
+
+
+def _serve(runtime: str, http: tuple[str, int, dict[str, Any]] | None) -> None:
+    """Serve the example server until stdin closes (stdio) or for ever (HTTP). Unlike the
+    adapters' ``run_stdio``/``run_http``, which return quietly on Ctrl-C, this lets
+    :class:`KeyboardInterrupt` out, so that the command exits with 130."""
+    import functools
+
+    server = _example_server.build(_example_server._sleep_for(runtime))
+    _example_server._log_to_stderr()
+    adapter = _adapter(runtime)
+    if http is None:
+        serve: Callable[[], Any] = functools.partial(adapter.serve_stdio, server)
+    else:
+        host, port, options = http
+
+        def ready(service: Any) -> None:
+            sys.stdout.write(f"{service.url}\n")  # the URL, for whoever started us
+            sys.stdout.flush()
+
+        serve = functools.partial(adapter.serve_http, server, host, port, on_ready=ready,
+                                  **options)
+    try:
+        if runtime == "asyncio":
+            import asyncio
+
+            asyncio.run(serve())
+        elif runtime == "trio":
+            importlib.import_module("trio").run(serve)
+        else:
+            serve()
+    except BaseExceptionGroup as group:
+        raise _ungroup(group) from None
+    finally:
+        sys.stderr.flush()
+
+
+def _ungroup(group: BaseExceptionGroup[Any]) -> BaseException:
+    """What a trio nursery's group stands for: a Ctrl-C delivered inside a nursery, or an
+    error opening the listener, arrives wrapped; the command reports the one inside."""
+    interrupt, _rest = group.split(KeyboardInterrupt)
+    if interrupt is not None:
+        return KeyboardInterrupt()
+    errors = group.exceptions
+    if len(errors) == 1:
+        inner = errors[0]
+        return _ungroup(inner) if isinstance(inner, BaseExceptionGroup) else inner
+    return group
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (OSError, ValueError):  # closed or detached
+        return False
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _os_reason(exc: BaseException) -> str:
+    """An OS error in words (``address already in use``), without Python's decoration."""
+    import os
+
+    errno = getattr(exc, "errno", None)
+    if isinstance(errno, int) and errno > 0:
+        text = os.strerror(errno)
+        return text[:1].lower() + text[1:]
+    return str(exc) or type(exc).__name__
 
 
 # -- conformance-client ------------------------------------------------------------------------
@@ -252,20 +338,65 @@ def _adapter(runtime: str) -> Any:
     return importlib.import_module(f"{__package__}.{runtime}")
 
 
+class _ConnectTimeout(Exception):
+    """The whole connect (spawn or TCP, probe, initialize) took longer than ``--timeout``."""
+
+
+async def _connect_within(runtime: str, client: Any, era: Era | None, timeout: float) -> None:
+    """``client.connect`` bounded as a whole by ``timeout`` (each request's own idle timeout
+    would let a server that answers slowly at every step take several times as long)."""
+    if runtime == "trio":
+        trio: Any = importlib.import_module("trio")
+        with trio.move_on_after(timeout) as scope:
+            await client.connect(era=era)
+        if scope.cancelled_caught:
+            raise _ConnectTimeout
+        return
+    import asyncio
+
+    try:
+        await asyncio.wait_for(client.connect(era=era), timeout)
+    except TimeoutError:
+        raise _ConnectTimeout from None
+
+
+def _connect_within_sync(client: Any, era: Era | None, timeout: float) -> None:
+    """:func:`_connect_within` for the threads runtime (its ``connect`` has no bound)."""
+    import threading
+
+    if not client.start_connect(era):
+        ready = threading.Event()
+        with client.lock:
+            if client.initialized is None and client.closed is None:
+                client._ready_wakers.append(ready.set)
+            else:
+                ready.set()
+        if not ready.wait(timeout):
+            raise _ConnectTimeout
+    client.connect_outcome()
+
+
 async def _probe_async(runtime: str, command: Sequence[str], era: Era | None,
-                       timeout: float) -> tuple[Any, dict[str, list[dict[str, Any]]], float]:
+                       timeout: float, note: Callable[[str], None] | None
+                       ) -> tuple[Any, dict[str, list[dict[str, Any]]], float]:
     started = time.monotonic()
-    async with _adapter(runtime).connect_stdio(list(command), era=era, request_timeout=timeout,
-                             shutdown_timeout=1.0) as client:
+    async with _adapter(runtime).connect_stdio(list(command), connect=False,
+                                               request_timeout=timeout,
+                                               shutdown_timeout=1.0) as client:
+        client.on_step = note
+        await _connect_within(runtime, client, era, timeout)
         took = time.monotonic() - started
         return client, await _probe_lists(client), took
 
 
-async def _probe_http_async(runtime: str, url: str, era: Era | None, timeout: float
+async def _probe_http_async(runtime: str, url: str, era: Era | None, timeout: float,
+                            note: Callable[[str], None] | None
                             ) -> tuple[Any, dict[str, list[dict[str, Any]]], float]:
     connect = _connect_http(runtime)  # imported first: "connected in" is the network's time
     started = time.monotonic()
-    async with connect(url, era=era, request_timeout=timeout) as client:
+    async with connect(url, connect=False, request_timeout=timeout) as client:
+        client.on_step = note
+        await _connect_within(runtime, client, era, timeout)
         took = time.monotonic() - started
         return client, await _probe_lists(client), took
 
@@ -289,11 +420,67 @@ def _transport_line(client: Any) -> str:
     return label.get(str(name), str(name or "?"))
 
 
+#: What an HTTP status means to someone probing a URL for an MCP endpoint (a server speaks
+#: MCP at one path, answering POST: 2025-11-25 basic/transports.mdx, Streamable HTTP).
+_HTTP_MEANINGS: dict[int, str] = {
+    400: "the server refused the request (bad request)",
+    401: "the server wants authorization (basic/authorization.mdx)",
+    403: "forbidden (a server that checks Host or Origin refuses this one?)",
+    404: "nothing there: not an MCP endpoint (check the path, e.g. /mcp)",
+    405: "method not allowed: not an MCP endpoint",
+    406: "the server does not accept MCP's content types: not an MCP endpoint",
+    415: "the server does not take JSON: not an MCP endpoint",
+    501: "not an MCP endpoint",
+}
+
+
+def _is_refused(exc: BaseException | None) -> bool:
+    """Whether a socket error (or one it was raised from or groups) is a refused connection."""
+    import errno
+
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == \
+                errno.ECONNREFUSED:
+            return True
+        if isinstance(exc, BaseExceptionGroup):
+            return any(_is_refused(inner) for inner in exc.exceptions)
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def explain_http_failure(exc: HTTPTransportError) -> str:
+    """An HTTP transport failure in HTTP terms: ``HTTP 501 from URL: not an MCP endpoint``,
+    ``connection refused (URL)``."""
+    url = exc.url or "the server"
+    if _is_refused(exc.cause):
+        return f"connection refused ({url})"
+    if exc.cause is not None:
+        return f"cannot connect to {url}: {_os_reason(exc.cause)}"
+    if exc.status is not None:
+        from http import HTTPStatus
+
+        meaning = _HTTP_MEANINGS.get(exc.status)
+        if meaning is None:
+            try:
+                phrase = HTTPStatus(exc.status).phrase.lower()
+            except ValueError:
+                phrase = "an unknown status"
+            meaning = f"server error ({phrase})" if exc.status >= 500 else phrase
+        return f"HTTP {exc.status} from {url}: {meaning}"
+    return f"{url}: {exc.detail}"
+
+
 def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
           era: str | None = None, timeout: float = 10.0, verbose: bool = False,
           url: str | None = None) -> int:
     """Connect to a stdio server (``command``) or an HTTP one (``url``), print what it
-    offers; 0 on success, 1 with a clear message on failure."""
+    offers; 0 on success, 1 with a clear message on failure, 2 for a usage error.
+
+    ``timeout`` bounds the whole connect and then each listing request. With ``verbose``,
+    or when stderr is a terminal, each step of the connect is told on stderr as it
+    happens."""
     logging.basicConfig(level=logging.INFO if verbose else logging.CRITICAL,
                         stream=sys.stderr, format="%(name)s: %(message)s")
     if url is not None and command:
@@ -307,18 +494,33 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
     if _missing_runtime(runtime, "probe"):
         return 2
     target = url if url is not None else " ".join(command)
+    steps: list[str] = []
+
+    def note(text: str) -> None:
+        if text.startswith("trying"):
+            steps.append(text)  # a step of the connect (not a remark about the server)
+        if verbose or _isatty(sys.stderr):
+            sys.stderr.write(f"mcp-sansio probe: {text}...\n" if text.startswith("trying")
+                             else f"mcp-sansio probe: {text}\n")
+            sys.stderr.flush()
+
     try:
         if url is not None:
-            client, found, took = _run_probe_http(runtime, url, cached, timeout)
-        elif runtime == "asyncio":
-            import asyncio
-
-            client, found, took = asyncio.run(_probe_async(runtime, command, cached, timeout))
-        elif runtime == "trio":
-            trio: Any = importlib.import_module("trio")
-            client, found, took = trio.run(_probe_async, runtime, command, cached, timeout)
+            note(f"connecting to {url}")
+            client, found, took = _run_probe_http(runtime, url, cached, timeout, note)
         else:
-            client, found, took = _probe_threads(command, cached, timeout)
+            note(f"starting {target}")
+            if runtime == "asyncio":
+                import asyncio
+
+                client, found, took = asyncio.run(
+                    _probe_async(runtime, command, cached, timeout, note))
+            elif runtime == "trio":
+                trio: Any = importlib.import_module("trio")
+                client, found, took = trio.run(_probe_async, runtime, command, cached,
+                                               timeout, note)
+            else:
+                client, found, took = _probe_threads(command, cached, timeout, note)
     except _Unavailable as exc:
         sys.stderr.write(f"mcp-sansio probe: {exc}\n")
         return 2
@@ -328,7 +530,18 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
     except FileNotFoundError as exc:
         sys.stderr.write(f"mcp-sansio probe: cannot run {command[0]!r}: {exc.strerror}\n")
         return 1
+    except _ConnectTimeout:
+        doing = f"; last step: {steps[-1]}" if steps else ""
+        sys.stderr.write(f"mcp-sansio probe: {target}: no connection within {timeout:g} s"
+                         f"{doing}\n")
+        return 1
     except (ConnectionClosedError, McpError, RequestTimeout, OSError) as exc:
+        if url is not None:
+            from ._http_client_logic import HTTPTransportError
+
+            if isinstance(exc, HTTPTransportError):
+                sys.stderr.write(f"mcp-sansio probe: {explain_http_failure(exc)}\n")
+                return 1
         sys.stderr.write(f"mcp-sansio probe: {target}: {exc}\n")
         return 1
     if url is not None:
@@ -337,18 +550,22 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
     return 0
 
 
-def _run_probe_http(runtime: str, url: str, era: Era | None, timeout: float
+def _run_probe_http(runtime: str, url: str, era: Era | None, timeout: float,
+                    note: Callable[[str], None]
                     ) -> tuple[Any, dict[str, list[dict[str, Any]]], float]:
     if runtime == "asyncio":
         import asyncio
 
-        return asyncio.run(_probe_http_async(runtime, url, era, timeout))
+        return asyncio.run(_probe_http_async(runtime, url, era, timeout, note))
     if runtime == "trio":
         trio: Any = importlib.import_module("trio")
-        return trio.run(_probe_http_async, runtime, url, era, timeout)  # type: ignore[no-any-return]
+        return trio.run(  # type: ignore[no-any-return]
+            _probe_http_async, runtime, url, era, timeout, note)
     connect = _connect_http(runtime)
     started = time.monotonic()
-    with connect(url, era=era, request_timeout=timeout) as client:
+    with connect(url, connect=False, request_timeout=timeout) as client:
+        client.on_step = note
+        _connect_within_sync(client, era, timeout)
         took = time.monotonic() - started
         return client, _probe_lists_sync(client), took
 
@@ -366,10 +583,14 @@ def _probe_lists_sync(client: Any) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def _probe_threads(command: Sequence[str], era: Era | None, timeout: float
+def _probe_threads(command: Sequence[str], era: Era | None, timeout: float,
+                   note: Callable[[str], None]
                    ) -> tuple[Any, dict[str, list[dict[str, Any]]], float]:
     started = time.monotonic()
-    with _adapter("threading").connect_stdio(list(command), era=era, request_timeout=timeout,
-                       shutdown_timeout=1.0) as client:
+    with _adapter("threading").connect_stdio(list(command), connect=False,
+                                             request_timeout=timeout,
+                                             shutdown_timeout=1.0) as client:
+        client.on_step = note
+        _connect_within_sync(client, era, timeout)
         took = time.monotonic() - started
         return client, _probe_lists_sync(client), took

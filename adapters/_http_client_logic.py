@@ -72,10 +72,10 @@ import ssl
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
 
-from mcp_sansio import NEED_DATA, ClientConnection, Event, Notification
+from mcp_sansio import NEED_DATA, ClientConnection, Event, Initialized, Notification
 from mcp_sansio.http import ClientChannel, HTTPClient, SessionRenewed, Transport, TransportFailed
 
-from ._session import ClientLogic, ConnectionClosedError, default_client_info
+from ._session import ClientLogic, ConnectionClosedError, default_client_info, secret_prefix
 
 __all__ = ["HTTPClientLogic", "HTTPTransportError"]
 
@@ -84,14 +84,27 @@ log = logging.getLogger("mcp_sansio.adapters.http")
 
 class HTTPTransportError(ConnectionClosedError):
     """A request ended because its HTTP exchange failed (an HTTP error status without a
-    JSON-RPC answer, a broken stream that could not be resumed, the server unreachable)."""
+    JSON-RPC answer, a broken stream that could not be resumed, the server unreachable).
 
-    def __init__(self, method: str, detail: str, status: int | None) -> None:
-        super().__init__(f"{method}: HTTP transport failure: {detail}")
+    Also what ``connect`` raises when the era probe or ``initialize`` failed that way (a
+    server that answers 501, a port nobody listens on): the core judges those failures as
+    JSON-RPC errors (``-32000``, implementation-defined), but the caller is told what
+    happened on the wire, not a made-up error code.
+    """
+
+    def __init__(self, method: str, detail: str, status: int | None, url: str | None = None,
+                 cause: BaseException | None = None) -> None:
+        super().__init__(f"{method}: HTTP transport failure: {detail}"
+                         + (f" ({url})" if url else ""))
         self.method = method
         self.detail = detail
         #: The HTTP status, when there was one.
         self.status = status
+        #: The MCP endpoint the exchange went to.
+        self.url = url
+        #: The socket error when the server could not be reached (e.g.
+        #: :class:`ConnectionRefusedError`), else None.
+        self.cause = cause
 
 
 #: The ``http_options`` of ``connect_http`` that are the adapter's, not the HTTP client's.
@@ -120,6 +133,8 @@ class HTTPClientLogic(ClientLogic):
         self.session_renewals = 0
         self._http_closing = False
         self._connect_error: str | None = None
+        #: The last socket error opening a channel (cleared once the server answers).
+        self._connect_cause: BaseException | None = None
 
     def _socket_options(self, connect_timeout: float, max_write_buffer: int) -> None:
         """The runtime's socket options at its defaults (``connect_http`` may change them:
@@ -181,6 +196,20 @@ class HTTPClientLogic(ClientLogic):
     def _write(self, data: bytes) -> None:  # pragma: no cover - HTTP writes by channel
         raise TypeError("an HTTP client writes to channels (_send)")
 
+    def connect_outcome(self) -> Initialized:
+        """As for stdio, but a connection that could not be made because of an HTTP failure
+        raises :class:`HTTPTransportError` (status, URL, socket error) rather than the
+        connection's account of the made-up JSON-RPC error it was fed."""
+        failure = self.http.connect_failure
+        if self.initialized is None and failure is not None:
+            detail = failure.detail
+            if self._connect_cause is not None:
+                detail = (f"cannot connect to {self.http.host}:{self.http.port}: "
+                          f"{self._connect_cause or type(self._connect_cause).__name__}")
+            raise HTTPTransportError("connect", detail, failure.status, url=self.http.url,
+                                     cause=self._connect_cause)
+        return super().connect_outcome()
+
     # -- what the runtime calls --------------------------------------------------------------
 
     @property
@@ -198,6 +227,8 @@ class HTTPClientLogic(ClientLogic):
         with self.lock:
             if data and self.transport_detail is not None:
                 self.transport_detail = None  # the server is reachable again
+            if data:
+                self._connect_cause = None
             channel.receive_data(data, now=self._now())
             self.service()
 
@@ -212,6 +243,7 @@ class HTTPClientLogic(ClientLogic):
         """A channel's socket could not be opened (the server is not there)."""
         log.debug("could not connect to %s:%s: %s", self.http.host, self.http.port, error)
         with self.lock:
+            self._connect_cause = error
             # Named in the errors of the calls this fails, and in closed_detail() when the
             # connection closes for it (e.g. initialize could not be sent).
             self._connect_error = self.transport_detail = (
@@ -263,6 +295,8 @@ class HTTPClientLogic(ClientLogic):
         for channel, data in out:
             self._send(channel, data)
         self._arm(http.next_deadline())
+        if self.on_step is not None:
+            self._note_step()
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, TransportFailed):
@@ -272,7 +306,8 @@ class HTTPClientLogic(ClientLogic):
             log.warning("the server at %s forgot session %s; a new session was initialized "
                         "(%s) and the failed requests retried: subscriptions and the log "
                         "level set on the old session are gone", self.http.url,
-                        event.previous_session_id, event.session_id)
+                        secret_prefix(event.previous_session_id),
+                        secret_prefix(event.session_id))
             self._transport_event(event)
         else:
             super()._on_event(event)
@@ -286,7 +321,8 @@ class HTTPClientLogic(ClientLogic):
         for request_id in event.request_ids:
             call = self._calls.get(request_id)
             if call is not None:
-                call.error = HTTPTransportError(call.method, detail, event.status)
+                call.error = HTTPTransportError(call.method, detail, event.status,
+                                                url=self.http.url, cause=self._connect_cause)
         log.info("HTTP exchange with %s failed: %s", self.http.url, event.detail)
         self._transport_event(event)
 

@@ -66,6 +66,7 @@ from mcp_sansio import (
     State,
     SubscriptionAcknowledged,
     UnexpectedResponse,
+    _capabilities,
 )
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "Session",
     "ToolError",
     "outcome",
+    "secret_prefix",
 ]
 
 if TYPE_CHECKING:
@@ -164,6 +166,16 @@ class MissingCapability(Exception):
     def __init__(self, required: Mapping[str, Any]) -> None:
         super().__init__(f"the client did not declare {sorted(required)}")
         self.required = dict(required)
+
+
+def secret_prefix(value: str | None) -> str:
+    """What a log may show of a secret (a session id, a token): its first characters -- at
+    most 8, and at most a quarter of it -- then an ellipsis. Enough to tell two sessions apart
+    in one log; far too little to act as one (a session id is a bearer credential:
+    2025-11-25 basic/security_best_practices.mdx, session hijacking)."""
+    if not value:
+        return repr(value)
+    return value[:min(8, len(value) // 4)] + "…"
 
 
 # -- calls -------------------------------------------------------------------------------------
@@ -472,6 +484,22 @@ class Session:
 # -- the client logic --------------------------------------------------------------------------
 
 
+#: Requests only a client sends in every revision (the core's method table): one arriving
+#: at a client is its own request sent back by a peer that echoes its input.
+SERVER_NEVER_SENDS: frozenset[str] = frozenset(
+    rule.method for rule in _capabilities.METHODS
+    if rule.kind is _capabilities.Kind.REQUEST and rule.method not in {
+        r.method for r in _capabilities.METHODS if r.sender is not _capabilities.Sender.CLIENT})
+
+#: What :attr:`ClientLogic.on_step` is told when the connect enters a state.
+_CONNECT_STEPS: dict[State, str] = {
+    # 2026-07-28 basic/lifecycle: a client that does not know the server's era asks
+    # server/discover first; a handshake-era server answers it with an error.
+    State.PROBING: "trying discovery (server/discover, the 2026-07-28 era)",
+    State.INITIALIZING: "trying initialize (the handshake era)",
+}
+
+
 class ClientLogic(Session):
     """Client behaviour shared by every runtime: handshake outcome, notifications, listen
     streams, and answering the server's input requests with the user's callbacks."""
@@ -494,6 +522,13 @@ class ClientLogic(Session):
         self.initialized: Initialized | None = None
         self._ready_wakers: list[Callable[[], None]] = []
         self._listeners: dict[RequestId, Listener] = {}
+        #: Called with a short sentence at each step of the connect (the era probe, the
+        #: fallback to ``initialize``) and when the server sends something telling (not
+        #: JSON; our own requests echoed back): what a command line shows while it waits.
+        self.on_step: Callable[[str], None] | None = None
+        #: The method of our own request the server sent back to us, if it did.
+        self.echoed: str | None = None
+        self._stepped: State | None = None
 
     @classmethod
     def create(
@@ -527,6 +562,40 @@ class ClientLogic(Session):
         if roots is not None:
             caps["roots"] = {"listChanged": False}
         return caps
+
+    def service(self) -> None:
+        super().service()
+        if self.on_step is not None:
+            self._note_step()
+
+    def _note_step(self) -> None:
+        """Tell :attr:`on_step` when the connect moved on (the state is compared after each
+        pump turn: the fallback from the probe to ``initialize`` raises no event)."""
+        state = self.conn.state
+        if state is not self._stepped:
+            self._stepped = state
+            note = _CONNECT_STEPS.get(state)
+            if note is not None and self.on_step is not None:
+                self.on_step(note)
+
+    def _dispatch(self, event: Event) -> None:
+        if type(event) is MessageRejected or type(event) is Request:
+            self._look_at_incoming(event)
+        super()._dispatch(event)
+
+    def _look_at_incoming(self, event: MessageRejected | Request) -> None:
+        method = event.method
+        if method in SERVER_NEVER_SENDS and self.echoed is None:
+            # Only a client sends these (the method table), so the server is sending our
+            # own messages back: `cat`, or a program that echoes its input.
+            self.echoed = method
+            if self.on_step is not None:
+                self.on_step(f"the server sent our own {method} request back to us: it "
+                             "echoes its input instead of answering")
+        elif (self.on_step is not None and isinstance(event, MessageRejected)
+              and event.code == ErrorCode.PARSE_ERROR):
+            self.on_step("the server sent something that is not JSON (on stdio: a line on "
+                         "its stdout that is not a message; servers log on stderr)")
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, Initialized):
@@ -585,6 +654,10 @@ class ClientLogic(Session):
     def connect_outcome(self) -> Initialized:
         if self.initialized is not None:
             return self.initialized
+        if self.echoed is not None:
+            raise ConnectionClosedError(
+                f"could not connect: the server sent our own {self.echoed} request back "
+                "(it echoes its input: not an MCP server)")
         raise ConnectionClosedError(f"could not connect: {self.closed_detail()}")
 
     def input_callback(self, method: str) -> Callable[[dict[str, Any]], Any]:
@@ -727,16 +800,95 @@ def _bind(fn: Callable[..., Any], arguments: Mapping[str, Any], ctx: Context | N
     return (), kwargs
 
 
+def _is_integer(value: Any) -> bool:
+    # 2020-12 validation 6.1.1: "integer" is any number with a zero fractional part (1.0 too).
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and value.is_integer())
+
+
+#: JSON Schema's primitive type names (2020-12 validation, section 6.1.1) and the test each
+#: makes of a decoded JSON value. A Python bool is an int, but true is not a JSON number.
+_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": _is_integer,
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "null": lambda v: v is None,
+}
+
+#: The article for a type's name in a message ("an integer", "a string").
+_A = {"integer": "an integer", "array": "an array", "object": "an object"}
+
+
+def _argument_types(schema: Any) -> dict[str, tuple[str, ...]]:
+    """The ``type`` each top-level property of a tool's input schema requires, for the
+    argument check (only the ``type`` keyword: what :func:`_schema_from_signature` emits; a
+    schema given by hand may say more, which the handler checks itself). A property without
+    a ``type``, or with a name this does not know, is not checked."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    types: dict[str, tuple[str, ...]] = {}
+    if not isinstance(properties, dict):
+        return types
+    for name, spec in properties.items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        names = (kind,) if isinstance(kind, str) else tuple(kind) if isinstance(
+            kind, list) else ()
+        if names and all(isinstance(n, str) and n in _TYPE_TESTS for n in names):
+            types[str(name)] = names
+    return types
+
+
+def _wrong_type(types: Mapping[str, tuple[str, ...]], arguments: Mapping[str, Any]
+                ) -> str | None:
+    """The first argument whose value is not of its declared type, in words, or None."""
+    for name, value in arguments.items():
+        allowed = types.get(name)
+        if allowed is not None and not any(_TYPE_TESTS[t](value) for t in allowed):
+            want = " or ".join(_A.get(t, f"a {t}") if t != "null" else "null"
+                               for t in allowed)
+            got = _json_type_name(value)
+            return f"argument {name!r} must be {want}, not {got}"
+    return None
+
+
+def _json_type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    for name in ("boolean", "integer", "number", "string", "array", "object"):
+        if _TYPE_TESTS[name](value):
+            return _A.get(name, f"a {name}")
+    return type(value).__name__  # pragma: no cover - decoded JSON is one of the above
+
+
+#: How a ``tools/call`` whose arguments do not fit the tool (unknown or missing names, a
+#: value of the wrong type) is answered, by revision. Each revision's server/tools.mdx,
+#: "Error Handling": up to 2025-06-18 "Invalid arguments" is listed among the *protocol*
+#: errors (a JSON-RPC error; -32602 Invalid params, JSON-RPC 2.0 section 5.1); from
+#: 2025-11-25 (SEP-1303) on, "Input validation errors" are *tool execution* errors, a result
+#: with ``isError: true``, so that the model can read the message and call again.
+INVALID_ARGUMENTS_ANSWER: dict[str, str] = {
+    "2024-11-05": "protocol-error",
+    "2025-03-26": "protocol-error",
+    "2025-06-18": "protocol-error",
+    "2025-11-25": "tool-error",
+    "2026-07-28": "tool-error",
+}
+
+
 class Entry:
     """One registered tool, resource, template or prompt."""
 
-    __slots__ = ("definition", "fn", "pattern")
+    __slots__ = ("arg_types", "definition", "fn", "pattern")
 
     def __init__(self, fn: Callable[..., Any], definition: dict[str, Any],
                  pattern: re.Pattern[str] | None = None) -> None:
         self.fn = fn
         self.definition = definition
         self.pattern = pattern
+        #: A tool's argument types (from its input schema), worked out once.
+        self.arg_types = _argument_types(definition.get("inputSchema"))
 
 
 class Job:
@@ -994,9 +1146,18 @@ class Server:
             if not isinstance(arguments, dict):
                 raise TypeError("arguments must be an object")
             args, kwargs = _bind(entry.fn, arguments, ctx)
+            wrong = _wrong_type(entry.arg_types, arguments) if entry.arg_types else None
+            if wrong is not None:
+                raise TypeError(wrong)
         except TypeError as exc:
-            # 2025-11-25: input validation errors are tool results, so the model can retry.
             message = f"Invalid arguments for tool {name}: {exc}"
+            # Visible with Python's default logging (WARNING): the server's author learns
+            # that clients call this tool wrongly. The arguments are not logged (they may
+            # carry secrets); the message names only the argument and the types.
+            log.warning("tools/call (request %r): %s", ctx.request_id, message)
+            if INVALID_ARGUMENTS_ANSWER.get(_revision(ctx) or "") == "protocol-error":
+                raise McpError(ErrorCode.INVALID_PARAMS, f"Invalid params: {message}") \
+                    from None
             return Job(None, shape=lambda _: tool_error_result(message))
         return Job(entry.fn, args, kwargs, lambda value: _tool_result(value, structured))
 
@@ -1033,6 +1194,17 @@ class Server:
         except TypeError as exc:
             raise McpError(ErrorCode.INVALID_PARAMS, f"Invalid params: {exc}") from None
         return Job(entry.fn, args, kwargs, _prompt_result)
+
+
+def _revision(ctx: Context) -> str | None:
+    """The revision a request is served under: the handshake's, or (stateless era) the one
+    the request names in its ``_meta``."""
+    if ctx.era is Era.STATELESS:
+        meta = ctx.params.get("_meta")
+        version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(
+            meta, dict) else None
+        return version if isinstance(version, str) else None
+    return ctx.session.conn.protocol_version
 
 
 def tool_error_result(message: str) -> dict[str, Any]:

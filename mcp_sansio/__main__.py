@@ -103,6 +103,34 @@ def run_demo(revision: str, out: TextIO) -> int:
     return 0
 
 
+#: Exit statuses (documented in docs/cli.rst): 0 done; 1 the command failed (could not
+#: connect, could not listen); 2 a usage error (argparse's own status for bad arguments);
+#: 130 interrupted by Ctrl-C (128 + SIGINT, the shells' convention).
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``: a positive, finite number of seconds (refused when parsing)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    """``--port``: 0 (any free port) to 65535, the range of a TCP port (RFC 793)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0 (any free port) to 65535: {text!r}")
+    return value
+
+
 def _adapters_cli() -> Any:
     """The commands that do I/O (imported only when one runs: the core stays I/O-free)."""
     return importlib.import_module("mcp_sansio.adapters._cli")
@@ -152,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "HTTP (both eras) at http://HOST:PORT/mcp and prints that URL")
     serve.add_argument("--host", default="127.0.0.1",
                        help="http: the address to bind (default: %(default)s)")
-    serve.add_argument("--port", type=int, default=0,
+    serve.add_argument("--port", type=_port, default=0,
                        help="http: the port (default: %(default)s, any free port)")
     serve.add_argument("--runtime", choices=runtimes, default="asyncio",
                        help="the runtime to serve with (default: %(default)s; trio needs "
@@ -179,10 +207,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="the runtime to use (default: %(default)s)")
     probe.add_argument("--era", choices=["handshake", "stateless"], default=None,
                        help="skip the era probe and use this era")
-    probe.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                       help="idle timeout of each request (default: %(default)s)")
+    probe.add_argument("--timeout", type=_seconds, default=10.0, metavar="SECONDS",
+                       help="bound on the whole connect, then on each listing request "
+                       "(default: %(default)s)")
     probe.add_argument("--verbose", action="store_true",
-                       help="show the server's stderr and the client's log")
+                       help="tell each step of the connect (as on a terminal) and show the "
+                       "client's log")
     probe.add_argument("server", nargs=argparse.REMAINDER, metavar="COMMAND [ARGS ...]",
                        help="the server command, after --")
     conformance = sub.add_parser(
@@ -193,6 +223,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     conformance.add_argument("url", metavar="URL", help="the server's MCP endpoint")
     args = parser.parse_args(argv)
+    try:
+        return _run(parser, args)
+    except KeyboardInterrupt:
+        # Ctrl-C is how a person stops a command: one line, not a traceback.
+        sys.stderr.write(f"mcp-sansio {args.command}: interrupted\n")
+        return EXIT_INTERRUPTED
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "demo":
         _json.use_backend(args.json)
         try:

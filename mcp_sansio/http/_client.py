@@ -338,6 +338,11 @@ class HTTPClient:
         self._gate_deadline: float | None = None
         self._init_failure: bytes | None = None  # initialize's 4xx body, kept for a failed
         # legacy fallback
+        #: The last HTTP failure of the era probe or of ``initialize`` (None while there was
+        #: none). Those failures reach the connection as a made-up JSON-RPC error (it judges
+        #: the probe itself), so an adapter reads this to tell its caller what happened in
+        #: HTTP terms when the connection could not be made.
+        self.connect_failure: TransportFailed | None = None
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -946,6 +951,8 @@ class HTTPClient:
             self._by_id.pop(request_id, None)
             method = self._methods.pop(request_id, None)
             if conn.state is State.PROBING or method == "initialize":
+                self.connect_failure = TransportFailed(status=status, detail=detail,
+                                                       request_ids=(request_id,))
                 # The connection judges these answers itself: an HTTP failure is "anything
                 # else" -> fall back (probe) or close (initialize, with this reason).
                 conn.receive_message(_codec.error_message(

@@ -7,8 +7,10 @@ One :class:`cattrs.Converter` with hooks built on first use, per type:
 * **Model classes** (the attrs classes of ``v2024_11_05`` ... ``v2026_07_28``) use cattrs'
   generated dict functions with every field renamed to its JSON key (``_base.wire_name``).
   Structuring puts keys the class does not know into ``extra`` (forward compatibility: a
-  newer peer's fields survive a round trip); unstructuring leaves out optional fields that
-  are ``None`` and puts the ``extra`` keys back.
+  newer peer's fields survive a round trip), and so an explicit ``null`` for an optional
+  field that takes any JSON value (``structuredContent: null``: its ``None`` means absent);
+  unstructuring leaves out optional fields that are ``None`` and puts the ``extra`` keys
+  back (a field that is set wins over an ``extra`` key of the same name).
 * **Unions** are resolved by their discriminators. When every member has a constant field
   under the same key (content blocks' ``type``, requests' ``method``), one dict lookup picks
   the member. Otherwise the members whose required keys are all present and whose constant
@@ -283,6 +285,13 @@ def _model_structure_hook(cls: type) -> Callable[[Any, Any], Any]:
     base: Callable[[Any, Any], Any] = make_dict_structure_fn(
         cls, converter, _cattrs_forbid_extra_keys=False, **overrides)
     known = frozenset(wires.values())
+    # Optional fields of any JSON value (``structuredContent`` in 2026-07-28, an error's
+    # ``data``) may be null on the wire, which their default (None: absent) cannot tell from
+    # no key at all. An explicit null is kept in ``extra``, which unstructuring puts back
+    # when the field is still None: the peer's message survives the round trip.
+    nullable = frozenset(
+        wires[f.name] for f in attrs.fields(cls)
+        if f.name != EXTRA and f.default is None and f.type in ("Any", Any))
 
     def structure_model(value: Any, _: Any) -> Any:
         if type(value) is not dict:
@@ -290,8 +299,13 @@ def _model_structure_hook(cls: type) -> Callable[[Any, Any], Any]:
                 raise _Invalid(f"expected an object, got {_kind(value)}")
             value = dict(value)
         if value.keys() <= known:
+            if nullable:
+                nulls = {k: None for k in nullable if k in value and value[k] is None}
+                if nulls:
+                    return attrs.evolve(base(value, cls), extra=nulls)
             return base(value, cls)
-        extra = {k: v for k, v in value.items() if k not in known}
+        extra = {k: v for k, v in value.items()
+                 if k not in known or (v is None and k in nullable)}
         return attrs.evolve(base(value, cls), extra=extra)
 
     return structure_model
