@@ -92,17 +92,37 @@ class _Socket(asyncio.Protocol):
             if self.discarded > self.service.linger_bytes and self.transport is not None:
                 self.transport.close()
             return
-        self.channel.receive_data(data, now=self.service._loop.time())
-        self.service._pump()
+        try:
+            self.channel.receive_data(data, now=self.service._loop.time())
+            self.service._pump()
+        except Exception:  # a bug: this connection alone ends (_http_service.py)
+            self.failed()
 
     def eof_received(self) -> bool:
         assert self.channel is not None
         self.eof = True
         if self.discarded is not None:  # lingering: the client is done too
             return False  # (asyncio closes the transport)
-        self.channel.receive_data(b"", now=self.service._loop.time())
-        self.service._pump()
+        try:
+            self.channel.receive_data(b"", now=self.service._loop.time())
+            self.service._pump()
+        except Exception:  # a bug: this connection alone ends (_http_service.py)
+            self.failed()
         return True  # the answer may still be written: h11 closes when it is done
+
+    def failed(self) -> None:
+        """(From an ``except`` block.) Handling this connection raised: log it once, write
+        the channel's last words (a 500 when no response had started) and close it; the
+        rest of the pump's work is picked up by a fresh run, soon."""
+        channel, service = self.channel, self.service
+        assert channel is not None
+        service._contain(channel)
+        data = channel.data_to_send()
+        if self.transport is not None and not self.transport.is_closing():
+            if data:
+                self.transport.write(data)
+            self.linger()
+        service._loop.call_soon(service._safe_pump)
 
     def linger(self) -> None:
         """The channel is over: half-close after what is buffered, discard what the client
@@ -128,7 +148,7 @@ class _Socket(asyncio.Protocol):
         self.service._sockets.pop(channel, None)
         if not channel.closed:
             channel.connection_lost(now=self.service._loop.time())
-            self.service._pump()
+            self.service._safe_pump()
 
     # Backpressure: a peer that does not read stops being read from.
     def pause_writing(self) -> None:
@@ -170,6 +190,16 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
 
     _kick = _pump
 
+    def _safe_pump(self) -> None:
+        """The pump where no single connection's callback is on the stack to contain what
+        it raises: logged, and the server goes on."""
+        try:
+            self._pump()
+        except Exception:
+            self._work_failed()
+            with contextlib.suppress(Exception):  # the timers must go on
+                self._arm(self.http.next_deadline())
+
     def _new_logic(self, session: Session) -> _HTTPSession:
         return _HTTPSession(session.connection, self.server, self, session)
 
@@ -205,8 +235,11 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
     def _fire(self) -> None:
         self._timer = None
         self._timer_at = None
-        self.http.handle_timeout(self._loop.time())
-        self._pump()
+        try:
+            self.http.handle_timeout(self._loop.time())
+        except Exception:
+            self._work_failed()
+        self._safe_pump()
 
     # -- lifetime ----------------------------------------------------------------------------
 

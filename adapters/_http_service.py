@@ -12,10 +12,24 @@ Each runtime's session logic mixes in :class:`HTTPSessionLogic` (its connection 
 by the HTTP server, which also owns every timer), and each handler context broadcasts the
 server-wide list changes through :func:`broadcast_server_wide`. :func:`new_http_server`
 is what every ``start_http`` builds: the HTTP server with its connection factory and options.
+
+Isolation
+---------
+Bad input on a connection is answered by the sans-IO server, never raised. An exception that
+still escapes while one connection is being handled (a bug, in the server or in code it
+calls) must not end the server or disturb other connections: each runtime catches it where
+that connection's work is done (its reader, its protocol callbacks) and hands it to
+:meth:`HTTPServiceBase._contain`, which logs it once and ends that connection alone --
+answered ``500`` first when no response had started (:meth:`ServerChannel.fail
+<mcp_sansio.http.ServerChannel.fail>`), then closed the way every closed connection is (the
+lingering close). Work that is no one connection's (the timers, a pump run for no reader)
+is guarded the same way (:meth:`HTTPServiceBase._work_failed`): logged, and the server goes
+on.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 import weakref
 from collections.abc import Callable, Mapping
@@ -33,6 +47,8 @@ __all__ = ["SERVER_WIDE", "HTTPContext", "HTTPServiceBase", "HTTPSessionLogic",
 
 #: Notifications about the server as a whole: every session and listen stream hears them
 #: (a list change is the server's, not the session's whose handler caused it).
+log = logging.getLogger("mcp_sansio.adapters.http")
+
 SERVER_WIDE = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
                          "notifications/resources/list_changed"})
 
@@ -86,6 +102,24 @@ class HTTPServiceBase(Generic[LogicT]):
         host = self.address[0]
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}{self.http.path}"
+
+    def _contain(self, channel: ServerChannel) -> None:
+        """An exception escaped while handling ``channel`` (call from an ``except`` block):
+        log it once and end that connection alone -- ``500`` when no response had started
+        (the sans-IO channel already did so when the exception came out of its
+        ``receive_data``); the caller then writes what the channel has and closes it."""
+        log.exception("an HTTP connection failed unexpectedly; it is closed, the server goes on")
+        if not channel.closed:
+            try:
+                channel.fail()
+            except Exception:  # pragma: no cover - the channel's own cleanup failed too
+                log.exception("ending the failed HTTP connection failed as well")
+
+    def _work_failed(self) -> None:
+        """An exception escaped work that is no one connection's -- the timers, a pump run
+        for no reader (call from an ``except`` block): logged, and the server goes on
+        (``handle_timeout`` took the failing entry off its heap before it failed)."""
+        log.exception("the HTTP server's work failed unexpectedly; the server goes on")
 
     def _kick(self) -> None:
         """Route what a session logic just sent (the runtime's pump)."""

@@ -516,16 +516,20 @@ class _Socket(_Writer):
                     data, lost = b"", True
                 with service.lock:
                     if not channel.closed:
-                        if lost:
-                            channel.connection_lost(now=time.monotonic())
-                        else:
-                            channel.receive_data(data, now=time.monotonic())
-                        service._pump()
+                        try:
+                            if lost:
+                                channel.connection_lost(now=time.monotonic())
+                            else:
+                                channel.receive_data(data, now=time.monotonic())
+                            service._pump()
+                        except Exception:  # a bug: this connection alone ends
+                            service._contain(channel)  # (_http_service.py) with a 500,
+                            service._safe_pump()  # written; the reader then lingers
                     else:
                         discarded += len(data)
                 if not data or discarded > service.linger_bytes:
                     return
-        except Exception:  # pragma: no cover - a bug: log it, drop the connection
+        except Exception:  # pragma: no cover - a bug in the reader itself: drop the socket
             log.exception("the reader of an HTTP connection failed")
         finally:
             self.abort()
@@ -533,7 +537,7 @@ class _Socket(_Writer):
                 service._sockets.pop(channel, None)
                 if not channel.closed:
                     channel.connection_lost(now=time.monotonic())
-                    service._pump()
+                    service._safe_pump()
                 service._room.notify()
             self._release()
             service._readers.discard(self.reader)
@@ -597,6 +601,14 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
             self._timer.notify()
 
     _kick = _pump
+
+    def _safe_pump(self) -> None:
+        """(Lock held.) The pump where no single connection's reader is there to contain
+        what it raises: logged, and the server goes on."""
+        try:
+            self._pump()
+        except Exception:
+            self._work_failed()
 
     def _new_logic(self, session: Session) -> _HTTPSession:
         return _HTTPSession(session.connection, self.server, self, session)
@@ -691,8 +703,11 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
                 now = time.monotonic()
                 if deadline is not None and deadline <= now:
                     self._timer_at = None
-                    http.handle_timeout(now)
-                    self._pump()
+                    try:
+                        http.handle_timeout(now)
+                    except Exception:  # logged; the failing entry is off the heap
+                        self._work_failed()
+                    self._safe_pump()
                     continue
                 self._timer_at = deadline
                 self._timer.wait(None if deadline is None else deadline - now)

@@ -261,6 +261,9 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
                         return
                 for channel, data in http.data_to_send():
                     self._write(channel, data)
+        except BaseException:
+            self._drained_all()  # a failed drain is over too: readers wait for it
+            raise
         finally:
             self._pumping = False
         self._drained_all()
@@ -277,11 +280,17 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
                 self._scope = None
             now = trio.current_time()
             if now >= self._deadline:
-                http.handle_timeout(now)
+                try:
+                    http.handle_timeout(now)
+                except Exception:  # logged; the failing entry is off the heap
+                    self._work_failed()
                 self._deadline = math.inf  # set again once drained
                 self._work = True
             if not self._pumping:
-                await self._run_drain()
+                try:
+                    await self._run_drain()
+                except Exception:  # logged: the pump task, and the server, go on
+                    self._work_failed()
 
     async def _run_drain(self) -> None:
         """Drain in this task (a reader's, or the pump's); another task that wants a drain
@@ -294,7 +303,7 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
                 await self._drain()
         finally:
             self._pumping = False
-        self._drained_all()
+            self._drained_all()  # even after a failure: readers wait for it
 
     def _drained_all(self) -> None:
         """A drain ended with nothing left: readers waiting for it read on; the pump task's
@@ -367,13 +376,25 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._send_loop, sock)
                     await self._receive_loop(sock)
+        except Exception:  # pragma: no cover - a bug the reader did not contain: the
+            # connection's task ends here, never the server's nursery (_http_service.py)
+            self._contain(channel)
         finally:
             sock.gone = True
             sock.fd = None
             self._sockets.pop(channel, None)
             if not channel.closed:
                 channel.connection_lost(now=trio.current_time())
-                self._wake()
+                self._safe_wake()
+
+    def _safe_wake(self) -> None:
+        """:meth:`_wake` where no single connection's reader is there to contain what it
+        raises: logged, and the server goes on."""
+        try:
+            self._wake()
+        except Exception:
+            self._pumping = False
+            self._work_failed()
 
     async def _receive_loop(self, sock: _Socket) -> None:
         channel, stream = sock.channel, sock.stream
@@ -391,8 +412,13 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
                 # still sends is read and dropped meanwhile (the lingering close).
                 await self._discard(sock, data)
                 return
-            channel.receive_data(bytes(data), now=trio.current_time())
-            await self._pump_after_read()
+            try:
+                channel.receive_data(bytes(data), now=trio.current_time())
+                await self._pump_after_read()
+            except Exception:  # a bug: this connection alone ends (_http_service.py),
+                self._contain(channel)  # with a 500 the sender writes before it lingers
+                self._safe_wake()
+                continue  # then what the client still sends is discarded
             if not data:
                 return  # end of file: the channel reported it closed through the pump
 

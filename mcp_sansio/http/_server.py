@@ -71,7 +71,14 @@ from ._headers import (
 )
 from ._sse import encode_comment, encode_event
 from ._store import EventStore, InMemoryEventStore
-from ._wire import DEFAULT_MAX_HEADER_SIZE, HTTPRequest, ServerWire
+from ._wire import (
+    DEFAULT_MAX_HEADER_COUNT,
+    DEFAULT_MAX_HEADER_SIZE,
+    DEFAULT_MAX_TARGET_LENGTH,
+    HTTPRequest,
+    ServerWire,
+    target_allowed,
+)
 
 __all__ = [
     "DEFAULT_KEEPALIVE_INTERVAL",
@@ -276,7 +283,9 @@ class ServerChannel:
     def __init__(self, server: HTTPServer) -> None:
         self._server = server
         self.wire = ServerWire(max_body_size=server.max_body_size,
-                               max_header_size=server.max_header_size)
+                               max_header_size=server.max_header_size,
+                               max_header_count=server.max_header_count,
+                               max_target_length=server.max_target_length)
         self.stream: _Stream | None = None
         self._gone = False  # the server has reported the channel closed
 
@@ -289,29 +298,55 @@ class ServerChannel:
         return self.wire.closed
 
     def receive_data(self, data: bytes, *, now: float | None = None) -> None:
-        """Bytes read from the socket; ``b""`` is end of file."""
+        """Bytes read from the socket; ``b""`` is end of file.
+
+        Bad input is answered, never raised. An exception from here is a bug (in the server
+        or in code it calls): it is raised *after* this channel was closed -- answered
+        ``500`` first when no response had started -- so the caller logs it, writes what
+        :meth:`data_to_send` has and closes this socket; other channels are unaffected."""
         server = self._server
         server._clock(now)
-        self.wire.receive_data(data)
-        if not data:
-            # End of file: the client is gone (a half-closed client cannot be told apart
-            # from one that left, and HTTP clients do not half-close while waiting).
-            if self.stream is not None:
+        try:
+            self.wire.receive_data(data)
+            if not data:
+                # End of file: the client is gone (a half-closed client cannot be told apart
+                # from one that left, and HTTP clients do not half-close while waiting).
+                if self.stream is not None:
+                    server._detach(self.stream)
+                self.wire.abort()
+            elif self.wire.closed and self.stream is not None:
                 server._detach(self.stream)
-            self.wire.abort()
-        elif self.wire.closed and self.stream is not None:
-            server._detach(self.stream)
-        server._process_channel(self)
+            server._process_channel(self)
+        except Exception:
+            self.fail()
+            raise
 
     def connection_lost(self, *, now: float | None = None) -> None:
         """The socket broke (reset, write error): nothing more can be written to it."""
         server = self._server
         server._clock(now)
-        if self.stream is not None:
-            server._detach(self.stream)
-        self.wire.abort()
-        self.wire.data_to_send()  # discard: it cannot be written
+        try:
+            if self.stream is not None:
+                server._detach(self.stream)
+        finally:
+            self.wire.abort()
+            self.wire.data_to_send()  # discard: it cannot be written
+            server._writable[self] = None
+
+    def fail(self) -> None:
+        """End this connection after an unexpected exception while handling it: answered
+        ``500 Internal Server Error`` (``Connection: close``) when no response had started,
+        its stream (if any) detached from it. For an adapter that caught an exception from
+        code working on this channel; :meth:`receive_data` does it before it raises."""
+        server = self._server
+        stream, self.stream = self.stream, None
+        self.wire.fail(500, "Internal Server Error")
         server._writable[self] = None
+        if stream is not None and stream.channel is self:
+            try:
+                server._detach(stream)
+            except Exception:  # the stream's bookkeeping is what failed: drop the link
+                stream.channel = None
 
     def data_to_send(self) -> bytes:
         """What to write to this socket now."""
@@ -340,6 +375,8 @@ class HTTPServer:
         forms, e.g. ``"https://app.example:*"``); None accepts any. Default: localhost only.
     :param max_body_size: largest request body (413 beyond).
     :param max_header_size: largest request head (431 beyond).
+    :param max_header_count: most header fields in a request (431 beyond).
+    :param max_target_length: longest request-target (414 beyond).
     :param max_sessions: live sessions at once (503 beyond).
     :param session_idle_timeout: seconds without request or open stream before a session
         ends (None: never).
@@ -370,6 +407,8 @@ class HTTPServer:
         allowed_origins: Iterable[str] | None = LOCAL_ORIGINS,
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
         max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
+        max_header_count: int = DEFAULT_MAX_HEADER_COUNT,
+        max_target_length: int = DEFAULT_MAX_TARGET_LENGTH,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
         resumable: bool = True,
@@ -399,6 +438,8 @@ class HTTPServer:
         self._origins = AllowList(allowed_origins) if allowed_origins is not None else None
         self.max_body_size = max_body_size
         self.max_header_size = max_header_size
+        self.max_header_count = max_header_count
+        self.max_target_length = max_target_length
         self.max_sessions = max_sessions
         self.session_idle_timeout = session_idle_timeout
         self.event_store: EventStore | None = None
@@ -642,17 +683,19 @@ class HTTPServer:
     # -- one request ---------------------------------------------------------------------------
 
     def _handle(self, channel: ServerChannel, request: HTTPRequest) -> None:
+        method = request.method
+        if request.target[:1] != "/" and not self._other_target(channel, request):
+            return
         path = request.path
         legacy = self.legacy_sse_path is not None and path in (
             self.legacy_sse_path, self.legacy_post_path)
         if path != self.path and not legacy:
             self._error(channel, 404, ErrorCode.INVALID_REQUEST, "Not Found: no MCP endpoint here")
             return
-        refusal = self._check_host_origin(request.headers)
+        refusal = self._check_host_origin(request.headers, request.authority)
         if refusal is not None:
             self._error(channel, 403, ErrorCode.INVALID_REQUEST, refusal)
             return
-        method = request.method
         if legacy:
             if path == self.legacy_sse_path and method == "GET":
                 self._legacy_get(channel, request)
@@ -665,13 +708,37 @@ class HTTPServer:
             return
         if method == "POST":
             self._post(channel, request)
-        elif method == "GET" and self._sessions_allowed(self.enable_get, request):
+        elif method in ("GET", "HEAD") and self._sessions_allowed(self.enable_get, request):
             self._get(channel, request)
         elif method == "DELETE" and self._sessions_allowed(self.enable_delete, request):
             self._delete(channel, request)
         else:
+            # RFC 9110 section 15.5.6: a 405 lists the target's methods in Allow.
             self._error(channel, 405, ErrorCode.INVALID_REQUEST, "Method Not Allowed",
                         headers=[("allow", self._allow())])
+
+    def _other_target(self, channel: ServerChannel, request: HTTPRequest) -> bool:
+        """A request-target that is not in origin-form (RFC 9112 section 3.2): True when the
+        request goes on to be routed (absolute-form, on its path); else it was answered."""
+        method = request.method
+        form = request.form
+        if not target_allowed(method, form):
+            self._respond(channel, 400, [("content-type", "text/plain; charset=utf-8")],
+                          b"Bad Request: this request-target form is not allowed here"
+                          b" (RFC 9112 section 3.2)")
+            return False
+        if form == "absolute":
+            return True
+        if form == "authority":
+            # CONNECT asks for a tunnel (RFC 9110 section 9.3.6); an MCP endpoint tunnels to
+            # nowhere: "not capable of supporting it for any resource" (section 15.6.2).
+            self._respond(channel, 501, [("content-type", "text/plain; charset=utf-8")],
+                          b"Not Implemented: CONNECT")
+            return False
+        # OPTIONS * asks about the server in general (RFC 9110 section 9.3.7): nothing to
+        # say beyond a success, with "Content-Length" 0 as that section requires.
+        self._respond(channel, 200)
+        return False
 
     def _sessions_allowed(self, enabled: bool, request: HTTPRequest) -> bool:
         """GET and DELETE exist only with handshake-era sessions (2026-07-28 answers 405)."""
@@ -685,14 +752,16 @@ class HTTPServer:
         if self._handshake_versions:
             if self.enable_get:
                 methods.append("GET")
+                methods.append("HEAD")  # wherever GET is (RFC 9110 section 9.3.2)
             if self.enable_delete:
                 methods.append("DELETE")
         return ", ".join(methods)
 
-    def _check_host_origin(self, headers: Headers) -> str | None:
-        """Why a request fails the DNS-rebinding checks (None: it passes)."""
+    def _check_host_origin(self, headers: Headers, authority: str | None = None) -> str | None:
+        """Why a request fails the DNS-rebinding checks (None: it passes). ``authority``: an
+        absolute-form target's, which replaces ``Host`` (RFC 9112 section 3.2.2)."""
         if self._hosts is not None:
-            host = headers.get("host")
+            host = authority if authority is not None else headers.get("host")
             if host is None or not self._hosts.allows(host):
                 return f"Forbidden: Host {host!r} is not allowed"
         if self._origins is not None:
@@ -985,25 +1054,56 @@ class HTTPServer:
         if session is None:
             return
         last_event_id = headers.get("last-event-id")
-        if last_event_id is not None and self.event_store is not None:
-            self._resume(channel, session, last_event_id)
+        resuming = last_event_id is not None and self.event_store is not None
+        if request.method == "HEAD":
+            # RFC 9110 section 9.3.2: the status and header fields a GET would get, no
+            # content -- and none of a GET's effects (HEAD is safe, section 9.2.1): no
+            # stream is opened, resumed or taken over.
+            if resuming and self._replay(session, last_event_id or "") is None:
+                self._unknown_event_id(channel)
+            elif (not resuming and session._standalone is not None
+                  and session._standalone.channel is not None):
+                self._stream_conflict(channel)
+            else:
+                channel.wire.start_response(200, _SSE_HEADERS)
+                channel.wire.end_response()
+                self._writable[channel] = None
+            return
+        if resuming:
+            self._resume(channel, session, last_event_id or "")
             return
         standalone = session._standalone
         assert standalone is not None
         if standalone.channel is not None:
-            self._error(channel, 409, ErrorCode.INVALID_REQUEST,
-                        "Conflict: this session's standalone stream is already open")
+            self._stream_conflict(channel)
             return
         self._attach(standalone, channel)
         self._drain_backlog(session)
         self._touch(session)
 
-    def _resume(self, channel: ServerChannel, session: Session, last_event_id: str) -> None:
+    def _stream_conflict(self, channel: ServerChannel) -> None:
+        self._error(channel, 409, ErrorCode.INVALID_REQUEST,
+                    "Conflict: this session's standalone stream is already open")
+
+    def _unknown_event_id(self, channel: ServerChannel) -> None:
+        self._error(channel, 400, ErrorCode.INVALID_REQUEST,
+                    "Bad Request: unknown Last-Event-ID (events may have expired)")
+
+    def _replay(self, session: Session, last_event_id: str
+                ) -> tuple[str, list[tuple[str, bytes]]] | None:
+        """The events after ``last_event_id`` if it names a stream of ``session``: an id of
+        another session's stream is unknown here, whoever sends it -- a session replays its
+        own streams only (stream ids start with the session's prefix)."""
         assert self.event_store is not None
         found = self.event_store.replay(last_event_id)
         if found is None or not found[0].startswith(f"{session._prefix}-"):
-            self._error(channel, 400, ErrorCode.INVALID_REQUEST,
-                        "Bad Request: unknown Last-Event-ID (events may have expired)")
+            return None
+        return found
+
+    def _resume(self, channel: ServerChannel, session: Session, last_event_id: str) -> None:
+        found = self._replay(session, last_event_id)
+        if found is None:
+            self._unknown_event_id(channel)
             return
         stream_id, events = found
         standalone = session._standalone

@@ -19,6 +19,20 @@ These two classes sit on it and deal in *whole* things, which is what the MCP la
 * :class:`ClientWire` writes requests and yields the response as a head, body chunks and an
   end, so that an SSE body can be parsed while it streams.
 
+What the server wire refuses
+----------------------------
+h11 enforces most of RFC 9112's message syntax (a malformed request line or header field,
+whitespace before a field's colon, a ``Content-Length`` that is not a number or that differs
+between two fields, a transfer coding other than ``chunked``, a bad chunk size, a head over
+``max_header_size``) and suggests the status to answer. Where RFC 9112 leaves the choice to
+the server, :class:`ServerWire` makes the safe one, in :data:`REFUSALS` (each rule with its
+section): a request framed by both ``Transfer-Encoding`` and ``Content-Length`` (section 6.1),
+a folded header line (obs-fold, section 5.2), more than ``max_header_count`` header fields
+(RFC 6585 section 5) and a request-target longer than ``max_target_length`` (section 3) are
+answered with an error and the connection closes: the bytes after such a request cannot be
+trusted to start the next one. A response to ``HEAD`` never carries content (RFC 9110
+section 9.3.2), whatever the caller passes.
+
 Neither reads a socket: ``receive_data`` takes bytes (``b""`` for end of file) and
 ``data_to_send`` gives bytes. ``closed`` tells the caller to close the socket once it has
 written what ``data_to_send`` returned.
@@ -27,6 +41,7 @@ written what ``data_to_send`` returned.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,27 +51,65 @@ import h11
 from ._headers import Headers
 
 __all__ = [
+    "DEFAULT_MAX_HEADER_COUNT",
     "DEFAULT_MAX_HEADER_SIZE",
+    "DEFAULT_MAX_TARGET_LENGTH",
+    "REFUSALS",
     "ClientWire",
     "HTTPRequest",
     "ResponseBody",
     "ResponseEnd",
     "ResponseHead",
     "ServerWire",
+    "TARGET_FORMS",
     "WireClosed",
+    "target_allowed",
+    "target_form",
 ]
 
 #: The largest request or response head (start line and headers) accepted: 16 KiB, h11's
 #: default and what common servers allow; MCP headers are short (a session id, a protocol
 #: version, a method and a name).
 DEFAULT_MAX_HEADER_SIZE = 16 * 1024
+#: The most header fields a request may carry: 100, Apache httpd's ``LimitRequestFields``
+#: default. An MCP request needs about ten; proxies add a few (``Forwarded``, ``Via``,
+#: ``X-Forwarded-*``). Many tiny fields fit in ``max_header_size`` and each costs a parse
+#: and a dict entry, so the count is bounded on its own (431, RFC 6585 section 5).
+DEFAULT_MAX_HEADER_COUNT = 100
+#: The longest request-target accepted: 8 KiB, the line length nginx and Apache accept by
+#: default. The MCP endpoint is one short path (a legacy POST adds ``?sessionId=``); a longer
+#: target is answered 414 (RFC 9112 section 3: "A server that receives a request-target
+#: longer than any URI it wishes to parse MUST respond with a 414").
+DEFAULT_MAX_TARGET_LENGTH = 8 * 1024
+
+#: The requests the server wire refuses on its own, beyond what h11 enforces (module
+#: docstring): rule -> (status, the section that allows or requires the refusal). Each
+#: closes the connection after the answer.
+REFUSALS: dict[str, tuple[int, str]] = {
+    # "A server MAY reject a request that contains both Content-Length and
+    # Transfer-Encoding or process such a request in accordance with the Transfer-Encoding
+    # alone. Regardless, the server MUST close the connection after responding": the
+    # disagreement is the signature of request smuggling; refusing is the safe choice.
+    "both Transfer-Encoding and Content-Length": (400, "RFC 9112 section 6.1"),
+    # "A server that receives an obs-fold in a request message ... MUST either reject the
+    # message by sending a 400 (Bad Request) ... or replace each received obs-fold with one
+    # or more SP octets": h11 replaces; a proxy in front may not, so we refuse.
+    "obsolete line folding (obs-fold)": (400, "RFC 9112 section 5.2"),
+    "too many header fields": (431, "RFC 6585 section 5"),
+    "request-target too long": (414, "RFC 9112 section 3; RFC 9110 section 15.5.15"),
+}
+#: A header line that starts with whitespace: a continuation (obs-fold) of the line before.
+_FOLD = re.compile(rb"\n[ \t]")
+#: The blank line that ends a head (h11 accepts a bare LF as a line end: RFC 9112 section 2.2).
+_HEAD_END = re.compile(rb"\n\r?\n")
 
 _REASONS = {
     100: b"Continue", 200: b"OK", 202: b"Accepted", 204: b"No Content",
     400: b"Bad Request", 403: b"Forbidden", 404: b"Not Found", 405: b"Method Not Allowed",
     406: b"Not Acceptable", 409: b"Conflict", 413: b"Content Too Large",
-    415: b"Unsupported Media Type", 431: b"Request Header Fields Too Large",
-    500: b"Internal Server Error", 503: b"Service Unavailable",
+    414: b"URI Too Long", 415: b"Unsupported Media Type",
+    431: b"Request Header Fields Too Large", 500: b"Internal Server Error",
+    501: b"Not Implemented", 503: b"Service Unavailable",
 }
 
 
@@ -75,13 +128,78 @@ class HTTPRequest:
     http_version: str = "1.1"
 
     @property
+    def form(self) -> str | None:
+        """The request-target's form (RFC 9112 section 3.2): ``"origin"``, ``"absolute"``,
+        ``"authority"`` or ``"asterisk"`` -- None when it is none of them."""
+        return target_form(self.target)
+
+    @property
     def path(self) -> str:
-        """The target without its query string."""
-        return self.target.split("?", 1)[0]
+        """The target's path, without its query string (that of an absolute-form target:
+        RFC 9112 section 3.2.2; empty for the authority and asterisk forms)."""
+        target = self.target
+        if target[:1] != "/":
+            match = _ABSOLUTE.match(target)
+            return (match.group(3) or "/") if match else ""
+        return target.split("?", 1)[0]
 
     @property
     def query(self) -> str:
-        return self.target.split("?", 1)[1] if "?" in self.target else ""
+        target = self.target
+        if target[:1] != "/":
+            match = _ABSOLUTE.match(target)
+            return (match.group(4) or "") if match else ""
+        return target.split("?", 1)[1] if "?" in target else ""
+
+    @property
+    def authority(self) -> str | None:
+        """The host of an absolute-form target, which stands for the ``Host`` header: "an
+        origin server ... MUST ignore the received Host header field (if any) and instead
+        use the host information of the request-target" (RFC 9112 section 3.2.2)."""
+        match = _ABSOLUTE.match(self.target) if self.target[:1] != "/" else None
+        return match.group(2) if match else None
+
+
+#: absolute-form (RFC 9112 section 3.2.2) for the ``http`` and ``https`` schemes (the only
+#: ones an HTTP origin serves, RFC 9110 section 4.2): scheme, a non-empty authority without
+#: userinfo (RFC 9110 section 4.2.4: its presence is treated as an error), path, query.
+_ABSOLUTE = re.compile(r"(?i:(https?))://([^/?#@\s]+)(/[^?#\s]*)?(?:\?([^#\s]*))?\Z")
+#: authority-form (RFC 9112 section 3.2.3): ``uri-host ":" port``, CONNECT's alone.
+_AUTHORITY = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[^/?#@:\[\]\s]+):[0-9]+\Z")
+#: The request-target forms (RFC 9112 section 3.2) -> the only methods that may use the
+#: form (None: any method but CONNECT, which uses the authority form alone) and the section.
+#: A request whose target has none of the forms, or a form its method may not use, is
+#: answered 400 (the request line is invalid, RFC 9112 section 3).
+TARGET_FORMS: dict[str, tuple[frozenset[str] | None, str]] = {
+    "origin": (None, "RFC 9112 section 3.2.1"),
+    # "a server MUST accept the absolute-form in requests": routed on its path.
+    "absolute": (None, "RFC 9112 section 3.2.2"),
+    "authority": (frozenset({"CONNECT"}), "RFC 9112 section 3.2.3"),
+    "asterisk": (frozenset({"OPTIONS"}), "RFC 9112 section 3.2.4"),
+}
+
+
+def target_form(target: str) -> str | None:
+    """Which form of RFC 9112 section 3.2 a request-target has (None: none)."""
+    if target[:1] == "/":
+        return "origin"
+    if target == "*":
+        return "asterisk"
+    if _ABSOLUTE.match(target):
+        return "absolute"
+    if _AUTHORITY.match(target):
+        return "authority"
+    return None
+
+
+def target_allowed(method: str, form: str | None) -> bool:
+    """Whether ``method`` may use a request-target of ``form`` (:data:`TARGET_FORMS`)."""
+    if form is None:
+        return False
+    methods = TARGET_FORMS[form][0]
+    if methods is None:
+        return method != "CONNECT"
+    return method in methods
 
 
 def _header_list(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
@@ -155,14 +273,23 @@ class ServerWire:
     """The server side of one HTTP/1.1 connection (see the module docstring).
 
     :param max_body_size: the largest request body accepted; larger ones get ``413``.
-    :param max_header_size: the largest request head accepted; larger ones get ``431``.
+    :param max_header_size: the largest request head accepted; larger ones get ``431``
+        (``414`` when the request line alone is that long).
+    :param max_header_count: the most header fields a request may carry (``431`` beyond).
+    :param max_target_length: the longest request-target accepted (``414`` beyond).
     """
 
     def __init__(
-        self, *, max_body_size: int, max_header_size: int = DEFAULT_MAX_HEADER_SIZE
+        self, *, max_body_size: int, max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
+        max_header_count: int = DEFAULT_MAX_HEADER_COUNT,
+        max_target_length: int = DEFAULT_MAX_TARGET_LENGTH,
     ) -> None:
         self.max_body_size = max_body_size
         self.max_header_size = max_header_size
+        self.max_header_count = max_header_count
+        self.max_target_length = max_target_length
+        #: The method of the request being answered (a response to HEAD has no content).
+        self._method = b""
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header_size)
         self._out: list[bytes] = []
         self._head: h11.Request | None = None
@@ -211,18 +338,33 @@ class ServerWire:
             data, closed = conn.trailing_data
             if not data and not closed:
                 return None
+            # The buffer starts with the next head: look for obs-fold before h11 unfolds it.
+            if conn.their_state is h11.IDLE and self._folded(data):
+                self._refuse("obsolete line folding (obs-fold)")
+                return None
         while True:
             try:
                 event = conn.next_event()
             except h11.RemoteProtocolError as exc:
-                self._fail(exc.error_status_hint or 400, str(exc) or "malformed request")
+                status = exc.error_status_hint or 400
+                if status == 431 and b"\n" not in conn.trailing_data[0]:
+                    # The request line alone is over the head limit: its target is too
+                    # long (RFC 9112 section 3).
+                    self._refuse("request-target too long")
+                    return None
+                self._fail(status, str(exc) or "malformed request")
                 return None
             if event is h11.NEED_DATA or event is h11.PAUSED:
                 return None
             if isinstance(event, h11.Request):
                 self._head = event
+                self._method = event.method
                 self._headers = Headers.from_raw(event.headers.raw_items())
                 self._body = bytearray()
+                refusal = self._check_head(event, self._headers)
+                if refusal is not None:
+                    self._refuse(refusal)
+                    return None
                 length = _content_length(self._headers)
                 if length is not None and length > self.max_body_size:
                     self._fail(413, f"the body is larger than {self.max_body_size} bytes")
@@ -256,19 +398,51 @@ class ServerWire:
                 self.closed = True
                 return None
 
+    def _folded(self, data: bytes) -> bool:
+        """Whether the head at the start of ``data`` has a folded line (a line that starts
+        with whitespace continues the one before: obs-fold, RFC 9112 section 5.2)."""
+        end = _HEAD_END.search(data, 0, self.max_header_size + 4)
+        limit = end.start() if end is not None else min(len(data), self.max_header_size)
+        return _FOLD.search(data, 0, limit) is not None
+
+    def _check_head(self, head: h11.Request, headers: Headers) -> str | None:
+        """The rule of :data:`REFUSALS` a request head breaks, if any."""
+        if len(head.target) > self.max_target_length:
+            return "request-target too long"
+        if len(head.headers) > self.max_header_count:
+            return "too many header fields"
+        if "transfer-encoding" in headers and "content-length" in headers:
+            return "both Transfer-Encoding and Content-Length"
+        return None
+
+    def _refuse(self, rule: str) -> None:
+        status, section = REFUSALS[rule]
+        self._fail(status, f"{rule} ({section})")
+
+    def fail(self, status: int = 500, detail: str = "internal server error") -> None:
+        """End the connection after an unexpected failure while handling it: answered with
+        ``status`` if no response has started (and ``Connection: close``), else cut short.
+        What the failed response had queued is dropped unless its head went out whole."""
+        if self.closed:
+            return
+        self._streaming = False
+        self._fail(status, detail)
+
     def _fail(self, status: int, detail: str) -> None:
-        """Answer a request we cannot read, then close."""
+        """Answer a request we cannot read (or could not serve), then close."""
         if self._h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
             body = detail.encode("utf-8", "replace")
             try:
-                self._out.append(self._h11.send(h11.Response(
+                out = [self._h11.send(h11.Response(
                     status_code=status, reason=reason_phrase(status),
                     headers=[(b"content-type", b"text/plain; charset=utf-8"),
                              (b"content-length", str(len(body)).encode()),
                              (b"connection", b"close")],
-                )))
-                self._out.append(self._h11.send(h11.Data(data=body)))
-                self._out.append(self._h11.send(h11.EndOfMessage()))
+                ))]
+                if self._method != b"HEAD":  # RFC 9110 section 9.3.2: no content
+                    out.append(self._h11.send(h11.Data(data=body)))
+                out.append(self._h11.send(h11.EndOfMessage()))
+                self._out.extend(out)
             except h11.LocalProtocolError:  # pragma: no cover - state checked above
                 pass
         self.closed = True
@@ -283,9 +457,16 @@ class ServerWire:
         if self.closed:
             return
         conn = self._h11
-        self._out.append(conn.send(_response(status, headers, len(body))))
-        if body:
-            self._out.append(conn.send(h11.Data(data=body)))
+        # Whole or nothing: a head whose body then fails to go out is never written.
+        head = conn.send(_response(status, headers, len(body)))
+        if body and self._method != b"HEAD":
+            # A response to HEAD carries the headers a GET would get -- Content-Length
+            # included -- and no content (RFC 9110 section 9.3.2; h11 frames it so).
+            data = conn.send(h11.Data(data=body))
+            self._out.append(head)
+            self._out.append(data)
+        else:
+            self._out.append(head)
         self._finish()
 
     def start_response(self, status: int, headers: Iterable[tuple[str, str]] = ()) -> None:
@@ -297,7 +478,7 @@ class ServerWire:
 
     def send_body(self, data: bytes) -> None:
         """One piece of a streamed response's body."""
-        if self.closed or not self._streaming or not data:
+        if self.closed or not self._streaming or not data or self._method == b"HEAD":
             return
         self._out.append(self._h11.send(h11.Data(data=data)))
 
