@@ -422,8 +422,9 @@ class PeerMachine(RuleBasedStateMachine):
         drain = getattr(self.transport, "drain_findings", None)
         if drain is None:
             return
-        for rule_name, detail, sent, received in drain():
-            self.finding(rule_name, detail, sent=sent, received=received)
+        for rule_name, detail, sent, received, *level in drain():
+            self.finding(rule_name, detail, sent=sent, received=received,
+                         requirement=level[0] if level else None)
 
     def poll(self) -> None:
         """Handle whatever the peer has written already, without waiting."""
@@ -900,7 +901,9 @@ class PeerMachine(RuleBasedStateMachine):
             self.send_batch()
 
     def _handshake(self, *, early_ping: bool) -> None:
-        if early_ping:
+        # A transport may say that requests before initialize cannot be carried (HTTP
+        # sessions begin with initialize).
+        if early_ping and getattr(self.transport, "requests_before_initialize", True):
             ping = self.request("ping")
             if not self.wait_until(lambda: ping.request_id not in self._pending):
                 self._pending.pop(ping.request_id, None)
@@ -1170,7 +1173,7 @@ class PeerMachine(RuleBasedStateMachine):
         if self._invalid_strategy is None:
             self._invalid_strategy = invalid_messages(
                 self.revision, sender=Role.CLIENT, peer_capabilities=self.peer_capabilities,
-                ids=st.builds(self._new_id), rules=type(self).invalid_rules,
+                ids=st.builds(self._new_id), rules=self._invalid_rules(),
                 schemas=self._schemas)
         self.send_invalid_message(data.draw(self._invalid_strategy, label="invalid"))
         self.poll()
@@ -1216,6 +1219,16 @@ class PeerMachine(RuleBasedStateMachine):
             pending.seq = seq
         return batch
 
+    def _invalid_rules(self) -> frozenset[str] | None:
+        """The invalid-message rules to use: the configured ones, less those the transport
+        cannot carry a verdict for (``unjudged_rules``: over HTTP a second ``initialize``
+        opens a new session, which is the transport's business)."""
+        wanted = type(self).invalid_rules
+        skip = frozenset(getattr(self.transport, "unjudged_rules", ()))
+        if not skip:
+            return wanted
+        return frozenset(wanted if wanted is not None else RULES) - skip
+
     @rule()
     def sync(self) -> None:
         """A barrier: ``ping`` (``server/discover`` statelessly), read until it is
@@ -1239,7 +1252,7 @@ class PeerMachine(RuleBasedStateMachine):
         """Every invalid-message rule that applies, once each (the simplest example of
         each), then every listed tool, prompt and resource once, the unknown ones, a
         cancellation and the era's own requests. Deterministic for a deterministic peer."""
-        wanted = type(self).invalid_rules
+        wanted = self._invalid_rules()
         for name in sorted(RULES):
             if wanted is not None and name not in wanted:
                 continue
