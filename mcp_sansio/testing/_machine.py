@@ -273,6 +273,7 @@ class PeerMachine(RuleBasedStateMachine):
         self._invalid_strategy: st.SearchStrategy[Invalid] | None = None
         self._cursors: dict[RequestId, str] = {}
         self._session_started: float | None = None
+        self._last_sent: Any = None
 
     # -- budgets -------------------------------------------------------------------------------
 
@@ -340,6 +341,7 @@ class PeerMachine(RuleBasedStateMachine):
         line = message if isinstance(message, bytes) else json.dumps(
             message, separators=(",", ":"), ensure_ascii=False).encode()
         self._seq += 1
+        self._last_sent = message
         try:
             self.transport.send(line + b"\n")
         except (BrokenPipeError, ConnectionError, EOFError, OSError):
@@ -394,7 +396,8 @@ class PeerMachine(RuleBasedStateMachine):
             self._eof = True
             if self.alive:
                 self.finding("peer-closed", "the peer closed the connection in the middle of "
-                             "the session")
+                             "the session (after the last message we sent)",
+                             sent=self._last_sent)
             self.alive = False
 
     def _read(self, timeout: float) -> bool:
