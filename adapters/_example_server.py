@@ -197,8 +197,12 @@ def build(sleep: Sleep, name: str = "mcp-sansio-example") -> Server:
         return [{"type": "image", "data": PNG, "mimeType": "image/png"}]
 
     @tool(**no_args)
-    async def test_audio_content() -> list[dict[str, Any]]:
+    async def test_audio_content(ctx: Context) -> list[dict[str, Any]]:
         """Returns a short WAV."""
+        if ctx.session.conn.revision == "2024-11-05":
+            # Audio content exists from 2025-03-26 on: an older client gets a text stand-in
+            # (its schema's content union has no audio member).
+            return [{"type": "text", "text": "(a short WAV; audio needs 2025-03-26)"}]
         return [{"type": "audio", "data": WAV, "mimeType": "audio/wav"}]
 
     @tool(**no_args)

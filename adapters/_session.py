@@ -1126,6 +1126,11 @@ class Server:
         if method == "prompts/get":
             return self._route_prompt(params, ctx)
         if method == "completion/complete" and self.completion_handler is not None:
+            ref, argument = params.get("ref"), params.get("argument")
+            # CompleteRequest (schema): ref and argument are required objects.
+            if not isinstance(ref, dict) or not isinstance(argument, dict):
+                raise McpError(ErrorCode.INVALID_PARAMS, "Invalid params: completion/complete "
+                               "needs the objects ref and argument")
             fn = self.completion_handler
             args, kwargs = _bind(fn, {"ref": params.get("ref"),
                                       "argument": params.get("argument"),

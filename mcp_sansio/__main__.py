@@ -9,6 +9,9 @@
   ``add`` and ``sleep``) on stdio, on the runtime of your choice.
 * ``probe -- COMMAND ...`` connects to any stdio server and prints what it offers;
   ``probe --url URL`` does the same for an HTTP server (Streamable HTTP or legacy HTTP+SSE).
+* ``check -- COMMAND ...`` / ``check --url URL`` / ``check --client -- COMMAND ...`` /
+  ``check --client-url -- COMMAND ...`` judges a peer with the testing kit
+  (``mcp_sansio.adapters._check_cli``).
 * ``conformance-client URL`` is the client the official conformance harness drives in its
   client mode.
 
@@ -137,6 +140,10 @@ def _adapters_cli() -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["check"]:  # the check sub-command parses its own arguments
+        return int(importlib.import_module("mcp_sansio.adapters._check_cli").main(
+            args_list[1:]))
     parser = argparse.ArgumentParser(
         prog="mcp-sansio",
         description="mcp-sansio: the Model Context Protocol, sans I/O.",
@@ -215,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "client's log")
     probe.add_argument("server", nargs=argparse.REMAINDER, metavar="COMMAND [ARGS ...]",
                        help="the server command, after --")
+    sub.add_parser("check", help="check an MCP server or client against the specification "
+                   "(mcp-sansio check --help)", add_help=False)
     conformance = sub.add_parser(
         "conformance-client",
         help="the client the official conformance harness runs in its client mode",

@@ -693,6 +693,7 @@ TAMPERINGS: list[tuple[str, str, Callable[[Any, Tampered], list[Any]], dict[str,
          "params": {"level": "info", "data": "hi"}}), None),
     ("unsolicited-change", S, _after_initialize(
         {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}), None),
+    ("batch", "2025-03-26", lambda m, t: [] if isinstance(m, list) else [m], None),
     ("unsolicited-change", "2024-11-05", _after_initialize(
         {"jsonrpc": "2.0", "method": "notifications/resources/updated",
          "params": {"uri": "memo://greeting"}}), {"resources": {"subscribe": True}}),
@@ -717,7 +718,8 @@ def test_each_check_catches_its_deviation(rule: str, revision: str,
 
 def test_every_check_has_a_tampering() -> None:
     tampered = {rule for rule, *_ in TAMPERINGS}
-    session_checks = set(kit.CHECKS) - set(kit.RULES)
+    # The HTTP transport's checks are tripped by broken HTTP servers (test_check_http.py).
+    session_checks = {c for c in set(kit.CHECKS) - set(kit.RULES) if not c.startswith("http-")}
     # Checks of answers to valid requests that only a prompt or resource server could fail
     # are shown against the SDK below instead.
     assert session_checks - tampered <= {"missing-prompt-argument", "unknown-prompt",
@@ -742,6 +744,9 @@ SDK_DEVIATIONS: dict[str, set[str]] = {
     "method-type": set(KNOWN_REVISIONS),
     "params-type": set(KNOWN_REVISIONS),
     "params-array": set(KNOWN_REVISIONS),
+    # A 2025-03-26 batch of requests (ping, tools/list) is dropped without an answer, where
+    # that revision's basic/index.mdx says implementations MUST support receiving batches.
+    "batch": {"2025-03-26"},
     # A request that also carries "result" is served as a request (or -32601/-32603),
     # instead of -32600.
     "request-with-result": set(KNOWN_REVISIONS),

@@ -11,10 +11,13 @@ jsonschema); ``import mcp_sansio`` alone never imports this package.
   labelled with the error code a correct receiver answers (or that it must not answer).
 * :class:`PeerMachine`: a hypothesis state machine that plays a client against a server
   through a :class:`Transport` and checks every answer; :func:`check_peer` runs it and
-  returns a :class:`Report` of :class:`Finding` objects.
+  returns a :class:`Report` of :class:`Finding` objects (:meth:`Report.raise_for_must`
+  raises :class:`CheckFailed` when a MUST was violated).
 * :class:`ConnectionTransport` connects the machine to an in-process connection;
-  :mod:`mcp_sansio.adapters.testing_stdio` spawns a server command (the only part that does
-  I/O, kept outside this package).
+  :mod:`mcp_sansio.adapters.testing_stdio` spawns a server command and
+  :mod:`mcp_sansio.adapters.testing_http` speaks HTTP to a server URL (the parts that do
+  I/O, kept outside this package); :mod:`mcp_sansio.adapters.testing_server` checks a
+  command or URL in one call (``mcp-sansio check``).
 * :func:`typed` and :func:`typed_strategies`: strategies for the typed models of
   :mod:`mcp_sansio.types`, delegated to that package (imported on first use).
 
@@ -29,7 +32,7 @@ from typing import Any
 
 from hypothesis.strategies import SearchStrategy
 
-from ._findings import CHECKS, Finding, PeerDeviation, Report
+from ._findings import CHECKS, CheckFailed, Finding, PeerDeviation, Report
 from ._from_schema import SchemaStrategies, UnsupportedSchema, json_values
 from ._invalid import RULES, Invalid, Rule, invalid_messages
 from ._machine import PeerMachine, check_peer, sweep
@@ -51,6 +54,7 @@ from ._transport import ConnectionTransport, Transport
 __all__ = [
     "CHECKS",
     "RULES",
+    "CheckFailed",
     "ConnectionTransport",
     "Finding",
     "Invalid",

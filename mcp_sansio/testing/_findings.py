@@ -6,21 +6,33 @@ Every check the peer machine makes has a name in :data:`CHECKS` (the rules broke
 purpose by :func:`~mcp_sansio.testing.invalid_messages` are there too, under the names of
 :data:`~mcp_sansio.testing.RULES`). A deviation becomes a :class:`Finding` carrying the
 check's name, whether the check is a MUST or a SHOULD, what happened in words, and the
-messages involved. In "fail" mode the first finding raises :class:`PeerDeviation`; in
-"report" mode findings go into a :class:`Report`, which lists each distinct deviation once
-with the number of times it was seen.
+messages involved (its *exchange*: what we sent, what the peer answered -- over HTTP, the
+request line, headers and status as well), the citation of the rule (the revision in force
+and the section of the specification or RFC), and whether the run was cut short by its
+budget. In "fail" mode the first finding raises :class:`PeerDeviation`; in "report" mode
+findings go into a :class:`Report`, which lists each distinct deviation once with the
+number of times it was seen.
+
+A report renders itself three ways: :meth:`Report.summary` for people (findings grouped by
+rule, each with its reproducing exchange), :meth:`Report.to_json` (an object whose
+``findings`` list holds one object per finding) and :meth:`Report.to_junit` (JUnit XML, one
+test case per check that ran, failed when it has findings) for CI systems.
+:meth:`Report.raise_for_must` is the assertion a test suite makes: it raises
+:class:`CheckFailed`, carrying the report, when a MUST was violated.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
+from xml.etree import ElementTree
 
 import attrs
 
 from ._invalid import MUST, RULES, SHOULD, Rule
 
-__all__ = ["CHECKS", "Finding", "PeerDeviation", "Report"]
+__all__ = ["CHECKS", "CheckFailed", "Finding", "PeerDeviation", "Report"]
 
 
 def _check(name: str, requirement: str, answer: str, source: str) -> Rule:
@@ -90,6 +102,43 @@ CHECKS: dict[str, Rule] = {r.name: r for r in (
     _check("listen-acknowledgement", MUST, "a listen stream starts with "
            "notifications/subscriptions/acknowledged, tagged with its subscriptionId, "
            "honouring only what was asked", "2026-07-28 subscriptions (spec-digest h)"),
+    # -- batching (2025-03-26 only) --
+    _check("batch", MUST, "2025-03-26: a batch of requests is accepted and answered with an "
+           "array holding one response per request (a batch of notifications: nothing)",
+           "2025-03-26 basic/index.mdx, Batching (MUST support receiving batches); "
+           "JSON-RPC 2.0 s. 6"),
+    # -- Streamable HTTP (2025-03-26+) and HTTP+SSE (2024-11-05) --
+    _check("http-status", MUST, "a request is answered 200 with application/json or "
+           "text/event-stream; an accepted notification or response 202 with no body",
+           "basic/transports.mdx, Sending Messages to the Server (2025-03-26+); 2026-07-28 "
+           "basic/transports/streamable-http.mdx"),
+    _check("http-session", MUST, "a request carrying a terminated or unknown Mcp-Session-Id "
+           "is answered 404 (one without the id the session needs: 400, a SHOULD)",
+           "basic/transports.mdx, Session Management (2025-03-26 .. 2025-11-25)"),
+    _check("http-session-id", SHOULD, "the Mcp-Session-Id holds only visible ASCII "
+           "(0x21-0x7E)", "basic/transports.mdx, Session Management"),
+    _check("http-protocol-version", MUST, "a request with an invalid or unsupported "
+           "MCP-Protocol-Version header is answered 400",
+           "2025-06-18+ basic/transports.mdx, Protocol Version Header; 2026-07-28 "
+           "streamable-http.mdx (-32022)"),
+    _check("http-origin", MUST, "a request with an Origin the server does not trust is "
+           "refused (403 from 2025-11-25; any 4xx before)",
+           "basic/transports.mdx, Security Warning (MUST validate Origin); 2025-11-25: 403"),
+    _check("http-get", MUST, "GET on the endpoint opens an SSE stream (text/event-stream) "
+           "or is answered 405 (always 405 in 2026-07-28)",
+           "basic/transports.mdx, Listening for Messages from the Server; 2026-07-28 "
+           "streamable-http.mdx"),
+    _check("http-delete", MUST, "after DELETE ends a session (any 2xx), a request in it is "
+           "answered 404; a server that does not let clients end sessions answers 405",
+           "basic/transports.mdx, Session Management (2025-03-26 .. 2025-11-25)"),
+    _check("http-headers", MUST, "2026-07-28: a request whose Mcp-Method / Mcp-Name "
+           "header is missing or disagrees with its body is answered 400 (-32020)",
+           "2026-07-28 basic/transports/streamable-http.mdx, Request Metadata"),
+    _check("http-sse", MUST, "an SSE stream carries one JSON-RPC message per event, and a "
+           "request's stream ends with (or resumes, by Last-Event-ID, to) its response",
+           "basic/transports.mdx, Sending Messages / Resumability; WHATWG SSE"),
+    _check("http-endpoint", MUST, "HTTP+SSE: the SSE stream opens with an endpoint event "
+           "naming where to POST", "2024-11-05 basic/transports.mdx, HTTP with SSE"),
 )} | RULES
 
 
@@ -109,10 +158,49 @@ class Finding:
     sent: Any = None
     #: The message that shows it (what the peer sent), if any.
     received: Any = None
+    #: Where the rule is written (section of the specification or RFC), for
+    #: :attr:`revision`.
+    source: str = ""
+    #: Whether the run that found it was cut short by its budget (what was not reached
+    #: may hide more).
+    cut_short: bool = False
+
+    @property
+    def citation(self) -> str:
+        """The rule's revision and section, e.g. ``"2025-06-18: server/tools.mdx..."``."""
+        return f"{self.revision}: {self.source}" if self.revision else self.source
+
+    @property
+    def exchange(self) -> list[dict[str, Any]]:
+        """The reproducing exchange: what was sent, then what the peer answered (each
+        ``{"from": "kit" | "peer", "message": ...}``; a raw line is given as text)."""
+        out: list[dict[str, Any]] = []
+        for who, value in (("kit", self.sent), ("peer", self.received)):
+            if value is None:
+                continue
+            shown = bytes(value).decode("utf-8", "replace") if isinstance(
+                value, bytes | bytearray) else value
+            out.append({"from": who, "message": shown})
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready object: rule, severity, message, exchange and the rest."""
+        return {"rule": self.rule, "severity": self.requirement.upper(),
+                "message": self.detail, "revision": self.revision,
+                "citation": self.citation, "exchange": self.exchange,
+                "cut_short": self.cut_short}
 
     def __str__(self) -> str:
         where = f" [{self.revision}]" if self.revision else ""
         return f"{self.rule} ({self.requirement}){where}: {self.detail}"
+
+
+class CheckFailed(AssertionError):
+    """A check found at least one MUST violated; :attr:`report` holds every finding."""
+
+    def __init__(self, report: Report) -> None:
+        super().__init__(report.summary())
+        self.report = report
 
 
 class PeerDeviation(AssertionError):
@@ -135,8 +223,11 @@ class Report:
     counts: dict[tuple[str, str, str | None], int] = attrs.field(factory=dict)
     #: How many sessions ran, per revision.
     sessions: dict[str, int] = attrs.field(factory=dict)
-    #: Things worth knowing that are not deviations (a revision the peer does not speak...).
+    #: Things worth knowing that are not deviations (a revision the peer does not speak,
+    #: a slow tool...).
     notes: list[str] = attrs.field(factory=list)
+    #: Whether the run stopped early because its budget ran out.
+    cut_short: bool = False
 
     def add(self, finding: Finding) -> None:
         key = (finding.rule, finding.detail, finding.revision)
@@ -148,6 +239,20 @@ class Report:
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
+
+    def must(self) -> list[Finding]:
+        """The findings that violate a MUST."""
+        return [f for f in self.findings if f.requirement == "must"]
+
+    @property
+    def ok(self) -> bool:
+        """No MUST was violated (SHOULD findings do not count)."""
+        return not self.must()
+
+    def raise_for_must(self) -> None:
+        """Raise :class:`CheckFailed` (an ``AssertionError``) when a MUST was violated."""
+        if not self.ok:
+            raise CheckFailed(self)
 
     def rules(self) -> set[str]:
         """The names of the checks that failed at least once."""
@@ -175,9 +280,60 @@ class Report:
             check = CHECKS.get(rule)
             level = check.requirement.upper() if check else "?"
             lines.append(f"{rule} ({level}): {check.answer if check else ''}")
+            source = f" -- {check.source}" if check else ""
+            lines[-1] += source
             for finding in found:
                 times = self.counts[finding.rule, finding.detail, finding.revision]
                 suffix = f" (x{times})" if times > 1 else ""
                 lines.append(f"    [{finding.revision}] {finding.detail}{suffix}")
+                for step in finding.exchange:
+                    arrow = "->" if step["from"] == "kit" else "<-"
+                    lines.append(f"        {arrow} {_one_line(step['message'])}")
         lines.extend(f"note: {text}" for text in self.notes)
+        if self.cut_short:
+            lines.append("note: the run was cut short by its budget")
         return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as a JSON-ready object: ``findings`` (one object per finding, with its
+        rule, severity, message and exchange), ``sessions``, ``notes``, ``cut_short`` and
+        ``ok``."""
+        return {"ok": self.ok, "cut_short": self.cut_short, "sessions": dict(self.sessions),
+                "findings": [{**f.to_dict(), "count": self.counts[f.rule, f.detail,
+                                                                  f.revision]}
+                             for f in self.findings],
+                "notes": list(self.notes)}
+
+    def to_junit(self, name: str = "mcp-sansio check") -> str:
+        """JUnit XML: one test case per check that found something (failed: a MUST;
+        skipped-free "system-out" for a SHOULD), plus one passing case when nothing was
+        found, so that CI systems show the run."""
+        by_rule = self.by_rule()
+        suite = ElementTree.Element("testsuite", name=name, tests=str(max(len(by_rule), 1)),
+                                    failures=str(sum(1 for r, fs in by_rule.items() if any(
+                                        f.requirement == "must" for f in fs))))
+        for rule, found in sorted(by_rule.items()):
+            case = ElementTree.SubElement(suite, "testcase", classname="mcp-sansio.check",
+                                          name=rule)
+            text = "\n\n".join(
+                f"[{f.revision}] {f.detail}\n{f.citation}\n" + "\n".join(
+                    ("-> " if s["from"] == "kit" else "<- ") + _one_line(s["message"], 2000)
+                    for s in f.exchange) for f in found)
+            if any(f.requirement == "must" for f in found):
+                failure = ElementTree.SubElement(case, "failure", message=str(found[0]),
+                                                 type="MUST")
+                failure.text = text
+            else:
+                out = ElementTree.SubElement(case, "system-out")
+                out.text = "SHOULD: " + text
+        if not by_rule:
+            ElementTree.SubElement(suite, "testcase", classname="mcp-sansio.check",
+                                   name="no findings")
+        return ElementTree.tostring(suite, encoding="unicode")
+
+
+def _one_line(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           default=repr)
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 3] + "..."

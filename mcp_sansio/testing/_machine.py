@@ -28,13 +28,36 @@ a finding. At the end of a session the machine waits for every request still owe
 answer (``reply_timeout``), then for ``settle_time`` of silence, and reports what never
 came.
 
-The machine never reads a clock: "waiting" is asking the transport for data with a
-timeout. :meth:`PeerMachine.configure` makes a configured subclass; :func:`check_peer` runs
-one in "report" mode and returns the :class:`~mcp_sansio.testing.Report`.
+The machine never reads a clock itself: "waiting" is asking the transport for data with a
+timeout. Budgets need one, so a caller that wants them passes ``clock`` (a function
+returning seconds; the adapters pass ``time.monotonic``): ``budget`` bounds the whole run,
+``session_budget`` each session, ``call_timeout`` how long a tool call may take in all. A
+tool that keeps reporting progress is *slow*, not unanswered: when its wait ends it is
+cancelled and noted, never reported as ``no-reply``; a tool that says nothing at all for
+``call_timeout`` is. When a budget runs out the run stops where it is, the report is marked
+``cut_short`` and requests still in flight are not held against the peer.
+
+Scope: ``tools`` and ``exclude_tools`` (shell-style patterns) choose the tools called;
+tools whose annotations say ``destructiveHint: true`` (and not ``readOnlyHint: true``) are
+never called unless ``allow_destructive`` is set -- an explicit hint only, because the
+spec's defaults would count every unannotated tool as destructive and leave most servers
+untested; use ``tools`` to narrow further. ``max_argument_size`` bounds the JSON size of
+generated arguments.
+
+Batching: in 2025-03-26 sessions the machine sends JSON-RPC batches (a MUST to accept in
+that revision) and reports a batch whose requests are not all answered as ``batch``.
+
+A transport may find things too (the HTTP transport checks status codes, headers and
+sessions): if it has a ``drain_findings()`` method, the machine collects what it returns --
+``(check, detail, sent, received)`` tuples -- after every read and when a session ends.
+
+:meth:`PeerMachine.configure` makes a configured subclass; :func:`check_peer` runs one in
+"report" mode and returns the :class:`~mcp_sansio.testing.Report`.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -119,6 +142,8 @@ class _Pending:
     #: Set for requests whose answer the caller judges itself (initialize, the first
     #: discover): the answer is appended here, unjudged.
     replies: list[dict[str, Any]] | None = None
+    #: Sent inside a JSON-RPC batch (2025-03-26): unanswered is a ``batch`` finding.
+    batch: bool = False
 
 
 class PeerMachine(RuleBasedStateMachine):
@@ -145,6 +170,24 @@ class PeerMachine(RuleBasedStateMachine):
     invalid_rules: ClassVar[frozenset[str] | None] = None
     client_info: ClassVar[dict[str, Any]] = {"name": "mcp-sansio-testing", "version": "0"}
     client_capabilities: ClassVar[dict[str, Any]] = {}
+    #: Seconds, for budgets (``None``: no budgets; the core never reads a clock itself).
+    clock: ClassVar[Callable[[], float] | None] = None
+    #: Wall-time budget of the whole run and of each session, in seconds (None: none).
+    budget: ClassVar[float | None] = None
+    session_budget: ClassVar[float | None] = None
+    #: How long one tool call may take in all, progress or not (needs ``clock``). The
+    #: default, 30 s, is six times ``reply_timeout``: a tool does real work, a ping none.
+    call_timeout: ClassVar[float] = 30.0
+    #: Shell-style patterns of the tools to call (None: all) and not to call.
+    tools_include: ClassVar[tuple[str, ...] | None] = None
+    tools_exclude: ClassVar[tuple[str, ...]] = ()
+    #: Call tools annotated ``destructiveHint: true`` too.
+    allow_destructive: ClassVar[bool] = False
+    #: Largest generated ``arguments`` object, as compact JSON bytes. 4 KiB: a schema-valid
+    #: argument rarely needs more, and a huge one only tests the tool's patience.
+    max_argument_size: ClassVar[int] = 4096
+    #: The run's shared state (start time, whether it was cut short), set by configure().
+    run_state: ClassVar[dict[str, Any]] = {}
 
     @classmethod
     def configure(
@@ -158,9 +201,34 @@ class PeerMachine(RuleBasedStateMachine):
         settle_time: float | None = None,
         invalid_rules: Iterable[str] | None = None,
         name: str | None = None,
+        clock: Callable[[], float] | None = None,
+        budget: float | None = None,
+        session_budget: float | None = None,
+        call_timeout: float | None = None,
+        tools: Iterable[str] | None = None,
+        exclude_tools: Iterable[str] | None = None,
+        allow_destructive: bool | None = None,
+        max_argument_size: int | None = None,
     ) -> type[PeerMachine]:
         """A subclass with this configuration (``None`` keeps the class's value)."""
-        namespace: dict[str, Any] = {"transport_factory": staticmethod(transport_factory)}
+        namespace: dict[str, Any] = {"transport_factory": staticmethod(transport_factory),
+                                     "run_state": {}}
+        if clock is not None:
+            namespace["clock"] = staticmethod(clock)
+        if budget is not None:
+            namespace["budget"] = budget
+        if session_budget is not None:
+            namespace["session_budget"] = session_budget
+        if call_timeout is not None:
+            namespace["call_timeout"] = call_timeout
+        if tools is not None:
+            namespace["tools_include"] = tuple(tools)
+        if exclude_tools is not None:
+            namespace["tools_exclude"] = tuple(exclude_tools)
+        if allow_destructive is not None:
+            namespace["allow_destructive"] = allow_destructive
+        if max_argument_size is not None:
+            namespace["max_argument_size"] = max_argument_size
         if revisions is not None:
             namespace["revisions"] = tuple(revisions)
         if schemas is not None:
@@ -204,6 +272,41 @@ class PeerMachine(RuleBasedStateMachine):
         self._args: dict[str, st.SearchStrategy[Any] | None] = {}
         self._invalid_strategy: st.SearchStrategy[Invalid] | None = None
         self._cursors: dict[RequestId, str] = {}
+        self._session_started: float | None = None
+        self._last_sent: Any = None
+
+    # -- budgets -------------------------------------------------------------------------------
+
+    def _now(self) -> float | None:
+        clock = type(self).clock
+        return None if clock is None else clock()
+
+    def over_budget(self) -> bool:
+        """Whether the run's or this session's budget has run out (then the run is marked
+        cut short)."""
+        now = self._now()
+        if now is None:
+            return False
+        cls = type(self)
+        state = cls.run_state
+        start = state.setdefault("start", now)
+        over = (cls.budget is not None and now - start >= cls.budget) or (
+            cls.session_budget is not None and self._session_started is not None
+            and now - self._session_started >= cls.session_budget)
+        if over:
+            self._cut_short()
+            self.alive = False  # no more rules; teardown only closes
+        return bool(over)
+
+    def _cut_short(self) -> None:
+        type(self).run_state["cut_short"] = True
+        report = type(self).report
+        if report is not None:
+            report.cut_short = True
+
+    @property
+    def cut_short(self) -> bool:
+        return bool(type(self).run_state.get("cut_short"))
 
     # -- findings ------------------------------------------------------------------------------
 
@@ -213,7 +316,7 @@ class PeerMachine(RuleBasedStateMachine):
         check = CHECKS[rule_name]
         found = Finding(rule=rule_name, requirement=requirement or check.requirement,
                         detail=detail, revision=self.revision or None, sent=sent,
-                        received=received)
+                        received=received, source=check.source, cut_short=self.cut_short)
         self.findings.append(found)
         report = type(self).report
         if report is None:
@@ -238,6 +341,7 @@ class PeerMachine(RuleBasedStateMachine):
         line = message if isinstance(message, bytes) else json.dumps(
             message, separators=(",", ":"), ensure_ascii=False).encode()
         self._seq += 1
+        self._last_sent = message
         try:
             self.transport.send(line + b"\n")
         except (BrokenPipeError, ConnectionError, EOFError, OSError):
@@ -292,7 +396,8 @@ class PeerMachine(RuleBasedStateMachine):
             self._eof = True
             if self.alive:
                 self.finding("peer-closed", "the peer closed the connection in the middle of "
-                             "the session")
+                             "the session (after the last message we sent)",
+                             sent=self._last_sent)
             self.alive = False
 
     def _read(self, timeout: float) -> bool:
@@ -305,6 +410,8 @@ class PeerMachine(RuleBasedStateMachine):
         except EOFError:
             self._peer_gone()
             return False
+        finally:
+            self._transport_findings()
         if not data:
             return False
         self._buffer += data
@@ -314,19 +421,40 @@ class PeerMachine(RuleBasedStateMachine):
                 self._on_line(line)
         return True
 
+    def _transport_findings(self) -> None:
+        drain = getattr(self.transport, "drain_findings", None)
+        if drain is None:
+            return
+        for rule_name, detail, sent, received, *level in drain():
+            self.finding(rule_name, detail, sent=sent, received=received,
+                         requirement=level[0] if level else None)
+
     def poll(self) -> None:
         """Handle whatever the peer has written already, without waiting."""
         for _ in range(_MAX_READS):
             if not self._read(0.0):
                 return
 
-    def wait_until(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
+    def wait_until(self, done: Callable[[], bool], timeout: float | None = None, *,
+                   within: float | None = None) -> bool:
         """Read until ``done()`` holds, or until the peer stays silent for ``timeout``
-        seconds (default ``reply_timeout``). Returns ``done()``."""
+        seconds (default ``reply_timeout``), or (with a clock) ``within`` seconds have
+        passed in all or the budget has run out. Returns ``done()``."""
         timeout = type(self).reply_timeout if timeout is None else timeout
+        start = self._now()
         for _ in range(_MAX_READS):
             if done():
                 return True
+            if self.over_budget():
+                return done()
+            now = self._now()
+            if within is not None and now is not None and start is not None:
+                left = within - (now - start)
+                if left <= 0:
+                    return done()
+                if not self._read(min(timeout, left)):
+                    return done()  # silent for timeout, or the time is up
+                continue
             if not self._read(timeout):
                 return done()
         return done()
@@ -560,12 +688,30 @@ class PeerMachine(RuleBasedStateMachine):
             if not isinstance(item, dict):
                 continue
             if method == "tools/list" and isinstance(item.get("name"), str):
-                self.tools[item["name"]] = item
+                if self._in_scope(item):
+                    self.tools[item["name"]] = item
             elif method == "prompts/list" and isinstance(item.get("name"), str):
                 self.prompts[item["name"]] = item
             elif (method == "resources/list" and isinstance(item.get("uri"), str)
                   and item["uri"] not in self.resources):
                 self.resources.append(item["uri"])
+
+    def _in_scope(self, tool: dict[str, Any]) -> bool:
+        """Whether the run may call ``tool`` (see the module docstring, "Scope")."""
+        cls = type(self)
+        name = tool["name"]
+        if cls.tools_include is not None and not any(
+                fnmatch.fnmatchcase(name, p) for p in cls.tools_include):
+            return False
+        if any(fnmatch.fnmatchcase(name, p) for p in cls.tools_exclude):
+            return False
+        hints = tool.get("annotations")
+        if (not cls.allow_destructive and isinstance(hints, dict)
+                and hints.get("destructiveHint") is True and hints.get("readOnlyHint") is not True):
+            self.note(f"tool {name!r} is annotated destructive: not called (allow it with "
+                      "allow_destructive / --allow-destructive)")
+            return False
+        return True
 
     # -- requests and notifications from the peer ----------------------------------------------
 
@@ -726,6 +872,8 @@ class PeerMachine(RuleBasedStateMachine):
         revision = data.draw(st.sampled_from(type(self).revisions), label="revision")
         early_ping = FEATURES[revision].handshake and data.draw(st.booleans(),
                                                                 label="early ping")
+        if self.over_budget():
+            return  # the run's budget is spent: this example does nothing
         self.open_session(revision, early_ping=early_ping)
 
     def open_session(self, revision: str, *, early_ping: bool = False) -> None:
@@ -737,6 +885,7 @@ class PeerMachine(RuleBasedStateMachine):
             raise TypeError("PeerMachine needs a transport_factory (see configure())")
         self.revision = revision
         self.stateless = not FEATURES[revision].handshake
+        self._session_started = self._now()
         self.transport = factory()
         self.alive = True
         if self.stateless:
@@ -749,9 +898,15 @@ class PeerMachine(RuleBasedStateMachine):
         if report is not None:
             report.sessions[self.revision] = report.sessions.get(self.revision, 0) + 1
         self._list_everything()
+        if self.alive and FEATURES[self.revision].batching:
+            # Not a hypothesis rule (a new rule would change every derandomized run):
+            # each 2025-03-26 session opens with one batch.
+            self.send_batch()
 
     def _handshake(self, *, early_ping: bool) -> None:
-        if early_ping:
+        # A transport may say that requests before initialize cannot be carried (HTTP
+        # sessions begin with initialize).
+        if early_ping and getattr(self.transport, "requests_before_initialize", True):
             ping = self.request("ping")
             if not self.wait_until(lambda: ping.request_id not in self._pending):
                 self._pending.pop(ping.request_id, None)
@@ -899,6 +1054,8 @@ class PeerMachine(RuleBasedStateMachine):
                     strategy = SchemaStrategies(defs, max_depth=2).build(
                         {k: v for k, v in schema.items() if k not in ("$defs", "definitions")})
                     strategy.validate()
+                    strategy = strategy.filter(functools.partial(
+                        _fits, type(self).max_argument_size))
                 except (UnsupportedSchema, ValueError, TypeError, KeyError, RecursionError):
                     strategy = None
             self._args[name] = strategy
@@ -1019,7 +1176,7 @@ class PeerMachine(RuleBasedStateMachine):
         if self._invalid_strategy is None:
             self._invalid_strategy = invalid_messages(
                 self.revision, sender=Role.CLIENT, peer_capabilities=self.peer_capabilities,
-                ids=st.builds(self._new_id), rules=type(self).invalid_rules,
+                ids=st.builds(self._new_id), rules=self._invalid_rules(),
                 schemas=self._schemas)
         self.send_invalid_message(data.draw(self._invalid_strategy, label="invalid"))
         self.poll()
@@ -1045,6 +1202,36 @@ class PeerMachine(RuleBasedStateMachine):
         elif readable is not None:
             self._silent[readable] = invalid
 
+    def send_batch(self, size: int = 2) -> list[_Pending]:
+        """A JSON-RPC batch of ``size`` requests (ping, then the first list the server
+        offers), in one line (2025-03-26: receivers MUST accept batches)."""
+        offered = [m for m, (cap, _) in _LIST_METHODS.items()
+                   if declared(self.peer_capabilities, cap)]
+        methods = ["ping", *offered[:1]]
+        batch: list[_Pending] = []
+        for index in range(size):
+            method = methods[index % len(methods)]
+            request_id = self._new_id()
+            message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+            pending = _Pending(request_id=request_id, method=method, message=message, seq=0,
+                               batch=True)
+            self._pending[request_id] = pending
+            batch.append(pending)
+        seq = self._send([p.message for p in batch])
+        for pending in batch:
+            pending.seq = seq
+        return batch
+
+    def _invalid_rules(self) -> frozenset[str] | None:
+        """The invalid-message rules to use: the configured ones, less those the transport
+        cannot carry a verdict for (``unjudged_rules``: over HTTP a second ``initialize``
+        opens a new session, which is the transport's business)."""
+        wanted = type(self).invalid_rules
+        skip = frozenset(getattr(self.transport, "unjudged_rules", ()))
+        if not skip:
+            return wanted
+        return frozenset(wanted if wanted is not None else RULES) - skip
+
     @rule()
     def sync(self) -> None:
         """A barrier: ``ping`` (``server/discover`` statelessly), read until it is
@@ -1068,7 +1255,7 @@ class PeerMachine(RuleBasedStateMachine):
         """Every invalid-message rule that applies, once each (the simplest example of
         each), then every listed tool, prompt and resource once, the unknown ones, a
         cancellation and the era's own requests. Deterministic for a deterministic peer."""
-        wanted = type(self).invalid_rules
+        wanted = self._invalid_rules()
         for name in sorted(RULES):
             if wanted is not None and name not in wanted:
                 continue
@@ -1086,10 +1273,12 @@ class PeerMachine(RuleBasedStateMachine):
             self.request("server/discover")
         else:
             self.request("ping")
+        if FEATURES[self.revision].batching:
+            self.send_batch()
+            self._barrier()
         if declared(self.peer_capabilities, "tools"):
             for name in sorted(self.tools):
-                maker = self._argument_strategy(name)
-                arguments = {} if maker is None else _first(maker)
+                arguments = _first_or_empty(self._argument_strategy(name))
                 self.request("tools/call", {"name": name, "arguments": arguments},
                              progress=True, tool=self.tools[name])
             self.request("tools/call", {"name": _NO_TOOL, "arguments": {}}, expect_error=(
@@ -1122,8 +1311,7 @@ class PeerMachine(RuleBasedStateMachine):
                 _LISTEN_FILTER, True)}, listen_filter=dict.fromkeys(_LISTEN_FILTER, True))
         if self.tools:
             name = sorted(self.tools)[-1]
-            maker = self._argument_strategy(name)
-            arguments = {} if maker is None else _first(maker)
+            arguments = _first_or_empty(self._argument_strategy(name))
             doomed = self.request("tools/call", {"name": name, "arguments": arguments},
                                   progress=True, tool=self.tools[name])
             self.notify("notifications/cancelled",
@@ -1139,8 +1327,12 @@ class PeerMachine(RuleBasedStateMachine):
         try:
             if self.alive:
                 self._finish()
+            elif self.cut_short and self._owed():
+                self.note(f"{self.revision}: {len(self._owed())} request(s) still in flight "
+                          "when the budget ran out (not judged)")
         finally:
             self.transport.close()
+            self._transport_findings()
 
     def _finish(self) -> None:
         for pending in list(self._pending.values()):
@@ -1156,15 +1348,39 @@ class PeerMachine(RuleBasedStateMachine):
                 pending.cancelled_seq = self._seq
         self._barrier()
         # Valid requests may take their time; an answer to a broken message is due at once
-        # (the barrier has been answered), so for those the settle time is enough.
-        self.wait_until(lambda: not any(p.invalid is None for p in self._owed()))
-        self.settle(type(self).settle_time)
+        # (the barrier has been answered), so for those the settle time is enough. A tool
+        # does real work: while one is owed, silence may last up to call_timeout (a tool
+        # fed a large argument that answers late is not "never answered"), and with a
+        # clock the whole wait is bounded by call_timeout too (a tool that keeps reporting
+        # progress would otherwise hold the run forever).
+        cls = type(self)
+        tool_owed = any(p.method == "tools/call" for p in self._owed())
+        self.wait_until(lambda: not any(p.invalid is None for p in self._owed()),
+                        cls.call_timeout if tool_owed else None,
+                        within=cls.call_timeout if cls.clock is not None else None)
+        if self.cut_short:
+            if self._owed():
+                self.note(f"{self.revision}: {len(self._owed())} request(s) still in flight "
+                          "when the budget ran out (not judged)")
+            return
+        self.settle(cls.settle_time)
         for pending in self._owed():
             self._pending.pop(pending.request_id, None)
             if pending.invalid is not None:
                 self.finding(pending.invalid.rule, f"{pending.invalid.description}: expected "
                              f"error {pending.invalid.expected_code}, got no answer",
                              sent=pending.message)
+            elif pending.batch:
+                self.finding("batch", f"{pending.method} (id {pending.request_id!r}), sent "
+                             "in a batch, was never answered", sent=pending.message)
+            elif pending.method == "tools/call" and pending.last_progress is not None:
+                # Still reporting progress: slow, not unanswered (progress.mdx lets a
+                # request run as long as it reports); cancel it and say so.
+                self.note(f"{self.revision}: tool {_short(pending.message['params'].get('name'))}"
+                          f" was still working (progress {pending.last_progress}) after "
+                          f"{cls.call_timeout} s; cancelled, counted as slow")
+                self.notify("notifications/cancelled",
+                            {"requestId": pending.request_id, "reason": "call timeout"})
             else:
                 self.finding("no-reply", f"{pending.method} (id {pending.request_id!r}) was "
                              "never answered", sent=pending.message)
@@ -1189,6 +1405,20 @@ def _first(strategy: st.SearchStrategy[Any]) -> Any:
     return find(strategy, lambda _: True, settings=settings(
         database=None, derandomize=True, max_examples=1, phases=(Phase.generate,),
         suppress_health_check=list(HealthCheck)))
+
+
+def _fits(limit: int, value: Any) -> bool:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False)) <= limit
+
+
+def _first_or_empty(strategy: st.SearchStrategy[Any] | None) -> Any:
+    """:func:`_first`, or ``{}`` when the strategy has nothing small enough to offer."""
+    if strategy is None:
+        return {}
+    try:
+        return _first(strategy)
+    except Exception:  # NoSuchExample, Unsatisfiable...: no argument fits the bound
+        return {}
 
 
 def _codes(codes: frozenset[int]) -> str:
@@ -1254,6 +1484,8 @@ def check_peer(
     settle_time: float = 0.5,
     invalid_rules: Iterable[str] | None = None,
     derandomize: bool = True,
+    report: Report | None = None,
+    **scope: Any,
 ) -> Report:
     """Run :class:`PeerMachine` against a server in "report" mode and return the findings.
 
@@ -1263,11 +1495,16 @@ def check_peer(
     :param sessions: how many sessions (hypothesis examples) to run.
     :param steps: the most rules run per session.
     :param derandomize: use a fixed seed, so that two runs do the same (default).
+    :param report: add to this report (default: a new one).
+    :param scope: budgets and scope, passed to :meth:`PeerMachine.configure`: ``clock``,
+        ``budget``, ``session_budget``, ``call_timeout``, ``tools``, ``exclude_tools``,
+        ``allow_destructive``, ``max_argument_size``.
     """
-    report = Report()
+    report = Report() if report is None else report
     machine = PeerMachine.configure(
         transport_factory, revisions=revisions, schemas=schemas, report=report,
         reply_timeout=reply_timeout, settle_time=settle_time, invalid_rules=invalid_rules,
+        **scope,
     )
     run_state_machine_as_test(machine, settings=settings(
         max_examples=sessions, stateful_step_count=steps, deadline=None,
@@ -1286,18 +1523,22 @@ def sweep(
     reply_timeout: float = 5.0,
     settle_time: float = 0.5,
     invalid_rules: Iterable[str] | None = None,
+    report: Report | None = None,
+    **scope: Any,
 ) -> Report:
     """One scripted session per revision (:meth:`PeerMachine.sweep_session`): every rule
     that applies once, every tool, prompt and resource once. Where :func:`check_peer`
     explores, this covers; for a peer that behaves the same way every time, two sweeps give
-    the same report."""
-    report = Report()
+    the same report. ``report`` and ``scope`` as for :func:`check_peer`."""
+    report = Report() if report is None else report
     machine = PeerMachine.configure(
         transport_factory, schemas=schemas, report=report, reply_timeout=reply_timeout,
-        settle_time=settle_time, invalid_rules=invalid_rules,
+        settle_time=settle_time, invalid_rules=invalid_rules, **scope,
     )
     for revision in (KNOWN_REVISIONS if revisions is None else tuple(revisions)):
         session = machine()
+        if session.over_budget():
+            break
         try:
             session.open_session(revision, early_ping=FEATURES[revision].handshake)
             if session.alive:
