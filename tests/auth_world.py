@@ -55,8 +55,9 @@ class World:
     #: URL -> response overriding the defaults (for broken servers).
     overrides: dict[str, HTTPResponse] = attrs.field(factory=dict)
     requests: list[HTTPRequest] = attrs.field(factory=list)
-    #: ``iss`` the fake authorization endpoint puts on its redirect (None: leave it out).
-    redirect_iss: str | None = ISSUER
+    #: ``iss`` the fake authorization endpoint puts on its redirect (None: leave it out;
+    #: "issuer": this world's issuer).
+    redirect_iss: str | None = "issuer"
     token_lifetime: int = 3600
     issued: int = 0
     registered: list[dict[str, Any]] = attrs.field(factory=list)
@@ -66,6 +67,8 @@ class World:
     authorization_requests: list[dict[str, str]] = attrs.field(factory=list)
 
     def __attrs_post_init__(self) -> None:
+        if self.redirect_iss == "issuer":
+            self.redirect_iss = self.issuer
         if not self.prm:
             self.prm = {"resource": self.server, "authorization_servers": [self.issuer],
                         "scopes_supported": ["mcp:read"]}
