@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from joserfc import jwt
-from joserfc.errors import JoseError
+from joserfc.errors import ClaimError, InvalidKeyIdError, JoseError
 from joserfc.jwk import KeySet
 
 from ._errors import InsufficientScope, InvalidToken
@@ -79,13 +79,14 @@ class JWTVerifier:
     def verify(self, token: str, now: float) -> AccessInfo:
         try:
             decoded = jwt.decode(token, self._keys, algorithms=list(self.algorithms))
-        except (ValueError, TypeError) as exc:
-            # joserfc's key lookup by kid raises ValueError for an unknown key.
-            if "kid" in str(exc).lower() or "key" in str(exc).lower():
-                raise UnknownKey(f"no key for this token: {exc}") from None
-            raise InvalidToken(f"malformed token: {exc}") from None
+        except InvalidKeyIdError:
+            raise UnknownKey("the JWKS holds no key with this token's kid") from None
         except JoseError as exc:
             raise InvalidToken(f"bad token: {exc.error}") from None
+        except (ValueError, TypeError, KeyError) as exc:
+            # Input joserfc does not wrap in its own errors (e.g. a header that is valid
+            # JSON but not an object): still just a bad token.
+            raise InvalidToken(f"malformed token: {exc.__class__.__name__}") from None
         claims = decoded.claims
         registry = jwt.JWTClaimsRegistry(
             now=int(now), leeway=self.leeway,
@@ -94,6 +95,9 @@ class JWTVerifier:
         )
         try:
             registry.validate(claims)
+        except ClaimError as exc:
+            raise InvalidToken(f"bad claim {exc.claim!r}: {exc.description or exc.error}"
+                               ) from None
         except JoseError as exc:
             raise InvalidToken(f"bad claims: {exc.description or exc.error}") from None
         aud = claims.get("aud")
