@@ -93,8 +93,8 @@ def is_http_url(url: object) -> bool:
 
 def canonical_resource(url: str) -> str:
     """The canonical URI of an MCP server (MCP 2025-11-25 "Canonical Server URI", RFC 8707
-    §2): lowercase scheme and host, no fragment, no query, and no trailing slash unless the
-    path is only ``/``-less root."""
+    §2): lowercase scheme and host, no fragment or query, and no trailing slash (the spec's
+    SHOULD, "for better interoperability")."""
     parts = urlsplit(url)
     path = parts.path.rstrip("/")
     return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, "", ""))
