@@ -608,3 +608,14 @@ def test_any_answers_end_in_tokens_or_a_named_error_within_the_bound(
         return
     event("authorized")
     assert action.tokens.access_token
+
+
+@pytest.mark.parametrize(("status", "error"), [(403, None), (403, "invalid_token"),
+                                               (500, None), (200, None)])
+def test_only_401_and_403_insufficient_scope_start_the_flow(status: int,
+                                                            error: str | None) -> None:
+    world = World()
+    flow = new_flow(world)
+    with pytest.raises(AuthFlowError) as caught:
+        flow.start(NOW, world.challenge(status=status, error=error))
+    assert caught.value.step == "challenge" and not world.requests

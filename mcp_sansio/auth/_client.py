@@ -253,8 +253,14 @@ class OAuthClientFlow:
         params: dict[str, str] = {}
         if challenge is not None:
             params = bearer_params(challenge.header_values("WWW-Authenticate")) or {}
-        step_up = challenge is not None and (
-            challenge.status == 403 or params.get("error") == "insufficient_scope")
+            if challenge.status not in (401, 403) or (
+                    challenge.status == 403 and params.get("error") != "insufficient_scope"):
+                # RFC 6750 §3.1: only 401, and 403 insufficient_scope, ask for (more)
+                # authorization; another 403 is a refusal no token will change.
+                raise AuthFlowError("challenge", self.server_url, f"a {challenge.status} "
+                                    f"({params.get('error') or 'no error code'}) is not an "
+                                    "authorization challenge")
+        step_up = params.get("error") == "insufficient_scope"
         if challenge is None:
             fresh = self.current_tokens(self._now)
             if fresh is not None:
