@@ -408,6 +408,7 @@ def test_a_web_redirect_registers_as_a_web_application() -> None:
 
 @pytest.mark.parametrize(("secret", "registered", "supported", "expected"), [
     (None, None, ("client_secret_basic",), "none"),
+    ("s", None, ("none",), "none"),
     ("s", None, ("client_secret_basic",), "client_secret_basic"),
     ("s", None, ("client_secret_post",), "client_secret_post"),
     ("s", None, ("none", "client_secret_post", "client_secret_basic"), "client_secret_basic"),
@@ -619,3 +620,40 @@ def test_only_401_and_403_insufficient_scope_start_the_flow(status: int,
     with pytest.raises(AuthFlowError) as caught:
         flow.start(NOW, world.challenge(status=status, error=error))
     assert caught.value.step == "challenge" and not world.requests
+
+
+def test_offline_access_is_asked_for_only_where_the_server_lists_it() -> None:
+    world = World()
+    world.asm["scopes_supported"] = ["mcp:read", "offline_access"]
+    flow = new_flow(world)
+    drive(flow, world, flow.start(NOW, world.challenge()))
+    assert world.authorization_requests[0]["scope"].split() == ["mcp:read", "offline_access"]
+
+    world = World()
+    world.asm["scopes_supported"] = ["mcp:read"]
+    flow = new_flow(world)
+    drive(flow, world, flow.start(NOW, world.challenge()))
+    assert world.authorization_requests[0]["scope"] == "mcp:read"
+
+    world = World()
+    world.asm["scopes_supported"] = ["mcp:read", "offline_access"]
+    flow = new_flow(world, request_offline_access=False)
+    drive(flow, world, flow.start(NOW, world.challenge()))
+    assert world.authorization_requests[0]["scope"] == "mcp:read"
+
+
+def test_a_secret_is_not_sent_where_the_server_authenticates_nobody() -> None:
+    assert choose_auth_method(ClientCredentials("id", "s"), ("none",)) == "none"
+    assert choose_auth_method(ClientCredentials("id", "s", "none"),
+                              ("client_secret_basic",)) == "none"
+
+
+def test_refresh_sends_the_resource_exactly_as_published() -> None:
+    world = World(server="https://mcp.example.com/mcp")
+    world.prm["resource"] = "https://mcp.example.com"
+    flow = new_flow(world)
+    drive(flow, world, flow.start(NOW, world.challenge()))
+    flow.request_succeeded()
+    drive(flow, world, flow.start(NOW, world.challenge()))
+    assert [f["resource"] for f in world.token_requests] == ["https://mcp.example.com"] * 2
+    assert world.token_requests[-1]["grant_type"] == "refresh_token"

@@ -110,6 +110,9 @@ class ClientConfig:
     #: ``native`` or ``web`` for dynamic registration; None derives it from the redirect URI
     #: (MCP 2026-07-28 "Application Type and Redirect URI Constraints").
     application_type: str | None = None
+    #: Ask for ``offline_access`` (a refresh token) where the authorization server lists
+    #: it in ``scopes_supported`` -- and only there (MCP 2026-07-28 "Refresh Tokens").
+    request_offline_access: bool = True
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     max_requests: int = rules.MAX_REQUESTS
     max_redirects: int = rules.MAX_REDIRECTS
@@ -276,7 +279,7 @@ class OAuthClientFlow:
             if tokens.refresh_token:
                 client = self._known_client(asm)
                 if client is not None:
-                    refreshed = yield from self._refresh(asm, client, tokens)
+                    refreshed = yield from self._refresh(asm, client, tokens, prm.resource)
                     if refreshed is not None:
                         return refreshed
         self.storage.set_tokens(asm.issuer, self.resource, None)
@@ -454,9 +457,13 @@ class OAuthClientFlow:
             ("state", state),
             ("resource", resource),  # RFC 8707 §2.1
         ]
+        self._requested_scopes = scopes
+        if (scopes and self.config.request_offline_access and asm.scopes_supported
+                and rules.OFFLINE_ACCESS in asm.scopes_supported
+                and rules.OFFLINE_ACCESS not in scopes):
+            scopes = (*scopes, rules.OFFLINE_ACCESS)
         if scopes:
             query.append(("scope", " ".join(scopes)))
-        self._requested_scopes = scopes
         url = _with_query(asm.authorization_endpoint, form_body(query).decode("ascii"))
         answer = yield UserAuthorization(url, state, self.config.redirect_uri)
         code = self._check_redirect(asm, answer, state)
@@ -501,11 +508,12 @@ class OAuthClientFlow:
     # Token endpoint -------------------------------------------------------------------
 
     def _refresh(
-        self, asm: ServerMetadata, client: ClientCredentials, tokens: Tokens,
+        self, asm: ServerMetadata, client: ClientCredentials, tokens: Tokens, resource: str,
     ) -> Generator[HTTPRequest | UserAuthorization, _Answer, Tokens | None]:
         assert tokens.refresh_token is not None
+        # RFC 8707 §2.2: the resource again, exactly as the metadata published it.
         fields = [("grant_type", "refresh_token"), ("refresh_token", tokens.refresh_token),
-                  ("resource", tokens.resource if tokens.resource else self.resource)]
+                  ("resource", resource)]
         return (yield from self._token_request("refresh", asm, client, fields, tokens,
                                                tokens.scope))
 
@@ -620,11 +628,16 @@ def choose_auth_method(client: ClientCredentials, supported: tuple[str, ...]) ->
     """The token-endpoint client authentication to use (OAuth 2.1 §2.4, RFC 8414 §2)."""
     if client.client_secret is None:
         return "none"
-    if client.token_endpoint_auth_method in rules.AUTH_METHODS_WITH_SECRET:
-        return client.token_endpoint_auth_method
+    registered = client.token_endpoint_auth_method
+    if registered in rules.AUTH_METHODS_WITH_SECRET or registered == "none":
+        return registered
     for method in rules.AUTH_METHODS_WITH_SECRET:
         if method in supported:
             return method
+    if "none" in supported:
+        # A secret the server handed out anyway, where it authenticates nobody: a public
+        # client (OAuth 2.1 §2.1), as the registration asked.
+        return "none"
     return rules.AUTH_METHODS_WITH_SECRET[0]
 
 

@@ -27,6 +27,7 @@ STEPS = (
     "token",                         # OAuth 2.1 §4.1.3
     "refresh",                       # OAuth 2.1 §4.3
     "challenge",                     # RFC 6750 §3, the 401/403 that started the flow
+    "transport",                     # an adapter could not carry one of the flow's requests
 )
 
 

@@ -96,6 +96,12 @@ STATE_BYTES = 16
 #: "Refresh Tokens": SHOULD include ``refresh_token``).
 GRANT_TYPES = ("authorization_code", "refresh_token")
 
+#: The scope that asks for a refresh token (OpenID Connect Core §11). MCP 2026-07-28
+#: "Refresh Tokens": a client MAY add it when the authorization server's metadata lists it
+#: in ``scopes_supported``; the flow adds it then (to a non-empty scope set) and never
+#: otherwise. A resource server SHOULD NOT put it in its challenge or its metadata.
+OFFLINE_ACCESS = "offline_access"
+
 #: Hosts that make a redirect URI "native" for ``application_type`` (MCP 2026-07-28
 #: client-registration.mdx "Application Type and Redirect URI Constraints": CLI tools and
 #: locally hosted applications SHOULD register as ``native``).
