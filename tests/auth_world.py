@@ -111,6 +111,13 @@ class World:
             issuer_path = urlsplit(self.issuer).path.rstrip("/")
             if path in ("/.well-known/oauth-authorization-server" + issuer_path,):
                 return json_response(self.asm)
+            if request.method == "GET" and request.url.startswith(
+                    str(self.asm.get("authorization_endpoint")) + "?"):
+                # An authorization endpoint that approves at once and redirects back.
+                query = parse_qs(urlsplit(request.url).query)
+                back = self.authorize(UserAuthorization(
+                    request.url, query["state"][0], query["redirect_uri"][0]))
+                return HTTPResponse(302, (("Location", back),))
             if request.url == self.asm.get("token_endpoint"):
                 return self._token(request)
             if request.url == self.asm.get("registration_endpoint"):
