@@ -80,7 +80,8 @@ async def fetch(request: HTTPRequest, *, timeout: float = DEFAULT_FETCH_TIMEOUT,
         async with asyncio.timeout(timeout):
             return await _fetch(request, ssl_context)
     except (OSError, TimeoutError, h11.ProtocolError, ValueError) as exc:
-        raise AuthFlowError("transport", request.url,
+        # The URL without its query: an authorization URL's query is for the browser only.
+        raise AuthFlowError("transport", request.url.split("?", 1)[0],
                             f"{request.method} failed: {type(exc).__name__}: {exc}") from None
 
 

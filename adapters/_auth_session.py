@@ -85,6 +85,14 @@ class Authorizer:
     async def _authorize(self, challenge: HTTPResponse) -> None:
         self.tokens = await run_flow(self.flow, challenge, self.authorize,
                                      fetcher=self.fetcher)
+        self._sync()
+
+    def attach(self, session: Any) -> None:
+        """Keep ``session``'s ``Authorization`` header current from now on."""
+        self.session = session
+        self._sync()
+
+    def _sync(self) -> None:
         if self.session is not None:
             http = self.session.http
             http.extra_headers = [(k, v) for k, v in http.extra_headers
@@ -100,7 +108,7 @@ class AuthRetrying:
     def __init__(self, client: Any, authorizer: Authorizer) -> None:
         self._client = client
         self._auth = authorizer
-        authorizer.session = client
+        authorizer.attach(client)
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._client, name)

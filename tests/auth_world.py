@@ -65,6 +65,8 @@ class World:
     refresh_tokens: set[str] = attrs.field(factory=set)
     token_requests: list[dict[str, str]] = attrs.field(factory=list)
     authorization_requests: list[dict[str, str]] = attrs.field(factory=list)
+    #: access token -> the scope it was granted
+    granted: dict[str, str] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
         if self.redirect_iss == "issuer":
@@ -163,6 +165,7 @@ class World:
                                "expires_in": self.token_lifetime, "refresh_token": refresh}
         if scope:
             doc["scope"] = scope
+        self.granted[doc["access_token"]] = scope or ""
         return json_response(doc)
 
 

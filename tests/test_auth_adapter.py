@@ -9,6 +9,7 @@ import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import h11
 import pytest
@@ -192,3 +193,100 @@ def test_file_storage_persists_privately(tmp_path: Path) -> None:
     path.write_text("not json at all")
     with pytest.raises(ValueError):
         FileStorage(path)
+
+
+# -- the self-authorizing session (adapters/_auth_session.py) -----------------------------------
+
+
+class _FakeHTTP:
+    def __init__(self) -> None:
+        self.extra_headers: list[tuple[str, str]] = [("X-Other", "1")]
+
+
+class _FakeSession:
+    """A session whose tools/call is refused until the Authorization header carries a token
+    the world issued with the scope the challenge asks for."""
+
+    def __init__(self, world: World, needed: str) -> None:
+        self.http = _FakeHTTP()
+        self.world = world
+        self.needed = needed
+        self.calls = 0
+        self.protocol_version = "2025-11-25"
+
+    def _granted(self) -> set[str]:
+        header = dict(self.http.extra_headers).get("Authorization")
+        if header is None:
+            return set()
+        return set(self.world.granted.get(header.split(" ", 1)[1], "").split())
+
+    async def call_tool(self, name: str, arguments: dict[str, object]) -> str:
+        from mcp_sansio.adapters._http_client_logic import HTTPTransportError
+
+        self.calls += 1
+        granted = self._granted()
+        if not granted:
+            raise HTTPTransportError("tools/call", "refused", 401)
+        if self.needed not in granted:
+            raise HTTPTransportError("tools/call", "refused", 403)
+        return "ok"
+
+
+def _session_world(needed: str) -> tuple[World, _FakeSession]:
+    world = World()
+    return world, _FakeSession(world, needed)
+
+
+def test_the_session_authorizes_steps_up_and_retries() -> None:
+    from mcp_sansio.adapters._auth_session import Authorizer, AuthRetrying
+
+    world, session = _session_world("files:write")
+
+    async def fetcher(request: HTTPRequest) -> HTTPResponse:
+        if request.url == world.server:  # the MCP endpoint, asked for its challenge again
+            granted = session._granted() if request.header("Authorization") else set()
+            if not granted:
+                return world.challenge(scope="files:read")
+            return world.challenge(scope="files:write", status=403,
+                                   error="insufficient_scope")
+        return world.answer(request)
+
+    async def main() -> str:
+        flow = OAuthClientFlow(world.server, ClientConfig(REDIRECT), entropy=counter_entropy())
+        authorizer = Authorizer(world.server, flow,
+                                lambda a: follow_redirect(a, fetcher=fetcher),
+                                fetcher=fetcher)
+        await authorizer.preflight({"jsonrpc": "2.0", "id": 0, "method": "initialize"})
+        proxy: Any = AuthRetrying(session, authorizer)
+        assert proxy.protocol_version == "2025-11-25"  # attributes pass through
+        return str(await proxy.call_tool("write", {}))
+
+    assert run(main()) == "ok"
+    scopes = [q.get("scope") for q in world.authorization_requests]
+    assert scopes == ["files:read", "files:read files:write"]  # initial, then step-up union
+    assert ("X-Other", "1") in session.http.extra_headers
+    assert sum(k == "Authorization" for k, _ in session.http.extra_headers) == 1
+
+
+def test_a_server_that_never_accepts_ends_with_the_flows_error() -> None:
+    from mcp_sansio.adapters._auth_session import Authorizer, AuthRetrying
+
+    world, session = _session_world("a-scope-the-server-never-asks-for")
+
+    async def fetcher(request: HTTPRequest) -> HTTPResponse:
+        if request.url == world.server:
+            return world.challenge(scope="never-granted", status=403,
+                                   error="insufficient_scope")
+        return world.answer(request)
+
+    async def main() -> None:
+        flow = OAuthClientFlow(world.server, ClientConfig(REDIRECT), entropy=counter_entropy())
+        authorizer = Authorizer(world.server, flow,
+                                lambda a: follow_redirect(a, fetcher=fetcher),
+                                fetcher=fetcher)
+        proxy: Any = AuthRetrying(session, authorizer)
+        with pytest.raises(LimitExceeded):
+            await proxy.call_tool("write", {})
+
+    run(main())
+    assert len(world.authorization_requests) == 3  # MAX_CONSECUTIVE_CHALLENGES, no more
