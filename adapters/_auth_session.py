@@ -25,6 +25,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -68,7 +69,10 @@ class Authorizer:
             json.dumps(message).encode()))
 
     async def preflight(self, message: dict[str, Any]) -> None:
-        """POST ``message`` (the session's first) and authorize if it is refused."""
+        """POST ``message`` (the session's first) and authorize if it is refused. Stored
+        tokens that are still fresh go on the pre-flight already."""
+        if self.tokens is None:
+            self.tokens = self.flow.current_tokens(time.time())
         response = await self._post(message)
         if response.status in (401, 403):
             await self._authorize(response)
