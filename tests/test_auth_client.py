@@ -657,3 +657,43 @@ def test_refresh_sends_the_resource_exactly_as_published() -> None:
     drive(flow, world, flow.start(NOW, world.challenge()))
     assert [f["resource"] for f in world.token_requests] == ["https://mcp.example.com"] * 2
     assert world.token_requests[-1]["grant_type"] == "refresh_token"
+
+
+def test_a_repeated_response_parameter_is_refused() -> None:
+    world = World()
+    flow = new_flow(world)
+    step = _to_user_step(world, flow)
+    with pytest.raises(AuthorizationDenied, match="iss repeated"):
+        flow.receive_redirect(f"{REDIRECT}?code=c&state={step.state}&iss={world.issuer}"
+                              "&iss=https://evil.example.com", NOW)
+    assert not world.token_requests
+
+
+@pytest.mark.parametrize("where", ["prm", "token_endpoint", "authorization_endpoint",
+                                   "registration_endpoint"])
+def test_authorization_servers_must_be_https_beyond_loopback(where: str) -> None:
+    world = World()
+    if where == "prm":
+        world.prm["authorization_servers"] = ["http://auth.example.com"]
+    else:
+        world.asm[where] = world.asm[where].replace("https://", "http://")
+    flow = new_flow(world)
+    with pytest.raises(MetadataError, match="not https"):
+        drive(flow, world, flow.start(NOW, world.challenge()))
+    assert not world.authorization_requests
+
+
+def test_loopback_and_the_test_switch_may_use_plain_http() -> None:
+    world = World(issuer="http://127.0.0.1:8000", server="http://localhost:9000/mcp")
+    flow = new_flow(world)
+    assert isinstance(drive(flow, world, flow.start(NOW, world.challenge())), Authorized)
+    world = World(issuer="http://auth.test")
+    flow = new_flow(world, allow_insecure_http=True)
+    assert isinstance(drive(flow, world, flow.start(NOW, world.challenge())), Authorized)
+
+
+@pytest.mark.parametrize("url", ["http://app.example.com/client.json",
+                                 "https://app.example.com", "https://app.example.com/"])
+def test_a_client_id_metadata_url_must_be_https_with_a_path(url: str) -> None:
+    with pytest.raises(ValueError, match="https URL with a path"):
+        ClientConfig(REDIRECT, client_id_metadata_url=url)

@@ -71,6 +71,8 @@ from ._http import (
 from ._storage import ClientCredentials, MemoryStorage, Tokens, TokenStorage
 
 _JSON_HEADERS = (("Accept", "application/json"),)
+#: The authorization response's parameters the flow reads (OAuth 2.1 §4.1.2, RFC 9207 §2).
+_RESPONSE_PARAMS = frozenset({"code", "state", "iss", "error", "error_description"})
 _FORM = "application/x-www-form-urlencoded"
 
 
@@ -110,6 +112,9 @@ class ClientConfig:
     #: ``native`` or ``web`` for dynamic registration; None derives it from the redirect URI
     #: (MCP 2026-07-28 "Application Type and Redirect URI Constraints").
     application_type: str | None = None
+    #: Accept plain-HTTP authorization servers beyond loopback. Only for tests: MCP
+    #: 2025-11-25 "Communication Security" requires HTTPS.
+    allow_insecure_http: bool = False
     #: Ask for ``offline_access`` (a refresh token) where the authorization server lists
     #: it in ``scopes_supported`` -- and only there (MCP 2026-07-28 "Refresh Tokens").
     request_offline_access: bool = True
@@ -118,6 +123,15 @@ class ClientConfig:
     max_redirects: int = rules.MAX_REDIRECTS
     max_consecutive_challenges: int = rules.MAX_CONSECUTIVE_CHALLENGES
     refresh_margin: float = rules.REFRESH_MARGIN
+
+    def __attrs_post_init__(self) -> None:
+        url = self.client_id_metadata_url
+        if url is not None:
+            parts = urlsplit(url)
+            if parts.scheme != "https" or parts.path in ("", "/") or parts.fragment:
+                # MCP 2025-11-25 "Client ID Metadata Documents": an https URL with a path.
+                raise ValueError(f"client_id_metadata_url must be an https URL with a path: "
+                                 f"{url!r}")
 
     def derived_application_type(self) -> str:
         if self.application_type is not None:
@@ -326,6 +340,9 @@ class OAuthClientFlow:
                 raise MetadataError(step, final, "'authorization_servers' must list at least "
                                     "one http(s) URL (MCP 2025-11-25 Authorization Server "
                                     "Location)")
+            if not self._secure(servers[0]):
+                raise MetadataError(step, final, f"authorization server {servers[0]!r} is not "
+                                    "https (MCP 2025-11-25 Communication Security)")
             # RFC 9728 §3.3 / §7.3: the metadata must be about this resource. MCP servers
             # often name their origin or a parent path, so accept a canonical prefix.
             declared = canonical_resource(resource)
@@ -355,9 +372,24 @@ class OAuthClientFlow:
             if doc.get("issuer") != issuer:
                 raise IssuerMismatch(step, final, f"document says issuer "
                                      f"{doc.get('issuer')!r}, expected {issuer!r}")
-            return _server_metadata(step, final, doc)
+            metadata = _server_metadata(step, final, doc)
+            for endpoint in (metadata.authorization_endpoint, metadata.token_endpoint,
+                             metadata.registration_endpoint):
+                if endpoint is not None and not self._secure(endpoint):
+                    raise MetadataError(step, final, f"endpoint {endpoint!r} is not https "
+                                        "(MCP 2025-11-25 Communication Security)")
+            return metadata
         raise MetadataError(step, issuer, "no authorization-server metadata found; tried "
                             + "; ".join(tried))
+
+    def _secure(self, url: str) -> bool:
+        """HTTPS, or plain HTTP to this machine (MCP 2025-11-25 "Communication Security":
+        authorization-server endpoints MUST be HTTPS; OAuth 2.1 §1.5 and RFC 8252 §8.3 leave
+        loopback to the local machine's own protection)."""
+        parts = urlsplit(url)
+        if parts.scheme == "https" or self.config.allow_insecure_http:
+            return True
+        return (parts.hostname or "").lower() in rules.LOOPBACK_HOSTS
 
     # Client identity --------------------------------------------------------------
 
@@ -483,7 +515,13 @@ class OAuthClientFlow:
             query = parse_qs(urlsplit(answer).query, keep_blank_values=True)
         except ValueError:
             query = {}
-        got: dict[str, str] = {k: v[0] for k, v in query.items() if len(v) == 1}
+        repeated = sorted(k for k, v in query.items() if len(v) > 1 and k in _RESPONSE_PARAMS)
+        if repeated:
+            # OAuth 2.1 §4.1.2 / RFC 6749 §3.1: a parameter appears at most once; which copy
+            # to believe is exactly what an attacker would like to choose.
+            raise AuthorizationDenied(step, asm.authorization_endpoint,
+                                      f"parameter(s) {', '.join(repeated)} repeated")
+        got: dict[str, str] = {k: v[0] for k, v in query.items()}
         # RFC 9207 §2.4 first (MCP 2026-07-28: before acting on or showing any error).
         action = rules.ISS_CHECK[(asm.iss_parameter_supported, "iss" in got)]
         if action == "reject":
