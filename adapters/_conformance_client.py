@@ -22,8 +22,12 @@ particular have their own function in :data:`SCENARIOS`. Everything the wire rul
 ``requestState``, ``x-mcp-header`` mirroring and validation) is the library's job, not
 this module's: the harness checks the library through it.
 
-Authorization (the ``auth/*`` scenarios) is not implemented yet: those fail, and are listed
-in ``.ci/conformance-expected-failures.yml``.
+Authorization (the ``auth/*`` scenarios): the session authorizes itself with
+:class:`mcp_sansio.auth.OAuthClientFlow` (:mod:`._auth_session`): a pre-flight of the first
+message, then the flow on every 401 or 403 ``insufficient_scope``, with the mocks'
+authorization endpoints approving at once (:func:`._auth_flow.follow_redirect`). The
+scenario's context may carry pre-registered credentials (``client_id``, ``client_secret``,
+``issuer``); the client ID metadata document URL is the one the harness expects.
 
 Logs go to stderr (the harness keeps them with the scenario's results); the exit status is
 0 when the exercise completed and 1 otherwise.
@@ -40,6 +44,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mcp_sansio import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, Era, __version__
+from mcp_sansio.auth import AuthFlowError
 
 from ._session import ConnectionClosedError, McpError, RequestTimeout
 
@@ -236,6 +241,45 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+# -- authorization -------------------------------------------------------------------------------
+
+#: The client ID metadata document URL the harness's ``auth/basic-cimd`` mock expects as the
+#: ``client_id`` (it does not fetch it; a real client hosts its document there).
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+#: Where the mocks' authorization endpoints redirect to; never contacted (the client reads
+#: the redirect's ``Location`` instead of following it).
+REDIRECT_URI = "http://127.0.0.1:3000/callback"
+
+
+def authorizer_for(url: str, context: Mapping[str, Any]) -> Any:
+    """The :class:`~._auth_session.Authorizer` of an ``auth/*`` scenario."""
+    import secrets
+
+    from mcp_sansio.auth import ClientConfig, ClientCredentials, OAuthClientFlow
+
+    from ._auth_flow import follow_redirect
+    from ._auth_session import Authorizer
+
+    pre: dict[str, ClientCredentials] = {}
+    client_id, issuer = context.get("client_id"), context.get("issuer")
+    if isinstance(client_id, str) and isinstance(issuer, str):
+        secret = context.get("client_secret")
+        pre[issuer] = ClientCredentials(client_id, secret if isinstance(secret, str) else None)
+    config = ClientConfig(REDIRECT_URI, client_name=INFO["name"],
+                          client_id_metadata_url=CIMD_URL, pre_registered=pre)
+    flow = OAuthClientFlow(url, config, entropy=secrets.token_bytes)
+    return Authorizer(url, flow, follow_redirect)
+
+
+def first_message(versions: list[str], era: Era) -> dict[str, Any]:
+    """The first message the session sends, for the authorization pre-flight."""
+    if era is Era.STATELESS:
+        return {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}}
+    return {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": versions[-1], "capabilities": {},
+                       "clientInfo": dict(INFO)}}
+
+
 # -- running -------------------------------------------------------------------------------------
 
 
@@ -250,18 +294,25 @@ async def run(url: str, scenario: str, protocol_version: str,
     from .asyncio import connect_http
 
     versions, era = settings_for(protocol_version)
-    if scenario.startswith("auth/"):
-        log.warning("scenario %s: authorization is not implemented yet; connecting without "
-                    "credentials", scenario)
     play = SCENARIOS.get(scenario, exercise)
     log.info("scenario %r at %s (%s era, versions %s) against %s", scenario,
              protocol_version, era.value, ", ".join(versions), url)
+    authorizer = None
+    if scenario.startswith("auth/"):
+        authorizer = authorizer_for(url, context or {})
+        await authorizer.preflight(first_message(versions, era))
     async with connect_http(url, era=era, versions=versions, sampling=sampling,
                             elicitation=elicitation, roots=[], info=INFO,
+                            headers=authorizer.headers() if authorizer else None,
                             request_timeout=request_timeout) as client:
         log.info("connected: %s (%s era) with %s", client.protocol_version,
                  client.era.value if client.era else "?", client.server_info.get("name"))
-        await play(client, context or {})
+        user: Any = client
+        if authorizer is not None:
+            from ._auth_session import AuthRetrying
+
+            user = AuthRetrying(client, authorizer)
+        await play(user, context or {})
     log.info("scenario %r done", scenario)
 
 
@@ -286,7 +337,8 @@ def main(url: str) -> int:
     except ValueError as exc:
         log.error("%s", exc)
         return 1
-    except (ConnectionClosedError, McpError, RequestTimeout, RuntimeError) as exc:
+    except (ConnectionClosedError, McpError, RequestTimeout, RuntimeError,
+            AuthFlowError) as exc:
         log.error("scenario %r failed: %s: %s", scenario, type(exc).__name__, exc)
         return 1
     except TimeoutError:  # after RequestTimeout, which is one

@@ -1,0 +1,73 @@
+"""OAuth 2.1 authorization for MCP over HTTP, sans I/O: the client flow and the resource server.
+
+Theory of operation
+-------------------
+MCP authorization (2025-06-18 and later, basic/authorization.mdx) is plain OAuth 2.1 with a
+fixed choice of companions: protected-resource metadata (RFC 9728) to find the authorization
+server, its metadata (RFC 8414 / OpenID Connect Discovery), a client identity (pre-registered,
+a client ID metadata document, or RFC 7591), PKCE S256 (RFC 7636), resource indicators
+(RFC 8707), issuer identification on the redirect (RFC 9207), and bearer tokens (RFC 6750).
+
+Like the rest of the core, nothing here performs I/O: the client flow
+(:class:`OAuthClientFlow`) hands out :class:`HTTPRequest` values and takes
+:class:`HTTPResponse` values, time is ``now`` and randomness an injected ``entropy``
+callable; the resource-server pieces build documents and headers and judge tokens with a
+:class:`TokenVerifier` that is given its keys. The rules (orders of discovery, preference
+orders, limits) are tables in :mod:`mcp_sansio.auth._rules`. The JWT verifier lives in
+:mod:`mcp_sansio.auth.jwt` and needs the ``auth`` extra (joserfc); nothing else here does.
+"""
+
+from __future__ import annotations
+
+from . import _rules as rules
+from ._challenge import Challenge, bearer_challenge, bearer_params, parse_challenges
+from ._client import (
+    Action,
+    Authorized,
+    ClientConfig,
+    OAuthClientFlow,
+    ResourceMetadata,
+    ServerMetadata,
+    UserAuthorization,
+    as_metadata_urls,
+    choose_auth_method,
+)
+from ._errors import (
+    STEPS,
+    AuthFlowError,
+    AuthorizationDenied,
+    InsufficientScope,
+    InvalidRequest,
+    InvalidToken,
+    IssuerMismatch,
+    LimitExceeded,
+    MetadataError,
+    PKCENotSupported,
+    RegistrationError,
+    TokenError,
+)
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPRequest, HTTPResponse, canonical_resource
+from ._introspection import IntrospectionVerifier
+from ._resource import (
+    AccessInfo,
+    Refusal,
+    TokenVerifier,
+    authorize_request,
+    extract_bearer_token,
+    metadata_url,
+    protected_resource_metadata,
+)
+from ._storage import ClientCredentials, MemoryStorage, Tokens, TokenStorage
+
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES", "STEPS", "AccessInfo", "Action", "AuthFlowError",
+    "AuthorizationDenied", "Authorized", "Challenge", "ClientConfig", "ClientCredentials",
+    "HTTPRequest", "HTTPResponse", "InsufficientScope", "IntrospectionVerifier",
+    "InvalidRequest", "InvalidToken", "IssuerMismatch", "LimitExceeded", "MemoryStorage",
+    "MetadataError", "OAuthClientFlow", "PKCENotSupported", "Refusal", "RegistrationError",
+    "ResourceMetadata", "ServerMetadata", "TokenError", "TokenStorage", "TokenVerifier",
+    "Tokens", "UserAuthorization", "as_metadata_urls", "authorize_request",
+    "bearer_challenge", "bearer_params", "canonical_resource", "choose_auth_method",
+    "extract_bearer_token", "metadata_url", "parse_challenges", "protected_resource_metadata",
+    "rules",
+]

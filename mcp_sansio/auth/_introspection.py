@@ -1,0 +1,75 @@
+"""Token introspection (RFC 7662) as request/response, for opaque access tokens.
+
+Theory of operation
+-------------------
+An opaque token can only be judged by asking the authorization server. The core never
+fetches, so :class:`IntrospectionVerifier` splits the question in two like the client flow:
+:meth:`~IntrospectionVerifier.request` gives the :class:`HTTPRequest` to make (RFC 7662 §2.1,
+authenticated as the resource server with ``client_secret_basic``), and
+:meth:`~IntrospectionVerifier.decide` turns the response into an :class:`AccessInfo` or
+:class:`InvalidToken`. The adapter carries the request and should cache answers for a short
+while, never beyond the token's ``exp``.
+
+The checks on an active token: ``exp`` against ``now`` (seconds since the epoch), ``aud``
+(when present) naming this resource (MCP 2025-11-25 "Token Handling", RFC 8707 §2), and
+``iss`` when the verifier was told which issuer to expect.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ._errors import InvalidToken
+from ._http import HTTPRequest, HTTPResponse, basic_credentials, form_body
+from ._resource import AccessInfo
+
+
+class IntrospectionVerifier:
+    """Judges tokens by RFC 7662 introspection; see the module doc for the call order."""
+
+    def __init__(self, endpoint: str, *, client_id: str, client_secret: str, resource: str,
+                 issuer: str | None = None) -> None:
+        self.endpoint = endpoint
+        self.client_id = client_id
+        self._secret = client_secret
+        self.resource = resource
+        self.issuer = issuer
+
+    def request(self, token: str) -> HTTPRequest:
+        return HTTPRequest(
+            "POST", self.endpoint,
+            (("Content-Type", "application/x-www-form-urlencoded"),
+             ("Accept", "application/json"),
+             ("Authorization", basic_credentials(self.client_id, self._secret))),
+            form_body([("token", token), ("token_type_hint", "access_token")]))
+
+    def decide(self, response: HTTPResponse, now: float) -> AccessInfo:
+        if response.status != 200:
+            # RFC 7662 §2.3: not a verdict on the token; the caller may retry later. Treat
+            # as invalid for this request rather than letting it through.
+            raise InvalidToken(f"introspection answered {response.status}")
+        try:
+            doc: Any = json.loads(response.body)
+        except (ValueError, RecursionError):
+            raise InvalidToken("introspection response is not JSON") from None
+        if not isinstance(doc, dict) or doc.get("active") is not True:
+            raise InvalidToken("token is not active (RFC 7662 §2.2)")
+        exp = doc.get("exp")
+        if isinstance(exp, int | float) and not isinstance(exp, bool) and now >= exp:
+            raise InvalidToken("token expired")
+        aud = doc.get("aud")
+        if aud is not None:
+            audiences = [aud] if isinstance(aud, str) else aud
+            if not isinstance(audiences, list) or self.resource not in audiences:
+                raise InvalidToken("token is not for this resource (RFC 8707 §2)")
+        if self.issuer is not None and doc.get("iss") != self.issuer:
+            raise InvalidToken("token is from another issuer")
+        scope = doc.get("scope")
+        subject = doc.get("sub") or doc.get("client_id") or ""
+        return AccessInfo(
+            subject=str(subject),
+            scopes=frozenset(scope.split()) if isinstance(scope, str) else frozenset(),
+            client_id=doc.get("client_id") if isinstance(doc.get("client_id"), str) else None,
+            expires_at=float(exp) if isinstance(exp, int | float) else None,
+            claims=doc)

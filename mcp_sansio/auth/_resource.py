@@ -1,0 +1,179 @@
+"""The resource-server side: metadata document, challenges, bearer tokens, verification.
+
+Theory of operation
+-------------------
+A protected MCP server is an OAuth 2.1 resource server (MCP 2025-06-18 and later,
+basic/authorization.mdx "Roles"). It needs four things, all pure and here:
+
+* the protected-resource metadata document (RFC 9728 §2) and the path it is served at
+  (:func:`protected_resource_metadata`, :func:`metadata_url`);
+* the access token of a request, from the ``Authorization`` header only
+  (:func:`extract_bearer_token`; OAuth 2.1 §5.1 and MCP "Access tokens MUST NOT be included
+  in the URI query string": a token in the query is refused, not ignored);
+* a decision on the token, by a :class:`TokenVerifier` the application supplies (the core
+  never fetches: a JWT verifier gets its keys handed in, an introspection verifier is shaped
+  as request/response like the client flow);
+* the refusal to send when there is no good token or too little scope
+  (:func:`authorize_request` returns a :class:`Refusal` with status and
+  ``WWW-Authenticate``, built per RFC 6750 §3 and RFC 9728 §5.1).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+import attrs
+
+from . import _rules as rules
+from ._challenge import bearer_challenge
+from ._errors import InsufficientScope, InvalidRequest, InvalidToken
+
+#: RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+
+@attrs.frozen
+class AccessInfo:
+    """Who a valid token speaks for, and what it allows."""
+
+    #: The principal: the token's ``sub`` (or the client id when there is no user).
+    subject: str
+    scopes: frozenset[str] = frozenset()
+    client_id: str | None = None
+    #: When the token stops being valid, in the verifier's ``now`` clock, if known.
+    expires_at: float | None = None
+    claims: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+class TokenVerifier(Protocol):
+    """Decides whether an access token is good for this resource.
+
+    Raise :class:`InvalidToken` (answered 401) for a token that is malformed, expired, not
+    from the expected issuer or not for this resource (MCP 2025-11-25 "Token Handling": the
+    audience check is mandatory); return its :class:`AccessInfo` otherwise.
+    """
+
+    def verify(self, token: str, now: float) -> AccessInfo: ...
+
+
+@attrs.frozen
+class Refusal:
+    """The response to send instead of handling the request."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    reason: str
+
+
+def metadata_url(resource: str) -> str:
+    """The path-based well-known URL of ``resource``'s metadata (RFC 9728 §3.1)."""
+    parts = urlsplit(resource)
+    path = parts.path.rstrip("/")
+    return urlunsplit((parts.scheme, parts.netloc, rules.PRM_WELL_KNOWN + path, "", ""))
+
+
+def protected_resource_metadata(
+    resource: str,
+    authorization_servers: Iterable[str],
+    *,
+    scopes_supported: Iterable[str] | None = None,
+    resource_name: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The RFC 9728 §2 document: this resource, its authorization servers, its scopes, and
+    bearer tokens accepted in the header only (``bearer_methods_supported``)."""
+    servers = list(authorization_servers)
+    if not servers:
+        raise ValueError("MCP requires at least one authorization server (RFC 9728 §2, "
+                         "MCP 2025-11-25 'Authorization Server Location')")
+    doc: dict[str, Any] = {
+        "resource": resource,
+        "authorization_servers": servers,
+        "bearer_methods_supported": ["header"],
+    }
+    if scopes_supported is not None:
+        doc["scopes_supported"] = list(scopes_supported)
+    if resource_name is not None:
+        doc["resource_name"] = resource_name
+    doc.update(extra)
+    return doc
+
+
+def extract_bearer_token(
+    headers: Iterable[tuple[str, str]] | Iterable[tuple[bytes, bytes]], target: str | bytes,
+) -> str | None:
+    """The bearer token of a request, None if it carries none.
+
+    Raises :class:`InvalidRequest` for what RFC 6750 §3.1 calls ``invalid_request``: a token
+    in the query string (§2.3, and MCP "MUST NOT"), more than one ``Authorization`` header,
+    or a ``Bearer`` credential that is not a b64token (§2.1).
+    """
+    if isinstance(target, bytes):
+        target = target.decode("latin-1")
+    query = urlsplit(target).query
+    if any(name == "access_token" for name, _ in parse_qsl(query, keep_blank_values=True)):
+        raise InvalidRequest("access token in the query string (RFC 6750 §2.3; MCP forbids "
+                             "it)")
+    values: list[str] = []
+    for name, value in headers:
+        n = name.decode("latin-1") if isinstance(name, bytes) else name
+        if n.lower() == "authorization":
+            values.append(value.decode("latin-1") if isinstance(value, bytes) else value)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise InvalidRequest("more than one Authorization header")
+    scheme, _, credentials = values[0].strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None  # another scheme: not a bearer token (answered like no token)
+    credentials = credentials.strip()
+    if not _B64TOKEN.fullmatch(credentials):
+        raise InvalidRequest("the Bearer credential is not a b64token (RFC 6750 §2.1)")
+    return credentials
+
+
+def authorize_request(
+    headers: Iterable[tuple[str, str]] | Iterable[tuple[bytes, bytes]],
+    target: str | bytes,
+    verifier: TokenVerifier,
+    now: float,
+    *,
+    resource_metadata: str,
+    required_scopes: Iterable[str] = (),
+) -> AccessInfo | Refusal:
+    """Decide a request: its :class:`AccessInfo`, or the :class:`Refusal` to send.
+
+    No token -> 401 with ``resource_metadata`` and the required ``scope`` (MCP 2025-11-25
+    "Scope Selection Strategy"); bad request -> 400 ``invalid_request``; bad token -> 401
+    ``invalid_token``; missing scopes -> 403 ``insufficient_scope`` naming all the scopes the
+    operation needs (MCP 2026-07-28 "Runtime Insufficient Scope Errors").
+    """
+    required = frozenset(required_scopes)
+    scope = " ".join(sorted(required)) or None
+    try:
+        token = extract_bearer_token(headers, target)
+    except InvalidRequest as exc:
+        return _refuse(400, str(exc), resource_metadata, scope, "invalid_request")
+    if token is None:
+        return _refuse(401, "no access token", resource_metadata, scope, None)
+    try:
+        info = verifier.verify(token, now)
+    except InvalidToken as exc:
+        return _refuse(401, str(exc), resource_metadata, scope, "invalid_token")
+    except InsufficientScope as exc:
+        needed = " ".join(sorted(required | exc.required))
+        return _refuse(403, str(exc), resource_metadata, needed, "insufficient_scope")
+    missing = required - info.scopes
+    if missing:
+        return _refuse(403, str(InsufficientScope(required)), resource_metadata, scope,
+                       "insufficient_scope")
+    return info
+
+
+def _refuse(status: int, reason: str, resource_metadata: str, scope: str | None,
+            error: str | None) -> Refusal:
+    challenge = bearer_challenge(resource_metadata=resource_metadata, scope=scope, error=error)
+    return Refusal(status, (("WWW-Authenticate", challenge),), reason)

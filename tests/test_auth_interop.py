@@ -1,0 +1,103 @@
+"""Our OAuth client flow against the official Python SDK's authorization server and
+OAuth-protected MCP server (tests/peers/sdk_auth_server.py, a subprocess on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_sansio.adapters._auth_flow import FileStorage, fetch, follow_redirect, run_flow
+from mcp_sansio.adapters._auth_session import Authorizer, AuthRetrying
+from mcp_sansio.adapters.asyncio import connect_http
+
+from mcp_sansio.auth import ClientConfig, HTTPRequest, HTTPResponse, OAuthClientFlow
+
+PEER = Path(__file__).parent / "peers" / "sdk_auth_server.py"
+WAIT = 120.0  # generous: the machine is shared
+INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "t", "version": "0"}}}
+
+
+@pytest.fixture(scope="module")
+def sdk_url() -> Iterator[str]:
+    proc = subprocess.Popen([sys.executable, str(PEER)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def _recording(seen: list[str]) -> Any:
+    async def fetcher(request: HTTPRequest) -> HTTPResponse:
+        seen.append(f"{request.method} {request.url.split('?', 1)[0]}")
+        return await fetch(request)
+    return fetcher
+
+
+def test_our_client_authorizes_with_the_sdk_and_calls_a_protected_tool(
+        sdk_url: str, tmp_path: Path) -> None:
+    storage = FileStorage(tmp_path / "tokens.json")
+    seen: list[str] = []
+
+    async def session() -> str:
+        flow = OAuthClientFlow(sdk_url, ClientConfig("http://127.0.0.1:9/callback"),
+                               entropy=secrets.token_bytes, storage=storage)
+        fetcher = _recording(seen)
+        authorizer = Authorizer(sdk_url, flow,
+                                lambda a: follow_redirect(a, fetcher=fetcher),
+                                fetcher=fetcher)
+        await authorizer.preflight(INITIALIZE)
+        async with connect_http(sdk_url, headers=authorizer.headers(),
+                                request_timeout=WAIT) as client:
+            user: Any = AuthRetrying(client, authorizer)
+            tools = await user.list_tools()
+            assert [t["name"] for t in tools] == ["whoami"]
+            result = await user.call_tool("whoami", {})
+            return str(result["content"][0]["text"])
+
+    assert asyncio.run(asyncio.wait_for(session(), WAIT)) == "ada"
+    origin = sdk_url.removesuffix("/mcp")
+    assert seen == [
+        f"POST {sdk_url}",  # the pre-flight, refused 401
+        f"GET {origin}/.well-known/oauth-protected-resource/mcp",
+        f"GET {origin}/.well-known/oauth-authorization-server",
+        f"POST {origin}/register",
+        f"GET {origin}/authorize",
+        f"POST {origin}/token",
+    ]
+
+    # A second session with the same storage: the tokens are reused, nothing is asked.
+    seen.clear()
+    assert asyncio.run(asyncio.wait_for(session(), WAIT)) == "ada"
+    assert seen == [f"POST {sdk_url}"]  # the pre-flight only, and it was accepted
+
+
+def test_our_client_refreshes_with_the_sdk(sdk_url: str) -> None:
+    async def main() -> tuple[str, str]:
+        flow = OAuthClientFlow(sdk_url, ClientConfig("http://127.0.0.1:9/callback"),
+                               entropy=secrets.token_bytes)
+        first = await run_flow(flow, None, follow_redirect)
+        # An hour later the token is about to expire: start() refreshes it.
+        later = await run_flow(flow, None, follow_redirect, clock=lambda: time.time() + 3590)
+        probe = await fetch(HTTPRequest(
+            "POST", sdk_url, (("Content-Type", "application/json"),
+                              ("Accept", "application/json, text/event-stream"),
+                              later.authorization_header()),
+            b'{"jsonrpc":"2.0","id":1,"method":"ping"}'))
+        assert probe.status != 401
+        return first.access_token, later.access_token
+
+    first, later = asyncio.run(asyncio.wait_for(main(), WAIT))
+    assert first != later
