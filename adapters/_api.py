@@ -116,10 +116,14 @@ class AsyncSession(Session):
     ) -> dict[str, Any]:
         """Send any request and await its result.
 
-        :param timeout: idle timeout in seconds (None: none); default: the connection's.
-        :param max_total: hard maximum in seconds, never extended by progress.
+        :param timeout: idle timeout in seconds, restarted by each progress notification
+            (None: none); left out: the connection's ``request_timeout``.
+        :param max_total: hard maximum in seconds, never extended by progress; left out:
+            the connection's ``max_request_time``.
         :param progress: ``progress(progress, total, message)``, called for each progress
             notification (asks the peer for progress).
+        :param related_request_id: (a server's request to its client) the client request
+            this one is made on behalf of.
         :raises McpError: the peer answered with an error.
         :raises RequestTimeout: no answer in time (``notifications/cancelled`` was sent).
         :raises ConnectionClosedError: the connection closed first.
@@ -206,10 +210,13 @@ class AsyncSubscription:
 
 
 class AsyncClient(ClientLogic, AsyncSession):
-    """An MCP client on an ``async`` runtime. Every method returns plain dicts (or lists of
-    them) and raises :class:`~._session.McpError`, :class:`~._session.RequestTimeout` or
-    :class:`~._session.ConnectionClosedError`. Each accepts ``timeout=`` and ``max_total=``;
-    ``call_tool``, ``read_resource`` and ``get_prompt`` also ``progress=``."""
+    """An MCP client on an ``async`` runtime. Every method returns the server's result as a
+    plain dict (the ``list_*`` methods: the items of every page) and raises
+    :class:`~mcp_sansio.adapters.errors.McpError`,
+    :class:`~mcp_sansio.adapters.errors.RequestTimeout` or
+    :class:`~mcp_sansio.adapters.errors.ConnectionClosedError` (all in
+    :mod:`mcp_sansio.adapters.errors`). Each named call accepts the keywords ``timeout``,
+    ``max_total`` and ``progress`` of :meth:`request`."""
 
     def _spawn_incoming(self, request: Request) -> None:
         self._start_task(request.request_id, self._answer(request))
@@ -272,60 +279,164 @@ class AsyncClient(ClientLogic, AsyncSession):
             if cursor is None:
                 return items
 
-    async def list_tools(self, **options: Any) -> list[dict[str, Any]]:
-        """Every tool, following ``nextCursor`` through all pages."""
-        return await self._all_pages("tools/list", "tools", options)
+    async def list_tools(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every tool (``tools/list``), following ``nextCursor`` through all pages.
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
-                        **options: Any) -> dict[str, Any]:
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self._all_pages("tools/list", "tools", dict(
+            timeout=timeout, max_total=max_total, progress=progress))
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Call a tool (``tools/call``) and return its result: ``content``, maybe
+        ``structuredContent`` and ``isError`` (a tool's own failure is a result, not an
+        exception). A stateless-era ``input_required`` answer is fulfilled with the client's
+        callbacks and retried until the call completes.
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return await self.request("tools/call", params, **options)
+        return await self.request("tools/call", params,
+            timeout=timeout, max_total=max_total, progress=progress)
 
-    async def list_resources(self, **options: Any) -> list[dict[str, Any]]:
-        return await self._all_pages("resources/list", "resources", options)
+    async def list_resources(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every resource (``resources/list``), all pages.
 
-    async def list_resource_templates(self, **options: Any) -> list[dict[str, Any]]:
-        return await self._all_pages("resources/templates/list", "resourceTemplates",
-                                     options)
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self._all_pages("resources/list", "resources", dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
-    async def read_resource(self, uri: str, **options: Any) -> dict[str, Any]:
-        return await self.request("resources/read", {"uri": uri}, **options)
+    async def list_resource_templates(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every resource template (``resources/templates/list``), all pages.
 
-    async def subscribe(self, uri: str, **options: Any) -> dict[str, Any]:
-        return await self.request("resources/subscribe", {"uri": uri}, **options)
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self._all_pages("resources/templates/list", "resourceTemplates", dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
-    async def unsubscribe(self, uri: str, **options: Any) -> dict[str, Any]:
-        return await self.request("resources/unsubscribe", {"uri": uri}, **options)
+    async def read_resource(
+        self, uri: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Read a resource (``resources/read``): its ``contents``.
 
-    async def list_prompts(self, **options: Any) -> list[dict[str, Any]]:
-        return await self._all_pages("prompts/list", "prompts", options)
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self.request("resources/read", {"uri": uri},
+            timeout=timeout, max_total=max_total, progress=progress)
 
-    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None,
-                         **options: Any) -> dict[str, Any]:
+    async def subscribe(
+        self, uri: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Ask for ``notifications/resources/updated`` about ``uri``
+        (``resources/subscribe``; handshake era: in the stateless era, :meth:`listen`).
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self.request("resources/subscribe", {"uri": uri},
+            timeout=timeout, max_total=max_total, progress=progress)
+
+    async def unsubscribe(
+        self, uri: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Stop the updates :meth:`subscribe` asked for (``resources/unsubscribe``).
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self.request("resources/unsubscribe", {"uri": uri},
+            timeout=timeout, max_total=max_total, progress=progress)
+
+    async def list_prompts(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every prompt (``prompts/list``), all pages.
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self._all_pages("prompts/list", "prompts", dict(
+            timeout=timeout, max_total=max_total, progress=progress))
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Get a prompt (``prompts/get``): its ``messages``.
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return await self.request("prompts/get", params, **options)
+        return await self.request("prompts/get", params,
+            timeout=timeout, max_total=max_total, progress=progress)
 
-    async def complete(self, ref: Mapping[str, Any], argument: Mapping[str, Any],
-                       context: Mapping[str, Any] | None = None,
-                       **options: Any) -> dict[str, Any]:
+    async def complete(
+        self, ref: Mapping[str, Any], argument: Mapping[str, Any],
+        context: Mapping[str, Any] | None = None, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Ask for completions of a prompt's or resource template's argument
+        (``completion/complete``).
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
         params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
         if context is not None:
             params["context"] = dict(context)
-        return await self.request("completion/complete", params, **options)
+        return await self.request("completion/complete", params,
+            timeout=timeout, max_total=max_total, progress=progress)
 
-    async def set_logging_level(self, level: str, **options: Any) -> dict[str, Any]:
-        return await self.request("logging/setLevel", {"level": level}, **options)
+    async def set_logging_level(
+        self, level: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Set the level of the log messages the server sends (``logging/setLevel``;
+        handshake era only: in 2026-07-28 the level travels in each request's ``_meta``).
 
-    async def ping(self, **options: Any) -> dict[str, Any]:
-        return await self.request("ping", None, **options)
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self.request("logging/setLevel", {"level": level},
+            timeout=timeout, max_total=max_total, progress=progress)
 
-    async def discover(self, **options: Any) -> dict[str, Any]:
-        """``server/discover`` (stateless era; the connect probe already sent one)."""
-        return await self.request("server/discover", {}, **options)
+    async def ping(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """``ping`` (handshake era only: 2026-07-28 has no ``ping``).
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self.request("ping", None,
+            timeout=timeout, max_total=max_total, progress=progress)
+
+    async def discover(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """``server/discover`` (stateless era; the connect probe already sent one).
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self.request("server/discover", {},
+            timeout=timeout, max_total=max_total, progress=progress)
 
     async def listen(self, notifications: Mapping[str, Any], *,
                      timeout: float | None = None) -> AsyncSubscription:

@@ -128,8 +128,16 @@ class SyncSession(Session):
         progress: ProgressCallback | None = None,
         related_request_id: RequestId | None = None, cancel: CancelToken | None = None,
     ) -> dict[str, Any]:
-        """Send any request and wait for its result (see ``AsyncSession.request``).
+        """Send any request and wait for its result.
 
+        :param timeout: idle timeout in seconds, restarted by each progress notification
+            (None: none); left out: the connection's ``request_timeout``.
+        :param max_total: hard maximum in seconds, never extended by progress; left out:
+            the connection's ``max_request_time``.
+        :param progress: ``progress(progress, total, message)``, called (on the reader
+            thread) for each progress notification (asks the peer for progress).
+        :param related_request_id: (a server's request to its client) the client request
+            this one is made on behalf of.
         :param cancel: a :class:`CancelToken`; cancelling it sends ``notifications/cancelled``
             and this call raises :class:`~._session.RequestCancelledError`.
         """
@@ -231,9 +239,10 @@ class SyncSubscription:
 
 
 class SyncClient(ClientLogic, SyncSession):
-    """A blocking MCP client. The methods mirror the async Client's; each also takes
-    ``cancel=`` (a :class:`CancelToken`). Callbacks (progress, notifications) run on the
-    reader thread and must not block on this client."""
+    """A blocking MCP client. The methods mirror the async Client's (keywords ``timeout``,
+    ``max_total``, ``progress``); each also takes ``cancel=`` (a :class:`CancelToken`).
+    Callbacks (progress, notifications) run on the reader thread and must not block on this
+    client."""
 
     def _spawn_incoming(self, request: Request) -> None:
         self._pool.submit(self._answer, request)
@@ -294,56 +303,164 @@ class SyncClient(ClientLogic, SyncSession):
             if cursor is None:
                 return items
 
-    def list_tools(self, **options: Any) -> list[dict[str, Any]]:
-        return self._all_pages("tools/list", "tools", options)
+    def list_tools(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every tool (``tools/list``), following ``nextCursor`` through all pages.
 
-    def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
-                  **options: Any) -> dict[str, Any]:
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self._all_pages("tools/list", "tools", dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Call a tool (``tools/call``) and return its result: ``content``, maybe
+        ``structuredContent`` and ``isError`` (a tool's own failure is a result, not an
+        exception). A stateless-era ``input_required`` answer is fulfilled with the client's
+        callbacks and retried until the call completes.
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return self.request("tools/call", params, **options)
+        return self.request("tools/call", params,
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
 
-    def list_resources(self, **options: Any) -> list[dict[str, Any]]:
-        return self._all_pages("resources/list", "resources", options)
+    def list_resources(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every resource (``resources/list``), all pages.
 
-    def list_resource_templates(self, **options: Any) -> list[dict[str, Any]]:
-        return self._all_pages("resources/templates/list", "resourceTemplates", options)
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self._all_pages("resources/list", "resources", dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
-    def read_resource(self, uri: str, **options: Any) -> dict[str, Any]:
-        return self.request("resources/read", {"uri": uri}, **options)
+    def list_resource_templates(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every resource template (``resources/templates/list``), all pages.
 
-    def subscribe(self, uri: str, **options: Any) -> dict[str, Any]:
-        return self.request("resources/subscribe", {"uri": uri}, **options)
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self._all_pages("resources/templates/list", "resourceTemplates", dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
-    def unsubscribe(self, uri: str, **options: Any) -> dict[str, Any]:
-        return self.request("resources/unsubscribe", {"uri": uri}, **options)
+    def read_resource(
+        self, uri: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Read a resource (``resources/read``): its ``contents``.
 
-    def list_prompts(self, **options: Any) -> list[dict[str, Any]]:
-        return self._all_pages("prompts/list", "prompts", options)
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self.request("resources/read", {"uri": uri},
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
 
-    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None,
-                   **options: Any) -> dict[str, Any]:
+    def subscribe(
+        self, uri: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Ask for ``notifications/resources/updated`` about ``uri``
+        (``resources/subscribe``; handshake era: in the stateless era, :meth:`listen`).
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self.request("resources/subscribe", {"uri": uri},
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+
+    def unsubscribe(
+        self, uri: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Stop the updates :meth:`subscribe` asked for (``resources/unsubscribe``).
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self.request("resources/unsubscribe", {"uri": uri},
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+
+    def list_prompts(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every prompt (``prompts/list``), all pages.
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self._all_pages("prompts/list", "prompts", dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
+
+    def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Get a prompt (``prompts/get``): its ``messages``.
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return self.request("prompts/get", params, **options)
+        return self.request("prompts/get", params,
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
 
-    def complete(self, ref: Mapping[str, Any], argument: Mapping[str, Any],
-                 context: Mapping[str, Any] | None = None, **options: Any) -> dict[str, Any]:
+    def complete(
+        self, ref: Mapping[str, Any], argument: Mapping[str, Any],
+        context: Mapping[str, Any] | None = None, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Ask for completions of a prompt's or resource template's argument
+        (``completion/complete``).
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
         params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
         if context is not None:
             params["context"] = dict(context)
-        return self.request("completion/complete", params, **options)
+        return self.request("completion/complete", params,
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
 
-    def set_logging_level(self, level: str, **options: Any) -> dict[str, Any]:
-        return self.request("logging/setLevel", {"level": level}, **options)
+    def set_logging_level(
+        self, level: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Set the level of the log messages the server sends (``logging/setLevel``;
+        handshake era only: in 2026-07-28 the level travels in each request's ``_meta``).
 
-    def ping(self, **options: Any) -> dict[str, Any]:
-        return self.request("ping", None, **options)
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self.request("logging/setLevel", {"level": level},
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
 
-    def discover(self, **options: Any) -> dict[str, Any]:
-        return self.request("server/discover", {}, **options)
+    def ping(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """``ping`` (handshake era only: 2026-07-28 has no ``ping``).
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self.request("ping", None,
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+
+    def discover(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """``server/discover`` (stateless era; the connect probe already sent one).
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self.request("server/discover", {},
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
 
     def listen(self, notifications: Mapping[str, Any], *,
                timeout: float | None = None) -> SyncSubscription:
