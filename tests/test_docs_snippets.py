@@ -32,6 +32,7 @@ real run here too.
 from __future__ import annotations
 
 import doctest
+import json
 import os
 import re
 import signal
@@ -316,6 +317,11 @@ EXPECTED_OUTPUT = {
     "hello_client.py": "hello 2026-07-28\n['greet']\nHello, Ada!\n",
     "handshake.py": "ok\n",
 }
+#: Last lines of others' output.
+EXPECTED_ENDING = {
+    "check_hello.py": "no findings\n",
+    "testing_peer.py": "no findings\n",
+}
 
 
 @pytest.mark.parametrize("path", sorted(FILES), ids=lambda p: FILES[p].name + ":"
@@ -325,6 +331,8 @@ def test_included_file_runs(path: str) -> None:
     name = Path(path).name
     if name in EXPECTED_OUTPUT:
         assert result.stdout == EXPECTED_OUTPUT[name]
+    if name in EXPECTED_ENDING:
+        assert result.stdout.endswith(EXPECTED_ENDING[name]), result.stdout
     if name == "hello_http.py":
         url, answer = result.stdout.splitlines()
         assert re.match(r"http://127\.0\.0\.1:\d+/mcp$", url) and answer == "Hello, Ada!"
@@ -385,3 +393,42 @@ def test_the_docs_copy_of_the_demo_output_is_what_demo_prints() -> None:
     result = _run([sys.executable, "-m", "mcp_sansio", "demo"], ROOT)
     _ok(result, "mcp-sansio demo")
     assert _normalised("\n".join(shown)) == _normalised(result.stdout)
+
+
+# -- the quickstart's host configuration -----------------------------------------------------
+
+#: Where the quickstart supposes the clone is.
+CLONE = "/path/to/mcp-sansio"
+
+
+def _host_entries() -> dict[str, dict[str, list[str] | str]]:
+    page = (DOCS / "quickstart.rst").read_text().splitlines()
+    start = page.index(".. code-block:: json")
+    block, _ = _indented_block(page, start + 1, 0)
+    entries: dict[str, dict[str, list[str] | str]] = json.loads(block)["mcpServers"]
+    return entries
+
+
+def _local(argument: str) -> str:
+    return argument.replace(f"{CLONE}/.venv/bin/python", sys.executable).replace(
+        CLONE, str(ROOT))
+
+
+@pytest.mark.parametrize("name", sorted(_host_entries()))
+def test_the_quickstart_host_entries_start_working_servers(name: str) -> None:
+    from mcp_sansio.adapters.threading import connect_stdio
+
+    entry = _host_entries()[name]
+    assert isinstance(entry["command"], str) and isinstance(entry["args"], list)
+    assert entry["command"] == f"{CLONE}/.venv/bin/python"  # the venv's, never a bare python
+    argv = [_local(entry["command"]), *(_local(a) for a in entry["args"])]
+    with connect_stdio(argv) as client:
+        assert client.list_tools()
+
+
+def test_the_quickstart_inspector_line_spawns_the_hello_entry() -> None:
+    page = (DOCS / "quickstart.rst").read_text()
+    line = re.search(r"npx @modelcontextprotocol/inspector (.+)", page)
+    assert line is not None
+    entry = _host_entries()["hello"]
+    assert line.group(1).split() == [entry["command"], *entry["args"]]
