@@ -105,7 +105,7 @@ class AsyncSession(Session):
             # The caller was cancelled (asyncio task cancel, trio cancel scope): the core
             # sends notifications/cancelled and the call ends with RequestCancelled.
             if not call.done:
-                self.cancel_call(call)
+                self._cancel_call(call)
             raise
 
     async def request(
@@ -128,22 +128,22 @@ class AsyncSession(Session):
         :raises RequestTimeout: no answer in time (``notifications/cancelled`` was sent).
         :raises ConnectionClosedError: the connection closed first.
         """
-        call = self.start_call(method, params, timeout=timeout, max_total=max_total,
+        call = self._start_call(method, params, timeout=timeout, max_total=max_total,
                                on_progress=progress, related_request_id=related_request_id)
         while True:
             await self._wait_call(call)
             event = call.event
             if isinstance(event, InputRequired):
-                call = self.retry_call(call, await self._fulfil(event))
+                call = self._retry_call(call, await self._fulfil(event))
                 continue
-            return outcome(call, self.closed_detail())
+            return outcome(call, self._closed_detail())
 
     async def _fulfil(self, event: InputRequired) -> dict[str, Any]:
         """Answer a stateless-era ``input_required`` with the client's callbacks."""
         assert isinstance(self, ClientLogic)
         answers: dict[str, Any] = {}
-        for key, method, params in self.input_items(event):
-            answers[key] = await _maybe_await(self.input_callback(method)(params))
+        for key, method, params in self._input_items(event):
+            answers[key] = await _maybe_await(self._input_callback(method)(params))
         return answers
 
 
@@ -182,7 +182,7 @@ class AsyncSubscription:
         listener = self._listener
         while listener.acknowledged is None:
             if listener.ended:
-                outcome(listener.call, self._client.closed_detail())  # raises on errors
+                outcome(listener.call, self._client._closed_detail())  # raises on errors
                 raise ConnectionError("the listen stream ended before it was acknowledged")
             await self._wait()
         return listener.acknowledged
@@ -199,7 +199,7 @@ class AsyncSubscription:
         return listener.items.popleft()
 
     async def close(self) -> None:
-        self._client.cancel_call(self._listener.call, "listen stream closed")
+        self._client._cancel_call(self._listener.call, "listen stream closed")
 
     async def __aenter__(self) -> AsyncSubscription:
         await self.wait_acknowledged()
@@ -227,23 +227,23 @@ class AsyncClient(ClientLogic, AsyncSession):
     async def _answer(self, request: Request) -> None:
         """Answer a handshake-era server's request (sampling, elicitation, roots)."""
         try:
-            value = await _maybe_await(self.input_callback(request.method)(
+            value = await _maybe_await(self._input_callback(request.method)(
                 request.params or {}))
         except Exception as exc:
-            self.finish_incoming(request.request_id, error=exc, method=request.method)
+            self._finish_request(request.request_id, error=exc, method=request.method)
             return
-        self.finish_incoming(request.request_id, value, method=request.method)
+        self._finish_request(request.request_id, value, method=request.method)
 
     async def connect(self, *, era: Era | None = None) -> Initialized:
         """Negotiate the era (the core probes with ``server/discover`` and falls back to
         ``initialize``) and wait until the connection is usable. ``era`` is a cached
         verdict (:attr:`era` of an earlier connection)."""
-        if not self.start_connect(era):
+        if not self._start_connect(era):
             while self.initialized is None and self.closed is None:
                 event = self._new_event()
                 self._ready_wakers.append(event.set)
                 await event.wait()
-        return self.connect_outcome()
+        return self._connect_outcome()
 
     @property
     def era(self) -> Era | None:
@@ -441,7 +441,7 @@ class AsyncClient(ClientLogic, AsyncSession):
     async def listen(self, notifications: Mapping[str, Any], *,
                      timeout: float | None = None) -> AsyncSubscription:
         """Open a listen stream (stateless era) and wait for its acknowledgement."""
-        subscription = AsyncSubscription(self, self.start_listen(notifications, timeout))
+        subscription = AsyncSubscription(self, self._start_listen(notifications, timeout))
         await subscription.wait_acknowledged()
         return subscription
 
@@ -462,7 +462,7 @@ class AsyncContext(Context):
         after the other. Stateless era: the answers the retry carries, or else this request
         is answered ``input_required`` (with ``request_state``) and the handler stops here;
         the client's retry runs it again from the top."""
-        planned = self.plan_ask(requests, request_state)
+        planned = self._plan_ask(requests, request_state)
         if planned is not None:
             return planned
         return {key: await self.session.request(method, params,
@@ -492,7 +492,7 @@ class AsyncServerSession(ServerLogic, AsyncSession):
 
     def _spawn_incoming(self, request: Request) -> None:
         ctx = self.context_class(self, request)
-        job = self.make_job(request, ctx)
+        job = self._make_job(request, ctx)
         if job is not None:
             self._contexts[request.request_id] = ctx
             self._start_task(request.request_id, self._run(request, job, ctx))
@@ -510,12 +510,12 @@ class AsyncServerSession(ServerLogic, AsyncSession):
             result = job.shape(value)
         except Exception as exc:
             if not ctx.cancelled:
-                self.job_failed(request, exc)
+                self._job_failed(request, exc)
             return
         finally:
             self._contexts.pop(request.request_id, None)
         if not ctx.cancelled:
-            self.finish_incoming(request.request_id, result, method=request.method)
+            self._finish_request(request.request_id, result, method=request.method)
 
 
 Callback = Callable[[dict[str, Any]], Any]

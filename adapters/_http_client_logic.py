@@ -166,7 +166,7 @@ class HTTPClientLogic(ClientLogic):
         ``standalone_stream``, limits); ``connection_options`` to the connection."""
         conn = ClientConnection(
             info=info or default_client_info(),
-            capabilities=cls.capabilities_for(sampling, elicitation, roots),
+            capabilities=cls._capabilities_for(sampling, elicitation, roots),
             **connection_options,
         )
         return cls(conn, url=url, headers=headers, http_options=http_options,

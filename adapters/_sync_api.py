@@ -110,13 +110,13 @@ class SyncSession(Session):
                 return
             call.wake = gate.release
         def on_cancel() -> None:
-            self.cancel_call(call)
+            self._cancel_call(call)
         if cancel is not None:
             cancel._register(on_cancel)
         try:
             gate.acquire()
         except BaseException:  # KeyboardInterrupt while waiting: cancel, then re-raise
-            self.cancel_call(call)
+            self._cancel_call(call)
             raise
         finally:
             if cancel is not None:
@@ -143,20 +143,20 @@ class SyncSession(Session):
         """
         if cancel is not None and cancel.cancelled:
             raise RequestCancelledError(f"{method} was cancelled before it was sent")
-        call = self.start_call(method, params, timeout=timeout, max_total=max_total,
+        call = self._start_call(method, params, timeout=timeout, max_total=max_total,
                                on_progress=progress, related_request_id=related_request_id)
         while True:
             self._wait_call(call, cancel)
             event = call.event
             if isinstance(event, InputRequired):
-                call = self.retry_call(call, self._fulfil(event))
+                call = self._retry_call(call, self._fulfil(event))
                 continue
-            return outcome(call, self.closed_detail())
+            return outcome(call, self._closed_detail())
 
     def _fulfil(self, event: InputRequired) -> dict[str, Any]:
         assert isinstance(self, ClientLogic)
-        return {key: _resolve(self.input_callback(method)(params))
-                for key, method, params in self.input_items(event)}
+        return {key: _resolve(self._input_callback(method)(params))
+                for key, method, params in self._input_items(event)}
 
     def _spawn_awaitable(self, awaitable: Any) -> None:
         self._pool.submit(asyncio.run, awaitable)
@@ -210,7 +210,7 @@ class SyncSubscription:
         listener = self._listener
         while listener.acknowledged is None:
             if listener.ended:
-                outcome(listener.call, self._client.closed_detail())
+                outcome(listener.call, self._client._closed_detail())
                 raise ConnectionError("the listen stream ended before it was acknowledged")
             self._wait(lambda: listener.acknowledged is not None or listener.ended)
         return listener.acknowledged
@@ -229,7 +229,7 @@ class SyncSubscription:
             self._wait(lambda: bool(listener.items) or listener.ended)
 
     def close(self) -> None:
-        self._client.cancel_call(self._listener.call, "listen stream closed")
+        self._client._cancel_call(self._listener.call, "listen stream closed")
 
     def __enter__(self) -> SyncSubscription:
         return self
@@ -252,14 +252,14 @@ class SyncClient(ClientLogic, SyncSession):
 
     def _answer(self, request: Request) -> None:
         try:
-            value = _resolve(self.input_callback(request.method)(request.params or {}))
+            value = _resolve(self._input_callback(request.method)(request.params or {}))
         except Exception as exc:
-            self.finish_incoming(request.request_id, error=exc, method=request.method)
+            self._finish_request(request.request_id, error=exc, method=request.method)
             return
-        self.finish_incoming(request.request_id, value, method=request.method)
+        self._finish_request(request.request_id, value, method=request.method)
 
     def connect(self, *, era: Era | None = None) -> Initialized:
-        if not self.start_connect(era):
+        if not self._start_connect(era):
             event = threading.Event()
             with self.lock:
                 if self.initialized is None and self.closed is None:
@@ -267,7 +267,7 @@ class SyncClient(ClientLogic, SyncSession):
                 else:
                     event.set()
             event.wait()
-        return self.connect_outcome()
+        return self._connect_outcome()
 
     @property
     def era(self) -> Era | None:
@@ -464,7 +464,7 @@ class SyncClient(ClientLogic, SyncSession):
 
     def listen(self, notifications: Mapping[str, Any], *,
                timeout: float | None = None) -> SyncSubscription:
-        subscription = SyncSubscription(self, self.start_listen(notifications, timeout))
+        subscription = SyncSubscription(self, self._start_listen(notifications, timeout))
         subscription.wait_acknowledged()
         return subscription
 
@@ -479,7 +479,7 @@ class ThreadContext(Context):
 
     def ask(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]],
             request_state: str | None = None) -> dict[str, Any]:
-        planned = self.plan_ask(requests, request_state)
+        planned = self._plan_ask(requests, request_state)
         if planned is not None:
             return planned
         return {key: self.session.request(method, params, related_request_id=self.request_id)
@@ -504,7 +504,7 @@ class ThreadAsyncContext(AsyncContext):
 
     async def ask(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]],
                   request_state: str | None = None) -> dict[str, Any]:
-        planned = self.plan_ask(requests, request_state)
+        planned = self._plan_ask(requests, request_state)
         if planned is not None:
             return planned
         return {key: self.session.request(method, params, related_request_id=self.request_id)
@@ -520,7 +520,7 @@ class SyncServerSession(ServerLogic, SyncSession):
 
     def _spawn_incoming(self, request: Request) -> None:
         ctx: Context = ThreadContext(self, request)
-        job = self.make_job(request, ctx)
+        job = self._make_job(request, ctx)
         if job is None:
             return
         if inspect.iscoroutinefunction(job.fn):
@@ -557,14 +557,14 @@ class SyncServerSession(ServerLogic, SyncSession):
             return
         except Exception as exc:
             if not ctx.cancelled:
-                self.job_failed(request, exc)
+                self._job_failed(request, exc)
             return
         finally:
             with self.lock:
                 self._contexts.pop(request.request_id, None)
                 self._cancellers.pop(request.request_id, None)
         if not ctx.cancelled:
-            self.finish_incoming(request.request_id, result, method=request.method)
+            self._finish_request(request.request_id, result, method=request.method)
 
     def _run_async(self, request_id: RequestId, job: Job, ctx: Context) -> Any:
         assert job.fn is not None

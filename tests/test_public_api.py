@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from mcp_sansio.adapters import asyncio as aio
@@ -86,3 +88,34 @@ def test_the_blocking_client_takes_the_same_keywords() -> None:
         with pytest.raises(errors.RequestTimeout) as caught:
             client.call_tool("sleep", {"seconds": 60}, timeout=0.3)
         assert not caught.value.hard_limit
+
+
+#: What docs/reference.rst documents of the clients, besides the named calls.
+CLIENT_API = {"connect", "era", "protocol_version", "server_info", "server_capabilities",
+              "instructions", "request", "listen", *NAMED_CALLS}
+#: The pump's hooks, which every runtime adapter and the HTTP client logic call: still
+#: public by name (renaming them touches every adapter), and not documented for users.
+PUMP_HOOKS = {"feed", "service", "on_timer"}
+
+
+@pytest.mark.parametrize(("client_class", "closing"), [(aio.Client, "aclose"),
+                                                        (threads.Client, "close")],
+                         ids=["async", "blocking"])
+def test_the_clients_public_names_are_the_documented_ones(client_class: type,
+                                                          closing: str) -> None:
+    public = {name for name in dir(client_class) if not name.startswith("_")}
+    assert public - PUMP_HOOKS == CLIENT_API | {closing}
+    page = (Path(__file__).resolve().parents[1] / "docs" / "reference.rst").read_text()
+    for name in CLIENT_API | {closing}:
+        assert re.search(rf"\b{name}\b", page), name
+
+
+def test_the_server_and_context_have_no_internal_public_methods() -> None:
+    public = {name for name in dir(aio.Server) if not name.startswith("_")}
+    assert public == {"tool", "add_tool", "resource", "add_resource", "prompt", "add_prompt",
+                      "completion", "set_completion", "enable_tasks", "capabilities",
+                      "connection"}
+    public = {name for name in dir(aio.Context) if not name.startswith("_")}
+    assert public == {"ask", "elicit", "sample", "list_roots", "progress", "log", "notify",
+                      "notify_list_changed", "input_required", "input_responses",
+                      "request_state", "era", "client_capabilities"}
