@@ -179,6 +179,7 @@ class AsyncSubscription:
             raise
 
     async def wait_acknowledged(self) -> dict[str, Any]:
+        """Wait for the server's acknowledgement and return it (:attr:`acknowledged`)."""
         listener = self._listener
         while listener.acknowledged is None:
             if listener.ended:
@@ -199,6 +200,7 @@ class AsyncSubscription:
         return listener.items.popleft()
 
     async def close(self) -> None:
+        """Cancel the stream (``notifications/cancelled`` for the listen request)."""
         self._client._cancel_call(self._listener.call, "listen stream closed")
 
     async def __aenter__(self) -> AsyncSubscription:
@@ -247,22 +249,27 @@ class AsyncClient(ClientLogic, AsyncSession):
 
     @property
     def era(self) -> Era | None:
+        """The era the connection negotiated (None before :meth:`connect`)."""
         return self.conn.era
 
     @property
     def protocol_version(self) -> str | None:
+        """The negotiated protocol revision, e.g. ``"2026-07-28"``."""
         return self.conn.protocol_version
 
     @property
     def server_info(self) -> dict[str, Any]:
+        """The server's ``serverInfo`` (name, version, ...)."""
         return self.conn.peer_info
 
     @property
     def server_capabilities(self) -> dict[str, Any]:
+        """The capabilities the server declared."""
         return self.conn.peer_capabilities
 
     @property
     def instructions(self) -> str | None:
+        """The server's ``instructions``, if it gave any."""
         return self.conn.instructions
 
     async def _all_pages(self, method: str, key: str, options: dict[str, Any]
@@ -471,13 +478,17 @@ class AsyncContext(Context):
 
     async def elicit(self, message: str, schema: Mapping[str, Any], *,
                      key: str = "elicitation") -> dict[str, Any]:
+        """Ask the user for input through the client (``elicitation/create``, form mode):
+        the client's result (``action``, and ``content`` when accepted)."""
         return (await self.ask({key: elicit_request(message, schema)}))[key]  # type: ignore[no-any-return]
 
     async def sample(self, params: Mapping[str, Any], *, key: str = "sampling"
                      ) -> dict[str, Any]:
+        """Ask the client's model for a completion (``sampling/createMessage``)."""
         return (await self.ask({key: sampling_request(params)}))[key]  # type: ignore[no-any-return]
 
     async def list_roots(self, *, key: str = "roots") -> dict[str, Any]:
+        """The client's roots (``roots/list``)."""
         return (await self.ask({key: ("roots/list", {})}))[key]  # type: ignore[no-any-return]
 
 

@@ -856,6 +856,7 @@ class Server:
 
     def resource(self, uri: str, **options: Any
                  ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator form of :meth:`add_resource` (same options)."""
         return lambda fn: self.add_resource(uri, fn, **options)
 
     def add_prompt(
@@ -884,6 +885,7 @@ class Server:
 
     def prompt(self, name: str | None = None, **options: Any
                ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator form of :meth:`add_prompt` (same options)."""
         return lambda fn: self.add_prompt(fn, name=name, **options)
 
     def set_completion(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -893,6 +895,7 @@ class Server:
         return fn
 
     def completion(self) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator form of :meth:`set_completion`."""
         return self.set_completion
 
     def enable_tasks(self, **options: Any) -> Tasks:
@@ -906,6 +909,7 @@ class Server:
     # -- what the connection declares -----------------------------------------------------------
 
     def capabilities(self) -> dict[str, Any]:
+        """The server capabilities this definition declares (from what is registered)."""
         changed = {"listChanged": True} if self.list_changed else {}
         caps: dict[str, Any] = {"logging": {}}
         if self.tools:

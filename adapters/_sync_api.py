@@ -259,6 +259,8 @@ class SyncClient(ClientLogic, SyncSession):
         self._finish_request(request.request_id, value, method=request.method)
 
     def connect(self, *, era: Era | None = None) -> Initialized:
+        """Negotiate the era and wait until the connection is usable (``connect_stdio`` and
+        ``connect_http`` call it unless told not to); ``era``: a cached verdict."""
         if not self._start_connect(era):
             event = threading.Event()
             with self.lock:
@@ -271,22 +273,27 @@ class SyncClient(ClientLogic, SyncSession):
 
     @property
     def era(self) -> Era | None:
+        """The era the connection negotiated (None before :meth:`connect`)."""
         return self.conn.era
 
     @property
     def protocol_version(self) -> str | None:
+        """The negotiated protocol revision, e.g. ``"2026-07-28"``."""
         return self.conn.protocol_version
 
     @property
     def server_info(self) -> dict[str, Any]:
+        """The server's ``serverInfo`` (name, version, ...)."""
         return self.conn.peer_info
 
     @property
     def server_capabilities(self) -> dict[str, Any]:
+        """The capabilities the server declared."""
         return self.conn.peer_capabilities
 
     @property
     def instructions(self) -> str | None:
+        """The server's ``instructions``, if it gave any."""
         return self.conn.instructions
 
     def _all_pages(self, method: str, key: str, options: dict[str, Any]
@@ -464,6 +471,7 @@ class SyncClient(ClientLogic, SyncSession):
 
     def listen(self, notifications: Mapping[str, Any], *,
                timeout: float | None = None) -> SyncSubscription:
+        """Open a listen stream (stateless era) and wait for its acknowledgement."""
         subscription = SyncSubscription(self, self._start_listen(notifications, timeout))
         subscription.wait_acknowledged()
         return subscription
@@ -487,12 +495,15 @@ class ThreadContext(Context):
 
     def elicit(self, message: str, schema: Mapping[str, Any], *,
                key: str = "elicitation") -> dict[str, Any]:
+        """As :meth:`AsyncContext.elicit <._api.AsyncContext.elicit>`, blocking."""
         return self.ask({key: elicit_request(message, schema)})[key]  # type: ignore[no-any-return]
 
     def sample(self, params: Mapping[str, Any], *, key: str = "sampling") -> dict[str, Any]:
+        """As :meth:`AsyncContext.sample <._api.AsyncContext.sample>`, blocking."""
         return self.ask({key: sampling_request(params)})[key]  # type: ignore[no-any-return]
 
     def list_roots(self, *, key: str = "roots") -> dict[str, Any]:
+        """The client's roots (``roots/list``), blocking."""
         return self.ask({key: ("roots/list", {})})[key]  # type: ignore[no-any-return]
 
 

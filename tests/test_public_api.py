@@ -14,6 +14,7 @@ import pytest
 from mcp_sansio.adapters import asyncio as aio
 from mcp_sansio.adapters import errors
 from mcp_sansio.adapters import threading as threads
+from mcp_sansio.adapters import trio as trio_adapter
 
 import mcp_sansio
 
@@ -47,8 +48,8 @@ def test_importing_the_errors_module_does_not_load_http() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
-@pytest.mark.parametrize("client_class", [aio.Client, threads.Client],
-                         ids=["async", "blocking"])
+@pytest.mark.parametrize("client_class", [aio.Client, trio_adapter.Client, threads.Client],
+                         ids=["asyncio", "trio", "blocking"])
 @pytest.mark.parametrize("name", NAMED_CALLS)
 def test_named_calls_take_explicit_keywords(client_class: type, name: str) -> None:
     parameters = inspect.signature(getattr(client_class, name)).parameters
@@ -99,8 +100,9 @@ PUMP_HOOKS = {"feed", "service", "on_timer"}
 
 
 @pytest.mark.parametrize(("client_class", "closing"), [(aio.Client, "aclose"),
+                                                        (trio_adapter.Client, "aclose"),
                                                         (threads.Client, "close")],
-                         ids=["async", "blocking"])
+                         ids=["asyncio", "trio", "blocking"])
 def test_the_clients_public_names_are_the_documented_ones(client_class: type,
                                                           closing: str) -> None:
     public = {name for name in dir(client_class) if not name.startswith("_")}
