@@ -105,7 +105,7 @@ class AsyncSession(Session):
             # The caller was cancelled (asyncio task cancel, trio cancel scope): the core
             # sends notifications/cancelled and the call ends with RequestCancelled.
             if not call.done:
-                self.cancel_call(call)
+                self._cancel_call(call)
             raise
 
     async def request(
@@ -116,30 +116,34 @@ class AsyncSession(Session):
     ) -> dict[str, Any]:
         """Send any request and await its result.
 
-        :param timeout: idle timeout in seconds (None: none); default: the connection's.
-        :param max_total: hard maximum in seconds, never extended by progress.
+        :param timeout: idle timeout in seconds, restarted by each progress notification
+            (None: none); left out: the connection's ``request_timeout``.
+        :param max_total: hard maximum in seconds, never extended by progress; left out:
+            the connection's ``max_request_time``.
         :param progress: ``progress(progress, total, message)``, called for each progress
             notification (asks the peer for progress).
+        :param related_request_id: (a server's request to its client) the client request
+            this one is made on behalf of.
         :raises McpError: the peer answered with an error.
         :raises RequestTimeout: no answer in time (``notifications/cancelled`` was sent).
         :raises ConnectionClosedError: the connection closed first.
         """
-        call = self.start_call(method, params, timeout=timeout, max_total=max_total,
+        call = self._start_call(method, params, timeout=timeout, max_total=max_total,
                                on_progress=progress, related_request_id=related_request_id)
         while True:
             await self._wait_call(call)
             event = call.event
             if isinstance(event, InputRequired):
-                call = self.retry_call(call, await self._fulfil(event))
+                call = self._retry_call(call, await self._fulfil(event))
                 continue
-            return outcome(call, self.closed_detail())
+            return outcome(call, self._closed_detail())
 
     async def _fulfil(self, event: InputRequired) -> dict[str, Any]:
         """Answer a stateless-era ``input_required`` with the client's callbacks."""
         assert isinstance(self, ClientLogic)
         answers: dict[str, Any] = {}
-        for key, method, params in self.input_items(event):
-            answers[key] = await _maybe_await(self.input_callback(method)(params))
+        for key, method, params in self._input_items(event):
+            answers[key] = await _maybe_await(self._input_callback(method)(params))
         return answers
 
 
@@ -175,10 +179,11 @@ class AsyncSubscription:
             raise
 
     async def wait_acknowledged(self) -> dict[str, Any]:
+        """Wait for the server's acknowledgement and return it (:attr:`acknowledged`)."""
         listener = self._listener
         while listener.acknowledged is None:
             if listener.ended:
-                outcome(listener.call, self._client.closed_detail())  # raises on errors
+                outcome(listener.call, self._client._closed_detail())  # raises on errors
                 raise ConnectionError("the listen stream ended before it was acknowledged")
             await self._wait()
         return listener.acknowledged
@@ -195,7 +200,8 @@ class AsyncSubscription:
         return listener.items.popleft()
 
     async def close(self) -> None:
-        self._client.cancel_call(self._listener.call, "listen stream closed")
+        """Cancel the stream (``notifications/cancelled`` for the listen request)."""
+        self._client._cancel_call(self._listener.call, "listen stream closed")
 
     async def __aenter__(self) -> AsyncSubscription:
         await self.wait_acknowledged()
@@ -206,10 +212,13 @@ class AsyncSubscription:
 
 
 class AsyncClient(ClientLogic, AsyncSession):
-    """An MCP client on an ``async`` runtime. Every method returns plain dicts (or lists of
-    them) and raises :class:`~._session.McpError`, :class:`~._session.RequestTimeout` or
-    :class:`~._session.ConnectionClosedError`. Each accepts ``timeout=`` and ``max_total=``;
-    ``call_tool``, ``read_resource`` and ``get_prompt`` also ``progress=``."""
+    """An MCP client on an ``async`` runtime. Every method returns the server's result as a
+    plain dict (the ``list_*`` methods: the items of every page) and raises
+    :class:`~mcp_sansio.adapters.errors.McpError`,
+    :class:`~mcp_sansio.adapters.errors.RequestTimeout` or
+    :class:`~mcp_sansio.adapters.errors.ConnectionClosedError` (all in
+    :mod:`mcp_sansio.adapters.errors`). Each named call accepts the keywords ``timeout``,
+    ``max_total`` and ``progress`` of :meth:`request`."""
 
     def _spawn_incoming(self, request: Request) -> None:
         self._start_task(request.request_id, self._answer(request))
@@ -220,42 +229,47 @@ class AsyncClient(ClientLogic, AsyncSession):
     async def _answer(self, request: Request) -> None:
         """Answer a handshake-era server's request (sampling, elicitation, roots)."""
         try:
-            value = await _maybe_await(self.input_callback(request.method)(
+            value = await _maybe_await(self._input_callback(request.method)(
                 request.params or {}))
         except Exception as exc:
-            self.finish_incoming(request.request_id, error=exc, method=request.method)
+            self._finish_request(request.request_id, error=exc, method=request.method)
             return
-        self.finish_incoming(request.request_id, value, method=request.method)
+        self._finish_request(request.request_id, value, method=request.method)
 
     async def connect(self, *, era: Era | None = None) -> Initialized:
         """Negotiate the era (the core probes with ``server/discover`` and falls back to
         ``initialize``) and wait until the connection is usable. ``era`` is a cached
         verdict (:attr:`era` of an earlier connection)."""
-        if not self.start_connect(era):
+        if not self._start_connect(era):
             while self.initialized is None and self.closed is None:
                 event = self._new_event()
                 self._ready_wakers.append(event.set)
                 await event.wait()
-        return self.connect_outcome()
+        return self._connect_outcome()
 
     @property
     def era(self) -> Era | None:
+        """The era the connection negotiated (None before :meth:`connect`)."""
         return self.conn.era
 
     @property
     def protocol_version(self) -> str | None:
+        """The negotiated protocol revision, e.g. ``"2026-07-28"``."""
         return self.conn.protocol_version
 
     @property
     def server_info(self) -> dict[str, Any]:
+        """The server's ``serverInfo`` (name, version, ...)."""
         return self.conn.peer_info
 
     @property
     def server_capabilities(self) -> dict[str, Any]:
+        """The capabilities the server declared."""
         return self.conn.peer_capabilities
 
     @property
     def instructions(self) -> str | None:
+        """The server's ``instructions``, if it gave any."""
         return self.conn.instructions
 
     async def _all_pages(self, method: str, key: str, options: dict[str, Any]
@@ -272,65 +286,169 @@ class AsyncClient(ClientLogic, AsyncSession):
             if cursor is None:
                 return items
 
-    async def list_tools(self, **options: Any) -> list[dict[str, Any]]:
-        """Every tool, following ``nextCursor`` through all pages."""
-        return await self._all_pages("tools/list", "tools", options)
+    async def list_tools(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every tool (``tools/list``), following ``nextCursor`` through all pages.
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
-                        **options: Any) -> dict[str, Any]:
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self._all_pages("tools/list", "tools", dict(
+            timeout=timeout, max_total=max_total, progress=progress))
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Call a tool (``tools/call``) and return its result: ``content``, maybe
+        ``structuredContent`` and ``isError`` (a tool's own failure is a result, not an
+        exception). A stateless-era ``input_required`` answer is fulfilled with the client's
+        callbacks and retried until the call completes.
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return await self.request("tools/call", params, **options)
+        return await self.request("tools/call", params,
+            timeout=timeout, max_total=max_total, progress=progress)
 
-    async def list_resources(self, **options: Any) -> list[dict[str, Any]]:
-        return await self._all_pages("resources/list", "resources", options)
+    async def list_resources(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every resource (``resources/list``), all pages.
 
-    async def list_resource_templates(self, **options: Any) -> list[dict[str, Any]]:
-        return await self._all_pages("resources/templates/list", "resourceTemplates",
-                                     options)
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self._all_pages("resources/list", "resources", dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
-    async def read_resource(self, uri: str, **options: Any) -> dict[str, Any]:
-        return await self.request("resources/read", {"uri": uri}, **options)
+    async def list_resource_templates(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every resource template (``resources/templates/list``), all pages.
 
-    async def subscribe(self, uri: str, **options: Any) -> dict[str, Any]:
-        return await self.request("resources/subscribe", {"uri": uri}, **options)
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self._all_pages("resources/templates/list", "resourceTemplates", dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
-    async def unsubscribe(self, uri: str, **options: Any) -> dict[str, Any]:
-        return await self.request("resources/unsubscribe", {"uri": uri}, **options)
+    async def read_resource(
+        self, uri: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Read a resource (``resources/read``): its ``contents``.
 
-    async def list_prompts(self, **options: Any) -> list[dict[str, Any]]:
-        return await self._all_pages("prompts/list", "prompts", options)
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self.request("resources/read", {"uri": uri},
+            timeout=timeout, max_total=max_total, progress=progress)
 
-    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None,
-                         **options: Any) -> dict[str, Any]:
+    async def subscribe(
+        self, uri: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Ask for ``notifications/resources/updated`` about ``uri``
+        (``resources/subscribe``; handshake era: in the stateless era, :meth:`listen`).
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self.request("resources/subscribe", {"uri": uri},
+            timeout=timeout, max_total=max_total, progress=progress)
+
+    async def unsubscribe(
+        self, uri: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Stop the updates :meth:`subscribe` asked for (``resources/unsubscribe``).
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self.request("resources/unsubscribe", {"uri": uri},
+            timeout=timeout, max_total=max_total, progress=progress)
+
+    async def list_prompts(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every prompt (``prompts/list``), all pages.
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self._all_pages("prompts/list", "prompts", dict(
+            timeout=timeout, max_total=max_total, progress=progress))
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Get a prompt (``prompts/get``): its ``messages``.
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return await self.request("prompts/get", params, **options)
+        return await self.request("prompts/get", params,
+            timeout=timeout, max_total=max_total, progress=progress)
 
-    async def complete(self, ref: Mapping[str, Any], argument: Mapping[str, Any],
-                       context: Mapping[str, Any] | None = None,
-                       **options: Any) -> dict[str, Any]:
+    async def complete(
+        self, ref: Mapping[str, Any], argument: Mapping[str, Any],
+        context: Mapping[str, Any] | None = None, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Ask for completions of a prompt's or resource template's argument
+        (``completion/complete``).
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
         params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
         if context is not None:
             params["context"] = dict(context)
-        return await self.request("completion/complete", params, **options)
+        return await self.request("completion/complete", params,
+            timeout=timeout, max_total=max_total, progress=progress)
 
-    async def set_logging_level(self, level: str, **options: Any) -> dict[str, Any]:
-        return await self.request("logging/setLevel", {"level": level}, **options)
+    async def set_logging_level(
+        self, level: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Set the level of the log messages the server sends (``logging/setLevel``;
+        handshake era only: in 2026-07-28 the level travels in each request's ``_meta``).
 
-    async def ping(self, **options: Any) -> dict[str, Any]:
-        return await self.request("ping", None, **options)
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self.request("logging/setLevel", {"level": level},
+            timeout=timeout, max_total=max_total, progress=progress)
 
-    async def discover(self, **options: Any) -> dict[str, Any]:
-        """``server/discover`` (stateless era; the connect probe already sent one)."""
-        return await self.request("server/discover", {}, **options)
+    async def ping(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """``ping`` (handshake era only: 2026-07-28 has no ``ping``).
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self.request("ping", None,
+            timeout=timeout, max_total=max_total, progress=progress)
+
+    async def discover(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """``server/discover`` (stateless era; the connect probe already sent one).
+
+        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
+        return await self.request("server/discover", {},
+            timeout=timeout, max_total=max_total, progress=progress)
 
     async def listen(self, notifications: Mapping[str, Any], *,
                      timeout: float | None = None) -> AsyncSubscription:
         """Open a listen stream (stateless era) and wait for its acknowledgement."""
-        subscription = AsyncSubscription(self, self.start_listen(notifications, timeout))
+        subscription = AsyncSubscription(self, self._start_listen(notifications, timeout))
         await subscription.wait_acknowledged()
         return subscription
 
@@ -351,7 +469,7 @@ class AsyncContext(Context):
         after the other. Stateless era: the answers the retry carries, or else this request
         is answered ``input_required`` (with ``request_state``) and the handler stops here;
         the client's retry runs it again from the top."""
-        planned = self.plan_ask(requests, request_state)
+        planned = self._plan_ask(requests, request_state)
         if planned is not None:
             return planned
         return {key: await self.session.request(method, params,
@@ -360,13 +478,17 @@ class AsyncContext(Context):
 
     async def elicit(self, message: str, schema: Mapping[str, Any], *,
                      key: str = "elicitation") -> dict[str, Any]:
+        """Ask the user for input through the client (``elicitation/create``, form mode):
+        the client's result (``action``, and ``content`` when accepted)."""
         return (await self.ask({key: elicit_request(message, schema)}))[key]  # type: ignore[no-any-return]
 
     async def sample(self, params: Mapping[str, Any], *, key: str = "sampling"
                      ) -> dict[str, Any]:
+        """Ask the client's model for a completion (``sampling/createMessage``)."""
         return (await self.ask({key: sampling_request(params)}))[key]  # type: ignore[no-any-return]
 
     async def list_roots(self, *, key: str = "roots") -> dict[str, Any]:
+        """The client's roots (``roots/list``)."""
         return (await self.ask({key: ("roots/list", {})}))[key]  # type: ignore[no-any-return]
 
 
@@ -381,7 +503,7 @@ class AsyncServerSession(ServerLogic, AsyncSession):
 
     def _spawn_incoming(self, request: Request) -> None:
         ctx = self.context_class(self, request)
-        job = self.make_job(request, ctx)
+        job = self._make_job(request, ctx)
         if job is not None:
             self._contexts[request.request_id] = ctx
             self._start_task(request.request_id, self._run(request, job, ctx))
@@ -399,12 +521,12 @@ class AsyncServerSession(ServerLogic, AsyncSession):
             result = job.shape(value)
         except Exception as exc:
             if not ctx.cancelled:
-                self.job_failed(request, exc)
+                self._job_failed(request, exc)
             return
         finally:
             self._contexts.pop(request.request_id, None)
         if not ctx.cancelled:
-            self.finish_incoming(request.request_id, result, method=request.method)
+            self._finish_request(request.request_id, result, method=request.method)
 
 
 Callback = Callable[[dict[str, Any]], Any]

@@ -364,7 +364,7 @@ def _connect_within_sync(client: Any, era: Era | None, timeout: float) -> None:
     """:func:`_connect_within` for the threads runtime (its ``connect`` has no bound)."""
     import threading
 
-    if not client.start_connect(era):
+    if not client._start_connect(era):
         ready = threading.Event()
         with client.lock:
             if client.initialized is None and client.closed is None:
@@ -373,7 +373,7 @@ def _connect_within_sync(client: Any, era: Era | None, timeout: float) -> None:
                 ready.set()
         if not ready.wait(timeout):
             raise _ConnectTimeout
-    client.connect_outcome()
+    client._connect_outcome()
 
 
 async def _probe_async(runtime: str, command: Sequence[str], era: Era | None,

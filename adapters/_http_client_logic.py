@@ -181,7 +181,7 @@ class HTTPClientLogic(ClientLogic):
         ``standalone_stream``, limits); ``connection_options`` to the connection."""
         conn = ClientConnection(
             info=info or default_client_info(),
-            capabilities=cls.capabilities_for(sampling, elicitation, roots),
+            capabilities=cls._capabilities_for(sampling, elicitation, roots),
             **connection_options,
         )
         return cls(conn, url=url, headers=headers, http_options=http_options,
@@ -196,7 +196,7 @@ class HTTPClientLogic(ClientLogic):
     def _write(self, data: bytes) -> None:  # pragma: no cover - HTTP writes by channel
         raise TypeError("an HTTP client writes to channels (_send)")
 
-    def connect_outcome(self) -> Initialized:
+    def _connect_outcome(self) -> Initialized:
         """As for stdio, but a connection that could not be made because of an HTTP failure
         raises :class:`HTTPTransportError` (status, URL, socket error) rather than the
         connection's account of the made-up JSON-RPC error it was fed."""
@@ -208,7 +208,7 @@ class HTTPClientLogic(ClientLogic):
                           f"{self._connect_cause or type(self._connect_cause).__name__}")
             raise HTTPTransportError("connect", detail, failure.status, url=self.http.url,
                                      cause=self._connect_cause)
-        return super().connect_outcome()
+        return super()._connect_outcome()
 
     # -- what the runtime calls --------------------------------------------------------------
 

@@ -207,7 +207,7 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
     def _spawn_incoming(self, request: Request) -> None:
         # SyncServerSession's, with contexts that broadcast list changes.
         ctx: Context = _Context(self, request)
-        job = self.make_job(request, ctx)
+        job = self._make_job(request, ctx)
         if job is None:
             return
         if job.fn is not None and inspect.iscoroutinefunction(job.fn):
@@ -255,7 +255,7 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
             service._stepped(loop)
             self._contexts.pop(request.request_id, None)
             if not ctx.cancelled:
-                self.job_failed(request, exc)
+                self._job_failed(request, exc)
             return
         finally:
             asyncio._set_running_loop(previous)
@@ -284,7 +284,7 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
                 self._cancellers.pop(request_id, None)
                 self._contexts.pop(request_id, None)
                 if not ctx.cancelled:
-                    self.job_failed(request, exc)
+                    self._job_failed(request, exc)
             return
         finally:
             _close_loop(loop)
@@ -303,9 +303,9 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
         try:
             result = job.shape(value)
         except Exception as exc:
-            self.job_failed(request, exc)
+            self._job_failed(request, exc)
             return
-        self.finish_incoming(request.request_id, result, method=request.method)
+        self._finish_request(request.request_id, result, method=request.method)
 
     def _cancel_handlers(self) -> None:
         """The session ended: its running handlers are cancelled (the pool is shared)."""

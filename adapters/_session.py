@@ -17,9 +17,9 @@ free of any runtime:
   exception. An ``InputRequired`` terminal is answered by the same user callbacks that answer
   a handshake-era server's requests, and the call goes on under the retry's id.
 * The :class:`Server` is a registry (tools, resources, templates, prompts, completions) and a
-  router: :meth:`Server.route` turns a ``Request`` event into a :class:`Job` (the function to
+  router: :meth:`Server._route` turns a ``Request`` event into a :class:`Job` (the function to
   run, its arguments, and how to shape its return value into a result). Runtimes only run the
-  job and hand the outcome to :meth:`Session.finish_incoming`.
+  job and hand the outcome to :meth:`Session._finish_request`.
 
 No protocol decision is made here either: lifecycle, gating, timeouts, cancellation and MRTR
 state all live in the core. This module decides application matters only (which handler, how
@@ -379,7 +379,7 @@ class Session:
 
     # -- requests we send --------------------------------------------------------------------
 
-    def closed_detail(self) -> str:
+    def _closed_detail(self) -> str:
         """Why the connection is closed, in words, for the errors pending calls raise."""
         parts = []
         if self.closed is not None:
@@ -388,7 +388,7 @@ class Session:
             parts.append(self.transport_detail)
         return "; ".join(parts) or "the connection is closed"
 
-    def start_call(
+    def _start_call(
         self, method: str, params: Mapping[str, Any] | None, *, timeout: Any = DEFAULT,
         max_total: Any = DEFAULT, on_progress: ProgressCallback | None = None,
         related_request_id: RequestId | None = None,
@@ -401,7 +401,7 @@ class Session:
             options["max_total"] = max_total
         with self.lock:
             if self.closed is not None:
-                raise ConnectionClosedError(f"{method}: {self.closed_detail()}")
+                raise ConnectionClosedError(f"{method}: {self._closed_detail()}")
             request_id = self.conn.send_request(
                 method, params, now=self._now(), progress=on_progress is not None,
                 related_request_id=related_request_id, **options)
@@ -410,21 +410,21 @@ class Session:
             self.service()
         return call
 
-    def retry_call(self, call: Call, responses: Mapping[str, Any]) -> Call:
+    def _retry_call(self, call: Call, responses: Mapping[str, Any]) -> Call:
         """Answer an ``InputRequired`` and go on under the retry's id."""
         assert isinstance(call.event, InputRequired)
         conn = self.conn
         assert isinstance(conn, ClientConnection)
         with self.lock:
             if self.closed is not None:
-                raise ConnectionClosedError(f"{call.method}: {self.closed_detail()}")
+                raise ConnectionClosedError(f"{call.method}: {self._closed_detail()}")
             request_id = conn.retry_with_input(call.request_id, responses, now=self._now())
             retry = Call(call.method, request_id, call.on_progress)
             self._calls[request_id] = retry
             self.service()
         return retry
 
-    def cancel_call(self, call: Call, reason: str = "cancelled by the caller") -> None:
+    def _cancel_call(self, call: Call, reason: str = "cancelled by the caller") -> None:
         """The waiting caller gave up: cancel the request (``notifications/cancelled``)."""
         with self.lock:
             if call.done or self.closed is not None:
@@ -438,7 +438,7 @@ class Session:
 
     # -- requests we answer ------------------------------------------------------------------
 
-    def finish_incoming(
+    def _finish_request(
         self, request_id: RequestId, result: dict[str, Any] | None = None,
         error: BaseException | None = None, method: str = "",
     ) -> None:
@@ -531,7 +531,7 @@ class ClientLogic(Session):
         self._stepped: State | None = None
 
     @classmethod
-    def create(
+    def _create(
         cls, *, sampling: Callable[[dict[str, Any]], Any] | None = None,
         elicitation: Callable[[dict[str, Any]], Any] | None = None,
         roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
@@ -543,14 +543,14 @@ class ClientLogic(Session):
         make true; ``connection_options`` go to the connection."""
         conn = ClientConnection(
             info=info or default_client_info(),
-            capabilities=cls.capabilities_for(sampling, elicitation, roots),
+            capabilities=cls._capabilities_for(sampling, elicitation, roots),
             **connection_options,
         )
         return cls(conn, sampling=sampling, elicitation=elicitation, roots=roots,
                    on_notification=on_notification, on_log=on_log)
 
     @staticmethod
-    def capabilities_for(
+    def _capabilities_for(
         sampling: object, elicitation: object, roots: object,
     ) -> dict[str, Any]:
         """The client capabilities the given callbacks make true."""
@@ -639,28 +639,28 @@ class ClientLogic(Session):
         for wake in wakers:
             wake()
 
-    def start_connect(self, era: Era | None) -> bool:
+    def _start_connect(self, era: Era | None) -> bool:
         """Send initialize or the era probe; True when already connected."""
         with self.lock:
             if self.initialized is not None:
                 return True
             if self.closed is not None:
-                raise ConnectionClosedError(f"could not connect: {self.closed_detail()}")
+                raise ConnectionClosedError(f"could not connect: {self._closed_detail()}")
             if self.conn.state is State.IDLE:
                 self.conn.connect(now=self._now(), era=era)
                 self.service()
         return False
 
-    def connect_outcome(self) -> Initialized:
+    def _connect_outcome(self) -> Initialized:
         if self.initialized is not None:
             return self.initialized
         if self.echoed is not None:
             raise ConnectionClosedError(
                 f"could not connect: the server sent our own {self.echoed} request back "
                 "(it echoes its input: not an MCP server)")
-        raise ConnectionClosedError(f"could not connect: {self.closed_detail()}")
+        raise ConnectionClosedError(f"could not connect: {self._closed_detail()}")
 
-    def input_callback(self, method: str) -> Callable[[dict[str, Any]], Any]:
+    def _input_callback(self, method: str) -> Callable[[dict[str, Any]], Any]:
         """The user callback that answers a server's ``method`` request."""
         entry = INPUT_METHODS.get(method)
         callback = self.callbacks.get(entry[1]) if entry else None
@@ -672,17 +672,17 @@ class ClientLogic(Session):
         return callback  # type: ignore[no-any-return]
 
     @staticmethod
-    def input_items(event: InputRequired) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    def _input_items(event: InputRequired) -> Iterator[tuple[str, str, dict[str, Any]]]:
         for key, item in event.input_requests.items():
             method = item.get("method") if isinstance(item, dict) else None
             params = item.get("params") if isinstance(item, dict) else None
             yield key, str(method), params if isinstance(params, dict) else {}
 
-    def start_listen(self, notifications: Mapping[str, Any], timeout: Any = None) -> Listener:
+    def _start_listen(self, notifications: Mapping[str, Any], timeout: Any = None) -> Listener:
         """Open a ``subscriptions/listen`` stream (stateless era)."""
         with self.lock:
             if self.closed is not None:
-                raise ConnectionClosedError(f"subscriptions/listen: {self.closed_detail()}")
+                raise ConnectionClosedError(f"subscriptions/listen: {self._closed_detail()}")
             request_id = self.conn.listen(notifications, now=self._now(), timeout=timeout)
             call = Call("subscriptions/listen", request_id, None)
             listener = Listener(call)
@@ -1008,6 +1008,7 @@ class Server:
 
     def resource(self, uri: str, **options: Any
                  ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator form of :meth:`add_resource` (same options)."""
         return lambda fn: self.add_resource(uri, fn, **options)
 
     def add_prompt(
@@ -1036,6 +1037,7 @@ class Server:
 
     def prompt(self, name: str | None = None, **options: Any
                ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator form of :meth:`add_prompt` (same options)."""
         return lambda fn: self.add_prompt(fn, name=name, **options)
 
     def set_completion(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -1045,6 +1047,7 @@ class Server:
         return fn
 
     def completion(self) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator form of :meth:`set_completion`."""
         return self.set_completion
 
     def enable_tasks(self, **options: Any) -> Tasks:
@@ -1058,6 +1061,7 @@ class Server:
     # -- what the connection declares -----------------------------------------------------------
 
     def capabilities(self) -> dict[str, Any]:
+        """The server capabilities this definition declares (from what is registered)."""
         changed = {"listChanged": True} if self.list_changed else {}
         caps: dict[str, Any] = {"logging": {}}
         if self.tools:
@@ -1095,12 +1099,12 @@ class Server:
             result["nextCursor"] = str(end)
         return result
 
-    def route(self, request: Request, ctx: Context) -> Job:
+    def _route(self, request: Request, ctx: Context) -> Job:
         """The job for one request, or McpError for a request this server cannot serve."""
         method = request.method
         params = request.params or {}
         if self.tasks is not None:
-            job = self.tasks.route(self, request, ctx)
+            job = self.tasks._route(self, request, ctx)
             if job is not None:
                 return job
         if method == "tools/list":
@@ -1352,7 +1356,7 @@ class Context:
         ``inputResponses`` under the same keys and ``requestState`` echoed)."""
         raise InputRequiredSignal(input_requests or {}, request_state)
 
-    def plan_ask(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]],
+    def _plan_ask(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]],
                  request_state: str | None = None) -> dict[str, Any] | None:
         """The runtime-independent half of ``ask``: check the client declared what each input
         needs; in the stateless era return the answers the retry carries or raise
@@ -1392,32 +1396,32 @@ class ServerLogic(Session):
         super().__init__(conn, **kwargs)
         self.server = server
 
-    def make_job(self, request: Request, ctx: Context) -> Job | None:
+    def _make_job(self, request: Request, ctx: Context) -> Job | None:
         """Route a request; answer at once (and return None) when it cannot be served or
         needs no handler. ``subscriptions/listen`` stays open until the client cancels."""
         if request.method == "subscriptions/listen":
             return None
         try:
-            job = self.server.route(request, ctx)
+            job = self.server._route(request, ctx)
         except McpError as exc:
-            self.finish_incoming(request.request_id, error=exc, method=request.method)
+            self._finish_request(request.request_id, error=exc, method=request.method)
             return None
         except TypeError as exc:  # arguments that do not fit a resource/completion handler
-            self.finish_incoming(request.request_id, error=McpError(
+            self._finish_request(request.request_id, error=McpError(
                 ErrorCode.INVALID_PARAMS, f"Invalid params: {exc}"), method=request.method)
             return None
         if job.fn is None:
-            self.finish_incoming(request.request_id, job.shape(None), method=request.method)
+            self._finish_request(request.request_id, job.shape(None), method=request.method)
             return None
         return job
 
-    def job_failed(self, request: Request, error: BaseException) -> None:
+    def _job_failed(self, request: Request, error: BaseException) -> None:
         """A handler raised: a ToolError is a tool result; the rest go to finish_incoming."""
         if isinstance(error, ToolError) and request.method == "tools/call":
-            self.finish_incoming(request.request_id, tool_error_result(str(error)),
+            self._finish_request(request.request_id, tool_error_result(str(error)),
                                  method=request.method)
         else:
-            self.finish_incoming(request.request_id, error=error, method=request.method)
+            self._finish_request(request.request_id, error=error, method=request.method)
 
 
 # -- the child's stderr ------------------------------------------------------------------------

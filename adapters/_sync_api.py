@@ -110,13 +110,13 @@ class SyncSession(Session):
                 return
             call.wake = gate.release
         def on_cancel() -> None:
-            self.cancel_call(call)
+            self._cancel_call(call)
         if cancel is not None:
             cancel._register(on_cancel)
         try:
             gate.acquire()
         except BaseException:  # KeyboardInterrupt while waiting: cancel, then re-raise
-            self.cancel_call(call)
+            self._cancel_call(call)
             raise
         finally:
             if cancel is not None:
@@ -128,27 +128,35 @@ class SyncSession(Session):
         progress: ProgressCallback | None = None,
         related_request_id: RequestId | None = None, cancel: CancelToken | None = None,
     ) -> dict[str, Any]:
-        """Send any request and wait for its result (see ``AsyncSession.request``).
+        """Send any request and wait for its result.
 
+        :param timeout: idle timeout in seconds, restarted by each progress notification
+            (None: none); left out: the connection's ``request_timeout``.
+        :param max_total: hard maximum in seconds, never extended by progress; left out:
+            the connection's ``max_request_time``.
+        :param progress: ``progress(progress, total, message)``, called (on the reader
+            thread) for each progress notification (asks the peer for progress).
+        :param related_request_id: (a server's request to its client) the client request
+            this one is made on behalf of.
         :param cancel: a :class:`CancelToken`; cancelling it sends ``notifications/cancelled``
             and this call raises :class:`~._session.RequestCancelledError`.
         """
         if cancel is not None and cancel.cancelled:
             raise RequestCancelledError(f"{method} was cancelled before it was sent")
-        call = self.start_call(method, params, timeout=timeout, max_total=max_total,
+        call = self._start_call(method, params, timeout=timeout, max_total=max_total,
                                on_progress=progress, related_request_id=related_request_id)
         while True:
             self._wait_call(call, cancel)
             event = call.event
             if isinstance(event, InputRequired):
-                call = self.retry_call(call, self._fulfil(event))
+                call = self._retry_call(call, self._fulfil(event))
                 continue
-            return outcome(call, self.closed_detail())
+            return outcome(call, self._closed_detail())
 
     def _fulfil(self, event: InputRequired) -> dict[str, Any]:
         assert isinstance(self, ClientLogic)
-        return {key: _resolve(self.input_callback(method)(params))
-                for key, method, params in self.input_items(event)}
+        return {key: _resolve(self._input_callback(method)(params))
+                for key, method, params in self._input_items(event)}
 
     def _spawn_awaitable(self, awaitable: Any) -> None:
         self._pool.submit(asyncio.run, awaitable)
@@ -202,7 +210,7 @@ class SyncSubscription:
         listener = self._listener
         while listener.acknowledged is None:
             if listener.ended:
-                outcome(listener.call, self._client.closed_detail())
+                outcome(listener.call, self._client._closed_detail())
                 raise ConnectionError("the listen stream ended before it was acknowledged")
             self._wait(lambda: listener.acknowledged is not None or listener.ended)
         return listener.acknowledged
@@ -221,7 +229,7 @@ class SyncSubscription:
             self._wait(lambda: bool(listener.items) or listener.ended)
 
     def close(self) -> None:
-        self._client.cancel_call(self._listener.call, "listen stream closed")
+        self._client._cancel_call(self._listener.call, "listen stream closed")
 
     def __enter__(self) -> SyncSubscription:
         return self
@@ -231,9 +239,10 @@ class SyncSubscription:
 
 
 class SyncClient(ClientLogic, SyncSession):
-    """A blocking MCP client. The methods mirror the async Client's; each also takes
-    ``cancel=`` (a :class:`CancelToken`). Callbacks (progress, notifications) run on the
-    reader thread and must not block on this client."""
+    """A blocking MCP client. The methods mirror the async Client's (keywords ``timeout``,
+    ``max_total``, ``progress``); each also takes ``cancel=`` (a :class:`CancelToken`).
+    Callbacks (progress, notifications) run on the reader thread and must not block on this
+    client."""
 
     def _spawn_incoming(self, request: Request) -> None:
         self._pool.submit(self._answer, request)
@@ -243,14 +252,16 @@ class SyncClient(ClientLogic, SyncSession):
 
     def _answer(self, request: Request) -> None:
         try:
-            value = _resolve(self.input_callback(request.method)(request.params or {}))
+            value = _resolve(self._input_callback(request.method)(request.params or {}))
         except Exception as exc:
-            self.finish_incoming(request.request_id, error=exc, method=request.method)
+            self._finish_request(request.request_id, error=exc, method=request.method)
             return
-        self.finish_incoming(request.request_id, value, method=request.method)
+        self._finish_request(request.request_id, value, method=request.method)
 
     def connect(self, *, era: Era | None = None) -> Initialized:
-        if not self.start_connect(era):
+        """Negotiate the era and wait until the connection is usable (``connect_stdio`` and
+        ``connect_http`` call it unless told not to); ``era``: a cached verdict."""
+        if not self._start_connect(era):
             event = threading.Event()
             with self.lock:
                 if self.initialized is None and self.closed is None:
@@ -258,26 +269,31 @@ class SyncClient(ClientLogic, SyncSession):
                 else:
                     event.set()
             event.wait()
-        return self.connect_outcome()
+        return self._connect_outcome()
 
     @property
     def era(self) -> Era | None:
+        """The era the connection negotiated (None before :meth:`connect`)."""
         return self.conn.era
 
     @property
     def protocol_version(self) -> str | None:
+        """The negotiated protocol revision, e.g. ``"2026-07-28"``."""
         return self.conn.protocol_version
 
     @property
     def server_info(self) -> dict[str, Any]:
+        """The server's ``serverInfo`` (name, version, ...)."""
         return self.conn.peer_info
 
     @property
     def server_capabilities(self) -> dict[str, Any]:
+        """The capabilities the server declared."""
         return self.conn.peer_capabilities
 
     @property
     def instructions(self) -> str | None:
+        """The server's ``instructions``, if it gave any."""
         return self.conn.instructions
 
     def _all_pages(self, method: str, key: str, options: dict[str, Any]
@@ -294,60 +310,169 @@ class SyncClient(ClientLogic, SyncSession):
             if cursor is None:
                 return items
 
-    def list_tools(self, **options: Any) -> list[dict[str, Any]]:
-        return self._all_pages("tools/list", "tools", options)
+    def list_tools(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every tool (``tools/list``), following ``nextCursor`` through all pages.
 
-    def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
-                  **options: Any) -> dict[str, Any]:
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self._all_pages("tools/list", "tools", dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Call a tool (``tools/call``) and return its result: ``content``, maybe
+        ``structuredContent`` and ``isError`` (a tool's own failure is a result, not an
+        exception). A stateless-era ``input_required`` answer is fulfilled with the client's
+        callbacks and retried until the call completes.
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return self.request("tools/call", params, **options)
+        return self.request("tools/call", params,
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
 
-    def list_resources(self, **options: Any) -> list[dict[str, Any]]:
-        return self._all_pages("resources/list", "resources", options)
+    def list_resources(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every resource (``resources/list``), all pages.
 
-    def list_resource_templates(self, **options: Any) -> list[dict[str, Any]]:
-        return self._all_pages("resources/templates/list", "resourceTemplates", options)
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self._all_pages("resources/list", "resources", dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
-    def read_resource(self, uri: str, **options: Any) -> dict[str, Any]:
-        return self.request("resources/read", {"uri": uri}, **options)
+    def list_resource_templates(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every resource template (``resources/templates/list``), all pages.
 
-    def subscribe(self, uri: str, **options: Any) -> dict[str, Any]:
-        return self.request("resources/subscribe", {"uri": uri}, **options)
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self._all_pages("resources/templates/list", "resourceTemplates", dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
-    def unsubscribe(self, uri: str, **options: Any) -> dict[str, Any]:
-        return self.request("resources/unsubscribe", {"uri": uri}, **options)
+    def read_resource(
+        self, uri: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Read a resource (``resources/read``): its ``contents``.
 
-    def list_prompts(self, **options: Any) -> list[dict[str, Any]]:
-        return self._all_pages("prompts/list", "prompts", options)
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self.request("resources/read", {"uri": uri},
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
 
-    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None,
-                   **options: Any) -> dict[str, Any]:
+    def subscribe(
+        self, uri: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Ask for ``notifications/resources/updated`` about ``uri``
+        (``resources/subscribe``; handshake era: in the stateless era, :meth:`listen`).
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self.request("resources/subscribe", {"uri": uri},
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+
+    def unsubscribe(
+        self, uri: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Stop the updates :meth:`subscribe` asked for (``resources/unsubscribe``).
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self.request("resources/unsubscribe", {"uri": uri},
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+
+    def list_prompts(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every prompt (``prompts/list``), all pages.
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self._all_pages("prompts/list", "prompts", dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
+
+    def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Get a prompt (``prompts/get``): its ``messages``.
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return self.request("prompts/get", params, **options)
+        return self.request("prompts/get", params,
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
 
-    def complete(self, ref: Mapping[str, Any], argument: Mapping[str, Any],
-                 context: Mapping[str, Any] | None = None, **options: Any) -> dict[str, Any]:
+    def complete(
+        self, ref: Mapping[str, Any], argument: Mapping[str, Any],
+        context: Mapping[str, Any] | None = None, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Ask for completions of a prompt's or resource template's argument
+        (``completion/complete``).
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
         params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
         if context is not None:
             params["context"] = dict(context)
-        return self.request("completion/complete", params, **options)
+        return self.request("completion/complete", params,
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
 
-    def set_logging_level(self, level: str, **options: Any) -> dict[str, Any]:
-        return self.request("logging/setLevel", {"level": level}, **options)
+    def set_logging_level(
+        self, level: str, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """Set the level of the log messages the server sends (``logging/setLevel``;
+        handshake era only: in 2026-07-28 the level travels in each request's ``_meta``).
 
-    def ping(self, **options: Any) -> dict[str, Any]:
-        return self.request("ping", None, **options)
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self.request("logging/setLevel", {"level": level},
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
 
-    def discover(self, **options: Any) -> dict[str, Any]:
-        return self.request("server/discover", {}, **options)
+    def ping(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """``ping`` (handshake era only: 2026-07-28 has no ``ping``).
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self.request("ping", None,
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+
+    def discover(
+        self, *,
+        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
+        progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
+    ) -> dict[str, Any]:
+        """``server/discover`` (stateless era; the connect probe already sent one).
+
+        ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
+        return self.request("server/discover", {},
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
 
     def listen(self, notifications: Mapping[str, Any], *,
                timeout: float | None = None) -> SyncSubscription:
-        subscription = SyncSubscription(self, self.start_listen(notifications, timeout))
+        """Open a listen stream (stateless era) and wait for its acknowledgement."""
+        subscription = SyncSubscription(self, self._start_listen(notifications, timeout))
         subscription.wait_acknowledged()
         return subscription
 
@@ -362,7 +487,7 @@ class ThreadContext(Context):
 
     def ask(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]],
             request_state: str | None = None) -> dict[str, Any]:
-        planned = self.plan_ask(requests, request_state)
+        planned = self._plan_ask(requests, request_state)
         if planned is not None:
             return planned
         return {key: self.session.request(method, params, related_request_id=self.request_id)
@@ -370,12 +495,15 @@ class ThreadContext(Context):
 
     def elicit(self, message: str, schema: Mapping[str, Any], *,
                key: str = "elicitation") -> dict[str, Any]:
+        """As :meth:`AsyncContext.elicit <._api.AsyncContext.elicit>`, blocking."""
         return self.ask({key: elicit_request(message, schema)})[key]  # type: ignore[no-any-return]
 
     def sample(self, params: Mapping[str, Any], *, key: str = "sampling") -> dict[str, Any]:
+        """As :meth:`AsyncContext.sample <._api.AsyncContext.sample>`, blocking."""
         return self.ask({key: sampling_request(params)})[key]  # type: ignore[no-any-return]
 
     def list_roots(self, *, key: str = "roots") -> dict[str, Any]:
+        """The client's roots (``roots/list``), blocking."""
         return self.ask({key: ("roots/list", {})})[key]  # type: ignore[no-any-return]
 
 
@@ -387,7 +515,7 @@ class ThreadAsyncContext(AsyncContext):
 
     async def ask(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]],
                   request_state: str | None = None) -> dict[str, Any]:
-        planned = self.plan_ask(requests, request_state)
+        planned = self._plan_ask(requests, request_state)
         if planned is not None:
             return planned
         return {key: self.session.request(method, params, related_request_id=self.request_id)
@@ -403,7 +531,7 @@ class SyncServerSession(ServerLogic, SyncSession):
 
     def _spawn_incoming(self, request: Request) -> None:
         ctx: Context = ThreadContext(self, request)
-        job = self.make_job(request, ctx)
+        job = self._make_job(request, ctx)
         if job is None:
             return
         if inspect.iscoroutinefunction(job.fn):
@@ -440,14 +568,14 @@ class SyncServerSession(ServerLogic, SyncSession):
             return
         except Exception as exc:
             if not ctx.cancelled:
-                self.job_failed(request, exc)
+                self._job_failed(request, exc)
             return
         finally:
             with self.lock:
                 self._contexts.pop(request.request_id, None)
                 self._cancellers.pop(request.request_id, None)
         if not ctx.cancelled:
-            self.finish_incoming(request.request_id, result, method=request.method)
+            self._finish_request(request.request_id, result, method=request.method)
 
     def _run_async(self, request_id: RequestId, job: Job, ctx: Context) -> Any:
         assert job.fn is not None

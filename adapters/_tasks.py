@@ -609,7 +609,7 @@ class Tasks:
         return {"extensions": {TASKS_EXTENSION: {}},
                 "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}
 
-    def route(self, server: Server, request: Request, ctx: Context) -> Job | None:
+    def _route(self, server: Server, request: Request, ctx: Context) -> Job | None:
         """The job for a tasks request or a task-creating ``tools/call``; None: not ours."""
         if ctx.era is Era.STATELESS:
             return self._route_stateless(server, request, ctx)
@@ -653,7 +653,7 @@ class Tasks:
         first = self._first.get(name) if isinstance(name, str) else None
         if first is not None:
             try:
-                ctx.plan_ask(first)  # the answers the retry carries, or input_required
+                ctx._plan_ask(first)  # the answers the retry carries, or input_required
             except (InputRequiredSignal, MissingCapability) as signal:
                 return Job(_raiser(signal))
         task = self.start(job, ctx)

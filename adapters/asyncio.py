@@ -349,7 +349,7 @@ async def connect_stdio(
     ``max_request_time``, ``probe_timeout``, ...). On exit the server is shut down
     (:meth:`Client.aclose`)."""
     loop = asyncio.get_running_loop()
-    client = Client.create(sampling=sampling, elicitation=elicitation, roots=roots,
+    client = Client._create(sampling=sampling, elicitation=elicitation, roots=roots,
                            on_notification=on_notification, on_log=on_log, info=info,
                            **connection_options)
     argv = argv_of(command, args)

@@ -270,7 +270,7 @@ def connect_stdio(
 ) -> Iterator[Client]:
     """Spawn an MCP server and yield a connected blocking :class:`Client` (the same options
     as the asyncio adapter's ``connect_stdio``)."""
-    client = Client.create(sampling=sampling, elicitation=elicitation, roots=roots,
+    client = Client._create(sampling=sampling, elicitation=elicitation, roots=roots,
                            on_notification=on_notification, on_log=on_log, info=info,
                            **connection_options)
     try:
@@ -372,14 +372,14 @@ class ServerSession(_ThreadRuntime, SyncServerSession):
             return
         except Exception as exc:
             if not ctx.cancelled:
-                self.job_failed(request, exc)
+                self._job_failed(request, exc)
             return
         finally:
             with self.lock:
                 self._contexts.pop(request.request_id, None)
                 self._cancellers.pop(request.request_id, None)
         if not ctx.cancelled:
-            self.finish_incoming(request.request_id, result, method=request.method)
+            self._finish_request(request.request_id, result, method=request.method)
 
     def _resume(self, request: Request, loop: asyncio.AbstractEventLoop,
                 coro: Coroutine[Any, Any, None], first: Any,

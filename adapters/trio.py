@@ -235,7 +235,7 @@ class _TrioRuntime(AsyncSession):
         except BaseException:
             # Cancelled (a cancel scope): the core sends notifications/cancelled.
             if not call.done:
-                self.cancel_call(call)
+                self._cancel_call(call)
             raise
 
     def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
@@ -565,7 +565,7 @@ async def connect_stdio(
 ) -> AsyncIterator[Client]:
     """Spawn an MCP server and yield a connected :class:`Client` (the same options as the
     asyncio adapter's ``connect_stdio``)."""
-    client = Client.create(sampling=sampling, elicitation=elicitation, roots=roots,
+    client = Client._create(sampling=sampling, elicitation=elicitation, roots=roots,
                            on_notification=on_notification, on_log=on_log, info=info,
                            **connection_options)
     process = await trio.lowlevel.open_process(

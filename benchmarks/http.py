@@ -407,7 +407,7 @@ def ours_block(runtime: str, url: str, era_name: str, seq_n: int,
 
         def in_flight() -> int:
             for _ in range(rounds):
-                calls = [client.start_call("tools/call", params) for _ in range(IN_FLIGHT)]
+                calls = [client._start_call("tools/call", params) for _ in range(IN_FLIGHT)]
                 for call in calls:
                     client._wait_call(call, None)
                     outcome(call, "")

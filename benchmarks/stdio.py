@@ -414,7 +414,7 @@ def ours_contestant(runtime: str, seq_n: int, rounds: int) -> Contestant:
 
             def in_flight() -> int:
                 for _ in range(rounds):
-                    calls = [client.start_call("tools/call", params)
+                    calls = [client._start_call("tools/call", params)
                              for _ in range(IN_FLIGHT)]
                     for call in calls:
                         client._wait_call(call, None)
@@ -526,7 +526,7 @@ def heap_per_pending(n: int) -> dict[str, float]:
                         keep.append(asyncio.ensure_future(client.call_tool("echo",
                                                                            params["arguments"])))
                     else:
-                        keep.append(client.start_call("tools/call", params))
+                        keep.append(client._start_call("tools/call", params))
                 for _ in range(20):
                     await asyncio.sleep(0.01)  # let the requests reach the pipe
                 gc.collect()
@@ -540,7 +540,7 @@ def heap_per_pending(n: int) -> dict[str, float]:
                     await asyncio.gather(*keep, return_exceptions=True)
                 else:
                     for call in keep:
-                        client.cancel_call(call)
+                        client._cancel_call(call)
                 await asyncio.sleep(0.05)
 
     asyncio.run(main())

@@ -140,7 +140,7 @@ def trial(runtime: str, seq_n: int, rounds: int) -> dict[str, Any]:
             record("seq", seq_n, mark)
             mark = start(pid)
             for _ in range(rounds):
-                calls = [client.start_call("tools/call", params) for _ in range(IN_FLIGHT)]
+                calls = [client._start_call("tools/call", params) for _ in range(IN_FLIGHT)]
                 for call in calls:
                     client._wait_call(call, None)
                     outcome(call, "")

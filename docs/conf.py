@@ -27,6 +27,9 @@ version = ".".join(release.split(".")[:2])
 
 extensions = [
     "sphinx.ext.autodoc",
+    # Sequence diagrams (``.. mermaid::``): the build only embeds the diagram's text, which
+    # mermaid.js draws in the reader's browser, so building needs no network and no binary.
+    "sphinxcontrib.mermaid",
     "mcp_tables",
     "kit_tables",
 ]

@@ -26,7 +26,7 @@ from mcp_sansio import Request
 def route(server: Server, method: str, params: dict[str, Any] | None = None) -> Any:
     session = ServerLogic(server.connection(), server)
     request = Request(request_id=1, method=method, params=params)
-    job = server.route(request, Context(session, request))
+    job = server._route(request, Context(session, request))
     if job.fn is None:
         return job.shape(None)
     value = job.fn(*job.args, **job.kwargs)

@@ -92,7 +92,7 @@ def test_argument_types_from_a_signature_and_from_a_hand_written_schema() -> Non
 def route(server: Server, params: dict[str, Any]) -> Any:
     session = ServerLogic(server.connection(), server)
     request = Request(request_id=7, method="tools/call", params=params)
-    job = server.route(request, Context(session, request))
+    job = server._route(request, Context(session, request))
     if job.fn is None:
         return job.shape(None)
     value = job.fn(*job.args, **job.kwargs)

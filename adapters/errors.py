@@ -1,0 +1,58 @@
+"""The exceptions a user of the high-level ``Client`` and ``Server`` catches or raises.
+
+Theory of operation: the classes live where they are raised (the session logic shared by
+every runtime, the HTTP client's logic, the core); this module only gives them one public,
+stable home, ``mcp_sansio.adapters.errors``, so that ``except errors.McpError`` does not
+depend on a private module's name. The same classes are also re-exported by each runtime
+module (``mcp_sansio.adapters.asyncio`` ...); they are the same objects.
+
+A client call ends in exactly one of: its result; :class:`McpError` (the server answered
+with a JSON-RPC error; :class:`ResultRejected` when the core refused the result);
+:class:`RequestTimeout` (a ``TimeoutError``); :class:`ConnectionClosedError` (a
+``ConnectionError``; :class:`HTTPTransportError` when an HTTP exchange failed); the
+runtime's cancellation (:class:`RequestCancelledError` on threads); or
+:class:`LocalProtocolError` raised before anything is sent, for a call the negotiated
+revision does not have (``ping`` in 2026-07-28). A server handler raises :class:`ToolError`
+for a tool's own failure (answered as a result with ``isError``) or :class:`McpError` to
+answer with that JSON-RPC error.
+
+:class:`HTTPTransportError` is loaded on first use, like the HTTP names of the runtime
+modules, so that a stdio process does not import h11 to catch errors.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mcp_sansio import LocalProtocolError
+
+from ._session import (
+    ConnectionClosedError,
+    McpError,
+    RequestCancelledError,
+    RequestTimeout,
+    ResultRejected,
+    ToolError,
+)
+
+if TYPE_CHECKING:
+    from ._http_client_logic import HTTPTransportError
+
+__all__ = [
+    "ConnectionClosedError",
+    "HTTPTransportError",
+    "LocalProtocolError",
+    "McpError",
+    "RequestCancelledError",
+    "RequestTimeout",
+    "ResultRejected",
+    "ToolError",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "HTTPTransportError":
+        from ._http_client_logic import HTTPTransportError
+
+        return HTTPTransportError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
