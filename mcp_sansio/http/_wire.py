@@ -177,6 +177,9 @@ class ServerWire:
         self.busy = False
         self._streaming = False  # a response head went out, its end has not
         self._buffered_while_busy = 0
+        # The request being answered is HEAD: its response carries the head only (RFC 9110
+        # section 9.3.2; RFC 9112 section 6.3 rule 1), and h11 refuses content for it.
+        self._no_content = False
 
     # -- input -------------------------------------------------------------------------------
 
@@ -221,6 +224,7 @@ class ServerWire:
                 return None
             if isinstance(event, h11.Request):
                 self._head = event
+                self._no_content = event.method == b"HEAD"
                 self._headers = Headers.from_raw(event.headers.raw_items())
                 self._body = bytearray()
                 length = _content_length(self._headers)
@@ -267,7 +271,8 @@ class ServerWire:
                              (b"content-length", str(len(body)).encode()),
                              (b"connection", b"close")],
                 )))
-                self._out.append(self._h11.send(h11.Data(data=body)))
+                if not self._no_content:
+                    self._out.append(self._h11.send(h11.Data(data=body)))
                 self._out.append(self._h11.send(h11.EndOfMessage()))
             except h11.LocalProtocolError:  # pragma: no cover - state checked above
                 pass
@@ -284,7 +289,7 @@ class ServerWire:
             return
         conn = self._h11
         self._out.append(conn.send(_response(status, headers, len(body))))
-        if body:
+        if body and not self._no_content:
             self._out.append(conn.send(h11.Data(data=body)))
         self._finish()
 
@@ -297,7 +302,7 @@ class ServerWire:
 
     def send_body(self, data: bytes) -> None:
         """One piece of a streamed response's body."""
-        if self.closed or not self._streaming or not data:
+        if self.closed or not self._streaming or not data or self._no_content:
             return
         self._out.append(self._h11.send(h11.Data(data=data)))
 
@@ -318,6 +323,7 @@ class ServerWire:
         conn = self._h11
         self._out.append(conn.send(h11.EndOfMessage()))
         self.busy = False
+        self._no_content = False
         if conn.our_state is h11.DONE and conn.their_state is h11.DONE and not self.peer_closed:
             conn.start_next_cycle()
         else:
