@@ -8,6 +8,8 @@ import json
 
 import h11
 
+from mcp_sansio import Request
+
 from .http_util import HOST, Harness, init_body
 
 INIT = json.dumps(init_body()).encode()
@@ -64,3 +66,17 @@ def test_head_refused_by_the_wire_has_no_content_either() -> None:
     [(head, body)] = read(out, [b"HEAD"])
     assert head.status_code == 413 and body == b"" and closed
 
+
+def test_transfer_encoding_with_content_length_is_refused_unread() -> None:
+    # RFC 9112 section 6.1: both framing fields may be a smuggling attempt. The request is
+    # refused with 400 and the connection closed; nothing reaches the MCP layer, and the
+    # bytes after it (which another reader may frame differently) are never answered.
+    body = b"0\r\n\r\n" + POST_INIT
+    raw = (b"POST /mcp HTTP/1.1\r\nHost: " + HOST.encode() + b"\r\n"
+           b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+           b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    h, out, closed = feed(raw)
+    [(head, _)] = read(out, [b"POST"])
+    assert head.status_code == 400 and dict(head.headers)[b"connection"] == b"close"
+    assert closed and out.count(b"HTTP/1.1 ") == 1
+    assert not h.events_of(Request)

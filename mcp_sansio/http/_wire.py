@@ -227,6 +227,13 @@ class ServerWire:
                 self._no_content = event.method == b"HEAD"
                 self._headers = Headers.from_raw(event.headers.raw_items())
                 self._body = bytearray()
+                if "transfer-encoding" in self._headers and "content-length" in self._headers:
+                    # RFC 9112 section 6.1: both present may be a request smuggling attempt
+                    # (a proxy in front may have read the other one). A server may process
+                    # it by Transfer-Encoding and then close; we take the safe choice and
+                    # refuse it without reading or answering it as MCP.
+                    self._fail(400, "both Transfer-Encoding and Content-Length")
+                    return None
                 length = _content_length(self._headers)
                 if length is not None and length > self.max_body_size:
                     self._fail(413, f"the body is larger than {self.max_body_size} bytes")
