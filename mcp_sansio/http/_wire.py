@@ -304,6 +304,10 @@ class ServerWire:
         self.busy = False
         self._streaming = False  # a response head went out, its end has not
         self._buffered_while_busy = 0
+        # Bytes given to h11, and how many of them h11 had consumed when the current request
+        # began: their difference at the head's end is the head's size on the wire.
+        self._fed = 0
+        self._mark = 0
 
     # -- input -------------------------------------------------------------------------------
 
@@ -323,6 +327,7 @@ class ServerWire:
             if self._buffered_while_busy > self.max_header_size + self.max_body_size:
                 self.closed = True
                 return
+        self._fed += len(data)
         self._h11.receive_data(data)
 
     def next_request(self) -> HTTPRequest | None:
@@ -357,6 +362,14 @@ class ServerWire:
             if event is h11.NEED_DATA or event is h11.PAUSED:
                 return None
             if isinstance(event, h11.Request):
+                # h11 enforces max_header_size only on a head it is still waiting for the end
+                # of; a whole head that came in one read is measured here, so the limit does
+                # not depend on how TCP cut the bytes (RFC 6585 section 5: 431).
+                consumed = self._fed - len(conn.trailing_data[0])
+                if consumed - self._mark > self.max_header_size:
+                    self._fail(431, f"the request head is larger than {self.max_header_size} "
+                                    "bytes")
+                    return None
                 self._head = event
                 self._method = event.method
                 self._headers = Headers.from_raw(event.headers.raw_items())
@@ -378,6 +391,7 @@ class ServerWire:
                     self._fail(413, f"the body is larger than {self.max_body_size} bytes")
                     return None
             elif isinstance(event, h11.EndOfMessage):
+                self._mark = self._fed - len(conn.trailing_data[0])
                 head = self._head
                 headers = self._headers
                 assert head is not None and headers is not None
