@@ -220,6 +220,8 @@ class _Check:
             self.over = True
             self.machine.close(self.now(), exit_code=exit_code)
             self.lock.notify_all()
+        if self.machine.steps:
+            self.machine.report.note("steps: " + ", ".join(self.machine.steps))
         if exit_code not in (0, None) and self.stderr_tail:
             self.machine.report.note("the client's last stderr lines: "
                                      + " | ".join(self.stderr_tail))

@@ -217,6 +217,11 @@ class ClientMachine:
         self._mrtr_at: float | None = None
         self._hostile_sent = False
         self.finished = False
+        self._http_hostile_due = False
+        self._drop_done = False
+        #: What the run went through, in order (for a reader of the report, and for tests
+        #: that a clean run really exercised each step).
+        self.steps: list[str] = []
 
     # -- findings ----------------------------------------------------------------------------
 
@@ -324,6 +329,7 @@ class ClientMachine:
                              "session id", received=message)
             self._expired = None
             self._expired_at = None
+            self.steps.append("initialized again after 404")
             return None
         if self.era_now == "stateless" or self.phase == "new":
             if (isinstance(message, dict) and "method" in message and "id" in message
@@ -379,6 +385,7 @@ class ClientMachine:
                              f"last event sent was {expected!r}")
             self._dropped = None
             self._resumed = True
+            self.steps.append("stream resumed")
             for out in self._release:
                 out.stream = stream
                 self.outbox.append(out)
@@ -431,6 +438,16 @@ class ClientMachine:
         if not self._probed and not self._probing and self._held is None:
             self._held = (key, request_id, message)
             self._start_probes(now)
+            return
+        if (self._http_hostile_due and not self._probing and self._held is None
+                and not self._expire_next and self._expired is None):
+            # HTTP: the hostile phase comes last, once resumption and 404 were seen (a
+            # client that gives up on a garbage event still shows those).
+            self._http_hostile_due = False
+            self._held = (key, request_id, message)
+            self._probing = True
+            self._probes = [("hostile", {}, False)]
+            self._advance(now)
             return
         self._serve(key, request_id, method, message)
 
@@ -541,6 +558,7 @@ class ClientMachine:
         self._initialize_key = key
         self.sessions += 1
         self.report.sessions[chosen] = self.report.sessions.get(chosen, 0) + 1
+        self.steps.append(f"initialize answered ({chosen})")
         self._ids_seen = {key}
         result = {"protocolVersion": chosen, "capabilities": self.server_capabilities(),
                   "serverInfo": {"name": "mcp-sansio-client-check", "version": "1"}}
@@ -591,6 +609,7 @@ class ClientMachine:
             # Hostile output before the first answer: the client must live on.
             self._hostile_sent = True
             self._hostile("main")
+            self.steps.append("hostile output sent")
         self._serve(key, request_id, method, message)
 
     def _mrtr_check(self, message: dict[str, Any], key: str, now: float) -> bool:
@@ -615,6 +634,7 @@ class ClientMachine:
             self._mrtr = {"key": key, "name": params.get("name"), "keys": set(requests),
                           "state": f"kit-state-{self.sessions}-{len(key)}"}
             self._mrtr_at = now
+            self.steps.append("input_required sent")
             result: dict[str, Any] = {"resultType": "input_required",
                                       "requestState": self._mrtr["state"]}
             if requests:
@@ -624,6 +644,7 @@ class ClientMachine:
         if self._mrtr is not None and self._mrtr_at is not None:
             expected = self._mrtr
             self._mrtr_at = None
+            self.steps.append("input_required retried")
             problems = []
             if key == expected["key"]:
                 problems.append("the retry reused the request id")
@@ -671,6 +692,7 @@ class ClientMachine:
             elif self.phase == "initializing":
                 self.phase = "ready"
                 self._ready_at = now
+                self.steps.append("initialized")
         elif method == "notifications/cancelled":
             self._cancelled(message, params)
         elif method == "notifications/progress":
@@ -724,6 +746,7 @@ class ClientMachine:
                          "sent", received=message)
             return
         self._answered.add(key)
+        self.steps.append(f"{'liveness ' if probe.liveness else ''}{probe.method} answered")
         self._judge(probe, message)
         self._advance(now)
 
@@ -776,7 +799,10 @@ class ClientMachine:
                 if revision >= "2025-11-25" else {
                 "message": "A value, please", "requestedSchema": {
                     "type": "object", "properties": {"answer": {"type": "string"}}}}, False))
-        self._probes.append(("hostile", {}, False))
+        if self.transport == "http":
+            self._http_hostile_due = True
+        else:
+            self._probes.append(("hostile", {}, False))
         self._advance(now)
 
     def _send_probe(self, method: str, params: dict[str, Any], now: float,
@@ -820,6 +846,7 @@ class ClientMachine:
         if method == "hostile":
             self._hostile(self._probe_stream())
             self._hostile_sent = True
+            self.steps.append("hostile output sent")
             if self._ping_answered:
                 # Liveness: judged only for a client that answered the first ping.
                 self._send_probe("ping", {}, now, liveness=True)
@@ -836,7 +863,8 @@ class ClientMachine:
         method = message["method"]
         before = len(self.outbox)
         self._serve(key, request_id, method, message)
-        if self.transport == "http" and self.era_now == "handshake":
+        if self.transport == "http" and self.era_now == "handshake" and not self._drop_done:
+            self._drop_done = True
             # Drop the stream after an event with an id and a retry field; the answer waits
             # for the client to resume (2025-11-25 transports.mdx, Resumability).
             answer = self.outbox[before:]
@@ -848,6 +876,7 @@ class ClientMachine:
             assert prime.event_id is not None
             self.outbox.append(Out(stream=stream, drop=True))
             self._dropped = (stream, prime.event_id, self._now)
+            self.steps.append("stream dropped")
             self._release = answer
 
     # -- time --------------------------------------------------------------------------------
@@ -902,6 +931,7 @@ class ClientMachine:
             self.phase = "new"
             self._initialize_key = None
             self._expired_at = self._now
+            self.steps.append("session expired")
 
     @property
     def wants_expiry(self) -> bool:
