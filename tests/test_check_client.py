@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mcp_sansio.adapters.testing_client import check_client
+
 from mcp_sansio.testing import CHECKS, Report
 
 PEERS = Path(__file__).parent / "peers"
@@ -175,5 +175,16 @@ def test_relay_module_runs(tmp_path: Path) -> None:
     import subprocess
 
     done = subprocess.run([sys.executable, "-m", "mcp_sansio.adapters.testing_client"],
-                          capture_output=True, env=env, cwd=tmp_path, timeout=60)
+                          check=False, capture_output=True, env=env, cwd=tmp_path, timeout=60)
     assert done.returncode == 2 and b"relay HOST:PORT" in done.stderr
+
+
+def test_the_documented_example_runs() -> None:
+    import subprocess
+
+    root = Path(__file__).parent.parent
+    page = (root / "docs" / "checking-clients.rst").read_text()
+    assert "literalinclude:: examples/check_client.py" in page
+    done = subprocess.run([sys.executable, str(root / "docs" / "examples" / "check_client.py")],
+                          capture_output=True, text=True, check=True, cwd=root, timeout=120)
+    assert "no findings" in done.stdout, done.stdout

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import shlex
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from mcp_sansio.adapters.testing_client import PLACEHOLDER, relay_command, substitute
+
 from mcp_sansio.testing import CHECKS
 from mcp_sansio.testing._client_machine import HUGE_SIZE, ClientMachine, Out
 
@@ -175,7 +176,7 @@ def test_progress_must_increase(values: list[float]) -> None:
     for value in values:
         machine.receive(note("notifications/progress", {"progressToken": token,
                                                         "progress": value}), 0.7)
-    increasing = all(b > a for a, b in zip(values, values[1:], strict=False))
+    increasing = all(b > a for a, b in itertools.pairwise(values))
     assert (machine.report.rules() == set()) == increasing
     assert machine.report.rules() <= {"client-progress-not-increasing"}
 

@@ -12,6 +12,9 @@ jsonschema); ``import mcp_sansio`` alone never imports this package.
 * :class:`PeerMachine`: a hypothesis state machine that plays a client against a server
   through a :class:`Transport` and checks every answer; :func:`check_peer` runs it and
   returns a :class:`Report` of :class:`Finding` objects.
+* :class:`ClientMachine` plays the *server* to a client under test and judges it;
+  :func:`mcp_sansio.adapters.testing_client.check_client` runs it against a client command
+  (stdio or Streamable HTTP).
 * :class:`ConnectionTransport` connects the machine to an in-process connection;
   :mod:`mcp_sansio.adapters.testing_stdio` spawns a server command (the only part that does
   I/O, kept outside this package).
@@ -29,6 +32,7 @@ from typing import Any
 
 from hypothesis.strategies import SearchStrategy
 
+from ._client_machine import ClientMachine
 from ._findings import CHECKS, Finding, PeerDeviation, Report
 from ._from_schema import SchemaStrategies, UnsupportedSchema, json_values
 from ._invalid import RULES, Invalid, Rule, invalid_messages
@@ -51,6 +55,7 @@ from ._transport import ConnectionTransport, Transport
 __all__ = [
     "CHECKS",
     "RULES",
+    "ClientMachine",
     "ConnectionTransport",
     "Finding",
     "Invalid",

@@ -22,19 +22,25 @@ Handshake era (2024-11-05 .. 2025-11-25), in order:
    ``sampling/createMessage`` and ``elicitation/create`` (2025-06-18+) -- and judges each
    answer against the capabilities the client declared. Then hostile output: a line that is
    not JSON, a response to a request never sent, a huge notification; then a second
-   ``ping``, which a client that survived still answers. Then the held request is answered.
+   ``ping``, which a client that survived still answers (judged only for a client that
+   answered the first one). Then the held request is answered.
    With nothing to hold (a client that only listens), the probes start after
    :data:`IDLE_BEFORE_PROBES` seconds.
 4. HTTP only: the held request's SSE stream is dropped after an event with an id and a
    ``retry`` field; the client should resume it with ``GET`` and ``Last-Event-ID``, and gets
    its answer there. The next request after that is answered 404 (the session "expired"):
-   the client must start a new session with ``initialize`` and no session id.
+   the client must start a new session with ``initialize`` and no session id. The hostile
+   output comes last on HTTP, on the stream of the first request of the new session, so a
+   client that gives up on a garbage event has shown its resumption and 404 handling first.
 
 Stateless era (2026-07-28): every request must carry the ``_meta`` envelope (version and
 client capabilities; on HTTP, the same version in the ``MCP-Protocol-Version`` header). The
 first ``tools/call`` is answered ``input_required`` -- an input request per client
 capability declared, and a ``requestState`` -- and the retry is checked (a new id, the same
-keys answered, the state echoed verbatim).
+keys answered, the state echoed verbatim). On HTTP the ``Mcp-Method``/``Mcp-Name`` headers
+must match the body. On stdio the first answer is preceded by the hostile output, and a
+client that then exits with a non-zero status is found (there is no server request to probe
+its liveness with in this era).
 
 Throughout: every message is checked against the revision's schema, the method tables
 (only methods the client role sends, gated by the kit's capabilities), request ids (never

@@ -110,7 +110,7 @@ CHECKS: dict[str, Rule] = {r.name: r for r in (
            "role in the revision", "MCP schema: ClientRequest"),
     _check("client-capability-gating", MUST, "requests only for capabilities the server "
            "declared (a SHOULD before 2025-06-18)", "basic/lifecycle.mdx, Operation; "
-           "server/*.mdx, Capabilities"),
+           "server/tools.mdx, prompts.mdx, resources.mdx, Capabilities"),
     _check("client-request-schema", MUST, "a request validates against its schema",
            "MCP schema"),
     _check("client-id-reused", MUST, "a request id is never reused in a session (2026-07-28: "
