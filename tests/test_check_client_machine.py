@@ -50,12 +50,17 @@ def initialize(machine: ClientMachine, caps: dict[str, Any] | None = None,
 
 
 def answer_probes(machine: ClientMachine, now: float = 1.0,
-                  results: dict[str, Any] | None = None) -> list[str]:
-    """Answer each request of the kit's as a good client would; the methods seen."""
+                  results: dict[str, Any] | None = None,
+                  outs: list[Out] | None = None) -> list[str]:
+    """Answer each request of the kit's as a good client would; the methods seen (and what
+    the kit sent, into ``outs``)."""
     seen = []
     results = results or {}
     for _ in range(10):
-        pending = [m for m in messages(machine.take()) if "method" in m and "id" in m]
+        batch = machine.take()
+        if outs is not None:
+            outs += batch
+        pending = [m for m in messages(batch) if "method" in m and "id" in m]
         if not pending:
             break
         for message in pending:
@@ -318,6 +323,7 @@ def test_http_drop_resume_and_404() -> None:
     primed = outs[-2]
     assert primed.event_id and primed.retry
     assert machine.http_get({**heads, "last-event-id": primed.event_id}, 1.5) == stream
+    assert not machine.report.findings  # 0.5 s after the drop: past the retry
     [answer] = messages(machine.take())
     assert answer["id"] == 2
     assert machine.receive(req(3, "tools/call", {"name": "kit_echo"}), 2.0,
@@ -367,3 +373,16 @@ def test_every_client_rule_cites_where_it_is_written() -> None:
         rule = CHECKS[name]
         assert rule.requirement in ("must", "should")
         assert ".mdx" in rule.source or "JSON-RPC" in rule.source or "schema" in rule.source
+
+
+def test_a_resumption_before_the_retry_is_found() -> None:
+    machine = ClientMachine(transport="http")
+    heads = http_session(machine)
+    machine.receive(req(2, "tools/list"), 0.5, headers=heads)
+    outs: list[Out] = []
+    answer_probes(machine, now=1.0, outs=outs)
+    primed = next(o for o in outs if o.retry is not None)
+    assert primed.event_id and primed.retry and primed.retry >= 100
+    machine.http_get({**heads, "last-event-id": primed.event_id},
+                     1.0 + (primed.retry / 1000) / 2)
+    assert machine.report.rules() == {"client-sse-retry"}

@@ -385,10 +385,16 @@ class ClientMachine:
             return None
         last = headers.get("last-event-id")
         if self._dropped is not None and last is not None:
-            stream, expected, _ = self._dropped
+            stream, expected, dropped_at = self._dropped
             if last != expected:
                 self.finding("client-sse-resume", f"resumed with Last-Event-ID {last!r}, the "
                              f"last event sent was {expected!r}")
+            waited = now - dropped_at
+            # ``dropped_at`` is when the drop was decided, before the connection closed, so
+            # the wait measured here is never shorter than the client's: no false positive.
+            if waited * 1000 < RETRY_MS:
+                self.finding("client-sse-retry", f"resumed {waited * 1000:.0f} ms after the "
+                             f"drop, before the retry of {RETRY_MS} ms")
             self._dropped = None
             self._resumed = True
             self.steps.append("stream resumed")
@@ -410,6 +416,8 @@ class ClientMachine:
                 request_id, (str, int)):
             self.finding("client-envelope", f"request id {request_id!r} is not a string or "
                          "an integer", received=message)
+            # JSON-RPC 2.0 s. 5: an invalid request is answered, with a null id.
+            self._answer(key, None, error=(-32600, "Invalid Request"))
             return
         if (self.phase == "new" and self.revision is None and self.era != "stateless"
                 and (method == "server/discover" or _stateless_meta(message))
@@ -846,7 +854,7 @@ class ClientMachine:
         if not self._probes:
             self._probing = False
             self._probed = True
-            self._release_held()
+            self._release_held(now)
             return
         method, params, _ = self._probes.pop(0)
         if method == "hostile":
@@ -861,7 +869,7 @@ class ClientMachine:
             return
         self._send_probe(method, params, now)
 
-    def _release_held(self) -> None:
+    def _release_held(self, now: float) -> None:
         if self._held is None:
             return
         key, request_id, message = self._held
@@ -881,7 +889,7 @@ class ClientMachine:
             prime = self._emit(stream, raw=b"", retry=RETRY_MS)
             assert prime.event_id is not None
             self.outbox.append(Out(stream=stream, drop=True))
-            self._dropped = (stream, prime.event_id, self._now)
+            self._dropped = (stream, prime.event_id, now)
             self.steps.append("stream dropped")
             self._release = answer
 
