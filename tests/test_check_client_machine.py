@@ -158,6 +158,33 @@ def test_an_unanswered_probe_is_found_after_the_call_timeout_and_not_before() ->
     assert machine.report.rules() == {"client-ping"}
 
 
+def test_a_late_answer_is_the_timeout_finding_only() -> None:
+    machine = ClientMachine(call_timeout=5.0)
+    initialize(machine)
+    machine.receive(req(2, "tools/list"), 0.5)
+    [ping] = messages(machine.take())
+    machine.tick(6.0)
+    machine.receive({"jsonrpc": "2.0", "id": ping["id"], "result": {}}, 6.1)
+    assert machine.report.rules() == {"client-ping"}
+
+
+def test_progress_after_the_request_ended_names_no_active_request() -> None:
+    machine = ClientMachine()
+    initialize(machine)
+    machine.receive(req(2, "tools/list"), 0.5)
+    [ping] = messages(machine.take())
+    machine.receive({"jsonrpc": "2.0", "id": ping["id"], "result": {}}, 0.6)
+    [roots] = messages(machine.take())
+    token = roots["params"]["_meta"]["progressToken"]
+    progress = note("notifications/progress", {"progressToken": token, "progress": 1})
+    machine.receive(progress, 0.7)
+    assert not machine.report.findings
+    machine.receive({"jsonrpc": "2.0", "id": roots["id"], "result": {"roots": []}}, 0.8)
+    machine.receive(note("notifications/progress", {"progressToken": token, "progress": 2}),
+                    0.9)
+    assert machine.report.rules() == {"client-progress-unknown-token"}
+
+
 def test_a_listening_client_is_probed_after_the_idle_time() -> None:
     machine = ClientMachine()
     initialize(machine)
@@ -386,3 +413,126 @@ def test_a_resumption_before_the_retry_is_found() -> None:
     machine.http_get({**heads, "last-event-id": primed.event_id},
                      1.0 + (primed.retry / 1000) / 2)
     assert machine.report.rules() == {"client-sse-retry"}
+
+
+# -- a correct client, any interleaving: never a finding, every request answered once ------------
+
+from hypothesis.stateful import (  # noqa: E402 (the stateful test's own imports)
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+)
+
+GOOD_RESULTS: dict[str, Any] = {
+    "ping": {}, "roots/list": {"roots": []}, "elicitation/create": {"action": "decline"},
+    "sampling/createMessage": {"role": "assistant", "model": "m",
+                               "content": {"type": "text", "text": "hi"}}}
+
+
+class CorrectClient(RuleBasedStateMachine):
+    """A client that keeps every rule, doing things in any order and at any pace (within
+    the call timeout); the machine must find nothing and answer each request once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.machine = ClientMachine(call_timeout=5.0)
+        self.now = 0.0
+        self.next_id = 100
+        self.sent: set[Any] = set()
+        self.answers: dict[Any, int] = {}
+        self.kit_requests: list[dict[str, Any]] = []
+        self.progress: dict[str, float] = {}
+        self.ready = False
+        self.asked_at: dict[Any, float] = {}
+
+    def collect(self) -> None:
+        for message in messages(self.machine.take()):
+            if "method" in message and "id" in message:
+                self.kit_requests.append(message)
+                self.asked_at[message["id"]] = self.now
+            elif "id" in message and message["id"] in self.sent:
+                self.answers[message["id"]] = self.answers.get(message["id"], 0) + 1
+
+    def request(self, method: str, params: Any = None) -> None:
+        self.next_id += 1
+        self.sent.add(self.next_id)
+        self.machine.receive(req(self.next_id, method, params), self.now)
+        self.collect()
+
+    @precondition(lambda self: not self.ready)
+    @rule()
+    def initialize(self) -> None:
+        self.sent.add(1)
+        self.machine.receive(req(1, "initialize", {
+            "protocolVersion": "2025-11-25", "capabilities": CAPS,
+            "clientInfo": {"name": "t", "version": "1"}}), self.now)
+        self.collect()
+        self.machine.receive(note("notifications/initialized"), self.now)
+        self.ready = True
+        self.collect()
+
+    @rule()
+    def ping(self) -> None:
+        self.request("ping")
+
+    @precondition(lambda self: self.ready)
+    @rule(call=st.booleans())
+    def use_a_tool(self, call: bool) -> None:
+        if call:
+            self.request("tools/call", {"name": "kit_echo", "arguments": {"text": "x"}})
+        else:
+            self.request("tools/list")
+
+    @precondition(lambda self: bool(self.kit_requests))
+    @rule(data=st.data())
+    def answer_a_kit_request(self, data: st.DataObject) -> None:
+        message = self.kit_requests.pop(data.draw(st.integers(0, len(self.kit_requests) - 1)))
+        self.machine.receive({"jsonrpc": "2.0", "id": message["id"],
+                              "result": GOOD_RESULTS[message["method"]]}, self.now)
+        self.collect()
+
+    @precondition(lambda self: any(m["method"] == "roots/list" for m in self.kit_requests))
+    @rule(step=st.floats(min_value=0.01, max_value=10))
+    def report_progress(self, step: float) -> None:
+        message = next(m for m in self.kit_requests if m["method"] == "roots/list")
+        token = message["params"]["_meta"]["progressToken"]
+        value = self.progress.get(token, 0.0) + step
+        self.progress[token] = value
+        self.machine.receive(note("notifications/progress", {"progressToken": token,
+                                                             "progress": value}), self.now)
+
+    @rule(dt=st.floats(min_value=0, max_value=1.5))
+    def time_passes(self, dt: float) -> None:
+        # A correct client answers within the call timeout: time only passes while nothing
+        # of the kit's has waited close to it.
+        waiting = [self.asked_at[m["id"]] for m in self.kit_requests]
+        if waiting:
+            dt = min(dt, max(0.0, min(waiting) + 4.0 - self.now))
+        self.now += dt
+        self.machine.tick(self.now)
+        self.collect()
+
+    @invariant()
+    def no_finding_and_no_double_answer(self) -> None:
+        assert not self.machine.report.findings, self.machine.report.summary()
+        assert all(n == 1 for n in self.answers.values())
+
+    def teardown(self) -> None:
+        for _ in range(20):
+            while self.kit_requests:
+                message = self.kit_requests.pop(0)
+                self.machine.receive({"jsonrpc": "2.0", "id": message["id"],
+                                      "result": GOOD_RESULTS[message["method"]]}, self.now)
+                self.collect()
+            self.now += 0.5
+            self.machine.tick(self.now)
+            self.collect()
+        self.machine.close(self.now, exit_code=0)
+        assert not self.machine.report.findings, self.machine.report.summary()
+        assert set(self.answers) == self.sent, (self.sent - set(self.answers))
+        assert all(n == 1 for n in self.answers.values())
+
+
+TestCorrectClient = CorrectClient.TestCase
+TestCorrectClient.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)

@@ -204,6 +204,7 @@ class ClientMachine:
         self._probes: list[tuple[str, dict[str, Any], bool]] = []
         self._pending: dict[str, _Probe] = {}
         self._answered: set[str] = set()
+        self._timed_out: set[str] = set()
         self._next = 0
         self._probing = False
         self._probed = False
@@ -733,7 +734,9 @@ class ClientMachine:
     def _progress(self, message: dict[str, Any], params: dict[str, Any]) -> None:
         token = params.get("progressToken")
         probe = self._tokens.get(_key(token))
-        if probe is None or _key(token) in self._answered:
+        # Active: the kit's request that carried the token is still unanswered
+        # (progress.mdx: only for tokens of active requests).
+        if probe is None or not any(p is probe for p in self._pending.values()):
             self.finding("client-progress-unknown-token", f"progress for token {token!r}, "
                          "which names no active request of the kit's", received=message)
             return
@@ -750,6 +753,8 @@ class ClientMachine:
         key = _key(message["id"])
         if message["id"] is None and "error" in message:
             return  # the client answered our garbage line (JSON-RPC 2.0 s. 5)
+        if key in self._timed_out:
+            return  # a late answer: the timeout was the finding
         if key in self._answered:
             self.finding("client-duplicate-response", f"a second answer to {key}",
                          received=message)
@@ -913,7 +918,7 @@ class ClientMachine:
         for key, probe in list(self._pending.items()):
             if now - probe.sent_at > limit:
                 del self._pending[key]
-                self._answered.add(key)
+                self._timed_out.add(key)
                 if probe.liveness:
                     self.finding("client-robustness", "after hostile output (a line that "
                                  "is not JSON, a response to no request, a 1 MiB "
