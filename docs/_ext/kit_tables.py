@@ -1,9 +1,10 @@
 """Render the testing kit's checks into the documentation at build time.
 
-``.. testing-checks::`` with ``:kind: session`` (default) or ``:kind: messages``
-    :data:`mcp_sansio.testing.CHECKS` (the peer machine's own checks) or
-    :data:`mcp_sansio.testing.RULES` (the rules invalid messages break): name, MUST or
-    SHOULD, what a correct peer does, where the specification says so.
+``.. testing-checks::`` with ``:kind: session`` (default), ``:kind: messages`` or
+    ``:kind: client``: :data:`mcp_sansio.testing.CHECKS` (the peer machine's own checks),
+    :data:`mcp_sansio.testing.RULES` (the rules invalid messages break) or the ``client-*``
+    checks of CHECKS (the client checker's): name, MUST or SHOULD, what a correct peer
+    does, where the specification says so.
 
 The page is rebuilt when the modules holding the tables change.
 """
@@ -24,7 +25,8 @@ class TestingChecks(SphinxDirective):
     """``.. testing-checks::`` -- one row per check of the testing kit."""
 
     has_content = False
-    option_spec = {"kind": lambda value: directives.choice(value, ("session", "messages"))}
+    option_spec = {"kind": lambda value: directives.choice(value, ("session", "messages",
+                                                                   "client"))}
 
     def run(self) -> list[nodes.Node]:
         for name in ("mcp_sansio.testing._findings", "mcp_sansio.testing._invalid"):
@@ -34,8 +36,10 @@ class TestingChecks(SphinxDirective):
         from mcp_sansio.testing import CHECKS, RULES
 
         kind = self.options.get("kind", "session")
+        # The checks of a client (the kit playing the server) are the ``client-*`` ones.
         rows = RULES if kind == "messages" else {
-            name: rule for name, rule in CHECKS.items() if name not in RULES}
+            name: rule for name, rule in CHECKS.items() if name not in RULES
+            and name.startswith("client-") == (kind == "client")}
         lines = [
             ".. list-table::",
             "   :header-rows: 1",

@@ -13,6 +13,9 @@ jsonschema); ``import mcp_sansio`` alone never imports this package.
   through a :class:`Transport` and checks every answer; :func:`check_peer` runs it and
   returns a :class:`Report` of :class:`Finding` objects (:meth:`Report.raise_for_must`
   raises :class:`CheckFailed` when a MUST was violated).
+* :class:`ClientMachine` plays the *server* to a client under test and judges it;
+  :func:`mcp_sansio.adapters.testing_client.check_client` runs it against a client command
+  (stdio or Streamable HTTP).
 * :class:`ConnectionTransport` connects the machine to an in-process connection;
   :mod:`mcp_sansio.adapters.testing_stdio` spawns a server command and
   :mod:`mcp_sansio.adapters.testing_http` speaks HTTP to a server URL (the parts that do
@@ -32,6 +35,7 @@ from typing import Any
 
 from hypothesis.strategies import SearchStrategy
 
+from ._client_machine import ClientMachine
 from ._findings import CHECKS, CheckFailed, Finding, PeerDeviation, Report
 from ._from_schema import SchemaStrategies, UnsupportedSchema, json_values
 from ._invalid import RULES, Invalid, Rule, invalid_messages
@@ -55,6 +59,7 @@ __all__ = [
     "CHECKS",
     "RULES",
     "CheckFailed",
+    "ClientMachine",
     "ConnectionTransport",
     "Finding",
     "Invalid",

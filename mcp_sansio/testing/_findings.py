@@ -139,6 +139,87 @@ CHECKS: dict[str, Rule] = {r.name: r for r in (
            "basic/transports.mdx, Sending Messages / Resumability; WHATWG SSE"),
     _check("http-endpoint", MUST, "HTTP+SSE: the SSE stream opens with an endpoint event "
            "naming where to POST", "2024-11-05 basic/transports.mdx, HTTP with SSE"),
+    # -- checks of a client (the kit playing the server: _client_machine.py) ----------------
+    _check("client-output-not-json", MUST, "every line the client writes is one JSON-RPC "
+           "message", "all revisions basic/transports.mdx, stdio: only valid MCP messages "
+           "on the server's stdin"),
+    _check("client-envelope", MUST, "every message is JSON-RPC 2.0; a request id is a "
+           "string or an integer, never null", "JSON-RPC 2.0 s. 4; basic/index.mdx, Requests"),
+    _check("client-request-before-initialize", SHOULD, "no request but ping before the "
+           "initialize result", "basic/lifecycle.mdx, Initialization (all handshake "
+           "revisions)"),
+    _check("client-initialize-schema", MUST, "initialize carries protocolVersion, "
+           "capabilities and clientInfo", "basic/lifecycle.mdx, Initialization; schema "
+           "InitializeRequest"),
+    _check("client-version", MUST, "initialize offers a revision that has initialize",
+           "basic/lifecycle.mdx, Version Negotiation; 2026-07-28 basic/versioning.mdx"),
+    _check("client-initialized", MUST, "notifications/initialized follows the initialize "
+           "result, before any request but ping", "basic/lifecycle.mdx, Initialization"),
+    _check("client-unknown-request", MUST, "the client sends only requests of the client "
+           "role in the revision", "MCP schema: ClientRequest"),
+    _check("client-capability-gating", MUST, "requests only for capabilities the server "
+           "declared (a SHOULD before 2025-06-18)", "basic/lifecycle.mdx, Operation; "
+           "server/tools.mdx, prompts.mdx, resources.mdx, Capabilities"),
+    _check("client-request-schema", MUST, "a request validates against its schema",
+           "MCP schema"),
+    _check("client-id-reused", MUST, "a request id is never reused in a session (2026-07-28: "
+           "while outstanding)", "basic/index.mdx, Requests"),
+    _check("client-unknown-notification", MUST, "the client sends only notifications of the "
+           "client role in the revision", "MCP schema: ClientNotification"),
+    _check("client-notification-schema", MUST, "a notification validates against its "
+           "schema", "MCP schema"),
+    _check("client-notification-gating", SHOULD, "roots/list_changed only with "
+           "roots.listChanged declared", "client/roots.mdx, Capabilities"),
+    _check("client-cancel-initialize", MUST, "initialize is never cancelled",
+           "basic/utilities/cancellation.mdx, Cancellation Flow"),
+    _check("client-cancel-unknown", MUST, "a cancellation names a request the client sent",
+           "basic/utilities/cancellation.mdx, Behavior Requirements"),
+    _check("client-progress-unknown-token", MUST, "progress only for a token of an active "
+           "request of the server's", "basic/utilities/progress.mdx, Behavior Requirements"),
+    _check("client-progress-not-increasing", MUST, "progress increases with every "
+           "notification", "basic/utilities/progress.mdx, Progress Flow"),
+    _check("client-ping", MUST, "the server's ping is answered promptly with an empty "
+           "result", "basic/utilities/ping.mdx, Behavior Requirements"),
+    _check("client-no-reply", MUST, "every request of the server's is answered",
+           "JSON-RPC 2.0 s. 4; basic/index.mdx, Responses"),
+    _check("client-undeclared-answer", SHOULD, "roots/list, sampling/createMessage and "
+           "elicitation/create get an error, not a result, when the client did not declare "
+           "the capability", "basic/lifecycle.mdx, Capability Negotiation; client/roots.mdx, "
+           "sampling.mdx, elicitation.mdx"),
+    _check("client-result-schema", MUST, "a result the client sends validates against the "
+           "method's result schema", "MCP schema"),
+    _check("client-unknown-id", MUST, "a response answers a request the server sent",
+           "JSON-RPC 2.0 s. 5"),
+    _check("client-duplicate-response", MUST, "a request of the server's is answered once",
+           "JSON-RPC 2.0 s. 5"),
+    _check("client-robustness", SHOULD, "hostile server output (a line that is not JSON, a "
+           "response to no request, a 1 MiB message) neither kills nor hangs the client",
+           "JSON-RPC 2.0 s. 5 (invalid input is answered, not fatal); basic/transports.mdx"),
+    _check("client-session-id", MUST, "HTTP: every request after initialize carries the "
+           "Mcp-Session-Id the server gave", "2025-03-26+ basic/transports.mdx, Session "
+           "Management"),
+    _check("client-protocol-version-header", MUST, "HTTP: MCP-Protocol-Version on every "
+           "request after initialize, the negotiated revision (2026-07-28: equal to the "
+           "_meta version)", "2025-06-18+ basic/transports.mdx, Protocol Version Header; "
+           "2026-07-28 basic/transports/streamable-http.mdx"),
+    _check("client-reinitialize", MUST, "HTTP: after a 404 for its session the client "
+           "sends a new initialize without a session id", "2025-03-26+ "
+           "basic/transports.mdx, Session Management"),
+    _check("client-sse-resume", SHOULD, "HTTP: a dropped SSE stream is resumed with GET and "
+           "the last Last-Event-ID received", "2025-11-25 basic/transports.mdx, Sending "
+           "Messages to the Server and Resumability and Redelivery"),
+    _check("client-method-headers", MUST, "HTTP, 2026-07-28: Mcp-Method on every request, "
+           "Mcp-Name on tools/call, prompts/get and resources/read, equal to the body",
+           "2026-07-28 basic/transports/streamable-http.mdx"),
+    _check("client-sse-retry", MUST, "HTTP: the client waits the SSE retry field's "
+           "milliseconds before reconnecting", "2025-11-25 basic/transports.mdx, Sending "
+           "Messages to the Server"),
+    _check("client-meta-envelope", MUST, "2026-07-28: every request carries _meta "
+           "io.modelcontextprotocol/protocolVersion and /clientCapabilities",
+           "2026-07-28 basic/versioning.mdx"),
+    _check("client-input-retry", MUST, "2026-07-28: an input_required result is retried "
+           "with a new id, every input request answered and requestState echoed",
+           "2026-07-28 basic/patterns/mrtr.mdx"),
 )} | RULES
 
 

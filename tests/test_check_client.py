@@ -1,0 +1,190 @@
+"""``check_client`` against real client processes: ours (no findings, every step taken),
+the deliberately broken ones (exactly their finding) and the official SDK's (the findings
+listed in docs/checking-clients.rst)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_sansio.adapters.testing_client import check_client
+
+from mcp_sansio.testing import CHECKS, Report
+
+PEERS = Path(__file__).parent / "peers"
+#: Generous: the machine is shared with other test runs. Only the "no-ping" broken client
+#: waits it out.
+CALL_TIMEOUT = 10.0
+BUDGET = 120.0
+
+HANDSHAKE_STEPS = ["initialize answered", "initialized", "ping answered",
+                   "roots/list answered", "sampling/createMessage answered",
+                   "elicitation/create answered", "hostile output sent",
+                   "liveness ping answered"]
+HTTP_STEPS = ["stream dropped", "stream resumed", "session expired",
+              "initialized again after 404"]
+STATELESS_STEPS = ["input_required sent", "input_required retried"]
+
+
+def command(script: str, *args: str, http: bool) -> list[str]:
+    return [sys.executable, str(PEERS / script), *args,
+            *(["--http"] if http else ["--", "{server}"])]
+
+
+def steps(report: Report) -> str:
+    return " ".join(n for n in report.notes if n.startswith("steps: "))
+
+
+def run(cmd: list[str], *, http: bool, **options: Any) -> Report:
+    return check_client(cmd, http=http, call_timeout=CALL_TIMEOUT, budget=BUDGET,
+                        examples=5, **options)
+
+
+@pytest.mark.parametrize("http", [False, True], ids=["stdio", "http"])
+@pytest.mark.parametrize("era", ["handshake", "stateless"])
+@pytest.mark.parametrize("runtime", ["asyncio", "trio", "threads"])
+def test_our_clients_have_no_findings(runtime: str, era: str, http: bool) -> None:
+    report = run(command("kit_clients.py", runtime, "--era", era, http=http), http=http,
+                 era=era)
+    assert not report.findings, report.summary()
+    expected = (HANDSHAKE_STEPS + (HTTP_STEPS if http else []) if era == "handshake"
+                else STATELESS_STEPS + ([] if http else ["hostile output sent"]))
+    for step in expected:
+        assert step in steps(report), report.summary()
+
+
+def test_a_dual_era_kit_lets_our_client_choose() -> None:
+    report = run(command("kit_clients.py", "asyncio", http=False), http=False)
+    assert not report.findings, report.summary()
+    assert set(report.sessions) == {"2026-07-28"}
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+def test_the_conformance_client_has_no_findings(version: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_CONFORMANCE_PROTOCOL_VERSION", version)
+    monkeypatch.delenv("MCP_CONFORMANCE_SCENARIO", raising=False)
+    report = run([sys.executable, "-m", "mcp_sansio", "conformance-client"], http=True)
+    assert not report.findings, report.summary()
+    assert set(report.sessions) == {version}
+    expected = STATELESS_STEPS if version == "2026-07-28" else HANDSHAKE_STEPS + HTTP_STEPS
+    for step in expected:
+        assert step in steps(report), report.summary()
+
+
+#: Each broken client, the transport(s) it runs on, and the one finding it must trip.
+BROKEN = [
+    ("garbage-output", "stdio", "client-output-not-json"),
+    ("bad-envelope", "stdio", "client-envelope"),
+    ("request-before-initialize", "stdio", "client-request-before-initialize"),
+    ("bad-initialize", "stdio", "client-initialize-schema"),
+    ("no-initialized", "stdio", "client-initialized"),
+    ("unknown-method", "stdio", "client-unknown-request"),
+    ("ungated", "stdio", "client-capability-gating"),
+    ("bad-request", "stdio", "client-request-schema"),
+    ("reuse-id", "stdio", "client-id-reused"),
+    ("unknown-notification", "stdio", "client-unknown-notification"),
+    ("cancel-initialize", "stdio", "client-cancel-initialize"),
+    ("cancel-unknown", "stdio", "client-cancel-unknown"),
+    ("progress-unknown", "stdio", "client-progress-unknown-token"),
+    ("progress-decreasing", "stdio", "client-progress-not-increasing"),
+    ("no-ping", "stdio", "client-ping"),
+    ("bad-ping", "http", "client-ping"),
+    ("duplicate-response", "stdio", "client-duplicate-response"),
+    ("undeclared-roots", "stdio", "client-undeclared-answer"),
+    ("bad-roots", "http", "client-result-schema"),
+    ("crash-on-garbage", "stdio", "client-robustness"),
+    ("crash-on-garbage", "http", "client-robustness"),
+    ("no-session-id", "http", "client-session-id"),
+    ("no-version-header", "http", "client-protocol-version-header"),
+    ("no-reinitialize", "http", "client-reinitialize"),
+    ("no-resume", "http", "client-sse-resume"),
+    ("no-meta", "stdio-stateless", "client-meta-envelope"),
+    ("retry-same-id", "stdio-stateless", "client-input-retry"),
+    ("no-method-header", "http-stateless", "client-method-headers"),
+]
+
+
+def test_the_broken_clients_break_distinct_rules() -> None:
+    rules = {rule for _, _, rule in BROKEN}
+    assert len(rules) >= 15
+    assert all(rule in CHECKS for rule in rules)
+
+
+@pytest.mark.parametrize(("fault", "where", "rule"), BROKEN,
+                         ids=[f"{f}-{w}" for f, w, _ in BROKEN])
+def test_a_broken_client_trips_exactly_its_finding(fault: str, where: str,
+                                                   rule: str) -> None:
+    http = where.startswith("http")
+    era = ["--era", "stateless"] if where.endswith("stateless") else []
+    report = run(command("broken_clients.py", fault, *era, http=http), http=http,
+                 era="stateless" if era else None)
+    assert report.rules() == {rule}, report.summary()
+    assert report.findings[0].requirement == CHECKS[rule].requirement or (
+        rule == "client-capability-gating")
+
+
+def test_the_correct_broken_client_is_clean() -> None:
+    for http in (False, True):
+        report = run(command("broken_clients.py", "none", http=http), http=http)
+        assert not report.findings, report.summary()
+
+
+#: What the official SDK's client (``mcp``, see docs/checking-clients.rst) trips, by mode
+#: and transport: each checked by hand against the spec text.
+SDK_FINDINGS = {
+    ("legacy", False): set(),
+    ("legacy", True): {"client-reinitialize"},
+    ("auto", False): set(),
+    ("auto", True): set(),
+}
+
+
+@pytest.mark.parametrize(("mode", "http"), list(SDK_FINDINGS),
+                         ids=[f"{m}-{'http' if h else 'stdio'}" for m, h in SDK_FINDINGS])
+def test_the_official_sdk_client(mode: str, http: bool) -> None:
+    pytest.importorskip("mcp")
+    report = run(command("sdk_client.py", "--mode", mode, http=http), http=http)
+    assert report.rules() == SDK_FINDINGS[mode, http], report.summary()
+
+
+def test_a_command_without_the_placeholder_is_refused() -> None:
+    with pytest.raises(ValueError, match="placeholder"):
+        check_client([sys.executable, "-c", "pass"], http=False)
+
+
+def test_a_client_that_never_connects_is_noted_not_found() -> None:
+    report = check_client([sys.executable, "-c", "import sys; sys.exit(0)", "{server}"],
+                          http=False, budget=30)
+    assert not report.findings
+    assert any("never started" in n for n in report.notes)
+
+
+def test_the_budget_cuts_a_hanging_client_short() -> None:
+    report = check_client([sys.executable, "-c", "import time; time.sleep(60)"], http=True,
+                          budget=1.0)
+    assert any("cut short" in n for n in report.notes)
+
+
+def test_relay_module_runs(tmp_path: Path) -> None:
+    # The relay is what a client spawns: it must import without the test tree.
+    env = dict(os.environ, PYTHONPATH="")
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "mcp_sansio.adapters.testing_client"],
+                          check=False, capture_output=True, env=env, cwd=tmp_path, timeout=60)
+    assert done.returncode == 2 and b"relay HOST:PORT" in done.stderr
+
+
+def test_the_documented_example_runs() -> None:
+    import subprocess
+
+    root = Path(__file__).parent.parent
+    page = (root / "docs" / "checking-clients.rst").read_text()
+    assert "literalinclude:: examples/check_client.py" in page
+    done = subprocess.run([sys.executable, str(root / "docs" / "examples" / "check_client.py")],
+                          capture_output=True, text=True, check=True, cwd=root, timeout=120)
+    assert "no findings" in done.stdout, done.stdout
