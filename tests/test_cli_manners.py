@@ -360,3 +360,21 @@ def test_serve_example_on_a_pipe_says_nothing() -> None:
                             timeout=WAIT, check=False)
     assert result.returncode == 0
     assert result.stdout == b"" and b"waiting for a client" not in result.stderr
+
+
+def test_the_docs_http_failure_lines_are_what_probe_prints() -> None:
+    import re
+    from pathlib import Path
+
+    from mcp_sansio.adapters._cli import explain_http_failure
+    from mcp_sansio.adapters._http_client_logic import HTTPTransportError
+
+    text = (Path(__file__).parent.parent / "docs" / "cli.rst").read_text()
+    lines = re.findall(r"^   mcp-sansio probe: (HTTP (\d+) from (\S+): .*)$", text, re.M)
+    assert len(lines) >= 3
+    for line, status, url in lines:
+        error = HTTPTransportError("connect", f"HTTP {status}", int(status), url=url)
+        assert explain_http_failure(error) == line
+    refused = HTTPTransportError("connect", "refused", None, url="http://127.0.0.1:8000/mcp",
+                                 cause=ConnectionRefusedError(111, "Connection refused"))
+    assert f"   mcp-sansio probe: {explain_http_failure(refused)}\n" in text
