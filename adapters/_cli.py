@@ -2,6 +2,20 @@
 
 ``mcp_sansio/__main__.py`` parses the arguments and calls into this module, which lives with
 the adapters because it spawns processes and runs event loops (the core never does).
+
+Manners (docs/cli.rst): an ordinary failure is one line on stderr, ``mcp-sansio COMMAND:
+what happened``, and an exit status (1 failed, 2 usage); the traceback is for bugs.
+
+* ``serve-example`` serves through the adapters' ``serve_stdio``/``serve_http`` rather than
+  their ``run_*`` wrappers, which swallow Ctrl-C, so the interrupt reaches ``__main__`` (exit
+  130; a trio nursery's exception group is unwrapped first). A listener that cannot bind is
+  its ``OSError`` in words. Run by hand on a terminal it says on stderr that it waits for a
+  client, since nothing else would happen.
+* ``probe`` connects with ``connect=False`` and then drives ``connect`` itself under one
+  bound (``--timeout`` is for the whole connect, not each step), with the client's
+  ``on_step`` hook telling each step and what the server sends that explains a wait (when
+  stderr is a terminal, or with ``--verbose``). A failure of HTTP itself is an
+  ``HTTPTransportError`` and is said in HTTP terms (:func:`explain_http_failure`).
 """
 
 from __future__ import annotations
