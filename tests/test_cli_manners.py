@@ -378,3 +378,21 @@ def test_the_docs_http_failure_lines_are_what_probe_prints() -> None:
     refused = HTTPTransportError("connect", "refused", None, url="http://127.0.0.1:8000/mcp",
                                  cause=ConnectionRefusedError(111, "Connection refused"))
     assert f"   mcp-sansio probe: {explain_http_failure(refused)}\n" in text
+
+
+@pytest.mark.skipif("trio" not in RUNTIMES, reason="the trio extra is not installed")
+def test_trio_run_stdio_returns_quietly_on_ctrl_c() -> None:
+    """The library's own promise (``run_stdio``: Ctrl-C exits quietly), kept on trio too,
+    where the interrupt arrives wrapped in a nursery's exception group."""
+    script = ("from mcp_sansio.adapters.trio import Server, run_stdio\n"
+              "run_stdio(Server('quiet'))\nprint('returned', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(DISCOVER)
+    proc.stdin.flush()
+    assert b'"id":1' in proc.stdout.readline()  # serving
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 0, err
+    assert out == b"returned\n" and b"Traceback" not in err
