@@ -507,7 +507,8 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
     cached = Era(era) if era else None
     if _missing_runtime(runtime, "probe"):
         return 2
-    target = url if url is not None else " ".join(command)
+    # One line however the command was written (a script given with -c has newlines).
+    target = url if url is not None else " ".join(command).replace("\n", "\\n")
     steps: list[str] = []
 
     def note(text: str) -> None:

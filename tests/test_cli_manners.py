@@ -198,7 +198,7 @@ def test_probe_of_a_server_that_echoes_its_input_says_so() -> None:
                  "import sys\nfor line in sys.stdin: sys.stdout.write(line); sys.stdout.flush()")
     assert result.returncode == 1
     assert_one_line(result.stderr, "mcp-sansio probe: "
-                    f"{sys.executable} -c import sys\nfor line in sys.stdin: sys.stdout.write"
+                    f"{sys.executable} -c import sys\\nfor line in sys.stdin: sys.stdout.write"
                     "(line); sys.stdout.flush(): could not connect: the server sent our own "
                     "server/discover request back (it echoes its input: not an MCP server)")
 
@@ -251,17 +251,17 @@ def test_probe_tells_its_steps_when_stderr_is_a_terminal() -> None:
     assert "mcp-sansio probe: the server sent something that is not JSON" in text
 
 
-#: A stdio server that takes its time over each step of the connect (2 s for the era probe,
-#: 2 s for initialize): each step alone is within a 3 s timeout, the whole is not.
+#: A stdio server that takes its time over each step of the connect (2.5 s for the era probe,
+#: 2.5 s for initialize): each step alone is within a 4 s timeout, the whole is not.
 SLOW = r"""
 import json, sys, time
 for line in sys.stdin:
     message = json.loads(line)
     if message.get("method") == "server/discover":
-        time.sleep(2)
+        time.sleep(2.5)
         answer = {"error": {"code": -32601, "message": "Method not found"}}
     elif message.get("method") == "initialize":
-        time.sleep(2)
+        time.sleep(2.5)
         answer = {"result": {"protocolVersion": "2025-11-25", "capabilities": {},
                              "serverInfo": {"name": "slow", "version": "1"}}}
     else:
@@ -272,14 +272,15 @@ for line in sys.stdin:
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_probe_timeout_bounds_the_whole_connect(runtime: str) -> None:
-    result = cli("probe", "--runtime", runtime, "--timeout", "3", "--", sys.executable,
+    result = cli("probe", "--runtime", runtime, "--timeout", "4", "--", sys.executable,
                  "-c", SLOW)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    # Not a request's idle timeout (each step answers within 3 s): the connect's own bound.
-    assert result.stderr.startswith("mcp-sansio probe: ")
-    assert ": no connection within 3 s; last step: trying initialize (the handshake era)\n" \
-        in result.stderr
+    # Not a request's idle timeout (each step answers within 4 s): the connect's own bound.
+    # (Which step it stopped in depends on how fast the server started: not asserted.)
+    [line] = result.stderr.splitlines()
+    assert line.startswith("mcp-sansio probe: ")
+    assert ": no connection within 4 s; last step: trying " in line
 
 
 # -- Ctrl-C ------------------------------------------------------------------------------------
