@@ -208,29 +208,30 @@ CHATTY = "print('starting up...', flush=True); import time; time.sleep(120)"
 
 
 def test_probe_verbose_tells_each_step_and_the_non_json_line() -> None:
-    result = cli("probe", "--verbose", "--timeout", "2", "--", sys.executable, "-c", CHATTY)
+    result = cli("probe", "--verbose", "--timeout", "5", "--", sys.executable, "-c", CHATTY)
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert lines[0] == f"mcp-sansio probe: starting {sys.executable} -c {CHATTY}"
     assert "mcp-sansio probe: trying discovery (server/discover, the 2026-07-28 era)..." in lines
     assert any("is not JSON" in line and "servers log on stderr" in line for line in lines)
-    assert lines[-1].endswith("no connection within 2 s; last step: trying discovery "
-                              "(server/discover, the 2026-07-28 era)")
+    # The probe's own idle timeout ends at about the same time as the whole-connect bound:
+    # which of the two steps was last is not asserted.
+    assert "no connection within 5 s; last step: trying " in lines[-1]
     assert "Traceback" not in result.stderr
 
 
 def test_probe_is_quiet_about_its_steps_when_stderr_is_not_a_terminal() -> None:
-    result = cli("probe", "--timeout", "2", "--", sys.executable, "-c", CHATTY)
+    result = cli("probe", "--timeout", "5", "--", sys.executable, "-c", CHATTY)
     assert result.returncode == 1
     assert len(result.stderr.splitlines()) == 1, result.stderr
-    assert "no connection within 2 s" in result.stderr
+    assert "no connection within 5 s" in result.stderr
 
 
 def test_probe_tells_its_steps_when_stderr_is_a_terminal() -> None:
     primary, secondary = pty.openpty()
     try:
         proc = subprocess.Popen(
-            [*CLI, "probe", "--timeout", "2", "--", sys.executable, "-c", CHATTY],
+            [*CLI, "probe", "--timeout", "5", "--", sys.executable, "-c", CHATTY],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=secondary)
         os.close(secondary)
         seen = b""
