@@ -37,7 +37,8 @@ from ._session import ConnectionClosedError, McpError, RequestTimeout
 if TYPE_CHECKING:  # the HTTP client is imported only when a URL is probed
     from ._http_client_logic import HTTPTransportError
 
-__all__ = ["RUNTIMES", "conformance_client", "demo", "probe", "serve_example"]
+__all__ = ["RUNTIMES", "conformance_client", "demo", "explain_http_failure", "probe",
+           "serve_example"]
 
 RUNTIMES = _example_server.RUNTIMES
 

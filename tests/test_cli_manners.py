@@ -398,3 +398,12 @@ def test_trio_run_stdio_returns_quietly_on_ctrl_c() -> None:
     out, err = proc.communicate(timeout=WAIT)
     assert proc.returncode == 0, err
     assert out == b"returned\n" and b"Traceback" not in err
+
+
+def test_the_requests_a_server_never_sends_come_from_the_method_table() -> None:
+    from mcp_sansio.adapters._session import SERVER_NEVER_SENDS
+
+    assert {"initialize", "server/discover", "tools/call", "tools/list"} <= SERVER_NEVER_SENDS
+    # Requests a server does send (either way, or to the client) are not echoes.
+    assert not {"ping", "sampling/createMessage", "elicitation/create", "roots/list",
+                "tasks/get"} & SERVER_NEVER_SENDS
