@@ -2,6 +2,20 @@
 
 ``mcp_sansio/__main__.py`` parses the arguments and calls into this module, which lives with
 the adapters because it spawns processes and runs event loops (the core never does).
+
+Manners (docs/cli.rst): an ordinary failure is one line on stderr, ``mcp-sansio COMMAND:
+what happened``, and an exit status (1 failed, 2 usage); the traceback is for bugs.
+
+* ``serve-example`` serves through the adapters' ``serve_stdio``/``serve_http`` rather than
+  their ``run_*`` wrappers, which swallow Ctrl-C, so the interrupt reaches ``__main__`` (exit
+  130; a trio nursery's exception group is unwrapped first). A listener that cannot bind is
+  its ``OSError`` in words. Run by hand on a terminal it says on stderr that it waits for a
+  client, since nothing else would happen.
+* ``probe`` connects with ``connect=False`` and then drives ``connect`` itself under one
+  bound (``--timeout`` is for the whole connect, not each step), with the client's
+  ``on_step`` hook telling each step and what the server sends that explains a wait (when
+  stderr is a terminal, or with ``--verbose``). A failure of HTTP itself is an
+  ``HTTPTransportError`` and is said in HTTP terms (:func:`explain_http_failure`).
 """
 
 from __future__ import annotations
@@ -23,7 +37,8 @@ from ._session import ConnectionClosedError, McpError, RequestTimeout
 if TYPE_CHECKING:  # the HTTP client is imported only when a URL is probed
     from ._http_client_logic import HTTPTransportError
 
-__all__ = ["RUNTIMES", "conformance_client", "demo", "probe", "serve_example"]
+__all__ = ["RUNTIMES", "conformance_client", "demo", "explain_http_failure", "probe",
+           "serve_example"]
 
 RUNTIMES = _example_server.RUNTIMES
 
@@ -493,7 +508,8 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
     cached = Era(era) if era else None
     if _missing_runtime(runtime, "probe"):
         return 2
-    target = url if url is not None else " ".join(command)
+    # One line however the command was written (a script given with -c has newlines).
+    target = url if url is not None else " ".join(command).replace("\n", "\\n")
     steps: list[str] = []
 
     def note(text: str) -> None:

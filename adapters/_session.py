@@ -353,10 +353,16 @@ class Session:
             self._on_connection_closed(event)
             for callback in self._on_closed:
                 callback()
-        elif isinstance(event, (MessageRejected, LateResponse, UnexpectedResponse)):
+        elif isinstance(event, MessageRejected):
+            self._on_rejected(event)
+        elif isinstance(event, (LateResponse, UnexpectedResponse)):
             log.debug("%r", event)
         else:
             self._on_event(event)
+
+    def _on_rejected(self, event: MessageRejected) -> None:
+        """The core answered (or dropped) something the peer broke a rule with."""
+        log.debug("%r", event)
 
     def _on_event(self, event: Event) -> None:
         """Role-specific events (Initialized, Notification, SubscriptionAcknowledged)."""
@@ -578,22 +584,17 @@ class ClientLogic(Session):
             if note is not None and self.on_step is not None:
                 self.on_step(note)
 
-    def _dispatch(self, event: Event) -> None:
-        if type(event) is MessageRejected or type(event) is Request:
-            self._look_at_incoming(event)
-        super()._dispatch(event)
-
-    def _look_at_incoming(self, event: MessageRejected | Request) -> None:
+    def _on_rejected(self, event: MessageRejected) -> None:
+        super()._on_rejected(event)
+        # A request only clients send, arriving at a client, is refused by the core (the
+        # method table) and lands here: it can only be one of ours sent back to us.
         method = event.method
         if method in SERVER_NEVER_SENDS and self.echoed is None:
-            # Only a client sends these (the method table), so the server is sending our
-            # own messages back: `cat`, or a program that echoes its input.
-            self.echoed = method
+            self.echoed = method  # `cat`, or any program that echoes its input
             if self.on_step is not None:
                 self.on_step(f"the server sent our own {method} request back to us: it "
                              "echoes its input instead of answering")
-        elif (self.on_step is not None and isinstance(event, MessageRejected)
-              and event.code == ErrorCode.PARSE_ERROR):
+        elif self.on_step is not None and event.code == ErrorCode.PARSE_ERROR:
             self.on_step("the server sent something that is not JSON (on stdio: a line on "
                          "its stdout that is not a message; servers log on stderr)")
 

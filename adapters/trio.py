@@ -661,8 +661,15 @@ class _BlockingWriter(trio.abc.SendStream):
 
 def run_stdio(server: Server, **options: Any) -> None:
     """Blocking entry point: ``trio.run(serve_stdio, server)``; Ctrl-C exits quietly."""
-    with contextlib.suppress(KeyboardInterrupt):
+    try:
         trio.run(lambda: serve_stdio(server, **options))
+    except KeyboardInterrupt:
+        pass
+    except BaseExceptionGroup as group:
+        # Ctrl-C delivered while a nursery runs arrives wrapped in its exception group.
+        _interrupt, rest = group.split(KeyboardInterrupt)
+        if rest is not None:
+            raise
 
 
 # The HTTP adapters live in their own module (they build on ServerSession above). They are

@@ -15,7 +15,9 @@
 * ``conformance-client URL`` is the client the official conformance harness drives in its
   client mode.
 
-The commands that do I/O live in ``mcp_sansio.adapters._cli``: this module only parses.
+The commands that do I/O live in ``mcp_sansio.adapters._cli``: this module only parses --
+numbers are checked by argparse's ``type=`` (a usage error, exit 2, before anything starts) --
+and turns Ctrl-C into one line and exit 130 (the statuses: docs/cli.rst).
 """
 
 from __future__ import annotations
@@ -264,7 +266,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "conformance-client":
         return int(_adapters_cli().conformance_client(args.url))
     parser.print_help()
-    return 2
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -198,7 +198,7 @@ def test_probe_of_a_server_that_echoes_its_input_says_so() -> None:
                  "import sys\nfor line in sys.stdin: sys.stdout.write(line); sys.stdout.flush()")
     assert result.returncode == 1
     assert_one_line(result.stderr, "mcp-sansio probe: "
-                    f"{sys.executable} -c import sys\nfor line in sys.stdin: sys.stdout.write"
+                    f"{sys.executable} -c import sys\\nfor line in sys.stdin: sys.stdout.write"
                     "(line); sys.stdout.flush(): could not connect: the server sent our own "
                     "server/discover request back (it echoes its input: not an MCP server)")
 
@@ -208,29 +208,30 @@ CHATTY = "print('starting up...', flush=True); import time; time.sleep(120)"
 
 
 def test_probe_verbose_tells_each_step_and_the_non_json_line() -> None:
-    result = cli("probe", "--verbose", "--timeout", "2", "--", sys.executable, "-c", CHATTY)
+    result = cli("probe", "--verbose", "--timeout", "5", "--", sys.executable, "-c", CHATTY)
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert lines[0] == f"mcp-sansio probe: starting {sys.executable} -c {CHATTY}"
     assert "mcp-sansio probe: trying discovery (server/discover, the 2026-07-28 era)..." in lines
     assert any("is not JSON" in line and "servers log on stderr" in line for line in lines)
-    assert lines[-1].endswith("no connection within 2 s; last step: trying discovery "
-                              "(server/discover, the 2026-07-28 era)")
+    # The probe's own idle timeout ends at about the same time as the whole-connect bound:
+    # which of the two steps was last is not asserted.
+    assert "no connection within 5 s; last step: trying " in lines[-1]
     assert "Traceback" not in result.stderr
 
 
 def test_probe_is_quiet_about_its_steps_when_stderr_is_not_a_terminal() -> None:
-    result = cli("probe", "--timeout", "2", "--", sys.executable, "-c", CHATTY)
+    result = cli("probe", "--timeout", "5", "--", sys.executable, "-c", CHATTY)
     assert result.returncode == 1
     assert len(result.stderr.splitlines()) == 1, result.stderr
-    assert "no connection within 2 s" in result.stderr
+    assert "no connection within 5 s" in result.stderr
 
 
 def test_probe_tells_its_steps_when_stderr_is_a_terminal() -> None:
     primary, secondary = pty.openpty()
     try:
         proc = subprocess.Popen(
-            [*CLI, "probe", "--timeout", "2", "--", sys.executable, "-c", CHATTY],
+            [*CLI, "probe", "--timeout", "5", "--", sys.executable, "-c", CHATTY],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=secondary)
         os.close(secondary)
         seen = b""
@@ -251,17 +252,17 @@ def test_probe_tells_its_steps_when_stderr_is_a_terminal() -> None:
     assert "mcp-sansio probe: the server sent something that is not JSON" in text
 
 
-#: A stdio server that takes its time over each step of the connect (2 s for the era probe,
-#: 2 s for initialize): each step alone is within a 3 s timeout, the whole is not.
+#: A stdio server that takes its time over each step of the connect (2.5 s for the era probe,
+#: 2.5 s for initialize): each step alone is within a 4 s timeout, the whole is not.
 SLOW = r"""
 import json, sys, time
 for line in sys.stdin:
     message = json.loads(line)
     if message.get("method") == "server/discover":
-        time.sleep(2)
+        time.sleep(2.5)
         answer = {"error": {"code": -32601, "message": "Method not found"}}
     elif message.get("method") == "initialize":
-        time.sleep(2)
+        time.sleep(2.5)
         answer = {"result": {"protocolVersion": "2025-11-25", "capabilities": {},
                              "serverInfo": {"name": "slow", "version": "1"}}}
     else:
@@ -272,14 +273,15 @@ for line in sys.stdin:
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_probe_timeout_bounds_the_whole_connect(runtime: str) -> None:
-    result = cli("probe", "--runtime", runtime, "--timeout", "3", "--", sys.executable,
+    result = cli("probe", "--runtime", runtime, "--timeout", "4", "--", sys.executable,
                  "-c", SLOW)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    # Not a request's idle timeout (each step answers within 3 s): the connect's own bound.
-    assert result.stderr.startswith("mcp-sansio probe: ")
-    assert ": no connection within 3 s; last step: trying initialize (the handshake era)\n" \
-        in result.stderr
+    # Not a request's idle timeout (each step answers within 4 s): the connect's own bound.
+    # (Which step it stopped in depends on how fast the server started: not asserted.)
+    [line] = result.stderr.splitlines()
+    assert line.startswith("mcp-sansio probe: ")
+    assert ": no connection within 4 s; last step: trying " in line
 
 
 # -- Ctrl-C ------------------------------------------------------------------------------------
@@ -360,3 +362,48 @@ def test_serve_example_on_a_pipe_says_nothing() -> None:
                             timeout=WAIT, check=False)
     assert result.returncode == 0
     assert result.stdout == b"" and b"waiting for a client" not in result.stderr
+
+
+def test_the_docs_http_failure_lines_are_what_probe_prints() -> None:
+    import re
+    from pathlib import Path
+
+    from mcp_sansio.adapters._cli import explain_http_failure
+    from mcp_sansio.adapters._http_client_logic import HTTPTransportError
+
+    text = (Path(__file__).parent.parent / "docs" / "cli.rst").read_text()
+    lines = re.findall(r"^   mcp-sansio probe: (HTTP (\d+) from (\S+): .*)$", text, re.M)
+    assert len(lines) >= 3
+    for line, status, url in lines:
+        error = HTTPTransportError("connect", f"HTTP {status}", int(status), url=url)
+        assert explain_http_failure(error) == line
+    refused = HTTPTransportError("connect", "refused", None, url="http://127.0.0.1:8000/mcp",
+                                 cause=ConnectionRefusedError(111, "Connection refused"))
+    assert f"   mcp-sansio probe: {explain_http_failure(refused)}\n" in text
+
+
+@pytest.mark.skipif("trio" not in RUNTIMES, reason="the trio extra is not installed")
+def test_trio_run_stdio_returns_quietly_on_ctrl_c() -> None:
+    """The library's own promise (``run_stdio``: Ctrl-C exits quietly), kept on trio too,
+    where the interrupt arrives wrapped in a nursery's exception group."""
+    script = ("from mcp_sansio.adapters.trio import Server, run_stdio\n"
+              "run_stdio(Server('quiet'))\nprint('returned', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(DISCOVER)
+    proc.stdin.flush()
+    assert b'"id":1' in proc.stdout.readline()  # serving
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 0, err
+    assert out == b"returned\n" and b"Traceback" not in err
+
+
+def test_the_requests_a_server_never_sends_come_from_the_method_table() -> None:
+    from mcp_sansio.adapters._session import SERVER_NEVER_SENDS
+
+    assert {"initialize", "server/discover", "tools/call", "tools/list"} <= SERVER_NEVER_SENDS
+    # Requests a server does send (either way, or to the client) are not echoes.
+    assert not {"ping", "sampling/createMessage", "elicitation/create", "roots/list",
+                "tasks/get"} & SERVER_NEVER_SENDS

@@ -170,3 +170,45 @@ def test_no_log_carries_a_whole_session_id(caplog: pytest.LogCaptureFixture) -> 
     for record in caplog.records:
         text = record.getMessage() + (str(record.exc_info) if record.exc_info else "")
         assert first not in text and second not in text, text
+
+
+def test_a_refused_initialize_after_a_failed_probe_is_not_an_http_failure() -> None:
+    """server/discover fails in HTTP (400, no body: a handshake-era server), then the
+    server answers initialize with a JSON-RPC error: that error is why the connect failed,
+    not the probe's HTTP status."""
+    import json
+
+    from mcp_sansio.adapters.threading import ConnectionClosedError, HTTPTransportError
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if message.get("method") != "initialize":
+                self.send_response(400)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {
+                "code": -32602, "message": "Unsupported protocol version"}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        from mcp_sansio.adapters.threading import connect_http
+
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        with pytest.raises(ConnectionClosedError) as info, connect_http(url):
+            pass  # pragma: no cover
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert not isinstance(info.value, HTTPTransportError), info.value
+    assert "Unsupported protocol version" in str(info.value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 import sys
 from typing import Any
 
@@ -171,3 +172,14 @@ def test_a_wrong_type_over_stdio_is_answered_as_the_revision_says(revision: str)
             assert math.isclose(fine["structuredContent"]["sum"], 2.5)
 
     asyncio.run(asyncio.wait_for(main(), 120))
+
+
+def test_the_docs_table_says_what_the_code_does() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "errors.rst").read_text()
+    table = text[text.index("Tool arguments that do not fit"):]
+    rows = re.findall(r"^   \* - ([0-9, -]+)\n     - (.+)$", table, re.M)
+    said = {revision.strip(): "protocol-error" if answer.startswith("-32602")
+            else "tool-error" for revisions, answer in rows for revision in revisions.split(",")}
+    assert said == INVALID_ARGUMENTS_ANSWER

@@ -482,6 +482,7 @@ class HTTPClient:
             if method == "initialize":
                 self._init_params = message.get("params")
                 self._init_id = message["id"]
+                self.connect_failure = None  # the probe's failure does not explain this one
         exchange = _Exchange(_Kind.POST, "POST", self._target)
         exchange.message = message
         exchange.body = data
