@@ -684,7 +684,8 @@ class HTTPServer:
 
     def _handle(self, channel: ServerChannel, request: HTTPRequest) -> None:
         method = request.method
-        if request.target[:1] != "/" and not self._other_target(channel, request):
+        if (request.target[:1] != "/" or method == "CONNECT") and not self._other_target(
+                channel, request):
             return
         path = request.path
         legacy = self.legacy_sse_path is not None and path in (

@@ -96,10 +96,21 @@ REFUSALS: dict[str, tuple[int, str]] = {
     # or more SP octets": h11 replaces; a proxy in front may not, so we refuse.
     "obsolete line folding (obs-fold)": (400, "RFC 9112 section 5.2"),
     "too many header fields": (431, "RFC 6585 section 5"),
+    # h11 bounds a head only while it is incomplete; one that arrives whole in one read is
+    # held to max_header_size here.
+    "header section too large": (431, "RFC 6585 section 5"),
     "request-target too long": (414, "RFC 9112 section 3; RFC 9110 section 15.5.15"),
+    # "If a Transfer-Encoding header field is present in a request and the chunked transfer
+    # coding is not the final encoding, ... the server MUST respond with the 400 (Bad
+    # Request) status code and then close the connection" (h11 would answer 501, the status
+    # for a coding it does not know, section 6.1, which stays right for "gzip, chunked").
+    "chunked is not the final transfer coding": (400, "RFC 9112 section 6.3"),
 }
 #: A header line that starts with whitespace: a continuation (obs-fold) of the line before.
 _FOLD = re.compile(rb"\n[ \t]")
+#: The last coding of a request's Transfer-Encoding lines (the final one decides its framing).
+_LAST_CODING = re.compile(
+    rb"(?im)^transfer-encoding[ \t]*:(?:[^\r\n]*,)?[ \t]*([^\r\n,]*?)[ \t]*\r?$")
 #: The blank line that ends a head (h11 accepts a bare LF as a line end: RFC 9112 section 2.2).
 _HEAD_END = re.compile(rb"\n\r?\n")
 
@@ -338,10 +349,13 @@ class ServerWire:
             data, closed = conn.trailing_data
             if not data and not closed:
                 return None
-            # The buffer starts with the next head: look for obs-fold before h11 unfolds it.
-            if conn.their_state is h11.IDLE and self._folded(data):
-                self._refuse("obsolete line folding (obs-fold)")
-                return None
+            # The buffer starts with the next head: read what h11 does not tell (obs-fold,
+            # which it unfolds; the coding list, which it refuses with 501) before it parses.
+            if conn.their_state is h11.IDLE:
+                rule = self._prescan(data)
+                if rule is not None:
+                    self._refuse(rule)
+                    return None
         while True:
             try:
                 event = conn.next_event()
@@ -398,12 +412,24 @@ class ServerWire:
                 self.closed = True
                 return None
 
-    def _folded(self, data: bytes) -> bool:
-        """Whether the head at the start of ``data`` has a folded line (a line that starts
-        with whitespace continues the one before: obs-fold, RFC 9112 section 5.2)."""
+    def _prescan(self, data: bytes) -> str | None:
+        """The rule of :data:`REFUSALS` the head at the start of ``data`` breaks that only
+        its bytes show: a folded line (a line that starts with whitespace continues the one
+        before: obs-fold, RFC 9112 section 5.2), or a Transfer-Encoding whose final coding
+        is not chunked (section 6.3). Only a whole head is judged on its codings."""
         end = _HEAD_END.search(data, 0, self.max_header_size + 4)
-        limit = end.start() if end is not None else min(len(data), self.max_header_size)
-        return _FOLD.search(data, 0, limit) is not None
+        if end is None and len(data) > self.max_header_size:
+            if b"\n" not in data[:self.max_header_size]:
+                return "request-target too long"  # the request line alone is that long
+            return "header section too large"
+        limit = end.start() if end is not None else len(data)
+        if _FOLD.search(data, 0, limit) is not None:
+            return "obsolete line folding (obs-fold)"
+        if end is not None:
+            codings = _LAST_CODING.findall(data, 0, limit + 1)
+            if codings and codings[-1].lower() != b"chunked":
+                return "chunked is not the final transfer coding"
+        return None
 
     def _check_head(self, head: h11.Request, headers: Headers) -> str | None:
         """The rule of :data:`REFUSALS` a request head breaks, if any."""
