@@ -446,13 +446,18 @@ class ServerWire:
         self._fail(status, f"{rule} ({section})")
 
     def fail(self, status: int = 500, detail: str = "internal server error") -> None:
-        """End the connection after an unexpected failure while handling it: answered with
-        ``status`` if no response has started (and ``Connection: close``), else cut short.
-        What the failed response had queued is dropped unless its head went out whole."""
+        """End the connection after an unexpected failure while handling it: a request read
+        and not yet answered is answered ``status`` (with ``Connection: close``); a response
+        under way is cut short; between requests the connection just closes (no answer to a
+        request never made)."""
         if self.closed:
             return
         self._streaming = False
-        self._fail(status, detail)
+        if self._h11.our_state is h11.SEND_RESPONSE:
+            self._fail(status, detail)
+        else:
+            self.closed = True
+            self.busy = False
 
     def _fail(self, status: int, detail: str) -> None:
         """Answer a request we cannot read (or could not serve), then close."""
