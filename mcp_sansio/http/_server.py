@@ -247,7 +247,10 @@ class Session:
         self._done = False  # fully retired (ConnectionClosed delivered, or stateless done)
 
     def __repr__(self) -> str:
-        return f"<Session id={self.id!r} era={self.era.value}{' legacy' if self.legacy else ''}>"
+        # A session id is a bearer credential: a repr (which may reach a log) shows a short
+        # prefix of it only, enough to tell sessions apart.
+        shown = "None" if self.id is None else f"{self.id[:8]!r}..."
+        return f"<Session id={shown} era={self.era.value}{' legacy' if self.legacy else ''}>"
 
     def flush(self) -> None:
         """Route what :attr:`connection` has queued onto this session's streams. Call it
