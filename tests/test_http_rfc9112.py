@@ -447,3 +447,18 @@ def test_an_exception_after_a_stream_started_cuts_it_short_without_a_second_head
     # the session's standalone stream is free again for a new GET
     replies, _, _ = exchange(get, harness=h)
     assert only_reply(replies).status == 200
+
+
+def test_the_hardening_docs_list_every_refusal_and_target_form() -> None:
+    # docs/http.rst "Hardening": what the server refuses, each with its section and status.
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "http.rst").read_text("utf-8")
+    section = text.split("\nHardening\n---------\n", 1)[1].split("\nThe client\n", 1)[0]
+    flat = " ".join(section.split())
+    for rule, (status, citation) in REFUSALS.items():
+        for part in citation.split("; "):
+            assert part.split(" (")[0] in flat, (rule, part)
+        assert str(status) in flat, rule
+    for _, citation in TARGET_FORMS.values():
+        assert citation in flat
