@@ -219,10 +219,16 @@ def test_obs_fold_is_400_and_close() -> None:
     assert only_reply(replies).status == 400
 
 
-def test_obs_fold_split_across_reads_is_still_refused() -> None:
+def test_obs_fold_and_codings_split_across_reads_are_still_refused() -> None:
     raw = post(extra=b"X-Folded: a\r\n b\r\n")
     cut = raw.index(b"\r\n b") + 2
     replies, channel, _ = exchange([raw[:cut], raw[cut:]])
+    assert only_reply(replies).status == 400 and channel.closed
+    replies, channel, _ = exchange([raw[i:i + 1] for i in range(len(raw))])
+    assert only_reply(replies).status == 400 and channel.closed
+    coded = (b"POST /mcp HTTP/1.1\r\nHost: " + HOST + b"\r\nTransfer-Encoding: chunked, x"
+             b"\r\n\r\n" + chunked(INIT))
+    replies, channel, _ = exchange([coded[i:i + 1] for i in range(len(coded))])
     assert only_reply(replies).status == 400 and channel.closed
 
 

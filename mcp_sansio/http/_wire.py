@@ -110,7 +110,7 @@ REFUSALS: dict[str, tuple[int, str]] = {
 _FOLD = re.compile(rb"\n[ \t]")
 #: The last coding of a request's Transfer-Encoding lines (the final one decides its framing).
 _LAST_CODING = re.compile(
-    rb"(?im)^transfer-encoding[ \t]*:(?:[^\r\n]*,)?[ \t]*([^\r\n,]*?)[ \t]*\r?$")
+    rb"(?m)^transfer-encoding[ \t]*:(?:[^\r\n]*,)?[ \t]*([^\r\n,]*?)[ \t]*\r?$")
 #: The blank line that ends a head (h11 accepts a bare LF as a line end: RFC 9112 section 2.2).
 _HEAD_END = re.compile(rb"\n\r?\n")
 
@@ -301,6 +301,8 @@ class ServerWire:
         self.max_target_length = max_target_length
         #: The method of the request being answered (a response to HEAD has no content).
         self._method = b""
+        #: How far the search for the end of the head being received has got (_prescan).
+        self._scanned = 0
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header_size)
         self._out: list[bytes] = []
         self._head: h11.Request | None = None
@@ -416,18 +418,26 @@ class ServerWire:
         """The rule of :data:`REFUSALS` the head at the start of ``data`` breaks that only
         its bytes show: a folded line (a line that starts with whitespace continues the one
         before: obs-fold, RFC 9112 section 5.2), or a Transfer-Encoding whose final coding
-        is not chunked (section 6.3). Only a whole head is judged on its codings."""
-        end = _HEAD_END.search(data, 0, self.max_header_size + 4)
-        if end is None and len(data) > self.max_header_size:
-            if b"\n" not in data[:self.max_header_size]:
-                return "request-target too long"  # the request line alone is that long
-            return "header section too large"
-        limit = end.start() if end is not None else len(data)
+        is not chunked (section 6.3); and a head over the size limit. A head is judged once
+        it is whole (h11 cannot parse it before); while it arrives, the search for its end
+        resumes where the last one stopped, so a head sent byte by byte costs linear time."""
+        start = self._scanned if len(data) >= self._scanned else 0
+        end = _HEAD_END.search(data, max(0, start - 3), self.max_header_size + 4)
+        if end is None:
+            self._scanned = len(data)
+            if len(data) > self.max_header_size:
+                if b"\n" not in data[:self.max_header_size]:
+                    return "request-target too long"  # the request line alone is that long
+                return "header section too large"
+            return None
+        self._scanned = 0  # the next head starts after this one
+        limit = end.start()
         if _FOLD.search(data, 0, limit) is not None:
             return "obsolete line folding (obs-fold)"
-        if end is not None:
-            codings = _LAST_CODING.findall(data, 0, limit + 1)
-            if codings and codings[-1].lower() != b"chunked":
+        head = data[:limit + 1].lower()
+        if b"transfer-encoding" in head:  # (a plain search first: most heads have none)
+            codings = _LAST_CODING.findall(head)
+            if codings and codings[-1] != b"chunked":
                 return "chunked is not the final transfer coding"
         return None
 
