@@ -468,3 +468,13 @@ def test_the_hardening_docs_list_every_refusal_and_target_form() -> None:
         assert str(status) in flat, rule
     for _, citation in TARGET_FORMS.values():
         assert citation in flat
+
+
+@pytest.mark.parametrize("version", [b"HTTP/2.0", b"HTTP/0.9", b"HTTP/3.1"])
+def test_a_major_version_other_than_1_is_505_and_close(version: bytes) -> None:
+    # RFC 9112 section 2.3 (the server's choice to refuse, RFC 9110 section 15.6.6); a minor
+    # version above 1 is read as 1.1 (section 2.3: "the highest minor version ... compatible").
+    replies, channel, _ = exchange(post(version=version))
+    assert only_reply(replies).status == 505 and channel.closed
+    replies, channel, _ = exchange(post(version=b"HTTP/1.9"))
+    assert only_reply(replies).status == 200 and not channel.closed

@@ -105,6 +105,11 @@ REFUSALS: dict[str, tuple[int, str]] = {
     # Request) status code and then close the connection" (h11 would answer 501, the status
     # for a coding it does not know, section 6.1, which stays right for "gzip, chunked").
     "chunked is not the final transfer coding": (400, "RFC 9112 section 6.3"),
+    # "A server can send a 505 (HTTP Version Not Supported) response if it wishes, for any
+    # reason, to refuse service of the client's major protocol version" (RFC 9112 section
+    # 2.3): an HTTP/1.1 message framed as another major version (h11 reads any d.d) is not
+    # one we can trust to be framed as we read it.
+    "HTTP major version other than 1": (505, "RFC 9112 section 2.3; RFC 9110 section 15.6.6"),
 }
 #: A header line that starts with whitespace: a continuation (obs-fold) of the line before.
 _FOLD = re.compile(rb"\n[ \t]")
@@ -120,7 +125,7 @@ _REASONS = {
     406: b"Not Acceptable", 409: b"Conflict", 413: b"Content Too Large",
     414: b"URI Too Long", 415: b"Unsupported Media Type",
     431: b"Request Header Fields Too Large", 500: b"Internal Server Error",
-    501: b"Not Implemented", 503: b"Service Unavailable",
+    501: b"Not Implemented", 503: b"Service Unavailable", 505: b"HTTP Version Not Supported",
 }
 
 
@@ -443,6 +448,8 @@ class ServerWire:
 
     def _check_head(self, head: h11.Request, headers: Headers) -> str | None:
         """The rule of :data:`REFUSALS` a request head breaks, if any."""
+        if not head.http_version.startswith(b"1."):
+            return "HTTP major version other than 1"
         if len(head.target) > self.max_target_length:
             return "request-target too long"
         if len(head.headers) > self.max_header_count:
