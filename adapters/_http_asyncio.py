@@ -147,7 +147,10 @@ class _Socket(asyncio.Protocol):
             return
         self.service._sockets.pop(channel, None)
         if not channel.closed:
-            channel.connection_lost(now=self.service._loop.time())
+            try:
+                channel.connection_lost(now=self.service._loop.time())
+            except Exception:  # logged; the pump below picks up what is left
+                self.service._work_failed()
             self.service._safe_pump()
 
     # Backpressure: a peer that does not read stops being read from.

@@ -536,7 +536,10 @@ class _Socket(_Writer):
             with service.lock:
                 service._sockets.pop(channel, None)
                 if not channel.closed:
-                    channel.connection_lost(now=time.monotonic())
+                    try:
+                        channel.connection_lost(now=time.monotonic())
+                    except Exception:  # logged: the reader must still release its socket
+                        service._work_failed()
                     service._safe_pump()
                 service._room.notify()
             self._release()

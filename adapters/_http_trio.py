@@ -384,7 +384,10 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
             sock.fd = None
             self._sockets.pop(channel, None)
             if not channel.closed:
-                channel.connection_lost(now=trio.current_time())
+                try:
+                    channel.connection_lost(now=trio.current_time())
+                except Exception:  # logged: the server's nursery must not see it
+                    self._work_failed()
                 self._safe_wake()
 
     def _safe_wake(self) -> None:

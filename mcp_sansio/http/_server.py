@@ -247,7 +247,10 @@ class Session:
         self._done = False  # fully retired (ConnectionClosed delivered, or stateless done)
 
     def __repr__(self) -> str:
-        return f"<Session id={self.id!r} era={self.era.value}{' legacy' if self.legacy else ''}>"
+        # A session id is a bearer credential: a repr (which may reach a log) shows a short
+        # prefix of it only, enough to tell sessions apart.
+        shown = "None" if self.id is None else f"{self.id[:8]!r}..."
+        return f"<Session id={shown} era={self.era.value}{' legacy' if self.legacy else ''}>"
 
     def flush(self) -> None:
         """Route what :attr:`connection` has queued onto this session's streams. Call it
@@ -684,7 +687,8 @@ class HTTPServer:
 
     def _handle(self, channel: ServerChannel, request: HTTPRequest) -> None:
         method = request.method
-        if request.target[:1] != "/" and not self._other_target(channel, request):
+        if (request.target[:1] != "/" or method == "CONNECT") and not self._other_target(
+                channel, request):
             return
         path = request.path
         legacy = self.legacy_sse_path is not None and path in (

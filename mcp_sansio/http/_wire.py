@@ -96,10 +96,26 @@ REFUSALS: dict[str, tuple[int, str]] = {
     # or more SP octets": h11 replaces; a proxy in front may not, so we refuse.
     "obsolete line folding (obs-fold)": (400, "RFC 9112 section 5.2"),
     "too many header fields": (431, "RFC 6585 section 5"),
+    # h11 bounds a head only while it is incomplete; one that arrives whole in one read is
+    # held to max_header_size here.
+    "header section too large": (431, "RFC 6585 section 5"),
     "request-target too long": (414, "RFC 9112 section 3; RFC 9110 section 15.5.15"),
+    # "If a Transfer-Encoding header field is present in a request and the chunked transfer
+    # coding is not the final encoding, ... the server MUST respond with the 400 (Bad
+    # Request) status code and then close the connection" (h11 would answer 501, the status
+    # for a coding it does not know, section 6.1, which stays right for "gzip, chunked").
+    "chunked is not the final transfer coding": (400, "RFC 9112 section 6.3"),
+    # "A server can send a 505 (HTTP Version Not Supported) response if it wishes, for any
+    # reason, to refuse service of the client's major protocol version" (RFC 9112 section
+    # 2.3): an HTTP/1.1 message framed as another major version (h11 reads any d.d) is not
+    # one we can trust to be framed as we read it.
+    "HTTP major version other than 1": (505, "RFC 9112 section 2.3; RFC 9110 section 15.6.6"),
 }
 #: A header line that starts with whitespace: a continuation (obs-fold) of the line before.
 _FOLD = re.compile(rb"\n[ \t]")
+#: The last coding of a request's Transfer-Encoding lines (the final one decides its framing).
+_LAST_CODING = re.compile(
+    rb"(?m)^transfer-encoding[ \t]*:(?:[^\r\n]*,)?[ \t]*([^\r\n,]*?)[ \t]*\r?$")
 #: The blank line that ends a head (h11 accepts a bare LF as a line end: RFC 9112 section 2.2).
 _HEAD_END = re.compile(rb"\n\r?\n")
 
@@ -109,7 +125,7 @@ _REASONS = {
     406: b"Not Acceptable", 409: b"Conflict", 413: b"Content Too Large",
     414: b"URI Too Long", 415: b"Unsupported Media Type",
     431: b"Request Header Fields Too Large", 500: b"Internal Server Error",
-    501: b"Not Implemented", 503: b"Service Unavailable",
+    501: b"Not Implemented", 503: b"Service Unavailable", 505: b"HTTP Version Not Supported",
 }
 
 
@@ -290,6 +306,8 @@ class ServerWire:
         self.max_target_length = max_target_length
         #: The method of the request being answered (a response to HEAD has no content).
         self._method = b""
+        #: How far the search for the end of the head being received has got (_prescan).
+        self._scanned = 0
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header_size)
         self._out: list[bytes] = []
         self._head: h11.Request | None = None
@@ -343,10 +361,13 @@ class ServerWire:
             data, closed = conn.trailing_data
             if not data and not closed:
                 return None
-            # The buffer starts with the next head: look for obs-fold before h11 unfolds it.
-            if conn.their_state is h11.IDLE and self._folded(data):
-                self._refuse("obsolete line folding (obs-fold)")
-                return None
+            # The buffer starts with the next head: read what h11 does not tell (obs-fold,
+            # which it unfolds; the coding list, which it refuses with 501) before it parses.
+            if conn.their_state is h11.IDLE:
+                rule = self._prescan(data)
+                if rule is not None:
+                    self._refuse(rule)
+                    return None
         while True:
             try:
                 event = conn.next_event()
@@ -412,15 +433,37 @@ class ServerWire:
                 self.closed = True
                 return None
 
-    def _folded(self, data: bytes) -> bool:
-        """Whether the head at the start of ``data`` has a folded line (a line that starts
-        with whitespace continues the one before: obs-fold, RFC 9112 section 5.2)."""
-        end = _HEAD_END.search(data, 0, self.max_header_size + 4)
-        limit = end.start() if end is not None else min(len(data), self.max_header_size)
-        return _FOLD.search(data, 0, limit) is not None
+    def _prescan(self, data: bytes) -> str | None:
+        """The rule of :data:`REFUSALS` the head at the start of ``data`` breaks that only
+        its bytes show: a folded line (a line that starts with whitespace continues the one
+        before: obs-fold, RFC 9112 section 5.2), or a Transfer-Encoding whose final coding
+        is not chunked (section 6.3); and a head over the size limit. A head is judged once
+        it is whole (h11 cannot parse it before); while it arrives, the search for its end
+        resumes where the last one stopped, so a head sent byte by byte costs linear time."""
+        start = self._scanned if len(data) >= self._scanned else 0
+        end = _HEAD_END.search(data, max(0, start - 3), self.max_header_size + 4)
+        if end is None:
+            self._scanned = len(data)
+            if len(data) > self.max_header_size:
+                if b"\n" not in data[:self.max_header_size]:
+                    return "request-target too long"  # the request line alone is that long
+                return "header section too large"
+            return None
+        self._scanned = 0  # the next head starts after this one
+        limit = end.start()
+        if _FOLD.search(data, 0, limit) is not None:
+            return "obsolete line folding (obs-fold)"
+        head = data[:limit + 1].lower()
+        if b"transfer-encoding" in head:  # (a plain search first: most heads have none)
+            codings = _LAST_CODING.findall(head)
+            if codings and codings[-1] != b"chunked":
+                return "chunked is not the final transfer coding"
+        return None
 
     def _check_head(self, head: h11.Request, headers: Headers) -> str | None:
         """The rule of :data:`REFUSALS` a request head breaks, if any."""
+        if not head.http_version.startswith(b"1."):
+            return "HTTP major version other than 1"
         if len(head.target) > self.max_target_length:
             return "request-target too long"
         if len(head.headers) > self.max_header_count:
@@ -434,13 +477,18 @@ class ServerWire:
         self._fail(status, f"{rule} ({section})")
 
     def fail(self, status: int = 500, detail: str = "internal server error") -> None:
-        """End the connection after an unexpected failure while handling it: answered with
-        ``status`` if no response has started (and ``Connection: close``), else cut short.
-        What the failed response had queued is dropped unless its head went out whole."""
+        """End the connection after an unexpected failure while handling it: a request read
+        and not yet answered is answered ``status`` (with ``Connection: close``); a response
+        under way is cut short; between requests the connection just closes (no answer to a
+        request never made)."""
         if self.closed:
             return
         self._streaming = False
-        self._fail(status, detail)
+        if self._h11.our_state is h11.SEND_RESPONSE:
+            self._fail(status, detail)
+        else:
+            self.closed = True
+            self.busy = False
 
     def _fail(self, status: int, detail: str) -> None:
         """Answer a request we cannot read (or could not serve), then close."""
