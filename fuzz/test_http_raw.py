@@ -60,9 +60,11 @@ FUZZ = settings(
 )
 MODES = st.sampled_from([ResponseMode.SSE, ResponseMode.JSON])
 
-#: Inputs the coverage-guided run stopped on while its checks were being made precise (each
-#: was a false alarm of the checks, kept so that the checks stay precise), and the defects
-#: it found (HEAD; Transfer-Encoding with Content-Length), as connection bytes.
+#: Inputs the fuzzers stopped on while their checks were being made precise (false alarms
+#: of the checks, kept so that the checks stay precise), and the defects they found (HEAD;
+#: Transfer-Encoding in HTTP/1.0; a whole head over the limit; Transfer-Encoding with
+#: Content-Length -- the last one, which the main test's explicit example uses), as one
+#: connection's bytes.
 FOUND = [
     b"HEAD /mcp HTContent-Type: application/json\r\n",
     b"POST /mcp HTTP/1.1\r\nHost: localhost:8000\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -75,6 +77,9 @@ FOUND = [
     b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
     b"GET /mcp HTTP/1.1\r\nHost: localhost:8000\r\nX-Ctl: v\x0f\r\n\r\n",
     b"HEAD /mcp HTTP/1.1\r\nHost: localhost:8000\r\n\r\n",
+    b"POST /mcp HTTP/1.0\r\nHost: localhost:8000\r\nContent-Type: application/json\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+    b"GET /" + b"a" * 3000 + b" HTTP/1.1\r\nHost: localhost:8000\r\n\r\n",
     b"POST /mcp HTTP/1.1\r\nHost: localhost:8000\r\nTransfer-Encoding: chunked\r\n"
     b"Content-Length: 5\r\n\r\n0\r\n\r\n",
 ]
