@@ -31,7 +31,7 @@ import tracemalloc
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from mcp_sansio import NEED_DATA
@@ -113,7 +113,12 @@ def test_any_connection(reqs: list[bytes], data: st.DataObject | None, eof: bool
     stream = b"".join(reqs)
     chunks = data.draw(cuts(stream)) if data is not None else [stream]
     outcome = serve(chunks, eof=eof, response_mode=mode)
-    check(outcome, stream)
+    answers = check(outcome, stream)
+    # What the grammar reached (--hypothesis-show-statistics): the strict reading's verdict,
+    # and whether the wire refused, the MCP layer answered, or neither.
+    event(f"framing: {frame(stream)[1]}")
+    event("refused" if any(map(is_refusal, answers)) else
+          f"served {len(outcome.handed)}" if outcome.handed else "no answer")
     if len(chunks) > 1:
         # RFC 9112 section 2.1: the message is the byte sequence; where TCP cut it is
         # meaningless. The same requests reach the MCP layer, answered with the same
