@@ -315,7 +315,7 @@ def _chunked(data: bytes, pos: int, max_body: int) -> tuple[tuple[bytes, int] | 
         if size == 0:
             break
         if len(body) + size > max_body:
-            return None, "invalid: too large"
+            return None, "invalid: chunks too large"
         if len(data) - pos < size + 1:
             return None, "incomplete"
         body += data[pos:pos + size]
