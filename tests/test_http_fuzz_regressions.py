@@ -103,3 +103,16 @@ def test_the_head_limit_does_not_depend_on_how_the_bytes_arrive() -> None:
                 h.run()
             [(head, _)] = read(bytes(h.raw_out[channel]), [b"GET"])
             assert head.status_code == status, (size, len(reads), head)
+
+
+def test_transfer_encoding_in_http_1_0_is_refused_unread() -> None:
+    # RFC 9112 section 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
+    # h11 read it as chunked and the request was served; it is refused with 400 instead.
+    body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(INIT), INIT)
+    raw = (b"POST /mcp HTTP/1.0\r\nHost: " + HOST.encode() + b"\r\n"
+           b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+           b"Transfer-Encoding: chunked\r\n\r\n" + body)
+    h, out, closed = feed(raw)
+    [(head, _)] = read(out, [b"POST"])
+    assert head.status_code == 400 and closed
+    assert not h.server.sessions  # the initialize was not served

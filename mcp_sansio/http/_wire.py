@@ -399,6 +399,12 @@ class ServerWire:
                 if refusal is not None:
                     self._refuse(refusal)
                     return None
+                if "transfer-encoding" in self._headers and event.http_version < b"1.1":
+                    # RFC 9112 section 6.1: Transfer-Encoding in an HTTP/1.0 message MUST be
+                    # treated as faulty framing (the sender may not have chunked what it
+                    # sent); the safe choice is to refuse it unread, like the case above.
+                    self._fail(400, "Transfer-Encoding in an HTTP/1.0 request")
+                    return None
                 length = _content_length(self._headers)
                 if length is not None and length > self.max_body_size:
                     self._fail(413, f"the body is larger than {self.max_body_size} bytes")

@@ -1,0 +1,196 @@
+"""Raw bytes against each runtime's real HTTP server over loopback.
+
+One ``mcp-sansio serve-example --transport http`` process per runtime (asyncio, trio,
+threads) serves the whole module. Hypothesis draws one TCP connection's bytes from
+:mod:`fuzz.http_grammar`, writes them in the drawn pieces to a new socket (each ``sendall``
+one write; TCP may merge or split them again), optionally half-closes, and reads what comes
+back until the server closes, every request framed has been answered, or the connection has
+been idle for :data:`IDLE` seconds (the server waiting for bytes that will not come). Then:
+
+* the process lives (``poll()`` is None) and has logged no traceback;
+* what was read is well-formed HTTP/1.1 (a client-side h11 connection reads it, expecting
+  one response per request in order: RFC 9112 section 9.3);
+* the MCP layer answered no more requests than RFC 9112 section 6 frames whole and
+  unambiguously in the bytes sent (:func:`fuzz.http_target.frame`);
+* a refusal by the wire is the last response and the server closes the connection after it
+  (RFC 9112 section 6.3 rules 4-5, section 9.6);
+* a fresh connection's well-formed ``initialize`` is answered 200.
+
+The read timeouts bound the test, not the server: an idle timeout is not a failure.
+``MCP_SANSIO_FUZZ_SERVER_EXAMPLES`` sets the examples per runtime (default 20).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import IO
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.http_stories import GUARD, serve_example
+
+from .http_grammar import connections, cuts
+from .http_target import INIT, Outcome, frame, is_refusal, read_responses, well_formed
+
+EXAMPLES = int(os.environ.get("MCP_SANSIO_FUZZ_SERVER_EXAMPLES", "20"))
+#: Seconds without a byte after which the server is taken to be waiting for more input: far
+#: above a loopback answer's time even on a loaded machine, and short enough for CI.
+IDLE = 1.0
+RUNTIMES = ["asyncio", "trio", "threading"]
+
+
+class Served:
+    """A server process, its port and its log."""
+
+    def __init__(self, proc: subprocess.Popen[str], port: int, log: IO[str]) -> None:
+        self.proc = proc
+        self.port = port
+        self.log = log
+
+    def tracebacks(self) -> str:
+        self.log.flush()
+        with open(self.log.name, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        return text if "Traceback" in text else ""
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def served(request: pytest.FixtureRequest) -> Iterator[Served]:
+    runtime = request.param
+    if runtime == "trio":
+        pytest.importorskip("trio")
+    with tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False) as log:
+        proc = subprocess.Popen(serve_example(runtime=runtime), stdout=subprocess.PIPE,
+                                stderr=log, text=True)
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:"), url
+            yield Served(proc, int(url.rsplit(":", 1)[1].split("/")[0]), log)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(GUARD)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+    os.unlink(log.name)
+
+
+def _methods(data: bytes) -> list[bytes]:
+    """The request methods the server can have seen, in order (for reading the answers)."""
+    framed, _, stop = frame(data)
+    methods = [f.method for f in framed]
+    methods.append(data[stop:].split(b" ", 1)[0])
+    return methods
+
+
+def exchange(port: int, chunks: list[bytes], eof: bool, expected: int | None) -> Outcome:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=GUARD)
+    out = bytearray()
+    closed = reset = False
+    methods = _methods(b"".join(chunks))
+    with contextlib.closing(sock):
+        try:
+            for chunk in chunks:
+                sock.sendall(chunk)
+            if eof:
+                sock.shutdown(socket.SHUT_WR)
+        except OSError:  # the server refused and closed while we were still writing
+            pass
+        sock.settimeout(IDLE)
+        deadline = time.monotonic() + GUARD
+        while time.monotonic() < deadline:
+            try:
+                data = sock.recv(65536)
+            except TimeoutError:
+                break
+            except OSError:  # reset: the server closed with our bytes unread, and the
+                closed = reset = True  # kernel may have dropped the end of its answer
+                break
+            if not data:
+                closed = True
+                break
+            out += data
+            if expected is not None:
+                outcome = Outcome(out=bytes(out), closed=False, eof=eof, heads=methods,
+                                  handed=[], max_held=0, largest=0, fresh_status=None)
+                answers = read_responses(outcome)
+                done = [a for a in answers if a.complete]
+                if len(done) >= expected and not any(is_refusal(a) for a in answers):
+                    break
+    return Outcome(out=bytes(out), closed=closed, eof=eof or reset, heads=methods,
+                   handed=[], max_held=0, largest=0, fresh_status=None)
+
+
+def fresh_initialize(port: int) -> int:
+    with contextlib.closing(socket.create_connection(("127.0.0.1", port), timeout=GUARD)) as s:
+        host = f"127.0.0.1:{port}".encode()
+        s.sendall(well_formed(INIT).replace(b"localhost:8000", host))
+        data = b""
+        while b"\r\n" not in data:
+            piece = s.recv(65536)
+            if not piece:
+                break
+            data += piece
+    return int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/1.1 ") else 0
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(reqs=connections(), data=st.data(), eof=st.booleans())
+def test_any_connection(served: Served, reqs: list[bytes], data: st.DataObject,
+                        eof: bool) -> None:
+    stream = b"".join(reqs)
+    chunks = data.draw(cuts(stream))
+    framed, why, _ = frame(stream)
+    expected = len(framed) if why == "end" else None
+    outcome = exchange(served.port, chunks, eof, expected)
+    # The process lives, and contained nothing that needed a traceback.
+    assert served.proc.poll() is None, "the server process ended"
+    assert not served.tracebacks(), served.tracebacks()[-3000:]
+    answers = read_responses(outcome)  # well-formed HTTP/1.1 (raises otherwise)
+    if outcome.out:
+        assert outcome.out.startswith(b"HTTP/1.1 "), outcome.out[:100]
+    # RFC 9112 section 6 / 9.3: the MCP layer answers only requests framed whole and
+    # unambiguously, at most one answer each.
+    served_answers = [a for a in answers if not is_refusal(a)]
+    assert len(served_answers) <= len(framed), (why, answers, framed)
+    refusals = [i for i, a in enumerate(answers) if is_refusal(a)]
+    if refusals:
+        # A refusal is the last word on the connection (RFC 9112 section 6.3, 9.6).
+        assert refusals == [len(answers) - 1], answers
+        assert answers[-1].headers.get(b"connection") == b"close", answers
+        if answers[-1].complete:
+            assert outcome.closed, "the connection stayed open after a refusal"
+    # Every answer but a last, still-open one is complete.
+    for answer in answers[:-1]:
+        assert answer.complete, answers
+    # A fresh connection is served.
+    assert fresh_initialize(served.port) == 200
+
+
+def test_the_servers_answer_the_seeds_and_the_found_inputs(served: Served) -> None:
+    """The coverage-guided run's seeds and findings, each once, on every runtime."""
+    from .http_seeds import SEEDS
+    from .test_http_raw import FOUND
+
+    for data in SEEDS + FOUND:
+        framed, why, _ = frame(data)
+        outcome = exchange(served.port, [data], False, len(framed) if why == "end" else None)
+        assert served.proc.poll() is None, data
+        answers = read_responses(outcome)
+        assert len([a for a in answers if not is_refusal(a)]) <= len(framed), data
+    assert not served.tracebacks(), served.tracebacks()[-3000:]
+    assert fresh_initialize(served.port) == 200
