@@ -51,7 +51,9 @@ import http.client
 import json
 import logging
 import queue
+import socket
 import threading
+import time
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -180,6 +182,10 @@ class _HTTPBase:
         with self._lock:
             connections = list(self._connections)
         for conn in connections:
+            # shutdown() wakes a thread blocked reading the socket (close() alone does not).
+            if conn.sock is not None:
+                with contextlib.suppress(OSError):
+                    conn.sock.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(OSError):
                 conn.close()
         for thread in self._threads:
@@ -477,7 +483,10 @@ class StreamableHTTPTransport(_HTTPBase):
         if self.revision == _STATELESS:
             return {"jsonrpc": "2.0", "id": f"kit-probe-{self._probe_id}",
                     "method": "server/discover", "params": {"_meta": {
-                        "io.modelcontextprotocol/protocolVersion": _STATELESS}}}
+                        "io.modelcontextprotocol/protocolVersion": _STATELESS,
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                        "io.modelcontextprotocol/clientInfo": {"name": "mcp-sansio-check",
+                                                               "version": "0"}}}}
         return {"jsonrpc": "2.0", "id": f"kit-probe-{self._probe_id}", "method": "ping"}
 
     def run_probes(self) -> None:
@@ -549,8 +558,11 @@ class StreamableHTTPTransport(_HTTPBase):
     def close(self) -> None:
         if self._closed:
             return
+        # Answers still on their way get half a second in all; long-lived streams (a
+        # listen) are cut by _shut.
+        deadline = time.monotonic() + 0.5
         for thread in list(self._threads):
-            thread.join(0.5)  # answers still on their way (a barrier's)
+            thread.join(max(0.0, deadline - time.monotonic()))
         if self.probes:
             try:
                 self.run_probes()
