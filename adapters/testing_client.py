@@ -17,9 +17,10 @@ stdio (``http=False``)
 HTTP (``http=True``)
     The kit serves Streamable HTTP on ``127.0.0.1`` (a free port) and runs the command with
     the endpoint URL appended as its last argument, as the official conformance harness
-    does. Requests are answered on an SSE stream (JSON for ``initialize`` and in the
-    stateless era, so that a client meets both forms); a GET opens the standalone stream, or
-    resumes a dropped one with ``Last-Event-ID``; DELETE is accepted.
+    does. A request answered at once gets plain JSON; one with anything before its answer
+    (the kit's requests, hostile output) gets an SSE stream, so a client meets both forms;
+    a GET opens the standalone stream, or resumes a dropped one with ``Last-Event-ID``;
+    DELETE is accepted.
 
 The run ends when the client exits (and, on stdio, closes the relay), or when the budget is
 spent: then the client's process group is killed and the report says the run was cut short.
@@ -361,12 +362,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         stream = ClientMachine.stream_key(message["id"])
         extra = {"Mcp-Session-Id": session} if session else {}
-        if message.get("method") == "initialize" or check.machine.era_now == "stateless":
-            with check.lock:
-                out = check.pop(stream, check.budget)
-            if out is None or out.message is None:
-                self._plain(500)
-                return
+        with check.lock:
+            queued = check.queues.get(stream) or []
+            whole = len(queued) == 1 and queued[0].end and queued[0].message is not None
+            out = queued.pop(0) if whole else None
+        if out is not None:
+            # Answered at once and nothing else for this request: plain JSON. Anything
+            # before the answer (the kit's requests, hostile output) needs SSE.
             self._plain(200, json.dumps(out.message).encode(), extra=extra)
             return
         self.send_response(200)

@@ -26,7 +26,7 @@ HANDSHAKE_STEPS = ["initialize answered", "initialized", "ping answered",
                    "liveness ping answered"]
 HTTP_STEPS = ["stream dropped", "stream resumed", "session expired",
               "initialized again after 404"]
-STATELESS_STEPS = ["input_required sent", "input_required retried"]
+STATELESS_STEPS = ["input_required sent", "input_required retried", "hostile output sent"]
 
 
 def command(script: str, *args: str, http: bool) -> list[str]:
@@ -51,7 +51,7 @@ def test_our_clients_have_no_findings(runtime: str, era: str, http: bool) -> Non
                  era=era)
     assert not report.findings, report.summary()
     expected = (HANDSHAKE_STEPS + (HTTP_STEPS if http else []) if era == "handshake"
-                else STATELESS_STEPS + ([] if http else ["hostile output sent"]))
+                else STATELESS_STEPS)
     for step in expected:
         assert step in steps(report), report.summary()
 
@@ -98,6 +98,7 @@ BROKEN = [
     ("bad-roots", "http", "client-result-schema"),
     ("crash-on-garbage", "stdio", "client-robustness"),
     ("crash-on-garbage", "http", "client-robustness"),
+    ("crash-on-garbage", "http-stateless", "client-robustness"),
     ("no-session-id", "http", "client-session-id"),
     ("no-version-header", "http", "client-protocol-version-header"),
     ("no-reinitialize", "http", "client-reinitialize"),
@@ -139,7 +140,9 @@ SDK_FINDINGS = {
     ("legacy", False): set(),
     ("legacy", True): {"client-reinitialize"},
     ("auto", False): set(),
-    ("auto", True): set(),
+    # An SSE event whose data is not JSON fails the pending call, although its valid answer
+    # follows on the same stream (over stdio the same line is skipped).
+    ("auto", True): {"client-robustness"},
 }
 
 

@@ -38,9 +38,10 @@ client capabilities; on HTTP, the same version in the ``MCP-Protocol-Version`` h
 first ``tools/call`` is answered ``input_required`` -- an input request per client
 capability declared, and a ``requestState`` -- and the retry is checked (a new id, the same
 keys answered, the state echoed verbatim). On HTTP the ``Mcp-Method``/``Mcp-Name`` headers
-must match the body. On stdio the first answer is preceded by the hostile output, and a
-client that then exits with a non-zero status is found (there is no server request to probe
-its liveness with in this era).
+must match the body. The answer to the retry is preceded by the hostile output (on HTTP, in
+that request's SSE stream), and a client that then exits with a non-zero status is found
+(there is no server request to probe its liveness with in this era; a client that never
+calls a tool gets no hostile output).
 
 Throughout: every message is checked against the revision's schema, the method tables
 (only methods the client role sends, gated by the kit's capabilities), request ids (never
@@ -620,10 +621,12 @@ class ClientMachine:
             return
         if method == "tools/call" and self._mrtr_check(message, key, now):
             return
-        if not self._hostile_sent and self.transport == "stdio":
-            # Hostile output before the first answer: the client must live on.
+        if not self._hostile_sent and self._mrtr is not None:
+            # Hostile output before the answer to the input_required retry (on HTTP, in
+            # that request's SSE stream), so that a client that gives up on it has shown
+            # its retry first: the client must live on.
             self._hostile_sent = True
-            self._hostile("main")
+            self._hostile(self._stream_for(key))
             self.steps.append("hostile output sent")
         self._serve(key, request_id, method, message)
 
