@@ -42,6 +42,9 @@ FAULTS = {
     "undeclared-roots": "answers roots/list with a result without declaring roots",
     "bad-roots": "answers roots/list with an invalid result",
     "crash-on-garbage": "exits when the server writes a line that is not JSON",
+    "stateless-initialize": "offers 2026-07-28, a revision without initialize, in initialize",
+    "roots-changed-undeclared": "sends roots/list_changed without roots.listChanged",
+    "no-sampling-answer": "never answers sampling/createMessage",
     # HTTP
     "no-session-id": "drops Mcp-Session-Id",
     "no-version-header": "drops MCP-Protocol-Version",
@@ -202,7 +205,9 @@ class Client:
 
     def caps(self) -> dict[str, Any]:
         caps: dict[str, Any] = {"sampling": {}, "elicitation": {}}
-        if self.fault != "undeclared-roots":
+        if self.fault == "roots-changed-undeclared":
+            caps["roots"] = {}
+        elif self.fault != "undeclared-roots":
             caps["roots"] = {"listChanged": True}
         return caps
 
@@ -287,6 +292,8 @@ class Client:
             self.reply(request_id, {"rootz": []} if self.fault == "bad-roots" else {
                 "roots": [{"uri": "file:///tmp", "name": "tmp"}]})
         elif method == "sampling/createMessage":
+            if self.fault == "no-sampling-answer":
+                return
             self.reply(request_id, {"role": "assistant", "model": "broken",
                                     "content": {"type": "text", "text": "hi"}})
         elif method == "elicitation/create":
@@ -296,7 +303,8 @@ class Client:
                          "error": {"code": -32601, "message": "Method not found"}})
 
     def initialize(self) -> None:
-        params: dict[str, Any] = {"protocolVersion": REVISION, "capabilities": self.caps(),
+        version = STATELESS if self.fault == "stateless-initialize" else REVISION
+        params: dict[str, Any] = {"protocolVersion": version, "capabilities": self.caps(),
                                   "clientInfo": {"name": "broken", "version": "1"}}
         if self.fault == "bad-initialize":
             del params["clientInfo"]
@@ -325,6 +333,8 @@ class Client:
             self.notify("notifications/kit/bogus")
         if self.fault == "cancel-unknown":
             self.notify("notifications/cancelled", {"requestId": 999})
+        if self.fault == "roots-changed-undeclared":
+            self.notify("notifications/roots/list_changed")
         if self.fault == "unknown-method":
             self.request("kit/bogus")
         if self.fault == "ungated":
