@@ -62,6 +62,14 @@ def test_a_dual_era_kit_lets_our_client_choose() -> None:
     assert set(report.sessions) == {"2026-07-28"}
 
 
+@pytest.mark.parametrize("http", [False, True], ids=["stdio", "http"])
+def test_our_dual_era_client_falls_back_to_a_handshake_kit(http: bool) -> None:
+    report = run(command("kit_clients.py", "asyncio", http=http), http=http, era="handshake")
+    assert not report.findings, report.summary()
+    assert set(report.sessions) == {"2025-11-25"}
+    assert "liveness ping answered" in steps(report)
+
+
 @pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
 def test_the_conformance_client_has_no_findings(version: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
