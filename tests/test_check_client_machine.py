@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp_sansio.adapters.testing_client import PLACEHOLDER, relay_command, substitute
 
+from mcp_sansio._versions import HANDSHAKE_REVISIONS
 from mcp_sansio.testing import CHECKS
-from mcp_sansio.testing._client_machine import HUGE_SIZE, ClientMachine, Out
+from mcp_sansio.testing._client_machine import _GATES, HUGE_SIZE, ClientMachine, Out
+from mcp_sansio.testing._schemas import bundled
 
 CAPS = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -536,3 +538,32 @@ class CorrectClient(RuleBasedStateMachine):
 
 TestCorrectClient = CorrectClient.TestCase
 TestCorrectClient.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
+
+
+GATED = [(revision, method) for revision in HANDSHAKE_REVISIONS
+         for method, gate in _GATES.items()
+         if gate is not None and gate[0] != "tools"
+         and bundled().request_definition(revision, method) is not None
+         and not (method == "completion/complete" and revision == "2024-11-05")]
+
+
+@pytest.mark.parametrize(("revision", "method"), GATED)
+def test_the_gate_table_per_revision(revision: str, method: str) -> None:
+    machine = ClientMachine(revision=revision)
+    initialize(machine)
+    machine.receive(req(7, method, {}), 0.5)
+    [finding] = machine.report.findings
+    assert finding.rule == "client-capability-gating"
+    # "Only use capabilities that were successfully negotiated": a MUST from 2025-06-18.
+    assert finding.requirement == ("must" if revision >= "2025-06-18" else "should")
+    [answer] = messages(machine.take())
+    assert answer["error"]["code"] == -32601
+
+
+def test_completion_is_ungated_in_2024_11_05() -> None:
+    machine = ClientMachine(revision="2024-11-05")
+    initialize(machine)
+    machine.receive(req(7, "completion/complete", {
+        "ref": {"type": "ref/prompt", "name": "p"},
+        "argument": {"name": "a", "value": "b"}}), 0.5)
+    assert "client-capability-gating" not in machine.report.rules()
