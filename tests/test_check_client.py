@@ -122,6 +122,7 @@ BROKEN = [
     ("no-meta", "stdio-stateless", "client-meta-envelope"),
     ("retry-same-id", "stdio-stateless", "client-input-retry"),
     ("no-method-header", "http-stateless", "client-method-headers"),
+    ("no-param-header", "http-stateless", "client-method-headers"),
 ]
 
 

@@ -324,6 +324,29 @@ def test_stateless_http_heads() -> None:
                                       "client-protocol-version-header"}
 
 
+def test_stateless_http_param_headers() -> None:
+    from mcp_sansio.http import encode_header_value
+
+    machine = ClientMachine(era="stateless", transport="http")
+    listing = req(1, "tools/list", {"_meta": META})
+    machine.receive(listing, 0.0, headers={"mcp-protocol-version": "2026-07-28",
+                                           "mcp-method": "tools/list"})
+    [answer] = messages(machine.take())
+    [tool] = answer["result"]["tools"]
+    assert tool["inputSchema"]["properties"]["text"]["x-mcp-header"] == "Text"
+    heads = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
+             "mcp-name": "kit_echo"}
+    for request_id, text, header in [(2, "héllo", encode_header_value("héllo")),
+                                     (3, None, None), (4, "a", "b"), (5, "a", None)]:
+        arguments = {} if text is None else {"text": text}
+        extra = {} if header is None else {"mcp-param-text": header}
+        machine.receive(req(request_id, "tools/call", {
+            "_meta": META, "name": "kit_echo", "arguments": arguments}), 0.1,
+            headers={**heads, **extra})
+        wrong = request_id >= 4  # (call 3 is judged as an input_required retry, too)
+        assert ("client-method-headers" in machine.report.rules()) == wrong, request_id
+
+
 def http_session(machine: ClientMachine) -> dict[str, str]:
     initialize(machine, headers={})
     return {"mcp-session-id": machine.session_id or "", "mcp-protocol-version": "2025-11-25"}

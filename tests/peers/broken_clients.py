@@ -53,6 +53,7 @@ FAULTS = {
     # stateless era
     "no-meta": "a request without the _meta envelope",
     "no-method-header": "HTTP: no Mcp-Method header",
+    "no-param-header": "HTTP: no Mcp-Param-Text for kit_echo's x-mcp-header parameter",
     "retry-same-id": "retries an input_required call with the same id",
 }
 
@@ -118,6 +119,10 @@ class Http:
         if message.get("method") in ("tools/call", "prompts/get", "resources/read") and (
                 isinstance(name, str)):
             headers["Mcp-Name"] = name
+        text = (params.get("arguments") or {}).get("text")
+        if (message.get("method") == "tools/call" and isinstance(text, str)
+                and self.fault != "no-param-header"):
+            headers["Mcp-Param-Text"] = text  # kit_echo's x-mcp-header parameter
 
     def send(self, message: Any, raw: bytes | None = None) -> None:
         conn = self._conn()
