@@ -590,3 +590,14 @@ def test_completion_is_ungated_in_2024_11_05() -> None:
         "ref": {"type": "ref/prompt", "name": "p"},
         "argument": {"name": "a", "value": "b"}}), 0.5)
     assert "client-capability-gating" not in machine.report.rules()
+
+
+def test_findings_are_json_serializable() -> None:
+    import json
+
+    machine = ClientMachine()
+    machine.receive_garbage(b"\xff not json", 0.0)
+    initialize(machine)
+    machine.receive(req(5, "resources/list"), 0.5)
+    for finding in machine.report:
+        json.dumps({"sent": finding.sent, "received": finding.received})

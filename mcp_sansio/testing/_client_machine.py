@@ -296,7 +296,9 @@ class ClientMachine:
 
     def receive_garbage(self, data: bytes, now: float) -> None:
         """The client wrote something that is not a JSON value."""
-        self.finding("client-output-not-json", f"not JSON: {data[:80]!r}", received=data[:200])
+        # ``received`` stays JSON-serializable (a text), for machine-readable reports.
+        self.finding("client-output-not-json", f"not JSON: {data[:80]!r}",
+                     received=data[:200].decode("utf-8", "replace"))
 
     def receive(self, message: Any, now: float, *,
                 headers: Mapping[str, str] | None = None) -> int | None:
