@@ -204,6 +204,7 @@ class _Check:
                 if not alive():
                     return
                 if self.now() > self.budget:
+                    self.machine.mark_cut_short()
                     self.machine.report.note(f"the run was cut short: the budget of "
                                              f"{self.budget:g} s was spent")
                     return
@@ -244,6 +245,8 @@ def _check_stdio(check: _Check, command: list[str]) -> Report:
             conn, _ = listener.accept()
     listener.close()
     if conn is None:
+        if check.now() >= check.budget:
+            check.machine.mark_cut_short()
         check.machine.report.note("the client never started the kit's server command")
         check.kill()
         return check.finish()

@@ -601,3 +601,17 @@ def test_findings_are_json_serializable() -> None:
     machine.receive(req(5, "resources/list"), 0.5)
     for finding in machine.report:
         json.dumps({"sent": finding.sent, "received": finding.received})
+
+
+def test_findings_cite_their_rule_and_say_when_the_run_was_cut_short() -> None:
+    machine = ClientMachine()
+    initialize(machine)
+    machine.receive(req(5, "resources/list"), 0.5)
+    machine.mark_cut_short()
+    machine.receive(req(6, "prompts/list"), 0.6)
+    first, second = machine.report.findings
+    # Where the Finding class carries a citation and a cut-short mark, they are filled.
+    assert getattr(first, "source", CHECKS[first.rule].source) == CHECKS[first.rule].source
+    assert getattr(first, "cut_short", False) is False
+    assert getattr(second, "cut_short", True) is True
+    assert getattr(machine.report, "cut_short", True) is True

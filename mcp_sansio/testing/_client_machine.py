@@ -147,6 +147,9 @@ class _Probe:
     liveness: bool = False
 
 
+_FINDING_FIELDS = frozenset(attrs.fields_dict(Finding))
+
+
 def _key(request_id: Any) -> str:
     return json.dumps(request_id)
 
@@ -230,6 +233,7 @@ class ClientMachine:
         self._mrtr_at: float | None = None
         self._hostile_sent = False
         self.finished = False
+        self.cut_short = False
         self._http_hostile_due = False
         self._drop_done = False
         #: What the run went through, in order (for a reader of the report, and for tests
@@ -241,9 +245,22 @@ class ClientMachine:
     def finding(self, rule: str, detail: str, *, requirement: str | None = None,
                 sent: Any = None, received: Any = None) -> None:
         check = CHECKS[rule]
+        # The citation and the cut-short mark, for a Finding class that carries them.
+        extra: dict[str, Any] = {}
+        if "source" in _FINDING_FIELDS:
+            extra["source"] = check.source
+        if "cut_short" in _FINDING_FIELDS:
+            extra["cut_short"] = self.cut_short
         self.report.add(Finding(rule=rule, requirement=requirement or check.requirement,
                                 detail=detail, revision=self.revision, sent=sent,
-                                received=received))
+                                received=received, **extra))
+
+    def mark_cut_short(self) -> None:
+        """The run's budget ran out: later findings, and the report, say so (what was not
+        reached may hide more)."""
+        self.cut_short = True
+        if "cut_short" in attrs.fields_dict(Report):
+            setattr(self.report, "cut_short", True)  # noqa: B010 (a field Report may lack)
 
     def _must_from(self, first: str) -> str:
         """MUST from revision ``first`` on, SHOULD before (the operation rules became MUSTs
