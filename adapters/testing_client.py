@@ -17,9 +17,10 @@ stdio (``http=False``)
 HTTP (``http=True``)
     The kit serves Streamable HTTP on ``127.0.0.1`` (a free port) and runs the command with
     the endpoint URL appended as its last argument, as the official conformance harness
-    does. Requests are answered on an SSE stream (JSON for ``initialize`` and in the
-    stateless era, so that a client meets both forms); a GET opens the standalone stream, or
-    resumes a dropped one with ``Last-Event-ID``; DELETE is accepted.
+    does. A request answered at once gets plain JSON; one with anything before its answer
+    (the kit's requests, hostile output) gets an SSE stream, so a client meets both forms;
+    a GET opens the standalone stream, or resumes a dropped one with ``Last-Event-ID``;
+    DELETE is accepted.
 
 The run ends when the client exits (and, on stdio, closes the relay), or when the budget is
 spent: then the client's process group is killed and the report says the run was cut short.
@@ -203,6 +204,7 @@ class _Check:
                 if not alive():
                     return
                 if self.now() > self.budget:
+                    self.machine.mark_cut_short()
                     self.machine.report.note(f"the run was cut short: the budget of "
                                              f"{self.budget:g} s was spent")
                     return
@@ -243,6 +245,8 @@ def _check_stdio(check: _Check, command: list[str]) -> Report:
             conn, _ = listener.accept()
     listener.close()
     if conn is None:
+        if check.now() >= check.budget:
+            check.machine.mark_cut_short()
         check.machine.report.note("the client never started the kit's server command")
         check.kill()
         return check.finish()
@@ -361,12 +365,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         stream = ClientMachine.stream_key(message["id"])
         extra = {"Mcp-Session-Id": session} if session else {}
-        if message.get("method") == "initialize" or check.machine.era_now == "stateless":
-            with check.lock:
-                out = check.pop(stream, check.budget)
-            if out is None or out.message is None:
-                self._plain(500)
-                return
+        with check.lock:
+            queued = check.queues.get(stream) or []
+            whole = len(queued) == 1 and queued[0].end and queued[0].message is not None
+            out = queued.pop(0) if whole else None
+        if out is not None:
+            # Answered at once and nothing else for this request: plain JSON. Anything
+            # before the answer (the kit's requests, hostile output) needs SSE.
             self._plain(200, json.dumps(out.message).encode(), extra=extra)
             return
         self.send_response(200)
@@ -462,7 +467,10 @@ def check_client(command: list[str], *, http: bool, revision: str | None = None,
         and the report notes the run was cut short.
     :param call_timeout: seconds the client has for each step it owes (an answer, a retry,
         a resumption).
-    :param examples: how many generated server notifications join the hostile output.
+    :param examples: how many generated server notifications join the hostile output
+        (the default, 50, covers the shapes of the three methods' params -- optional
+        members present or not, numbers and strings at their edges -- in well under a second
+        of output; 0 sends none).
     :raises ValueError: a stdio command without the placeholder, or a bad revision/era.
     """
     if not http:

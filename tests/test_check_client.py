@@ -26,7 +26,7 @@ HANDSHAKE_STEPS = ["initialize answered", "initialized", "ping answered",
                    "liveness ping answered"]
 HTTP_STEPS = ["stream dropped", "stream resumed", "session expired",
               "initialized again after 404"]
-STATELESS_STEPS = ["input_required sent", "input_required retried"]
+STATELESS_STEPS = ["input_required sent", "input_required retried", "hostile output sent"]
 
 
 def command(script: str, *args: str, http: bool) -> list[str]:
@@ -39,8 +39,8 @@ def steps(report: Report) -> str:
 
 
 def run(cmd: list[str], *, http: bool, **options: Any) -> Report:
-    return check_client(cmd, http=http, call_timeout=CALL_TIMEOUT, budget=BUDGET,
-                        examples=5, **options)
+    options.setdefault("call_timeout", CALL_TIMEOUT)
+    return check_client(cmd, http=http, budget=BUDGET, examples=5, **options)
 
 
 @pytest.mark.parametrize("http", [False, True], ids=["stdio", "http"])
@@ -51,7 +51,7 @@ def test_our_clients_have_no_findings(runtime: str, era: str, http: bool) -> Non
                  era=era)
     assert not report.findings, report.summary()
     expected = (HANDSHAKE_STEPS + (HTTP_STEPS if http else []) if era == "handshake"
-                else STATELESS_STEPS + ([] if http else ["hostile output sent"]))
+                else STATELESS_STEPS)
     for step in expected:
         assert step in steps(report), report.summary()
 
@@ -60,6 +60,14 @@ def test_a_dual_era_kit_lets_our_client_choose() -> None:
     report = run(command("kit_clients.py", "asyncio", http=False), http=False)
     assert not report.findings, report.summary()
     assert set(report.sessions) == {"2026-07-28"}
+
+
+@pytest.mark.parametrize("http", [False, True], ids=["stdio", "http"])
+def test_our_dual_era_client_falls_back_to_a_handshake_kit(http: bool) -> None:
+    report = run(command("kit_clients.py", "asyncio", http=http), http=http, era="handshake")
+    assert not report.findings, report.summary()
+    assert set(report.sessions) == {"2025-11-25"}
+    assert "liveness ping answered" in steps(report)
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
@@ -74,6 +82,11 @@ def test_the_conformance_client_has_no_findings(version: str,
     for step in expected:
         assert step in steps(report), report.summary()
 
+
+#: The broken clients whose finding is a timeout run with a shorter one: the plain client
+#: takes milliseconds for each step, so 5 s still leaves room for a loaded machine.
+WAITED_OUT = {"no-ping", "no-sampling-answer"}
+WAITED_OUT_TIMEOUT = 5.0
 
 #: Each broken client, the transport(s) it runs on, and the one finding it must trip.
 BROKEN = [
@@ -98,6 +111,10 @@ BROKEN = [
     ("bad-roots", "http", "client-result-schema"),
     ("crash-on-garbage", "stdio", "client-robustness"),
     ("crash-on-garbage", "http", "client-robustness"),
+    ("crash-on-garbage", "http-stateless", "client-robustness"),
+    ("stateless-initialize", "stdio", "client-version"),
+    ("roots-changed-undeclared", "stdio", "client-notification-gating"),
+    ("no-sampling-answer", "stdio", "client-no-reply"),
     ("no-session-id", "http", "client-session-id"),
     ("no-version-header", "http", "client-protocol-version-header"),
     ("no-reinitialize", "http", "client-reinitialize"),
@@ -105,6 +122,7 @@ BROKEN = [
     ("no-meta", "stdio-stateless", "client-meta-envelope"),
     ("retry-same-id", "stdio-stateless", "client-input-retry"),
     ("no-method-header", "http-stateless", "client-method-headers"),
+    ("no-param-header", "http-stateless", "client-method-headers"),
 ]
 
 
@@ -120,8 +138,10 @@ def test_a_broken_client_trips_exactly_its_finding(fault: str, where: str,
                                                    rule: str) -> None:
     http = where.startswith("http")
     era = ["--era", "stateless"] if where.endswith("stateless") else []
-    report = run(command("broken_clients.py", fault, *era, http=http), http=http,
-                 era="stateless" if era else None)
+    options: dict[str, Any] = {"era": "stateless" if era else None}
+    if fault in WAITED_OUT:
+        options["call_timeout"] = WAITED_OUT_TIMEOUT
+    report = run(command("broken_clients.py", fault, *era, http=http), http=http, **options)
     assert report.rules() == {rule}, report.summary()
     assert report.findings[0].requirement == CHECKS[rule].requirement or (
         rule == "client-capability-gating")
@@ -139,7 +159,9 @@ SDK_FINDINGS = {
     ("legacy", False): set(),
     ("legacy", True): {"client-reinitialize"},
     ("auto", False): set(),
-    ("auto", True): set(),
+    # An SSE event whose data is not JSON fails the pending call, although its valid answer
+    # follows on the same stream (over stdio the same line is skipped).
+    ("auto", True): {"client-robustness"},
 }
 
 

@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp_sansio.adapters.testing_client import PLACEHOLDER, relay_command, substitute
 
+from mcp_sansio._versions import HANDSHAKE_REVISIONS
 from mcp_sansio.testing import CHECKS
-from mcp_sansio.testing._client_machine import HUGE_SIZE, ClientMachine, Out
+from mcp_sansio.testing._client_machine import _GATES, HUGE_SIZE, ClientMachine, Out
+from mcp_sansio.testing._schemas import bundled
 
 CAPS = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -322,6 +324,29 @@ def test_stateless_http_heads() -> None:
                                       "client-protocol-version-header"}
 
 
+def test_stateless_http_param_headers() -> None:
+    from mcp_sansio.http import encode_header_value
+
+    machine = ClientMachine(era="stateless", transport="http")
+    listing = req(1, "tools/list", {"_meta": META})
+    machine.receive(listing, 0.0, headers={"mcp-protocol-version": "2026-07-28",
+                                           "mcp-method": "tools/list"})
+    [answer] = messages(machine.take())
+    [tool] = answer["result"]["tools"]
+    assert tool["inputSchema"]["properties"]["text"]["x-mcp-header"] == "Text"
+    heads = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
+             "mcp-name": "kit_echo"}
+    for request_id, text, header in [(2, "héllo", encode_header_value("héllo")),
+                                     (3, None, None), (4, "a", "b"), (5, "a", None)]:
+        arguments = {} if text is None else {"text": text}
+        extra = {} if header is None else {"mcp-param-text": header}
+        machine.receive(req(request_id, "tools/call", {
+            "_meta": META, "name": "kit_echo", "arguments": arguments}), 0.1,
+            headers={**heads, **extra})
+        wrong = request_id >= 4  # (call 3 is judged as an input_required retry, too)
+        assert ("client-method-headers" in machine.report.rules()) == wrong, request_id
+
+
 def http_session(machine: ClientMachine) -> dict[str, str]:
     initialize(machine, headers={})
     return {"mcp-session-id": machine.session_id or "", "mcp-protocol-version": "2025-11-25"}
@@ -536,3 +561,57 @@ class CorrectClient(RuleBasedStateMachine):
 
 TestCorrectClient = CorrectClient.TestCase
 TestCorrectClient.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
+
+
+GATED = [(revision, method) for revision in HANDSHAKE_REVISIONS
+         for method, gate in _GATES.items()
+         if gate is not None and gate[0] != "tools"
+         and bundled().request_definition(revision, method) is not None
+         and not (method == "completion/complete" and revision == "2024-11-05")]
+
+
+@pytest.mark.parametrize(("revision", "method"), GATED)
+def test_the_gate_table_per_revision(revision: str, method: str) -> None:
+    machine = ClientMachine(revision=revision)
+    initialize(machine)
+    machine.receive(req(7, method, {}), 0.5)
+    [finding] = machine.report.findings
+    assert finding.rule == "client-capability-gating"
+    # "Only use capabilities that were successfully negotiated": a MUST from 2025-06-18.
+    assert finding.requirement == ("must" if revision >= "2025-06-18" else "should")
+    [answer] = messages(machine.take())
+    assert answer["error"]["code"] == -32601
+
+
+def test_completion_is_ungated_in_2024_11_05() -> None:
+    machine = ClientMachine(revision="2024-11-05")
+    initialize(machine)
+    machine.receive(req(7, "completion/complete", {
+        "ref": {"type": "ref/prompt", "name": "p"},
+        "argument": {"name": "a", "value": "b"}}), 0.5)
+    assert "client-capability-gating" not in machine.report.rules()
+
+
+def test_findings_are_json_serializable() -> None:
+    import json
+
+    machine = ClientMachine()
+    machine.receive_garbage(b"\xff not json", 0.0)
+    initialize(machine)
+    machine.receive(req(5, "resources/list"), 0.5)
+    for finding in machine.report:
+        json.dumps({"sent": finding.sent, "received": finding.received})
+
+
+def test_findings_cite_their_rule_and_say_when_the_run_was_cut_short() -> None:
+    machine = ClientMachine()
+    initialize(machine)
+    machine.receive(req(5, "resources/list"), 0.5)
+    machine.mark_cut_short()
+    machine.receive(req(6, "prompts/list"), 0.6)
+    first, second = machine.report.findings
+    # Where the Finding class carries a citation and a cut-short mark, they are filled.
+    assert getattr(first, "source", CHECKS[first.rule].source) == CHECKS[first.rule].source
+    assert getattr(first, "cut_short", False) is False
+    assert getattr(second, "cut_short", True) is True
+    assert getattr(machine.report, "cut_short", True) is True

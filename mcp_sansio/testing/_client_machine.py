@@ -38,9 +38,11 @@ client capabilities; on HTTP, the same version in the ``MCP-Protocol-Version`` h
 first ``tools/call`` is answered ``input_required`` -- an input request per client
 capability declared, and a ``requestState`` -- and the retry is checked (a new id, the same
 keys answered, the state echoed verbatim). On HTTP the ``Mcp-Method``/``Mcp-Name`` headers
-must match the body. On stdio the first answer is preceded by the hostile output, and a
-client that then exits with a non-zero status is found (there is no server request to probe
-its liveness with in this era).
+must match the body, and so must ``Mcp-Param-Text`` (the tool's ``text`` argument carries
+``x-mcp-header`` in this era). The answer to the retry is preceded by the hostile output
+(on HTTP, in that request's SSE stream), and a client that then exits with a non-zero
+status is found (there is no server request to probe its liveness with in this era; a
+client that never calls a tool gets no hostile output).
 
 Throughout: every message is checked against the revision's schema, the method tables
 (only methods the client role sends, gated by the kit's capabilities), request ids (never
@@ -52,8 +54,6 @@ revision and section.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -61,6 +61,13 @@ from typing import Any
 import attrs
 
 from .._versions import HANDSHAKE_REVISIONS, KNOWN_REVISIONS, STATELESS_REVISIONS
+from ..http._headers import (
+    decode_header_value,
+    param_header_text,
+    param_headers,
+    param_matches,
+    param_value,
+)
 from ._findings import CHECKS, Finding, Report
 from ._invalid import MUST, SHOULD
 from ._schemas import Schemas, bundled
@@ -84,8 +91,14 @@ _META_VERSION = "io.modelcontextprotocol/protocolVersion"
 _META_CAPS = "io.modelcontextprotocol/clientCapabilities"
 
 #: The kit's one tool: what a client can list and call.
-TOOL = {"name": "kit_echo", "description": "Echoes its text argument.",
+TOOL: dict[str, Any] = {"name": "kit_echo", "description": "Echoes its text argument.",
         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
+
+#: The tool as listed in the stateless era: its argument is mirrored into a header
+#: (``x-mcp-header``, 2026-07-28 basic/transports/streamable-http.mdx, Schema Extension).
+_STATELESS_TOOL: dict[str, Any] = {**TOOL, "inputSchema": {"type": "object", "properties": {
+    "text": {"type": "string", "x-mcp-header": "Text"}}}}
+_PARAM_HEADERS = param_headers(_STATELESS_TOOL["inputSchema"])
 
 #: Requests a client sends, and the server capability that gates each (``None``: always
 #: legal). Sources: each revision's server/*.mdx capability sections; completion/complete is
@@ -134,23 +147,19 @@ class _Probe:
     liveness: bool = False
 
 
+_FINDING_FIELDS = frozenset(attrs.fields_dict(Finding))
+
+
 def _key(request_id: Any) -> str:
     return json.dumps(request_id)
 
 
+def _decoded(raw: str | None) -> str | None:
+    return None if raw is None else decode_header_value(raw)
+
+
 #: The 2026-07-28 requests whose ``Mcp-Name`` header mirrors a param, and which one.
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-
-def _decode_header(value: str | None) -> str | None:
-    """A header value, with the ``=?base64?...?=`` form decoded (2026-07-28
-    streamable-http.mdx: values unsafe in a header travel so)."""
-    if value is not None and value.startswith("=?base64?") and value.endswith("?="):
-        try:
-            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-    return value
 
 
 def _stateless_meta(message: Mapping[str, Any]) -> bool:
@@ -224,6 +233,7 @@ class ClientMachine:
         self._mrtr_at: float | None = None
         self._hostile_sent = False
         self.finished = False
+        self.cut_short = False
         self._http_hostile_due = False
         self._drop_done = False
         #: What the run went through, in order (for a reader of the report, and for tests
@@ -235,9 +245,22 @@ class ClientMachine:
     def finding(self, rule: str, detail: str, *, requirement: str | None = None,
                 sent: Any = None, received: Any = None) -> None:
         check = CHECKS[rule]
+        # The citation and the cut-short mark, for a Finding class that carries them.
+        extra: dict[str, Any] = {}
+        if "source" in _FINDING_FIELDS:
+            extra["source"] = check.source
+        if "cut_short" in _FINDING_FIELDS:
+            extra["cut_short"] = self.cut_short
         self.report.add(Finding(rule=rule, requirement=requirement or check.requirement,
                                 detail=detail, revision=self.revision, sent=sent,
-                                received=received))
+                                received=received, **extra))
+
+    def mark_cut_short(self) -> None:
+        """The run's budget ran out: later findings, and the report, say so (what was not
+        reached may hide more)."""
+        self.cut_short = True
+        if "cut_short" in attrs.fields_dict(Report):
+            setattr(self.report, "cut_short", True)  # noqa: B010 (a field Report may lack)
 
     def _must_from(self, first: str) -> str:
         """MUST from revision ``first`` on, SHOULD before (the operation rules became MUSTs
@@ -290,7 +313,9 @@ class ClientMachine:
 
     def receive_garbage(self, data: bytes, now: float) -> None:
         """The client wrote something that is not a JSON value."""
-        self.finding("client-output-not-json", f"not JSON: {data[:80]!r}", received=data[:200])
+        # ``received`` stays JSON-serializable (a text), for machine-readable reports.
+        self.finding("client-output-not-json", f"not JSON: {data[:80]!r}",
+                     received=data[:200].decode("utf-8", "replace"))
 
     def receive(self, message: Any, now: float, *,
                 headers: Mapping[str, str] | None = None) -> int | None:
@@ -368,14 +393,26 @@ class ClientMachine:
         ``Mcp-Name`` (``params.name`` or ``uri``) on tools/call, prompts/get and
         resources/read, unsafe values in the ``=?base64?...?=`` form."""
         method = message.get("method")
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
         problems = []
-        if _decode_header(headers.get("mcp-method")) != method:
+        if _decoded(headers.get("mcp-method")) != method:
             problems.append(f"Mcp-Method {headers.get('mcp-method')!r} for {method}")
         if method in _NAMED:
-            params = message.get("params")
-            name = params.get(_NAMED[method]) if isinstance(params, dict) else None
-            if _decode_header(headers.get("mcp-name")) != name:
+            name = params.get(_NAMED[method])
+            if _decoded(headers.get("mcp-name")) != name:
                 problems.append(f"Mcp-Name {headers.get('mcp-name')!r} for {name!r}")
+        if method == "tools/call" and params.get("name") == TOOL["name"]:
+            # x-mcp-header parameters are mirrored into Mcp-Param-{Name} (clients MUST; an
+            # absent or null value omits the header).
+            for header, path in _PARAM_HEADERS.items():
+                text = param_header_text(param_value(params.get("arguments"), path))
+                got = _decoded(headers.get(f"mcp-param-{header.lower()}"))
+                if text is None and got is None:
+                    continue
+                value = param_value(params.get("arguments"), path)
+                if got is None or not param_matches(got, value):
+                    problems.append(f"Mcp-Param-{header} {got!r} for {value!r}")
         if problems:
             self.finding("client-method-headers", "; ".join(problems), received=message)
 
@@ -510,7 +547,8 @@ class ClientMachine:
 
     def _serve(self, key: str, request_id: Any, method: str, message: dict[str, Any]) -> None:
         if method == "tools/list":
-            result: dict[str, Any] = {"tools": [TOOL]}
+            result: dict[str, Any] = {"tools": [
+                _STATELESS_TOOL if self.era_now == "stateless" else TOOL]}
         elif method == "tools/call":
             params = message.get("params") or {}
             if params.get("name") != TOOL["name"]:
@@ -620,10 +658,12 @@ class ClientMachine:
             return
         if method == "tools/call" and self._mrtr_check(message, key, now):
             return
-        if not self._hostile_sent and self.transport == "stdio":
-            # Hostile output before the first answer: the client must live on.
+        if not self._hostile_sent and self._mrtr is not None:
+            # Hostile output before the answer to the input_required retry (on HTTP, in
+            # that request's SSE stream), so that a client that gives up on it has shown
+            # its retry first: the client must live on.
             self._hostile_sent = True
-            self._hostile("main")
+            self._hostile(self._stream_for(key))
             self.steps.append("hostile output sent")
         self._serve(key, request_id, method, message)
 

@@ -209,7 +209,8 @@ CHECKS: dict[str, Rule] = {r.name: r for r in (
            "the last Last-Event-ID received", "2025-11-25 basic/transports.mdx, Sending "
            "Messages to the Server and Resumability and Redelivery"),
     _check("client-method-headers", MUST, "HTTP, 2026-07-28: Mcp-Method on every request, "
-           "Mcp-Name on tools/call, prompts/get and resources/read, equal to the body",
+           "Mcp-Name on tools/call, prompts/get and resources/read, Mcp-Param-{Name} for "
+           "x-mcp-header arguments, each equal to the body",
            "2026-07-28 basic/transports/streamable-http.mdx"),
     _check("client-sse-retry", MUST, "HTTP: the client waits the SSE retry field's "
            "milliseconds before reconnecting", "2025-11-25 basic/transports.mdx, Sending "

@@ -42,6 +42,9 @@ FAULTS = {
     "undeclared-roots": "answers roots/list with a result without declaring roots",
     "bad-roots": "answers roots/list with an invalid result",
     "crash-on-garbage": "exits when the server writes a line that is not JSON",
+    "stateless-initialize": "offers 2026-07-28, a revision without initialize, in initialize",
+    "roots-changed-undeclared": "sends roots/list_changed without roots.listChanged",
+    "no-sampling-answer": "never answers sampling/createMessage",
     # HTTP
     "no-session-id": "drops Mcp-Session-Id",
     "no-version-header": "drops MCP-Protocol-Version",
@@ -50,6 +53,7 @@ FAULTS = {
     # stateless era
     "no-meta": "a request without the _meta envelope",
     "no-method-header": "HTTP: no Mcp-Method header",
+    "no-param-header": "HTTP: no Mcp-Param-Text for kit_echo's x-mcp-header parameter",
     "retry-same-id": "retries an input_required call with the same id",
 }
 
@@ -115,6 +119,10 @@ class Http:
         if message.get("method") in ("tools/call", "prompts/get", "resources/read") and (
                 isinstance(name, str)):
             headers["Mcp-Name"] = name
+        text = (params.get("arguments") or {}).get("text")
+        if (message.get("method") == "tools/call" and isinstance(text, str)
+                and self.fault != "no-param-header"):
+            headers["Mcp-Param-Text"] = text  # kit_echo's x-mcp-header parameter
 
     def send(self, message: Any, raw: bytes | None = None) -> None:
         conn = self._conn()
@@ -202,7 +210,9 @@ class Client:
 
     def caps(self) -> dict[str, Any]:
         caps: dict[str, Any] = {"sampling": {}, "elicitation": {}}
-        if self.fault != "undeclared-roots":
+        if self.fault == "roots-changed-undeclared":
+            caps["roots"] = {}
+        elif self.fault != "undeclared-roots":
             caps["roots"] = {"listChanged": True}
         return caps
 
@@ -287,6 +297,8 @@ class Client:
             self.reply(request_id, {"rootz": []} if self.fault == "bad-roots" else {
                 "roots": [{"uri": "file:///tmp", "name": "tmp"}]})
         elif method == "sampling/createMessage":
+            if self.fault == "no-sampling-answer":
+                return
             self.reply(request_id, {"role": "assistant", "model": "broken",
                                     "content": {"type": "text", "text": "hi"}})
         elif method == "elicitation/create":
@@ -296,7 +308,8 @@ class Client:
                          "error": {"code": -32601, "message": "Method not found"}})
 
     def initialize(self) -> None:
-        params: dict[str, Any] = {"protocolVersion": REVISION, "capabilities": self.caps(),
+        version = STATELESS if self.fault == "stateless-initialize" else REVISION
+        params: dict[str, Any] = {"protocolVersion": version, "capabilities": self.caps(),
                                   "clientInfo": {"name": "broken", "version": "1"}}
         if self.fault == "bad-initialize":
             del params["clientInfo"]
@@ -325,6 +338,8 @@ class Client:
             self.notify("notifications/kit/bogus")
         if self.fault == "cancel-unknown":
             self.notify("notifications/cancelled", {"requestId": 999})
+        if self.fault == "roots-changed-undeclared":
+            self.notify("notifications/roots/list_changed")
         if self.fault == "unknown-method":
             self.request("kit/bogus")
         if self.fault == "ungated":
