@@ -101,3 +101,53 @@ def test_our_client_refreshes_with_the_sdk(sdk_url: str) -> None:
 
     first, later = asyncio.run(asyncio.wait_for(main(), WAIT))
     assert first != later
+
+
+# -- our tables and documents, read by the SDK's own helpers ---------------------------------------
+
+
+@pytest.mark.parametrize("issuer", ["https://auth.example.com", "https://auth.example.com/t1",
+                                    "https://auth.example.com/a/b/"])
+def test_the_discovery_orders_agree_with_the_sdk(issuer: str) -> None:
+    from mcp.client.auth.utils import (
+        build_oauth_authorization_server_metadata_discovery_urls,
+        build_protected_resource_metadata_discovery_urls,
+    )
+
+    from mcp_sansio.auth import as_metadata_urls
+
+    assert as_metadata_urls(issuer) == \
+        build_oauth_authorization_server_metadata_discovery_urls(issuer, "https://x/mcp")
+    for server in ("https://mcp.example.com/mcp", "https://mcp.example.com"):
+        flow = OAuthClientFlow(server, ClientConfig("http://127.0.0.1:9/cb"),
+                               entropy=secrets.token_bytes)
+        ours = [url for _, url in flow._prm_candidates("https://meta.example.com/prm")]
+        assert ours == build_protected_resource_metadata_discovery_urls(
+            "https://meta.example.com/prm", server)
+
+
+def test_our_challenge_and_metadata_read_as_the_sdk_reads_them() -> None:
+    try:  # the SDK's HTTP library: httpx2 since mcp 2, httpx before
+        from httpx2 import Response
+    except ImportError:
+        from httpx import Response
+    from mcp.client.auth.utils import (
+        extract_resource_metadata_from_www_auth,
+        extract_scope_from_www_auth,
+    )
+    from mcp.shared.auth import ProtectedResourceMetadata
+
+    from mcp_sansio.auth import bearer_challenge, metadata_url, protected_resource_metadata
+
+    resource = "https://mcp.example.com/mcp"
+    header = bearer_challenge(resource_metadata=metadata_url(resource), scope="files:read a",
+                              error="insufficient_scope", error_description="need more")
+    response = Response(403, headers={"WWW-Authenticate": header})
+    assert extract_scope_from_www_auth(response) == "files:read a"
+    assert extract_resource_metadata_from_www_auth(response) == metadata_url(resource)
+    document = protected_resource_metadata(resource, ["https://auth.example.com"],
+                                           scopes_supported=["files:read"])
+    parsed = ProtectedResourceMetadata.model_validate(document)
+    assert str(parsed.resource) == resource
+    assert [str(u).rstrip("/") for u in parsed.authorization_servers] == \
+        ["https://auth.example.com"]

@@ -341,3 +341,41 @@ def test_an_active_token_for_this_resource() -> None:
 def test_inactive_or_foreign_introspection_answers_are_invalid(response: HTTPResponse) -> None:
     with pytest.raises(InvalidToken):
         _introspector().decide(response, NOW)
+
+
+# -- properties of the request decision -----------------------------------------------------------
+
+_HEADER_VALUE = st.one_of(
+    st.text(max_size=40),
+    st.builds(lambda s, t: f"{s} {t}", st.sampled_from(["Bearer", "bearer", "Basic", "DPoP"]),
+              st.text(max_size=30)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(headers=st.lists(st.tuples(st.sampled_from(["Authorization", "authorization", "X-A"]),
+                                  _HEADER_VALUE), max_size=3),
+       target=st.one_of(st.text(max_size=40),
+                        st.builds(lambda q: "/mcp?" + q, st.text(max_size=30))),
+       scopes=st.lists(st.sampled_from(["mcp:read", "mcp:write"]), max_size=2))
+def test_every_request_gets_a_decision_with_a_readable_challenge(
+        headers: list[tuple[str, str]], target: str, scopes: list[str]) -> None:
+    decision = authorize_request(headers, target, _Verifier(), NOW, resource_metadata=PRM,
+                                 required_scopes=scopes)
+    if isinstance(decision, AccessInfo):
+        assert set(scopes) <= decision.scopes
+        return
+    assert decision.status in (400, 401, 403)
+    status, params = _challenge_of(decision)
+    assert params["resource_metadata"] == PRM
+    assert params.get("error") == {400: "invalid_request", 401: params.get("error"),
+                                   403: "insufficient_scope"}[status]
+
+
+def test_importing_mcp_sansio_auth_does_not_need_joserfc() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, mcp_sansio.auth\n"
+            "assert 'joserfc' not in sys.modules, 'joserfc imported'\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

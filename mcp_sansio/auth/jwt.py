@@ -50,7 +50,7 @@ class JWTVerifier:
 
     def __init__(
         self,
-        jwks: Mapping[str, Any],
+        jwks: Mapping[str, Any] | None,
         *,
         issuer: str,
         audience: str,
@@ -63,7 +63,8 @@ class JWTVerifier:
         self.required_scopes = frozenset(required_scopes)
         self.algorithms = tuple(algorithms)
         self.leeway = leeway
-        self._keys = self._import(jwks)
+        #: None until a JWKS is handed in: every token is then an :class:`UnknownKey`.
+        self._keys = self._import(jwks) if jwks is not None else None
 
     @staticmethod
     def _import(jwks: Mapping[str, Any]) -> KeySet:
@@ -77,6 +78,8 @@ class JWTVerifier:
         self._keys = self._import(jwks)
 
     def verify(self, token: str, now: float) -> AccessInfo:
+        if self._keys is None:
+            raise UnknownKey("no JWKS yet")
         try:
             decoded = jwt.decode(token, self._keys, algorithms=list(self.algorithms))
         except InvalidKeyIdError:
