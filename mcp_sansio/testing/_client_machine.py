@@ -1028,13 +1028,17 @@ class ClientMachine:
         if self._expired is not None and self._expired_at is not None:
             self.finding("client-reinitialize", "after a 404 the client did not start a "
                          "new session with initialize")
-        if self._pending and self._hostile_sent:
-            live = [p for p in self._pending.values() if p.liveness]
-            if live:
-                self.finding("client-robustness", "the client exited after hostile output "
-                             f"with its answer to ping still due (exit status {exit_code})")
-        elif (self._hostile_sent and self.era_now == "stateless" and exit_code not in
-              (0, None)):
+        live = [p for p in self._pending.values() if p.liveness]
+        # A client that ends with status 0 exited cleanly, whatever was still due; one that
+        # was killed (None: the budget ran out) is judged by the timeouts alone.
+        failed = exit_code not in (0, None)
+        if live and failed:
+            self.finding("client-robustness", "the client exited after hostile output "
+                         f"with its answer to ping still due (exit status {exit_code})")
+        elif live:
+            self.report.note("the client left before answering the ping that followed the "
+                             "hostile output")
+        elif self._hostile_sent and self.era_now == "stateless" and failed:
             self.finding("client-robustness", f"the client exited with status {exit_code} "
                          "after hostile output")
         if exit_code not in (0, None):
