@@ -13,7 +13,13 @@ from mcp_sansio.adapters.testing_client import PLACEHOLDER, relay_command, subst
 
 from mcp_sansio._versions import HANDSHAKE_REVISIONS
 from mcp_sansio.testing import CHECKS
-from mcp_sansio.testing._client_machine import _GATES, HUGE_SIZE, ClientMachine, Out
+from mcp_sansio.testing._client_machine import (
+    _GATES,
+    HUGE_SIZE,
+    IDLE_BEFORE_PROBES,
+    ClientMachine,
+    Out,
+)
 from mcp_sansio.testing._schemas import bundled
 
 CAPS = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
@@ -190,9 +196,9 @@ def test_progress_after_the_request_ended_names_no_active_request() -> None:
 def test_a_listening_client_is_probed_after_the_idle_time() -> None:
     machine = ClientMachine()
     initialize(machine)
-    machine.tick(0.5)
+    machine.tick(0.1 + IDLE_BEFORE_PROBES - 0.05)
     assert not machine.take()
-    machine.tick(1.2)
+    machine.tick(0.1 + IDLE_BEFORE_PROBES + 0.05)
     assert [m["method"] for m in messages(machine.take())] == ["ping"]
 
 

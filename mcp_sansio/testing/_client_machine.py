@@ -76,8 +76,9 @@ __all__ = ["IDLE_BEFORE_PROBES", "HUGE_SIZE", "ClientMachine", "Out"]
 
 #: A client that sends no request after ``initialized`` (it only listens) is probed after
 #: this many seconds of silence: long enough for an ordinary client's first request to
-#: arrive under load, short next to any sensible call timeout.
-IDLE_BEFORE_PROBES = 1.0
+#: arrive on a loaded machine (the probes then wait for it, so that it is held while they
+#: run), short next to any sensible call timeout.
+IDLE_BEFORE_PROBES = 2.0
 
 #: The size of the huge notification of the hostile phase: 1 MiB is over the default line
 #: limits of several JSON-RPC stacks (a client may refuse it, but must live on).
