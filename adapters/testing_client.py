@@ -92,8 +92,6 @@ def relay(address: str) -> int:
     either side ends (``python -m mcp_sansio.adapters.testing_client relay HOST:PORT``)."""
     host, _, port = address.rpartition(":")
     sock = socket.create_connection((host, int(port)))
-    done = threading.Event()
-
     def upstream() -> None:
         with contextlib.suppress(OSError):
             while chunk := os.read(0, 65536):
@@ -104,8 +102,9 @@ def relay(address: str) -> int:
     threading.Thread(target=upstream, daemon=True).start()
     with contextlib.suppress(OSError):
         while chunk := sock.recv(65536):
-            os.write(1, chunk)
-    done.set()
+            view = memoryview(chunk)
+            while view:  # os.write may write part of a large chunk
+                view = view[os.write(1, view):]
     sock.close()
     return 0
 
@@ -472,6 +471,7 @@ def check_client(command: list[str], *, http: bool, revision: str | None = None,
         members present or not, numbers and strings at their edges -- in well under a second
         of output; 0 sends none).
     :raises ValueError: a stdio command without the placeholder, or a bad revision/era.
+    :raises OSError: the command could not be started (not found, not executable).
     """
     if not http:
         substitute(command, ["x"])  # fail early on a command without the placeholder

@@ -13,7 +13,13 @@ from mcp_sansio.adapters.testing_client import PLACEHOLDER, relay_command, subst
 
 from mcp_sansio._versions import HANDSHAKE_REVISIONS
 from mcp_sansio.testing import CHECKS
-from mcp_sansio.testing._client_machine import _GATES, HUGE_SIZE, ClientMachine, Out
+from mcp_sansio.testing._client_machine import (
+    _GATES,
+    HUGE_SIZE,
+    IDLE_BEFORE_PROBES,
+    ClientMachine,
+    Out,
+)
 from mcp_sansio.testing._schemas import bundled
 
 CAPS = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
@@ -190,9 +196,9 @@ def test_progress_after_the_request_ended_names_no_active_request() -> None:
 def test_a_listening_client_is_probed_after_the_idle_time() -> None:
     machine = ClientMachine()
     initialize(machine)
-    machine.tick(0.5)
+    machine.tick(0.1 + IDLE_BEFORE_PROBES - 0.05)
     assert not machine.take()
-    machine.tick(1.2)
+    machine.tick(0.1 + IDLE_BEFORE_PROBES + 0.05)
     assert [m["method"] for m in messages(machine.take())] == ["ping"]
 
 
@@ -615,3 +621,18 @@ def test_findings_cite_their_rule_and_say_when_the_run_was_cut_short() -> None:
     assert getattr(first, "cut_short", False) is False
     assert getattr(second, "cut_short", True) is True
     assert getattr(machine.report, "cut_short", True) is True
+
+
+@pytest.mark.parametrize(("exit_code", "found"), [(3, True), (0, False), (None, False)])
+def test_leaving_with_the_liveness_ping_due(exit_code: int | None, found: bool) -> None:
+    machine = ClientMachine()
+    initialize(machine)
+    machine.receive(req(2, "tools/list"), 0.5)
+    for _ in range(4):  # ping, roots/list, sampling, elicitation; then the hostile output
+        [probe] = [m for m in messages(machine.take()) if "method" in m and "id" in m]
+        machine.receive({"jsonrpc": "2.0", "id": probe["id"],
+                         "result": GOOD_RESULTS[probe["method"]]}, 1.0)
+    assert "hostile output sent" in machine.steps
+    machine.close(2.0, exit_code=exit_code)
+    assert (machine.report.rules() == {"client-robustness"}) == found
+    assert machine.report.rules() <= {"client-robustness"}
