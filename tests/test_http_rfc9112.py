@@ -545,3 +545,18 @@ def test_every_target_gets_the_answer_its_form_and_method_call_for(method: str,
         assert status == 200
     else:
         assert status in (200, 400, 403, 404, 405, 406, 415), status
+
+
+def test_an_error_after_a_head_request_on_the_same_connection_has_its_content() -> None:
+    # A response to HEAD has no content; the 400 for a malformed request that follows it on
+    # the same connection has (else its Content-Length would announce bytes never sent).
+    head = b"HEAD /mcp HTTP/1.1\r\nHost: " + HOST + b"\r\nAccept: text/event-stream\r\n\r\n"
+    h = Harness()
+    channel = h.server.new_channel(now=h.now)
+    channel.receive_data(head + b"NOT HTTP\r\n\r\n", now=h.now)
+    h.run()
+    out = bytes(h.raw_out[channel])
+    replies = parse(out, ["HEAD", "GET"])
+    assert [r.status for r in replies] == [400, 400] and channel.closed
+    assert replies[0].body == b"" and replies[1].body != b""
+    assert len(replies[1].body) == int(replies[1].header("content-length") or 0)

@@ -547,6 +547,7 @@ class ServerWire:
         conn = self._h11
         self._out.append(conn.send(h11.EndOfMessage()))
         self.busy = False
+        self._method = b""  # an error answered before the next request is read has content
         if conn.our_state is h11.DONE and conn.their_state is h11.DONE and not self.peer_closed:
             conn.start_next_cycle()
         else:
