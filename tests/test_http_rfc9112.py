@@ -67,6 +67,15 @@ def test_both_transfer_encoding_and_content_length_is_refused_and_the_connection
     assert h.events == []  # the application never saw it
 
 
+def test_transfer_encoding_in_an_http_1_0_request_is_400_and_close() -> None:
+    # Section 6.1: an HTTP/1.0 message with Transfer-Encoding: "MUST treat the message as
+    # if the framing is faulty ... and close the connection".
+    raw = post(b"", length=False, version=b"HTTP/1.0",
+               extra=b"Transfer-Encoding: chunked\r\n") + chunked(INIT)
+    replies, channel, h = exchange(raw)
+    assert only_reply(replies).status == 400 and channel.closed and h.events == []
+
+
 @pytest.mark.parametrize("coding", [b"chunked, gzip", b"gzip", b"identity"])
 def test_a_final_coding_other_than_chunked_is_400_and_close(coding: bytes) -> None:
     # Section 6.3 item 4: the body length cannot be determined: MUST 400, then close.
