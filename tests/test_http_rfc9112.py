@@ -15,6 +15,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcp_sansio.http import HTTPServer, ServerChannel
 from mcp_sansio.http._wire import REFUSALS, TARGET_FORMS, target_allowed, target_form
@@ -63,6 +65,15 @@ def test_both_transfer_encoding_and_content_length_is_refused_and_the_connection
     assert only_reply(replies).status == REFUSALS["both Transfer-Encoding and Content-Length"][0]
     assert replies[0].header("connection") == "close" and channel.closed
     assert h.events == []  # the application never saw it
+
+
+def test_transfer_encoding_in_an_http_1_0_request_is_400_and_close() -> None:
+    # Section 6.1: an HTTP/1.0 message with Transfer-Encoding: "MUST treat the message as
+    # if the framing is faulty ... and close the connection".
+    raw = post(b"", length=False, version=b"HTTP/1.0",
+               extra=b"Transfer-Encoding: chunked\r\n") + chunked(INIT)
+    replies, channel, h = exchange(raw)
+    assert only_reply(replies).status == 400 and channel.closed and h.events == []
 
 
 @pytest.mark.parametrize("coding", [b"chunked, gzip", b"gzip", b"identity"])
@@ -478,3 +489,83 @@ def test_a_major_version_other_than_1_is_505_and_close(version: bytes) -> None:
     assert only_reply(replies).status == 505 and channel.closed
     replies, channel, _ = exchange(post(version=b"HTTP/1.9"))
     assert only_reply(replies).status == 200 and not channel.closed
+
+
+# -- properties ---------------------------------------------------------------------------------
+
+_TOKEN = st.text("abcdefghijklmnopqrstuvwxyz-0123456789", min_size=1, max_size=12)
+_VALUE = st.binary(max_size=20).map(
+    lambda b: bytes(c for c in b if c in b"\t !#$%&'()*+,-./0123456789:;<=>?@ABCabc~\x80\xff"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(fields=st.lists(st.tuples(_TOKEN, _VALUE), max_size=8), where=st.integers(0, 8),
+       fold=st.sampled_from([b" ", b"\t", b"  \t"]), cuts=st.lists(st.integers(1, 600),
+                                                                    max_size=4))
+def test_a_fold_anywhere_in_the_fields_is_refused_however_the_bytes_arrive(
+        fields: list[tuple[str, bytes]], where: int, fold: bytes, cuts: list[int]) -> None:
+    # RFC 9112 section 5.2, whatever the other fields and however the reads cut the head.
+    lines = [b"X-" + name.encode() + b": " + value for name, value in fields]
+    lines.insert(min(where, len(lines)), b"X-Folded: a\r\n" + fold + b"b")
+    raw = post(extra=b"".join(line + b"\r\n" for line in lines))
+    points = sorted({c for c in cuts if c < len(raw)})
+    pieces = [raw[a:b] for a, b in zip([0, *points], [*points, len(raw)], strict=True)]
+    replies, channel, h = exchange(pieces)
+    assert only_reply(replies).status == 400 and channel.closed and h.events == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(count=st.integers(1, 6), cuts=st.lists(st.integers(1, 3000), max_size=6))
+def test_pipelined_requests_are_answered_in_order_however_the_bytes_arrive(
+        count: int, cuts: list[int]) -> None:
+    # RFC 9112 section 9.3.2.
+    h = Harness()
+    _, names = session_of(h)
+    raw = b"".join(post(ping(n), extra=names) for n in range(1, count + 1))
+    points = sorted({c for c in cuts if c < len(raw)})
+    pieces = [raw[a:b] for a, b in zip([0, *points], [*points, len(raw)], strict=True)]
+    replies, channel, _ = exchange(pieces, harness=h)
+    assert [json.loads(r.body)["id"] for r in replies] == list(range(1, count + 1))
+    assert not channel.closed
+
+
+@settings(max_examples=100, deadline=None)
+@given(method=st.sampled_from(["GET", "POST", "OPTIONS", "CONNECT", "DELETE", "HEAD"]),
+       target=st.one_of(
+           st.sampled_from(["/mcp", "*", "localhost:8000", "http://localhost:8000/mcp",
+                            "https://localhost/mcp?x=1", "mcp", "http://u@h/", "ftp://h/x"]),
+           st.text("abcdefghijklmnopqrstuvwxyz0123456789/:?*@.[]%-=&", min_size=1,
+                   max_size=30)))
+def test_every_target_gets_the_answer_its_form_and_method_call_for(method: str,
+                                                                   target: str) -> None:
+    # RFC 9112 section 3.2 as TARGET_FORMS says: a form its method may not use is 400;
+    # CONNECT with authority-form 501; OPTIONS * 200; the rest is routed (never 400 for
+    # its form, never a crash).
+    raw = (method.encode() + b" " + target.encode() + b" HTTP/1.1\r\nHost: " + HOST
+           + b"\r\nAccept: application/json, text/event-stream\r\nContent-Length: 0\r\n\r\n")
+    replies, _, _ = exchange(raw, [method])
+    status = only_reply(replies).status
+    form = target_form(target)
+    if not target_allowed(method, form):
+        assert status == 400
+    elif form == "authority":
+        assert status == 501
+    elif form == "asterisk":
+        assert status == 200
+    else:
+        assert status in (200, 400, 403, 404, 405, 406, 415), status
+
+
+def test_an_error_after_a_head_request_on_the_same_connection_has_its_content() -> None:
+    # A response to HEAD has no content; the 400 for a malformed request that follows it on
+    # the same connection has (else its Content-Length would announce bytes never sent).
+    head = b"HEAD /mcp HTTP/1.1\r\nHost: " + HOST + b"\r\nAccept: text/event-stream\r\n\r\n"
+    h = Harness()
+    channel = h.server.new_channel(now=h.now)
+    channel.receive_data(head + b"NOT HTTP\r\n\r\n", now=h.now)
+    h.run()
+    out = bytes(h.raw_out[channel])
+    replies = parse(out, ["HEAD", "GET"])
+    assert [r.status for r in replies] == [400, 400] and channel.closed
+    assert replies[0].body == b"" and replies[1].body != b""
+    assert len(replies[1].body) == int(replies[1].header("content-length") or 0)

@@ -8,7 +8,10 @@ what :meth:`HTTPServer.data_to_send` returns. Between the two:
 
 * each channel wraps an h11 connection (:class:`~mcp_sansio.http._wire.ServerWire`) that cuts
   the bytes into whole requests, one at a time, with keep-alive;
-* each request is checked at the HTTP level (path, ``Host``/``Origin``, method, ``Accept``,
+* each request is checked at the HTTP level (its request-target's form, RFC 9112 section
+  3.2: an absolute-form target is routed on its path with its authority standing for
+  ``Host``, CONNECT is 501, ``OPTIONS *`` 200, a form the method may not use 400; then
+  path, ``Host``/``Origin``, method -- HEAD as GET without content or effects --, ``Accept``,
   ``Content-Type``, JSON, the JSON-RPC envelope, ``MCP-Protocol-Version``, the session, the
   2026-07-28 mirrored headers) and either answered at once with a status code or handed to
   a :class:`Session`: its body is fed to the session's

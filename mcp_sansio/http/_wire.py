@@ -91,6 +91,11 @@ REFUSALS: dict[str, tuple[int, str]] = {
     # alone. Regardless, the server MUST close the connection after responding": the
     # disagreement is the signature of request smuggling; refusing is the safe choice.
     "both Transfer-Encoding and Content-Length": (400, "RFC 9112 section 6.1"),
+    # "A server or client that receives an HTTP/1.0 message containing a Transfer-Encoding
+    # header field MUST treat the message as if the framing is faulty, even if a
+    # Content-Length is present, and close the connection after processing the message":
+    # faulty framing is refused (h11 would read it chunked).
+    "Transfer-Encoding in an HTTP/1.0 request": (400, "RFC 9112 section 6.1"),
     # "A server that receives an obs-fold in a request message ... MUST either reject the
     # message by sending a 400 (Bad Request) ... or replace each received obs-fold with one
     # or more SP octets": h11 replaces; a proxy in front may not, so we refuse.
@@ -474,8 +479,11 @@ class ServerWire:
             return "request-target too long"
         if len(head.headers) > self.max_header_count:
             return "too many header fields"
-        if "transfer-encoding" in headers and "content-length" in headers:
-            return "both Transfer-Encoding and Content-Length"
+        if "transfer-encoding" in headers:
+            if "content-length" in headers:
+                return "both Transfer-Encoding and Content-Length"
+            if head.http_version == b"1.0":
+                return "Transfer-Encoding in an HTTP/1.0 request"
         return None
 
     def _refuse(self, rule: str) -> None:
@@ -567,6 +575,7 @@ class ServerWire:
         conn = self._h11
         self._out.append(conn.send(h11.EndOfMessage()))
         self.busy = False
+        self._method = b""  # an error answered before the next request is read has content
         if conn.our_state is h11.DONE and conn.their_state is h11.DONE and not self.peer_closed:
             conn.start_next_cycle()
         else:
