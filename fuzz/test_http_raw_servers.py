@@ -9,7 +9,7 @@ been idle for :data:`IDLE` seconds (the server waiting for bytes that will not c
 
 * the process lives (``poll()`` is None) and has logged no traceback;
 * what was read is well-formed HTTP/1.1 (a client-side h11 connection reads it, expecting
-  one response per request in order: RFC 9112 section 9.3);
+  one response per request in order: RFC 9112 section 9.3.2);
 * the MCP layer answered no more requests than RFC 9112 section 6 frames whole and
   unambiguously in the bytes sent (:func:`fuzz.http_target.frame`);
 * a refusal by the wire is the last response and the server closes the connection after it
@@ -163,7 +163,7 @@ def test_any_connection(served: Served, reqs: list[bytes], data: st.DataObject,
     answers = read_responses(outcome)  # well-formed HTTP/1.1 (raises otherwise)
     if outcome.out:
         assert outcome.out.startswith(b"HTTP/1.1 "), outcome.out[:100]
-    # RFC 9112 section 6 / 9.3: the MCP layer answers only requests framed whole and
+    # RFC 9112 sections 6 and 9.3.2: the MCP layer answers only requests framed whole and
     # unambiguously, at most one answer each.
     served_answers = [a for a in answers if not is_refusal(a)]
     assert len(served_answers) <= len(framed), (why, answers, framed)
