@@ -16,7 +16,7 @@ layer and the request heads h11 parsed on the way.
    leaves ``receive_data``/``next_event``/``data_to_send`` (checked by :func:`serve` simply
    running);
 2. the bytes written are well-formed HTTP/1.1 responses, read back with a separate
-   client-side h11 connection, one per request head, in order (RFC 9112 section 9.3:
+   client-side h11 connection, one per request head, in order (RFC 9112 section 9.3.2:
    responses come in request order);
 3. a request is handed to the MCP layer -- and so answered as MCP -- only when it was fully
    and unambiguously framed: :func:`frame` is an independent, strict reading of RFC 9112
@@ -431,7 +431,7 @@ def check(outcome: Outcome, data: bytes) -> list[Answer]:
         assert (last.headers.get(b"content-type", b"").startswith(b"text/event-stream")
                 or outcome.eof), answers
     # Invariant 3 -- the MCP layer answers only requests it was handed (RFC 9112 section
-    # 9.3: one response per request, in order).
+    # 9.3.2: one response per request, in order).
     served = [a for a in answers if not is_refusal(a)]
     assert len(served) <= len(outcome.handed), (answers, outcome.handed)
     refusals = [i for i, a in enumerate(answers) if is_refusal(a)]

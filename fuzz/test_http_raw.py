@@ -16,7 +16,7 @@ are :func:`fuzz.http_target.check`'s (each cites its RFC section there):
 
 Plus, here: how the bytes are cut into reads changes nothing (the same requests reach the
 MCP layer and get the same statuses), well-formed pipelined traffic is answered in full and
-in order (RFC 9112 section 9.3), and the memory a hostile connection makes the server
+in order (RFC 9112 section 9.3.2), and the memory a hostile connection makes the server
 allocate stays bounded (tracemalloc).
 
 ``MCP_SANSIO_FUZZ_EXAMPLES`` sets the number of examples (default 250 for the main test; the
@@ -137,7 +137,7 @@ def test_well_formed_pipelines_are_answered_in_full_and_in_order(
     answers = check(outcome, stream)
     framed, why, _ = frame(stream)
     assert why == "end" and len(framed) == len(reqs)
-    # RFC 9112 section 9.3: pipelined requests are answered in order, each once; none is
+    # RFC 9112 section 9.3.2: pipelined requests are answered in order, each once; none is
     # refused by the wire, and the connection stays open (HTTP/1.1 persistence, section
     # 9.3) -- unless one opened a stream (a GET), which holds the connection from then on.
     assert not any(is_refusal(a) for a in answers), answers

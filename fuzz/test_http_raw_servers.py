@@ -9,12 +9,13 @@ been idle for :data:`IDLE` seconds (the server waiting for bytes that will not c
 
 * the process lives (``poll()`` is None) and has logged no traceback;
 * what was read is well-formed HTTP/1.1 (a client-side h11 connection reads it, expecting
-  one response per request in order: RFC 9112 section 9.3);
+  one response per request in order: RFC 9112 section 9.3.2);
 * the MCP layer answered no more requests than RFC 9112 section 6 frames whole and
   unambiguously in the bytes sent (:func:`fuzz.http_target.frame`);
 * a refusal by the wire is the last response and the server closes the connection after it
   (RFC 9112 section 6.3 rules 4-5, section 9.6);
-* a fresh connection's well-formed ``initialize`` is answered 200.
+* a fresh connection's well-formed ``initialize`` is answered 200, both while the fuzzed
+  connection is still open and after it is closed.
 
 The read timeouts bound the test, not the server: an idle timeout is not a failure.
 ``MCP_SANSIO_FUZZ_SERVER_EXAMPLES`` sets the examples per runtime (default 20).
@@ -129,8 +130,10 @@ def exchange(port: int, chunks: list[bytes], eof: bool, expected: int | None) ->
                 done = [a for a in answers if a.complete]
                 if len(done) >= expected and not any(is_refusal(a) for a in answers):
                     break
+        # While this connection is still open (mid-request, perhaps): another is served.
+        fresh = fresh_initialize(port)
     return Outcome(out=bytes(out), closed=closed, eof=eof or reset, heads=methods,
-                   handed=[], max_held=0, largest=0, fresh_status=None)
+                   handed=[], max_held=0, largest=0, fresh_status=fresh)
 
 
 def fresh_initialize(port: int) -> int:
@@ -163,7 +166,7 @@ def test_any_connection(served: Served, reqs: list[bytes], data: st.DataObject,
     answers = read_responses(outcome)  # well-formed HTTP/1.1 (raises otherwise)
     if outcome.out:
         assert outcome.out.startswith(b"HTTP/1.1 "), outcome.out[:100]
-    # RFC 9112 section 6 / 9.3: the MCP layer answers only requests framed whole and
+    # RFC 9112 sections 6 and 9.3.2: the MCP layer answers only requests framed whole and
     # unambiguously, at most one answer each.
     served_answers = [a for a in answers if not is_refusal(a)]
     assert len(served_answers) <= len(framed), (why, answers, framed)
@@ -177,7 +180,8 @@ def test_any_connection(served: Served, reqs: list[bytes], data: st.DataObject,
     # Every answer but a last, still-open one is complete.
     for answer in answers[:-1]:
         assert answer.complete, answers
-    # A fresh connection is served.
+    # A fresh connection is served, while the fuzzed one is still open and after it closed.
+    assert outcome.fresh_status == 200
     assert fresh_initialize(served.port) == 200
 
 

@@ -391,8 +391,11 @@ class ServerWire:
                 # h11 enforces max_header_size only on a head it is still waiting for the end
                 # of; a whole head that came in one read is measured here, so the limit does
                 # not depend on how TCP cut the bytes (RFC 6585 section 5: 431).
-                consumed = self._fed - len(conn.trailing_data[0])
-                if consumed - self._mark > self.max_header_size:
+                # (Everything fed since the last request ended bounds the head: only when
+                # that is over the limit is the unread rest counted, a copy of it.)
+                if (self._fed - self._mark > self.max_header_size
+                        and self._fed - len(conn.trailing_data[0]) - self._mark
+                        > self.max_header_size):
                     self._fail(431, f"the request head is larger than {self.max_header_size} "
                                     "bytes")
                     return None
