@@ -63,7 +63,7 @@ def test_our_http_server_passes_the_sweep_on_every_runtime(server_url: str) -> N
 def test_our_http_server_passes_random_sessions(server_url: str) -> None:
     report = kit.check_peer(lambda: _factory(server_url), sessions=4, steps=20,
                             revisions=["2025-11-25", "2026-07-28"], reply_timeout=5.0,
-                            settle_time=0.3, clock=time.monotonic)
+                            settle_time=0.3, clock=time.monotonic, call_timeout=5.0)
     assert report.findings == [], report.summary()
     assert report.sessions
 

@@ -459,9 +459,17 @@ class PeerMachine(RuleBasedStateMachine):
                 return done()
         return done()
 
-    def settle(self, quiet: float) -> None:
-        """Read until the peer has been silent for ``quiet`` seconds."""
+    def settle(self, quiet: float, *, within: float | None = None) -> None:
+        """Read until the peer has been silent for ``quiet`` seconds (or, with a clock,
+        ``within`` seconds have passed, or the budget has run out)."""
+        start = self._now()
         for _ in range(_MAX_READS):
+            if self.over_budget():
+                return
+            now = self._now()
+            if within is not None and now is not None and start is not None and (
+                    now - start >= within):
+                return
             if not self._read(quiet):
                 return
 
@@ -910,6 +918,9 @@ class PeerMachine(RuleBasedStateMachine):
             ping = self.request("ping")
             if not self.wait_until(lambda: ping.request_id not in self._pending):
                 self._pending.pop(ping.request_id, None)
+                if self.cut_short:
+                    self.alive = False
+                    return
                 self.finding("ping", "ping before initialize was not answered",
                              sent=ping.message)
         params = {"protocolVersion": self.revision,
@@ -920,8 +931,10 @@ class PeerMachine(RuleBasedStateMachine):
         message = init.message
         if not self.wait_until(lambda: bool(replies)):
             self._pending.pop(init.request_id, None)
-            self.finding("no-reply", "initialize was not answered", sent=message)
             self.alive = False
+            if self.cut_short:
+                return  # the budget ran out while waiting: nothing to hold against the peer
+            self.finding("no-reply", "initialize was not answered", sent=message)
             return
         reply = replies[0]
         if "error" in reply:
@@ -957,6 +970,9 @@ class PeerMachine(RuleBasedStateMachine):
         probe = self.request("server/discover", replies=replies)
         if not self.wait_until(lambda: bool(replies)):
             self._pending.pop(probe.request_id, None)
+            if self.cut_short:
+                self.alive = False
+                return
             self.note(f"no answer to server/discover: the server does not speak "
                       f"{self.revision}")
             self.alive = False
@@ -1245,6 +1261,8 @@ class PeerMachine(RuleBasedStateMachine):
         barrier = self.request(method, barrier=True)
         if not self.wait_until(lambda: barrier.request_id not in self._pending):
             self._pending.pop(barrier.request_id, None)
+            if self.cut_short:
+                return
             self.finding("ping" if method == "ping" else "discover",
                          f"{method} was not answered within {type(self).reply_timeout} s",
                          sent=barrier.message)
@@ -1340,7 +1358,8 @@ class PeerMachine(RuleBasedStateMachine):
                     pending.cancelled_seq is None):
                 if not pending.acknowledged:
                     self.wait_until(functools.partial(_acknowledged, pending))
-                if not pending.acknowledged and pending.request_id in self._pending:
+                if not pending.acknowledged and pending.request_id in self._pending and (
+                        not self.cut_short):
                     self.finding("listen-acknowledgement", "a listen stream was never "
                                  "acknowledged", sent=pending.message)
                 self.notify("notifications/cancelled",
@@ -1363,7 +1382,20 @@ class PeerMachine(RuleBasedStateMachine):
                 self.note(f"{self.revision}: {len(self._owed())} request(s) still in flight "
                           "when the budget ran out (not judged)")
             return
-        self.settle(cls.settle_time)
+        # Still reporting progress: slow, not unanswered (progress.mdx lets a request run
+        # as long as it reports); cancel it now, so that the settling below ends.
+        for pending in self._owed():
+            if (pending.method == "tools/call" and pending.last_progress is not None
+                    and pending.invalid is None and not pending.batch):
+                self.note(f"{self.revision}: tool {_short(pending.message['params'].get('name'))}"
+                          f" was still working (progress {pending.last_progress}) after "
+                          f"{cls.call_timeout} s; cancelled, counted as slow")
+                self.notify("notifications/cancelled",
+                            {"requestId": pending.request_id, "reason": "call timeout"})
+                pending.cancelled_seq = self._seq
+        # A peer that never falls silent (a stream of notifications) still ends the session:
+        # settling is bounded by twice the reply timeout when there is a clock.
+        self.settle(cls.settle_time, within=2 * cls.reply_timeout)
         for pending in self._owed():
             self._pending.pop(pending.request_id, None)
             if pending.invalid is not None:
@@ -1373,14 +1405,6 @@ class PeerMachine(RuleBasedStateMachine):
             elif pending.batch:
                 self.finding("batch", f"{pending.method} (id {pending.request_id!r}), sent "
                              "in a batch, was never answered", sent=pending.message)
-            elif pending.method == "tools/call" and pending.last_progress is not None:
-                # Still reporting progress: slow, not unanswered (progress.mdx lets a
-                # request run as long as it reports); cancel it and say so.
-                self.note(f"{self.revision}: tool {_short(pending.message['params'].get('name'))}"
-                          f" was still working (progress {pending.last_progress}) after "
-                          f"{cls.call_timeout} s; cancelled, counted as slow")
-                self.notify("notifications/cancelled",
-                            {"requestId": pending.request_id, "reason": "call timeout"})
             else:
                 self.finding("no-reply", f"{pending.method} (id {pending.request_id!r}) was "
                              "never answered", sent=pending.message)
@@ -1408,7 +1432,7 @@ def _first(strategy: st.SearchStrategy[Any]) -> Any:
 
 
 def _fits(limit: int, value: Any) -> bool:
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False)) <= limit
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()) <= limit
 
 
 def _first_or_empty(strategy: st.SearchStrategy[Any] | None) -> Any:
@@ -1430,7 +1454,7 @@ def _no_constants(name: str) -> Any:
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = str(value)
+    text = " ".join(str(value).split())  # one line: some peers put JSON in their messages
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
