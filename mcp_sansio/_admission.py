@@ -30,6 +30,7 @@ from ._versions import FEATURES
 
 __all__ = [
     "ADMISSION",
+    "ENVELOPE_ONLY",
     "Admitted",
     "Refusal",
     "admit_stateless",
