@@ -62,6 +62,7 @@ from urllib.parse import urljoin, urlsplit
 import attrs
 
 from .. import _codec
+from .._capabilities import SESSION_OPENERS
 from .._codec import InvalidMessage
 from .._connection import ClientConnection
 from .._errors import NEED_DATA, LocalProtocolError, NeedData
@@ -479,7 +480,7 @@ class HTTPClient:
         if type(message) is dict and "id" in message and method is not None:
             ids = (message["id"],)
             self._methods[message["id"]] = method
-            if method == "initialize":
+            if method in SESSION_OPENERS:
                 self._init_params = message.get("params")
                 self._init_id = message["id"]
                 self.connect_failure = None  # the probe's failure does not explain this one
@@ -547,7 +548,7 @@ class HTTPClient:
                 headers.append(("mcp-session-id", exchange.session_id))
             version = self.connection.protocol_version
             if version is not None and not (
-                type(message) is dict and message.get("method") == "initialize"
+                type(message) is dict and message.get("method") in SESSION_OPENERS
             ):
                 headers.append(("mcp-protocol-version", version))
             if kind in (_Kind.RESUME, _Kind.STANDALONE) and exchange.last_event_id is not None:
@@ -951,7 +952,7 @@ class HTTPClient:
         for request_id in open_ids:
             self._by_id.pop(request_id, None)
             method = self._methods.pop(request_id, None)
-            if conn.state is State.PROBING or method == "initialize":
+            if conn.state is State.PROBING or method in SESSION_OPENERS:
                 self.connect_failure = TransportFailed(status=status, detail=detail,
                                                        request_ids=(request_id,))
                 # The connection judges these answers itself: an HTTP failure is "anything
