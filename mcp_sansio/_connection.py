@@ -39,6 +39,7 @@ from . import _codec, _json
 from ._admission import Refusal, admit_stateless, batch_refusal
 from ._capabilities import (
     ALL_METHODS,
+    METHODS,
     MRTR_METHODS,
     SESSION_OPENERS,
     Kind,
@@ -141,6 +142,14 @@ DEFAULT_MAX_INCOMING_REQUESTS = 10_000
 DEFAULT_PROBE_TIMEOUT = 5.0
 
 _DEFAULT = object()  # "use the connection's default" for per-request options
+
+#: The requests that change which URIs ``notifications/resources/updated`` may name (the rows
+#: gated by ``resources.subscribe``): only their subject is kept on a request's record, so
+#: that the common request pays one set lookup and no params read.
+_SUBSCRIPTION_METHODS = frozenset(
+    rule.method for rule in METHODS
+    if rule.kind is Kind.REQUEST and rule.capability == "resources.subscribe"
+)
 
 
 class _Eof:
@@ -599,7 +608,7 @@ class Connection:
             if progress_resets_timeout is None
             else progress_resets_timeout
         )
-        subject = subject_of(method, body)
+        subject = subject_of(method, body) if method in _SUBSCRIPTION_METHODS else None
         record = Outgoing(method, idle, token, resets, subject, related_request_id)
         if self._state is State.STATELESS and method in MRTR_METHODS:
             record.params = body  # kept to build a retry after input_required
@@ -730,7 +739,7 @@ class Connection:
         message = _codec.result_message(request_id, body)
         data = self._encode(message)
         del self._incoming[request_id]
-        self._listens.discard(request_id)
+        self._listens.streams.pop(request_id, None)  # (hot path: no call)
         self._record_subscription(record.method, record.subject)
         self._queue_reply(record.batch, message, request_id, data, from_application=True)
 
@@ -748,7 +757,7 @@ class Connection:
         wire = _codec.error_message(request_id, code, message, data)
         encoded = self._encode(wire)
         del self._incoming[request_id]
-        self._listens.discard(request_id)
+        self._listens.streams.pop(request_id, None)  # (hot path: no call)
         self._queue_reply(record.batch, wire, request_id, encoded, from_application=True)
 
     def send_progress(
@@ -1096,7 +1105,8 @@ class Connection:
         token = meta.get("progressToken") if type(meta) is dict else None
         if token is not None and type(token) is not str and type(token) is not int:
             token = None  # a string or an integer (decoded JSON: bool and float refused)
-        self._incoming[request_id] = Incoming(method, token, subject_of(method, params), batch)
+        subject = subject_of(method, params) if method in _SUBSCRIPTION_METHODS else None
+        self._incoming[request_id] = Incoming(method, token, subject, batch)
         if batch is not None:
             batch.waiting += 1
         self._events.append(trusted_request(request_id, method, params))
@@ -1306,7 +1316,7 @@ class Connection:
         record = self._incoming.pop(request_id, None)
         if record is None:
             return
-        self._listens.discard(request_id)
+        self._listens.streams.pop(request_id, None)  # (hot path: no call)
         self._cancelled_incoming.add(request_id, record.method)
         if record.batch is not None:
             self._flush_batch(record.batch, answered=True)
@@ -1460,7 +1470,7 @@ class Connection:
         self.discovery = result
 
     def _end_outgoing(self, request_id: RequestId, record: Outgoing) -> None:
-        self._listens.discard(request_id)
+        self._listens.streams.pop(request_id, None)  # (hot path: no call)
         del self._outgoing[request_id]
         self._timers.clear(request_id)
         if record.progress_token is not None:
