@@ -129,8 +129,6 @@ _STATELESS_STATUS = {
     ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
     ErrorCode.UNSUPPORTED_PROTOCOL_VERSION: 400,
 }
-#: The revision from which the server primes SSE streams (2025-11-25 ``transports.mdx``).
-_PRIMING_FROM = "2025-11-25"
 _JSON = ("content-type", "application/json")
 _SSE_HEADERS = (
     ("content-type", "text/event-stream"),
@@ -1372,8 +1370,8 @@ class HTTPServer:
         stream.started = True
         stream.sent = True
         if stream.resumable and self.event_store is not None:
-            version = session.connection.protocol_version or ""
-            if version >= _PRIMING_FROM:
+            version = session.connection.protocol_version
+            if version is not None and FEATURES[version].sse_priming:
                 event_id = self.event_store.store(stream.id, b"")
                 channel.wire.send_body(encode_event(b"", id=event_id, retry=self.retry_ms))
             elif self.retry_ms is not None:
