@@ -11,7 +11,17 @@ of it (as in h11).
 
 Every rule that depends on the revision, role or state is looked up in a table:
 ``_state.TRANSITIONS`` (lifecycle), ``_capabilities.METHODS`` (direction, existence,
-gating) and ``_versions.FEATURES`` (per-revision features). This module only wires them.
+gating, and the facts derived from it such as ``SESSION_OPENERS``), ``_versions.FEATURES``
+(per-revision features) and ``_admission.ADMISSION`` (what a stateless-era request must carry).
+This module only wires them. Which role reaches which code follows from those tables too (only
+a server receives ``initialize``; only a client enters ``PROBING``), so the two subclasses add
+public API and configuration, never overrides of the engine.
+
+The features of one era are sub-states held by composition, each in its own module with its
+own theory of operation: ``_listen.ListenStreams`` (2026-07-28 listen streams),
+``_mrtr.InputRetries`` (input_required retries) and the pure functions of ``_handshake``
+(initialize, server/discover, the era probe). The engine decides *when* they are consulted and
+queues what they return.
 
 Everything to send -- the application's messages and the core's own (ping replies, error
 replies, cancellations after a timeout, ``notifications/initialized``) -- goes into one outbox,
