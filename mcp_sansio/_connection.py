@@ -749,7 +749,7 @@ class Connection:
         message = _codec.result_message(request_id, body)
         data = self._encode(message)
         del self._incoming[request_id]
-        self._listens.streams.pop(request_id, None)  # (hot path: no call)
+        self._listens.pop(request_id, None)
         self._record_subscription(record.method, record.subject)
         self._queue_reply(record.batch, message, request_id, data, from_application=True)
 
@@ -767,7 +767,7 @@ class Connection:
         wire = _codec.error_message(request_id, code, message, data)
         encoded = self._encode(wire)
         del self._incoming[request_id]
-        self._listens.streams.pop(request_id, None)  # (hot path: no call)
+        self._listens.pop(request_id, None)
         self._queue_reply(record.batch, wire, request_id, encoded, from_application=True)
 
     def send_progress(
@@ -1167,7 +1167,7 @@ class Connection:
             self._reply_error(batch, request_id, admitted.code, admitted.message, method,
                               data=admitted.data)
             return
-        version, capabilities, meta = admitted.version, admitted.capabilities, admitted.meta
+        version, capabilities, meta = admitted
         rule = self._incoming_rule(request_id, method, version, batch)
         if rule is None or not self._gate_incoming(request_id, rule, version, params, batch):
             return
@@ -1326,7 +1326,7 @@ class Connection:
         record = self._incoming.pop(request_id, None)
         if record is None:
             return
-        self._listens.streams.pop(request_id, None)  # (hot path: no call)
+        self._listens.pop(request_id, None)
         self._cancelled_incoming.add(request_id, record.method)
         if record.batch is not None:
             self._flush_batch(record.batch, answered=True)
@@ -1480,7 +1480,7 @@ class Connection:
         self.discovery = result
 
     def _end_outgoing(self, request_id: RequestId, record: Outgoing) -> None:
-        self._listens.streams.pop(request_id, None)  # (hot path: no call)
+        self._listens.pop(request_id, None)
         del self._outgoing[request_id]
         self._timers.clear(request_id)
         if record.progress_token is not None:

@@ -33,21 +33,18 @@ __all__ = ["LISTEN_ACK", "ListenStreams"]
 LISTEN_ACK = "notifications/subscriptions/acknowledged"
 
 
-class ListenStreams:
-    """The open listen streams of one connection (either role)."""
+class ListenStreams(dict[RequestId, dict[str, Any] | None]):
+    """The open listen streams of one connection (either role): listen request id -> the
+    honoured filter (None: not acknowledged yet).
 
-    __slots__ = ("streams",)
+    A dict with the stream rules as methods: every connection has one and answering any
+    request forgets its id here (``pop``), so it costs what a plain dict costs."""
 
-    def __init__(self) -> None:
-        #: listen request id -> the honoured filter (None: not acknowledged yet).
-        self.streams: dict[RequestId, dict[str, Any] | None] = {}
-
-    def __contains__(self, request_id: object) -> bool:
-        return request_id in self.streams
+    __slots__ = ()
 
     def discard(self, request_id: RequestId) -> None:
         """Forget a stream (its request ended, either way)."""
-        self.streams.pop(request_id, None)
+        self.pop(request_id, None)
 
     # -- server side -------------------------------------------------------------------------
 
@@ -68,7 +65,7 @@ class ListenStreams:
                     honoured[key] = [uri for uri in value if isinstance(uri, str)]
             elif value is True:
                 honoured[key] = True
-        self.streams[request_id] = honoured
+        self[request_id] = honoured
         return _codec.notification_message(
             LISTEN_ACK, {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: request_id}},
         )
@@ -77,7 +74,7 @@ class ListenStreams:
         self, method: str, body: Mapping[str, Any] | None
     ) -> Iterator[tuple[RequestId, dict[str, Any]]]:
         """The (stream id, tagged notification) for every stream that honoured ``method``."""
-        for sub_id, honoured in self.streams.items():
+        for sub_id, honoured in self.items():
             if honoured is not None and filter_allows(honoured, method, body):
                 meta = dict((body or {}).get("_meta") or {})
                 meta[META_SUBSCRIPTION_ID] = sub_id
@@ -87,7 +84,7 @@ class ListenStreams:
 
     def expect(self, request_id: RequestId) -> None:
         """We sent a listen request: its acknowledgement is awaited."""
-        self.streams[request_id] = None
+        self[request_id] = None
 
     @staticmethod
     def concerns(method: str) -> bool:
@@ -102,15 +99,15 @@ class ListenStreams:
         notification types it honoured, each tagged with the stream's subscriptionId."""
         meta = params.get("_meta")
         sub_id = meta.get(META_SUBSCRIPTION_ID) if type(meta) is dict else None
-        if (type(sub_id) is not str and type(sub_id) is not int) or sub_id not in self.streams:
+        if (type(sub_id) is not str and type(sub_id) is not int) or sub_id not in self:
             return (f"{method} is not tagged with the subscriptionId of a listen stream we "
                     "opened", None)
-        honoured = self.streams[sub_id]
+        honoured = self[sub_id]
         if method == LISTEN_ACK:
             granted = params.get("notifications")
             if honoured is not None or type(granted) is not dict:
                 return "duplicate or malformed subscription acknowledgement", sub_id
-            self.streams[sub_id] = granted
+            self[sub_id] = granted
             return SubscriptionAcknowledged(request_id=sub_id, notifications=granted)
         if honoured is None:
             return f"{method} arrived before the listen stream was acknowledged", sub_id

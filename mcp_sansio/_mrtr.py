@@ -31,13 +31,12 @@ __all__ = ["InputRetries", "check_input_requests"]
 _Pending = tuple[str, dict[str, Any] | None, dict[str, Any], str | None]
 
 
-class InputRetries:
-    """Client: requests answered ``input_required`` and not retried yet, by request id."""
+class InputRetries(dict[RequestId, _Pending]):
+    """Client: requests answered ``input_required`` and not retried yet, by request id.
 
-    __slots__ = ("pending",)
+    A dict with the retry rules as methods (every connection has one: as cheap as a dict)."""
 
-    def __init__(self) -> None:
-        self.pending: dict[RequestId, _Pending] = {}
+    __slots__ = ()
 
     def receive(
         self, request_id: RequestId, method: str, sent: dict[str, Any] | None,
@@ -50,7 +49,7 @@ class InputRetries:
         if not ((inputs is None or type(inputs) is dict)
                 and (state is None or isinstance(state, str)) and (inputs or state is not None)):
             return None
-        self.pending[request_id] = (method, sent, inputs or {}, state)
+        self[request_id] = (method, sent, inputs or {}, state)
         return InputRequired(request_id=request_id, method=method,
                              input_requests=inputs or {}, request_state=state)
 
@@ -60,7 +59,7 @@ class InputRetries:
         """The (method, params) of the retry (mrtr.mdx: same method and params,
         ``inputResponses`` under the keys of ``inputRequests``, ``requestState`` echoed), or
         why it cannot be built. The entry stays until :meth:`done`."""
-        entry = self.pending.get(request_id)
+        entry = self.get(request_id)
         if entry is None:
             return f"request {request_id!r} is not waiting for input"
         method, sent_params, inputs, state = entry
@@ -83,7 +82,7 @@ class InputRetries:
 
     def done(self, request_id: RequestId) -> None:
         """The retry was sent."""
-        del self.pending[request_id]
+        del self[request_id]
 
 
 def check_input_requests(

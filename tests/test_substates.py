@@ -110,7 +110,7 @@ def test_a_malformed_input_required_is_not_kept() -> None:
     retries = InputRetries()
     for payload in ({}, {"inputRequests": []}, {"requestState": 3}, {"inputRequests": {}}):
         assert retries.receive(1, "tools/call", None, payload) is None
-    assert retries.pending == {}
+    assert retries == {}
 
 
 def test_embedded_input_requests_must_be_declared_by_the_retried_request() -> None:
