@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from mcp_sansio import NEED_DATA, ConnectionClosed, Event, ServerConnection
+from mcp_sansio._capabilities import SERVER_WIDE_NOTIFICATIONS
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ._api import AsyncContext
@@ -49,8 +50,7 @@ __all__ = ["SERVER_WIDE", "HTTPContext", "HTTPServiceBase", "HTTPSessionLogic",
 #: (a list change is the server's, not the session's whose handler caused it).
 log = logging.getLogger("mcp_sansio.adapters.http")
 
-SERVER_WIDE = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
-                         "notifications/resources/list_changed"})
+SERVER_WIDE = SERVER_WIDE_NOTIFICATIONS  # the method table's server_wide column
 
 
 def new_http_server(

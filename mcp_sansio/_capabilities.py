@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -31,7 +31,11 @@ from ._state import Role
 from ._versions import HANDSHAKE_REVISIONS, KNOWN_REVISIONS
 
 __all__ = [
+    "INPUT_REQUEST_METHODS",
     "METHODS",
+    "MRTR_METHODS",
+    "SERVER_WIDE_NOTIFICATIONS",
+    "SESSION_OPENERS",
     "Kind",
     "MethodRule",
     "Sender",
@@ -39,6 +43,8 @@ __all__ = [
     "lookup",
     "missing_capability",
     "rules_for",
+    "subject_field",
+    "subject_of",
 ]
 
 
@@ -100,6 +106,18 @@ class MethodRule:
     #: The extension that defines the method, when the revision's schema does not
     #: (``io.modelcontextprotocol/tasks``, SEP-2663).
     extension: str | None = None
+    #: The params field naming what the request is about -- the tool or prompt ``name``, the
+    #: resource ``uri``, the ``taskId`` -- or None. One column serves every use: the URIs
+    #: a subscription covers, what a sealed ``requestState`` is bound to (mrtr.mdx) and the
+    #: field HTTP's ``Mcp-Name`` header mirrors (2026-07-28 ``transports.mdx``).
+    subject: str | None = None
+    #: False for the request that opens a session (``initialize``, lifecycle.mdx): it is
+    #: never cancelled ("MUST NOT"), carries no progress token, is never part of a batch
+    #: (2025-03-26 ``changelog.mdx``), and its timeout closes the connection instead.
+    in_session: bool = True
+    #: A notification about the server as a whole, not about one request or subscription:
+    #: an HTTP server offers it to every session (the ``list_changed`` family).
+    server_wide: bool = False
 
     @property
     def gated_by_receiver(self) -> bool:
@@ -188,7 +206,7 @@ def _r(method: str, kind: Kind, sender: Sender, revisions: frozenset[str],
 METHODS: tuple[MethodRule, ...] = (
     # ---- handshake era: spec-digest c2 ----
     # lifecycle.mdx
-    _r("initialize", _REQ, _C, _ALL_HS),
+    _r("initialize", _REQ, _C, _ALL_HS, in_session=False),
     _r("notifications/initialized", _NOTE, _C, _ALL_HS),
     # utilities/ping.mdx, cancellation.mdx, progress.mdx
     _r("ping", _REQ, _B, _ALL_HS),
@@ -197,19 +215,23 @@ METHODS: tuple[MethodRule, ...] = (
     # server/resources.mdx
     _r("resources/list", _REQ, _C, _ALL_HS, "resources"),
     _r("resources/templates/list", _REQ, _C, _ALL_HS, "resources"),
-    _r("resources/read", _REQ, _C, _ALL_HS, "resources"),
-    _r("resources/subscribe", _REQ, _C, _ALL_HS, "resources.subscribe"),
-    _r("resources/unsubscribe", _REQ, _C, _ALL_HS, "resources.subscribe"),
-    _r("notifications/resources/list_changed", _NOTE, _S, _ALL_HS, "resources.listChanged"),
+    _r("resources/read", _REQ, _C, _ALL_HS, "resources", subject="uri"),
+    _r("resources/subscribe", _REQ, _C, _ALL_HS, "resources.subscribe", subject="uri"),
+    _r("resources/unsubscribe", _REQ, _C, _ALL_HS, "resources.subscribe",
+       subject="uri"),
+    _r("notifications/resources/list_changed", _NOTE, _S, _ALL_HS, "resources.listChanged",
+       server_wide=True),
     _r("notifications/resources/updated", _NOTE, _S, _ALL_HS, "resources.subscribe"),
     # server/prompts.mdx
     _r("prompts/list", _REQ, _C, _ALL_HS, "prompts"),
-    _r("prompts/get", _REQ, _C, _ALL_HS, "prompts"),
-    _r("notifications/prompts/list_changed", _NOTE, _S, _ALL_HS, "prompts.listChanged"),
+    _r("prompts/get", _REQ, _C, _ALL_HS, "prompts", subject="name"),
+    _r("notifications/prompts/list_changed", _NOTE, _S, _ALL_HS, "prompts.listChanged",
+       server_wide=True),
     # server/tools.mdx
     _r("tools/list", _REQ, _C, _ALL_HS, "tools"),
-    _r("tools/call", _REQ, _C, _ALL_HS, "tools"),
-    _r("notifications/tools/list_changed", _NOTE, _S, _ALL_HS, "tools.listChanged"),
+    _r("tools/call", _REQ, _C, _ALL_HS, "tools", subject="name"),
+    _r("notifications/tools/list_changed", _NOTE, _S, _ALL_HS, "tools.listChanged",
+       server_wide=True),
     # server/utilities/logging.mdx
     _r("logging/setLevel", _REQ, _C, _ALL_HS, "logging"),
     _r("notifications/message", _NOTE, _S, _ALL_HS, "logging"),
@@ -237,28 +259,32 @@ METHODS: tuple[MethodRule, ...] = (
     # ---- stateless era, 2026-07-28: spec-digest c1 (every request is client -> server) ----
     _r("server/discover", _REQ, _C, _SL, cacheable=True),
     _r("tools/list", _REQ, _C, _SL, "tools", cacheable=True),
-    _r("tools/call", _REQ, _C, _SL, "tools", mrtr=True),
+    _r("tools/call", _REQ, _C, _SL, "tools", mrtr=True, subject="name"),
     _r("prompts/list", _REQ, _C, _SL, "prompts", cacheable=True),
-    _r("prompts/get", _REQ, _C, _SL, "prompts", mrtr=True),
+    _r("prompts/get", _REQ, _C, _SL, "prompts", mrtr=True, subject="name"),
     _r("resources/list", _REQ, _C, _SL, "resources", cacheable=True),
     _r("resources/templates/list", _REQ, _C, _SL, "resources", cacheable=True),
-    _r("resources/read", _REQ, _C, _SL, "resources", cacheable=True, mrtr=True),
+    _r("resources/read", _REQ, _C, _SL, "resources", cacheable=True, mrtr=True,
+       subject="uri"),
     _r("completion/complete", _REQ, _C, _SL, "completions"),
     _r("subscriptions/listen", _REQ, _C, _SL),
     # The tasks extension (SEP-2663, ``io.modelcontextprotocol/tasks``): negotiated through
     # ``capabilities.extensions``, a key the dotted paths here cannot name, so the rows are
     # ungated and the application answers -32021 when the request did not declare it.
-    _r("tasks/get", _REQ, _C, _SL, extension=_TASKS),
-    _r("tasks/update", _REQ, _C, _SL, extension=_TASKS),
-    _r("tasks/cancel", _REQ, _C, _SL, extension=_TASKS),
+    _r("tasks/get", _REQ, _C, _SL, extension=_TASKS, subject="taskId"),
+    _r("tasks/update", _REQ, _C, _SL, extension=_TASKS, subject="taskId"),
+    _r("tasks/cancel", _REQ, _C, _SL, extension=_TASKS, subject="taskId"),
     # stdio: client -> server; server -> client only to end a listen stream.
     _r("notifications/cancelled", _NOTE, _B, _SL),
     _r("notifications/progress", _NOTE, _S, _SL),
     _r("notifications/message", _NOTE, _S, _SL, "logging"),
     _r("notifications/subscriptions/acknowledged", _NOTE, _S, _SL),
-    _r("notifications/tools/list_changed", _NOTE, _S, _SL, "tools.listChanged"),
-    _r("notifications/prompts/list_changed", _NOTE, _S, _SL, "prompts.listChanged"),
-    _r("notifications/resources/list_changed", _NOTE, _S, _SL, "resources.listChanged"),
+    _r("notifications/tools/list_changed", _NOTE, _S, _SL, "tools.listChanged",
+       server_wide=True),
+    _r("notifications/prompts/list_changed", _NOTE, _S, _SL, "prompts.listChanged",
+       server_wide=True),
+    _r("notifications/resources/list_changed", _NOTE, _S, _SL, "resources.listChanged",
+       server_wide=True),
     _r("notifications/resources/updated", _NOTE, _S, _SL, "resources.subscribe"),
     # MRTR input requests embedded in an InputRequiredResult (basic/patterns/mrtr.mdx):
     # "only request declared client caps".
@@ -277,6 +303,53 @@ for _rule in METHODS:
 
 #: Every method name in any revision.
 ALL_METHODS: frozenset[str] = frozenset(rule.method for rule in METHODS)
+
+# -- facts derived from the table (computed once: the engine tests set membership) ---------
+
+#: Methods that never join a session's ordinary traffic (the ``in_session`` column: only
+#: ``initialize``): never cancelled, no progress token, not in a batch, closes on timeout.
+SESSION_OPENERS: frozenset[str] = frozenset(r.method for r in METHODS if not r.in_session)
+
+#: The input-request role: requests a server makes of a client -- real requests in the
+#: handshake era, embedded in ``input_required`` in 2026-07-28 (``mrtr.mdx``) -- each with
+#: the client capability it needs (``elicitation/create`` -> ``elicitation``, ...).
+INPUT_REQUEST_METHODS: Mapping[str, str] = {
+    r.method: cast("str", r.capability) for r in METHODS if r.kind is Kind.INPUT_REQUEST
+}
+
+#: Notifications about the server as a whole (the ``server_wide`` column): an HTTP server
+#: offers them to every session and listen stream.
+SERVER_WIDE_NOTIFICATIONS: frozenset[str] = frozenset(r.method for r in METHODS if r.server_wide)
+
+#: Methods whose 2026-07-28 result may be ``input_required`` (the ``mrtr`` column).
+MRTR_METHODS: frozenset[str] = frozenset(r.method for r in METHODS if r.mrtr)
+
+#: method -> the params field naming its subject (the ``subject`` column). A method has the
+#: same subject field in every revision it exists in (the assertion below keeps it so), so
+#: callers need not know the revision.
+_SUBJECT_FIELD: dict[str, str] = {}
+for _rule in METHODS:
+    if (
+        _rule.subject is not None
+        and _SUBJECT_FIELD.setdefault(_rule.method, _rule.subject) != _rule.subject
+    ):  # pragma: no cover - guards the table itself
+        raise AssertionError(f"{_rule.method} names two subject fields")
+
+
+def subject_field(method: str) -> str | None:
+    """The params field that names what a ``method`` request is about (``name``, ``uri``,
+    ``taskId``), or None."""
+    return _SUBJECT_FIELD.get(method)
+
+
+def subject_of(method: str, params: Mapping[str, Any] | None) -> str | None:
+    """The subject a request's params name (the tool or prompt name, the resource URI, the
+    task id), when it is a string; None otherwise."""
+    field = _SUBJECT_FIELD.get(method)
+    if field is None or not params:
+        return None
+    value = params.get(field)
+    return value if isinstance(value, str) else None
 
 
 def lookup(method: str, revision: str) -> MethodRule | None:

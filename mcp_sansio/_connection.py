@@ -11,7 +11,17 @@ of it (as in h11).
 
 Every rule that depends on the revision, role or state is looked up in a table:
 ``_state.TRANSITIONS`` (lifecycle), ``_capabilities.METHODS`` (direction, existence,
-gating) and ``_versions.FEATURES`` (per-revision features). This module only wires them.
+gating, and the facts derived from it such as ``SESSION_OPENERS``), ``_versions.FEATURES``
+(per-revision features) and ``_admission.ADMISSION`` (what a stateless-era request must carry).
+This module only wires them. Which role reaches which code follows from those tables too (only
+a server receives ``initialize``; only a client enters ``PROBING``), so the two subclasses add
+public API and configuration, never overrides of the engine.
+
+The features of one era are sub-states held by composition, each in its own module with its
+own theory of operation: ``_listen.ListenStreams`` (2026-07-28 listen streams),
+``_mrtr.InputRetries`` (input_required retries) and the pure functions of ``_handshake``
+(initialize, server/discover, the era probe). The engine decides *when* they are consulted and
+queues what they return.
 
 Everything to send -- the application's messages and the core's own (ping replies, error
 replies, cancellations after a timeout, ``notifications/initialized``) -- goes into one outbox,
@@ -32,19 +42,23 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any, cast
 
 from . import _codec, _json
+from ._admission import Refusal, admit_stateless, batch_refusal
 from ._capabilities import (
     ALL_METHODS,
     METHODS,
+    MRTR_METHODS,
+    SESSION_OPENERS,
     Kind,
     MethodRule,
     declared,
     lookup,
     missing_capability,
     refusal_code,
+    subject_of,
 )
 from ._codec import InvalidMessage, MessageKind
 from ._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
@@ -55,7 +69,6 @@ from ._events import (
     ErrorResponse,
     Event,
     Initialized,
-    InputRequired,
     LateResponse,
     MessageRejected,
     Notification,
@@ -67,13 +80,22 @@ from ._events import (
     RequestId,
     RequestTimedOut,
     Response,
-    SubscriptionAcknowledged,
     UnexpectedResponse,
     trusted_request,
     trusted_response,
 )
 from ._framing.ndjson import DEFAULT_MAX_LINE, OVERSIZED, LineSplitter
+from ._handshake import (
+    answer_initialize,
+    discover_result,
+    implementation,
+    initialize_params,
+    judge_probe_answer,
+    read_initialize_result,
+)
 from ._json import EncodeError
+from ._listen import ListenStreams
+from ._mrtr import InputRetries, check_input_requests
 from ._pending import RECENT_IDS_LIMIT, Incoming, Outgoing, RecentIds
 from ._state import (
     NOT_INITIALIZED_CODE,
@@ -86,7 +108,6 @@ from ._state import (
     transition,
 )
 from ._stateless import (
-    LISTEN_FILTERS,
     LISTEN_NOTIFICATIONS,
     LOG_LEVELS,
     LOG_RANK,
@@ -97,20 +118,12 @@ from ._stateless import (
     META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
     InvalidRequestState,
-    filter_allows,
     has_stateless_meta,
     open_state,
     seal_state,
 )
 from ._timers import TimerKind, TimerTable
-from ._versions import (
-    FEATURES,
-    KNOWN_REVISIONS,
-    Era,
-    judge_probe,
-    negotiate_server_version,
-    newest,
-)
+from ._versions import FEATURES, KNOWN_REVISIONS, Era, newest
 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
@@ -140,10 +153,13 @@ DEFAULT_PROBE_TIMEOUT = 5.0
 
 _DEFAULT = object()  # "use the connection's default" for per-request options
 
-#: Methods whose 2026-07-28 result may be input_required (from the method table).
-_MRTR_METHODS = frozenset(rule.method for rule in METHODS if rule.mrtr)
-#: The listen stream's own notifications (client side checks).
-_LISTEN_ACK = "notifications/subscriptions/acknowledged"
+#: The requests that change which URIs ``notifications/resources/updated`` may name (the rows
+#: gated by ``resources.subscribe``): only their subject is kept on a request's record, so
+#: that the common request pays one set lookup and no params read.
+_SUBSCRIPTION_METHODS = frozenset(
+    rule.method for rule in METHODS
+    if rule.kind is Kind.REQUEST and rule.capability == "resources.subscribe"
+)
 
 
 class _Eof:
@@ -292,13 +308,15 @@ class Connection:
         self.subscriptions: set[str] = set()
         #: The minimum log level the client asked for with logging/setLevel (server side).
         self.log_level: str | None = None
-        #: Open subscriptions/listen streams (2026-07-28), by the listen request's id: the
-        #: honoured filter (None on the client until the acknowledgement arrives).
-        self._listens: dict[RequestId, dict[str, Any] | None] = {}
-        #: Client, 2026-07-28: input_required answers awaiting retry_with_input(), by id:
-        #: (method, params as sent, inputRequests, requestState).
-        self._mrtr: dict[RequestId, tuple[str, dict[str, Any] | None, dict[str, Any],
-                                          str | None]] = {}
+        # The stateless era's per-feature sub-states (each module says how it works).
+        #: Open subscriptions/listen streams (2026-07-28, :mod:`._listen`).
+        self._listens = ListenStreams()
+        #: Client: input_required answers awaiting retry_with_input() (:mod:`._mrtr`).
+        self._retries = InputRetries()
+        #: Server: the instructions sent in the InitializeResult and the DiscoverResult.
+        self.server_instructions: str | None = None
+        #: Client: the era was cached as stateless, so a failed probe closes (connect()).
+        self._no_fallback = False
         #: Client, 2026-07-28: the last DiscoverResult received (None before).
         self.discovery: dict[str, Any] | None = None
         #: Server: key that seals requestState (None: the application handles it raw), and
@@ -370,7 +388,7 @@ class Connection:
             if record is None:
                 continue
             request_id: RequestId = key  # type: ignore[assignment]
-            if record.method == "initialize":
+            if record.method in SESSION_OPENERS:
                 # lifecycle.mdx: the client MUST NOT cancel initialize; close instead.
                 self._close(CloseReason.INITIALIZE_TIMEOUT, "initialize was not answered in time")
                 return
@@ -547,8 +565,8 @@ class Connection:
         now = self._clock(now)
         inp = classify_request(method, sending=True)
         self._check_send(inp, method, Kind.REQUEST, params)
-        if method == "initialize" and progress:
-            raise LocalProtocolError("initialize cannot carry a progress token")
+        if progress and method in SESSION_OPENERS:
+            raise LocalProtocolError(f"{method} cannot carry a progress token")
         request_id = self._queue_request(
             method, params, now, timeout, max_total, progress, progress_resets_timeout,
             related_request_id,
@@ -600,9 +618,9 @@ class Connection:
             if progress_resets_timeout is None
             else progress_resets_timeout
         )
-        subject = _subject(method, body)
+        subject = subject_of(method, body) if method in _SUBSCRIPTION_METHODS else None
         record = Outgoing(method, idle, token, resets, subject, related_request_id)
-        if self._state is State.STATELESS and method in _MRTR_METHODS:
+        if self._state is State.STATELESS and method in MRTR_METHODS:
             record.params = body  # kept to build a retry after input_required
         self._outgoing[request_id] = record
         if token is not None:
@@ -660,12 +678,8 @@ class Connection:
             ):
                 return
         elif method in LISTEN_NOTIFICATIONS:
-            for sub_id, honoured in self._listens.items():
-                if honoured is not None and filter_allows(honoured, method, body):
-                    meta = dict((body or {}).get("_meta") or {})
-                    meta[META_SUBSCRIPTION_ID] = sub_id
-                    note = _codec.notification_message(method, {**(body or {}), "_meta": meta})
-                    self._outbox.append((note, sub_id, self._encode(note)))
+            for sub_id, note in self._listens.fan_out(method, body):
+                self._outbox.append((note, sub_id, self._encode(note)))
             return
         elif method == "notifications/cancelled":
             # On stdio the server cancels only to end a listen stream.
@@ -675,7 +689,7 @@ class Connection:
                     "in 2026-07-28 a server sends notifications/cancelled only to end a "
                     "listen stream"
                 )
-            del self._listens[listen_id]
+            self._listens.discard(listen_id)
             self._incoming.pop(listen_id, None)
             related = listen_id
         message = _codec.notification_message(method, body)
@@ -804,8 +818,8 @@ class Connection:
         if self._state is State.CLOSED:
             raise LocalProtocolError("the connection is closed")
         record = self._require_outgoing(request_id)
-        if record.method == "initialize":
-            raise LocalProtocolError("initialize cannot be cancelled (lifecycle.mdx)")
+        if record.method in SESSION_OPENERS:
+            raise LocalProtocolError(f"{record.method} cannot be cancelled (lifecycle.mdx)")
         self._end_outgoing(request_id, record)
         self._ended_outgoing.add(request_id, record.method)
         self._queue_cancel(request_id, reason, record.related)
@@ -999,11 +1013,9 @@ class Connection:
     def _process_batch(self, items: list[Any]) -> None:
         # JSON-RPC 2.0 section 6; MCP allows batches only in 2025-03-26 (changelog.mdx), and
         # never with initialize in them.
-        if self.protocol_version is None or not FEATURES[self.protocol_version].batching:
-            self._reply_error(
-                None, None, ErrorCode.INVALID_REQUEST,
-                f"Invalid Request: batches are not supported in revision {self.revision}",
-            )
+        refusal = batch_refusal(self.protocol_version, self.revision)
+        if refusal is not None:
+            self._reply_error(None, None, refusal.code, refusal.message)
             return
         if not items:
             self._reply_error(None, None, ErrorCode.INVALID_REQUEST,
@@ -1011,11 +1023,12 @@ class Connection:
             return
         batch = _Batch()
         for item in items:
-            if type(item) is dict and item.get("method") == "initialize" and "id" in item:
+            method = item.get("method") if type(item) is dict else None
+            if _is_member(method, SESSION_OPENERS) and "id" in item:
                 self._reply_error(
                     batch, item.get("id") if _codec._is_id(item.get("id")) else None,
                     ErrorCode.INVALID_REQUEST,
-                    "Invalid Request: initialize must not be part of a batch", "initialize",
+                    f"Invalid Request: {method} must not be part of a batch", method,
                 )
                 continue
             if self._state is State.CLOSED:
@@ -1057,15 +1070,16 @@ class Connection:
                 method,
             )
             return
+        opens_session = method in SESSION_OPENERS
         if (
             self.role is Role.SERVER
             and self._stateless_versions
-            and method != "initialize"
+            and not opens_session
             and (not self._handshake_versions or has_stateless_meta(params))
         ):
             self._on_stateless_request(request_id, method, params, batch)
             return
-        if method == "initialize" and not self._handshake_versions:
+        if opens_session and not self._handshake_versions:
             # versioning.mdx: a stateless-only server SHOULD name its versions when it
             # rejects initialize (in the handshake era's own error shape, which old clients
             # understand: lifecycle.mdx, "Error Handling").
@@ -1091,7 +1105,7 @@ class Connection:
             # ping.mdx: the receiver MUST respond promptly with an empty result.
             self._queue_reply(batch, _codec.result_message(request_id, {}), request_id)
             return
-        if method == "initialize":
+        if opens_session:
             self._on_initialize(request_id, params or {}, next_state, batch)
             return
         if method == "logging/setLevel":
@@ -1101,7 +1115,8 @@ class Connection:
         token = meta.get("progressToken") if type(meta) is dict else None
         if token is not None and type(token) is not str and type(token) is not int:
             token = None  # a string or an integer (decoded JSON: bool and float refused)
-        self._incoming[request_id] = Incoming(method, token, _subject(method, params), batch)
+        subject = subject_of(method, params) if method in _SUBSCRIPTION_METHODS else None
+        self._incoming[request_id] = Incoming(method, token, subject, batch)
         if batch is not None:
             batch.waiting += 1
         self._events.append(trusted_request(request_id, method, params))
@@ -1147,25 +1162,12 @@ class Connection:
                 "stateless requests are not accepted on it", method,
             )
             return
-        meta = (params or {}).get("_meta")
-        meta = meta if type(meta) is dict else {}
-        version = meta.get(META_PROTOCOL_VERSION)
-        capabilities = meta.get(META_CLIENT_CAPABILITIES)
-        if not isinstance(version, str) or type(capabilities) is not dict:
-            # versioning.mdx: missing version or capabilities -> -32602 (HTTP 400).
-            self._reply_error(
-                batch, request_id, ErrorCode.INVALID_PARAMS,
-                f"Invalid params: _meta must carry {META_PROTOCOL_VERSION} and "
-                f"{META_CLIENT_CAPABILITIES}", method,
-            )
+        admitted = admit_stateless(params, self._stateless_versions)  # _admission.py
+        if isinstance(admitted, Refusal):
+            self._reply_error(batch, request_id, admitted.code, admitted.message, method,
+                              data=admitted.data)
             return
-        if version not in self._stateless_versions:
-            self._reply_error(
-                batch, request_id, ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version", method,
-                data={"supported": list(self._stateless_versions), "requested": version},
-            )
-            return
+        version, capabilities, meta = admitted
         rule = self._incoming_rule(request_id, method, version, batch)
         if rule is None or not self._gate_incoming(request_id, rule, version, params, batch):
             return
@@ -1184,7 +1186,7 @@ class Connection:
                               "Invalid params: subscriptions/listen needs a notifications "
                               "filter object", method)
             return
-        name = _bound_name(method, params)
+        name = subject_of(method, params)
         if (
             rule.mrtr
             and self.request_state_key is not None
@@ -1215,34 +1217,15 @@ class Connection:
         if batch is not None:  # pragma: no cover - batches exist only in 2025-03-26
             batch.waiting += 1
         if method == "subscriptions/listen":
-            self._open_listen(request_id, params or {})
+            # The acknowledgement is the stream's first message (spec-digest h).
+            note = self._listens.open(request_id, params or {}, self.capabilities)
+            self._outbox.append((note, request_id, _codec.encode(note)))
         self._events.append(trusted_request(request_id, method, params))
 
-    def _discover_result(self) -> dict[str, Any]:  # pragma: no cover - server only
-        raise AssertionError("unreachable")
-
-    def _open_listen(self, request_id: RequestId, params: dict[str, Any]) -> None:
-        """Acknowledge a listen stream with the subset of its filter our declared
-        capabilities honour; that acknowledgement is the stream's first message (spec-digest
-        h, "Listen streams")."""
-        wanted = params.get("notifications")
-        wanted = wanted if type(wanted) is dict else {}
-        honoured: dict[str, Any] = {}
-        for key, (_, capability) in LISTEN_FILTERS.items():
-            value = wanted.get(key)
-            if not declared(self.capabilities, capability):
-                continue
-            if key == "resourceSubscriptions":
-                if isinstance(value, list) and value:
-                    honoured[key] = [uri for uri in value if isinstance(uri, str)]
-            elif value is True:
-                honoured[key] = True
-        self._listens[request_id] = honoured
-        note = _codec.notification_message(
-            _LISTEN_ACK,
-            {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: request_id}},
-        )
-        self._outbox.append((note, request_id, _codec.encode(note)))
+    def _discover_result(self) -> dict[str, Any]:
+        """The server's DiscoverResult, built from configuration (see :mod:`._handshake`)."""
+        return discover_result(self.versions, self.capabilities, self.info,
+                               self.server_instructions, self.cache_ttl_ms, self.cache_scope)
 
     def _on_set_level(
         self, request_id: RequestId, params: dict[str, Any], batch: _Batch | None
@@ -1297,9 +1280,7 @@ class Connection:
             self._on_cancelled(params or {})
         elif method == "notifications/progress":
             self._on_progress(params or {})
-        elif self._state is State.STATELESS and (
-            method == _LISTEN_ACK or method in LISTEN_NOTIFICATIONS
-        ):
+        elif self._state is State.STATELESS and self._listens.concerns(method):
             self._on_listen_notification(method, params or {})
         elif method == "notifications/resources/updated" and not _is_member(
             (params or {}).get("uri"), self.subscriptions
@@ -1310,37 +1291,13 @@ class Connection:
             self._events.append(Notification(method=method, params=params))
 
     def _on_listen_notification(self, method: str, params: dict[str, Any]) -> None:
-        """Client side of a listen stream: the acknowledgement comes first, then only the
-        notification types it honoured, each tagged with the stream's subscriptionId."""
-        meta = params.get("_meta")
-        sub_id = meta.get(META_SUBSCRIPTION_ID) if type(meta) is dict else None
-        if not _is_member(sub_id, self._listens):
-            self._report(ErrorCode.INVALID_PARAMS,
-                         f"{method} is not tagged with the subscriptionId of a listen stream "
-                         "we opened", None, method)
-            return
-        sub_id = cast("RequestId", sub_id)
-        honoured = self._listens[sub_id]
-        if method == _LISTEN_ACK:
-            granted = params.get("notifications")
-            if honoured is not None or type(granted) is not dict:
-                self._report(ErrorCode.INVALID_PARAMS,
-                             "duplicate or malformed subscription acknowledgement", sub_id,
-                             method)
-                return
-            self._listens[sub_id] = granted
-            self._events.append(SubscriptionAcknowledged(request_id=sub_id,
-                                                         notifications=granted))
-        elif honoured is None:
-            self._report(ErrorCode.INVALID_PARAMS,
-                         f"{method} arrived before the listen stream was acknowledged",
-                         sub_id, method)
-        elif not filter_allows(honoured, method, params):
-            self._report(ErrorCode.INVALID_PARAMS,
-                         f"{method} was not acknowledged on listen stream {sub_id!r}",
-                         sub_id, method)
+        """Client side of a listen stream (judged by :class:`~._listen.ListenStreams`)."""
+        outcome = self._listens.receive(method, params)
+        if type(outcome) is tuple:
+            reason, sub_id = outcome
+            self._report(ErrorCode.INVALID_PARAMS, reason, sub_id, method)
         else:
-            self._events.append(Notification(method=method, params=params))
+            self._events.append(cast("Event", outcome))
 
     def _deliver_unknown_notification(self, method: str, params: dict[str, Any] | None) -> None:
         verdict, _ = transition(self.role, self._state, Input.RECV_NOTIFICATION)
@@ -1452,7 +1409,8 @@ class Connection:
             self._end_outgoing(request_id, record)
             self._on_probe_response(is_result, payload)
             return
-        if record.method == "initialize":
+        opener = record.method in SESSION_OPENERS
+        if opener:
             inp = Input.RECV_INITIALIZE_RESULT if is_result else Input.RECV_INITIALIZE_ERROR
         else:
             inp = Input.RECV_RESPONSE
@@ -1461,7 +1419,7 @@ class Connection:
             self._report(ErrorCode.INVALID_REQUEST, _refusal(inp, self._state), request_id)
             return
         self._end_outgoing(request_id, record)
-        if record.method == "initialize":
+        if opener:
             self._on_initialize_response(is_result, payload)
             return
         if is_result and self._state is State.STATELESS:
@@ -1495,17 +1453,10 @@ class Connection:
                 trusted_response(request_id, payload, record.method)
             )
             return
-        if result_type == "input_required" and record.method in _MRTR_METHODS:
-            inputs = payload.get("inputRequests")
-            state = payload.get("requestState")
-            if (inputs is None or type(inputs) is dict) and (
-                state is None or isinstance(state, str)
-            ) and (inputs or state is not None):
-                self._mrtr[request_id] = (record.method, record.params, inputs or {}, state)
-                self._events.append(InputRequired(
-                    request_id=request_id, method=record.method,
-                    input_requests=inputs or {}, request_state=state,
-                ))
+        if result_type == "input_required" and record.method in MRTR_METHODS:
+            event = self._retries.receive(request_id, record.method, record.params, payload)
+            if event is not None:
+                self._events.append(event)
                 return
             reason = "malformed input_required result (inputRequests and/or requestState)"
         elif result_type == "input_required":
@@ -1522,17 +1473,11 @@ class Connection:
             self.peer_capabilities = capabilities
         meta = result.get("_meta")
         info = meta.get(META_SERVER_INFO) if type(meta) is dict else None
-        if _implementation(info):
+        if implementation(info):
             self.peer_info = cast("dict[str, Any]", info)
         instructions = result.get("instructions")
         self.instructions = instructions if isinstance(instructions, str) else None
         self.discovery = result
-
-    def _on_probe_response(self, is_result: bool, payload: dict[str, Any]) -> None:
-        raise AssertionError("unreachable")  # pragma: no cover - only clients probe
-
-    def _probe_failed(self, detail: str) -> None:
-        raise AssertionError("unreachable")  # pragma: no cover - only clients probe
 
     def _end_outgoing(self, request_id: RequestId, record: Outgoing) -> None:
         self._listens.pop(request_id, None)
@@ -1547,7 +1492,7 @@ class Connection:
         self.close_reason = reason
         for request_id, record in list(self._outgoing.items()):
             self._end_outgoing(request_id, record)
-            if record.method != "initialize":  # initialize ends with ConnectionClosed itself
+            if record.method not in SESSION_OPENERS:  # initialize ends with ConnectionClosed
                 self._events.append(
                     RequestAborted(request_id=request_id, method=record.method, reason=reason)
                 )
@@ -1555,23 +1500,85 @@ class Connection:
         self._inbox.clear()
         self._events.append(ConnectionClosed(reason=reason, detail=detail))
 
-    # -- the handshake (role-specific halves are in the subclasses) --------------------------
+    # -- the handshake and the era probe ---------------------------------------------------
+    # Which role reaches each of these is decided by the tables, not by overriding: only a
+    # server receives initialize and server/discover (method table), only a client gets their
+    # answers, only a client enters PROBING (lifecycle table). The decisions themselves are
+    # pure functions in _handshake.py.
 
     def _on_initialize(
         self, request_id: RequestId, params: dict[str, Any], next_state: State,
         batch: _Batch | None,
-    ) -> None:  # pragma: no cover - only a server receives initialize (method table)
-        raise AssertionError("unreachable")
+    ) -> None:
+        answer = answer_initialize(params, self._handshake_versions, self.capabilities,
+                                   self.info, self.server_instructions)
+        if answer is None:
+            self._reply_error(
+                batch, request_id, ErrorCode.INVALID_PARAMS,
+                "Invalid params: initialize needs protocolVersion, capabilities and clientInfo "
+                "(with name and version)",
+                "initialize",
+            )
+            return
+        self.protocol_version = answer.version
+        self.peer_capabilities = answer.peer_capabilities
+        self.peer_info = answer.peer_info
+        self._state = next_state
+        self._queue_reply(batch, _codec.result_message(request_id, answer.result), request_id)
+
+    def _send_initialize(self, now: float | None, timeout: Any) -> RequestId:
+        if not self._handshake_versions:
+            raise LocalProtocolError("this client supports no handshake-era revision")
+        params = initialize_params(self._handshake_versions, self.capabilities, self.info)
+        return self.send_request("initialize", params, now=now, timeout=timeout, max_total=None)
 
     def _on_initialize_response(self, is_result: bool, payload: dict[str, Any]) -> None:
-        raise AssertionError("unreachable")  # pragma: no cover - only a client sends initialize
+        refusal = read_initialize_result(is_result, payload, self._handshake_versions)
+        if refusal is not None:
+            self._close(*refusal)
+            return
+        version: str = payload["protocolVersion"]
+        self.protocol_version = version
+        self.peer_capabilities = payload["capabilities"]
+        self.peer_info = payload["serverInfo"]
+        self.instructions = instructions = payload.get("instructions")
+        self._advance(Input.RECV_INITIALIZE_RESULT)
+        # lifecycle.mdx: "the client MUST send an initialized notification".
+        message = _codec.notification_message("notifications/initialized", None)
+        self._outbox.append((message, None, _codec.encode(message)))
+        self._events.append(
+            Initialized(
+                protocol_version=version,
+                peer_capabilities=self.peer_capabilities,
+                peer_info=self.peer_info,
+                instructions=instructions,
+            )
+        )
 
+    def _on_probe_response(self, is_result: bool, payload: dict[str, Any]) -> None:
+        verdict = judge_probe_answer(is_result, payload, self._stateless_versions)
+        if verdict.version is None:
+            self._probe_failed(verdict.detail)
+            return
+        self._state = transition(self.role, self._state, Input.PROBE_STATELESS)[1]
+        self.protocol_version = verdict.version
+        if is_result:
+            self._record_discovery(payload)
+        self._events.append(Initialized(
+            protocol_version=verdict.version,
+            peer_capabilities=self.peer_capabilities,
+            peer_info=self.peer_info,
+            instructions=self.instructions,
+        ))
 
-def _subject(method: str, params: Mapping[str, Any] | None) -> str | None:
-    if method in ("resources/subscribe", "resources/unsubscribe") and params is not None:
-        uri = params.get("uri")
-        return uri if isinstance(uri, str) else None
-    return None
+    def _probe_failed(self, detail: str) -> None:
+        """Fall back to initialize (versioning.mdx), or close if we cannot."""
+        if not self._handshake_versions or self._no_fallback:
+            self._close(CloseReason.VERSION_REJECTED,
+                        f"{detail}; this client supports no handshake-era revision")
+            return
+        self._state = transition(self.role, self._state, Input.PROBE_FALLBACK)[1]
+        self._send_initialize(None, _DEFAULT)
 
 
 def _refusal(inp: Input, state: State) -> str:
@@ -1610,7 +1617,7 @@ def _sanitized_reply(message: dict[str, Any]) -> dict[str, Any]:
     return _codec.error_message(request_id, error["code"], text)
 
 
-def _is_member(value: object, container: set[str] | dict[RequestId, Any]) -> bool:
+def _is_member(value: object, container: Container[Any]) -> bool:
     """``value in container`` for a value read off the wire (which may be unhashable)."""
     return (type(value) is str or type(value) is int) and value in container
 
@@ -1628,14 +1635,6 @@ def _gate_message(rule: MethodRule, method: str, missing: str) -> str:
         "not declared"
 
 
-def _bound_name(method: str, params: Mapping[str, Any] | None) -> str | None:
-    """What a sealed requestState is bound to: the tool/prompt name or the resource URI."""
-    if not params:
-        return None
-    value = params.get("uri") if method == "resources/read" else params.get("name")
-    return value if isinstance(value, str) else None
-
-
 def _leaf_paths(tree: Mapping[str, Any], prefix: str = "") -> list[str]:
     """``{"sampling": {"tools": {}}}`` -> ``["sampling.tools"]``."""
     paths: list[str] = []
@@ -1646,14 +1645,6 @@ def _leaf_paths(tree: Mapping[str, Any], prefix: str = "") -> list[str]:
         else:
             paths.append(path)
     return paths
-
-
-def _implementation(value: object) -> bool:
-    return (
-        type(value) is dict
-        and isinstance(value.get("name"), str)
-        and isinstance(value.get("version"), str)
-    )
 
 
 class ClientConnection(Connection):
@@ -1668,7 +1659,6 @@ class ClientConnection(Connection):
     def __init__(self, *, probe_timeout: float = DEFAULT_PROBE_TIMEOUT, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.probe_timeout = probe_timeout
-        self._no_fallback = False
 
     def connect(self, *, now: float | None = None, era: Era | None = None) -> RequestId:
         """Start the connection in whichever era the server speaks.
@@ -1700,44 +1690,6 @@ class ClientConnection(Connection):
         return self._queue_request("server/discover", {}, now, self.probe_timeout, None,
                                    False, None, None)
 
-    def _on_probe_response(self, is_result: bool, payload: dict[str, Any]) -> None:
-        era = judge_probe({"result": payload} if is_result else {"error": payload})
-        if era is Era.STATELESS:
-            offered: object = (
-                payload.get("supportedVersions") if is_result
-                else (payload.get("data") or {}).get("supported")
-                if isinstance(payload.get("data"), dict) else None
-            )
-            common = [v for v in self._stateless_versions
-                      if not isinstance(offered, list) or v in offered]
-            if common:
-                self._state = transition(self.role, self._state, Input.PROBE_STATELESS)[1]
-                self.protocol_version = newest(common)
-                if is_result:
-                    self._record_discovery(payload)
-                self._events.append(Initialized(
-                    protocol_version=self.protocol_version,
-                    peer_capabilities=self.peer_capabilities,
-                    peer_info=self.peer_info,
-                    instructions=self.instructions,
-                ))
-                return
-            self._probe_failed(f"the server speaks the stateless era but none of "
-                               f"{', '.join(self._stateless_versions)} ({offered!r})")
-            return
-        detail = (f"error {payload['code']}: {payload['message']}" if not is_result
-                  else "a result that is not a DiscoverResult")
-        self._probe_failed(f"the server answered server/discover with {detail}")
-
-    def _probe_failed(self, detail: str) -> None:
-        """Fall back to initialize (versioning.mdx), or close if we cannot."""
-        if not self._handshake_versions or self._no_fallback:
-            self._close(CloseReason.VERSION_REJECTED,
-                        f"{detail}; this client supports no handshake-era revision")
-            return
-        self._state = transition(self.role, self._state, Input.PROBE_FALLBACK)[1]
-        self.initialize()
-
     def retry_with_input(
         self,
         request_id: RequestId,
@@ -1750,29 +1702,13 @@ class ClientConnection(Connection):
         """Answer an :class:`InputRequired`: send the retry as a new request and return its
         id (``mrtr.mdx``: same method and params, a new id, ``inputResponses`` under the same
         keys as the ``inputRequests``, and the ``requestState`` echoed exactly)."""
-        pending = self._mrtr.get(request_id)
-        if pending is None:
-            raise LocalProtocolError(f"request {request_id!r} is not waiting for input")
-        method, sent_params, inputs, state = pending
-        answers = dict(responses or {})
-        if set(answers) != set(inputs):
-            raise LocalProtocolError(
-                f"inputResponses must answer exactly the keys {sorted(inputs)}, "
-                f"got {sorted(answers)}"
-            )
-        params = {k: v for k, v in (sent_params or {}).items()
-                  if k not in ("inputResponses", "requestState", "_meta")}
-        meta = {k: v for k, v in ((sent_params or {}).get("_meta") or {}).items()
-                if k != "progressToken"}
-        if meta:
-            params["_meta"] = meta
-        if inputs:
-            params["inputResponses"] = answers
-        if state is not None:
-            params["requestState"] = state
+        retry = self._retries.retry(request_id, responses)
+        if isinstance(retry, str):
+            raise LocalProtocolError(retry)
+        method, params = retry
         new_id = self.send_request(method, params, now=now, timeout=timeout,
                                    max_total=max_total)
-        del self._mrtr[request_id]
+        self._retries.done(request_id)
         return new_id
 
     def listen(
@@ -1789,7 +1725,7 @@ class ClientConnection(Connection):
             "subscriptions/listen", {"notifications": dict(notifications)},
             now=now, timeout=timeout, max_total=None,
         )
-        self._listens[request_id] = None
+        self._listens.expect(request_id)
         return request_id
 
     def initialize(self, *, now: float | None = None, timeout: Any = _DEFAULT) -> RequestId:
@@ -1799,60 +1735,7 @@ class ClientConnection(Connection):
         never cancelled. Its outcome is an :class:`Initialized` event or a
         :class:`ConnectionClosed` one -- never a ``Response``.
         """
-        if not self._handshake_versions:
-            raise LocalProtocolError("this client supports no handshake-era revision")
-        params = {
-            "protocolVersion": newest(self._handshake_versions),
-            "capabilities": self.capabilities,
-            "clientInfo": self.info,
-        }
-        return self.send_request("initialize", params, now=now, timeout=timeout, max_total=None)
-
-    def _on_initialize_response(self, is_result: bool, payload: dict[str, Any]) -> None:
-        if not is_result:
-            self._close(
-                CloseReason.INITIALIZE_FAILED,
-                f"initialize failed: error {payload['code']}: {payload['message']}",
-            )
-            return
-        version = payload.get("protocolVersion")
-        capabilities = payload.get("capabilities")
-        info = payload.get("serverInfo")
-        instructions = payload.get("instructions")
-        if (
-            not isinstance(version, str)
-            or type(capabilities) is not dict
-            or not _implementation(info)
-            or (instructions is not None and not isinstance(instructions, str))
-        ):
-            self._close(CloseReason.INITIALIZE_FAILED,
-                        "the InitializeResult is not valid (protocolVersion, capabilities and "
-                        "serverInfo with name and version are required)")
-            return
-        if version not in self._handshake_versions:
-            # lifecycle.mdx, Version Negotiation: the client SHOULD disconnect.
-            self._close(
-                CloseReason.VERSION_REJECTED,
-                f"the server chose protocol version {version!r}; this client supports "
-                f"{', '.join(self._handshake_versions)}",
-            )
-            return
-        self.protocol_version = version
-        self.peer_capabilities = capabilities
-        self.peer_info = cast("dict[str, Any]", info)
-        self.instructions = instructions
-        self._advance(Input.RECV_INITIALIZE_RESULT)
-        # lifecycle.mdx: "the client MUST send an initialized notification".
-        message = _codec.notification_message("notifications/initialized", None)
-        self._outbox.append((message, None, _codec.encode(message)))
-        self._events.append(
-            Initialized(
-                protocol_version=version,
-                peer_capabilities=self.peer_capabilities,
-                peer_info=self.peer_info,
-                instructions=instructions,
-            )
-        )
+        return self._send_initialize(now, timeout)
 
 
 class ServerConnection(Connection):
@@ -1896,25 +1779,6 @@ class ServerConnection(Connection):
         self.request_state_key = request_state_key
         self.request_state_ttl = request_state_ttl
 
-    def _discover_result(self) -> dict[str, Any]:
-        """``server/discover`` answered from config (``server/discover.mdx``)."""
-        # 2026-07-28 has no core tasks (they became the io.modelcontextprotocol/tasks
-        # extension, declared under `extensions`): a 2025-11-25 `tasks` capability is left out.
-        capabilities = self.capabilities
-        if "tasks" in capabilities:
-            capabilities = {k: v for k, v in capabilities.items() if k != "tasks"}
-        result: dict[str, Any] = {
-            "resultType": "complete",
-            "supportedVersions": list(self.versions),
-            "capabilities": capabilities,
-            "ttlMs": self.cache_ttl_ms,
-            "cacheScope": self.cache_scope,
-            "_meta": {META_SERVER_INFO: self.info},
-        }
-        if self.server_instructions is not None:
-            result["instructions"] = self.server_instructions
-        return result
-
     def send_input_required(
         self,
         request_id: RequestId,
@@ -1945,20 +1809,9 @@ class ServerConnection(Connection):
         if not input_requests and request_state is None:
             raise LocalProtocolError("input_required needs inputRequests and/or requestState")
         inputs = dict(input_requests or {})
-        for key, item in inputs.items():
-            method = item.get("method") if isinstance(item, Mapping) else None
-            input_rule = lookup(method, self.revision) if isinstance(method, str) else None
-            if input_rule is None or input_rule.kind is not Kind.INPUT_REQUEST:
-                raise LocalProtocolError(f"input request {key!r} is not an input request method")
-            params = item.get("params")
-            missing = missing_capability(input_rule, self.revision,
-                                         params if isinstance(params, Mapping) else {},
-                                         record.client_capabilities or {})
-            if missing is not None:
-                raise LocalProtocolError(
-                    f"input request {key!r} ({method}) needs the client's {missing!r} "
-                    "capability, which this request did not declare"
-                )
+        problem = check_input_requests(inputs, self.revision, record.client_capabilities or {})
+        if problem is not None:
+            raise LocalProtocolError(problem)
         result: dict[str, Any] = {"resultType": "input_required",
                                   "_meta": {META_SERVER_INFO: self.info}}
         if inputs:
@@ -1991,35 +1844,3 @@ class ServerConnection(Connection):
                         "Missing required client capability",
                         {"requiredCapabilities": dict(required)})
         return False
-
-    def _on_initialize(
-        self, request_id: RequestId, params: dict[str, Any], next_state: State,
-        batch: _Batch | None,
-    ) -> None:
-        capabilities = params.get("capabilities")
-        info = params.get("clientInfo")
-        requested = params.get("protocolVersion")
-        if not isinstance(requested, str) or type(capabilities) is not dict or not (
-            _implementation(info)
-        ):
-            self._reply_error(
-                batch, request_id, ErrorCode.INVALID_PARAMS,
-                "Invalid params: initialize needs protocolVersion, capabilities and clientInfo "
-                "(with name and version)",
-                "initialize",
-            )
-            return
-        version = negotiate_server_version(requested, self._handshake_versions)
-        result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": self.capabilities,
-            "serverInfo": self.info,
-        }
-        if self.server_instructions is not None:
-            result["instructions"] = self.server_instructions
-        self.protocol_version = version
-        self.peer_capabilities = capabilities
-        self.peer_info = cast("dict[str, Any]", info)
-        self._state = next_state
-        self._queue_reply(batch, _codec.result_message(request_id, result), request_id)
-

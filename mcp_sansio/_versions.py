@@ -69,16 +69,30 @@ class Features:
     batching: bool
     #: ``message`` in progress notifications -- added in 2025-03-26 (``changelog.mdx``).
     progress_message: bool
+    #: HTTP: the client sends ``MCP-Protocol-Version`` on every request after initialize --
+    #: from 2025-06-18 (``basic/transports.mdx``, "Protocol Version Header").
+    version_header: bool
+    #: HTTP: a resumable SSE stream opens with an event carrying an id and empty data (the
+    #: "priming" event) -- from 2025-11-25 (``basic/transports.mdx``, "Resumability").
+    sse_priming: bool
+    #: HTTP: a request with an Origin the server does not accept is answered 403 -- from
+    #: 2025-11-25 (``basic/transports.mdx``, "Security Warning"); before, only "MUST validate".
+    origin_403: bool
 
 
 _ROW = Features
 #: The per-revision feature table (spec-digest section a).
 FEATURES: dict[str, Features] = {
-    "2024-11-05": _ROW(handshake=True, batching=False, progress_message=False),
-    "2025-03-26": _ROW(handshake=True, batching=True, progress_message=True),
-    "2025-06-18": _ROW(handshake=True, batching=False, progress_message=True),
-    "2025-11-25": _ROW(handshake=True, batching=False, progress_message=True),
-    "2026-07-28": _ROW(handshake=False, batching=False, progress_message=True),
+    "2024-11-05": _ROW(handshake=True, batching=False, progress_message=False,
+                       version_header=False, sse_priming=False, origin_403=False),
+    "2025-03-26": _ROW(handshake=True, batching=True, progress_message=True,
+                       version_header=False, sse_priming=False, origin_403=False),
+    "2025-06-18": _ROW(handshake=True, batching=False, progress_message=True,
+                       version_header=True, sse_priming=False, origin_403=False),
+    "2025-11-25": _ROW(handshake=True, batching=False, progress_message=True,
+                       version_header=True, sse_priming=True, origin_403=True),
+    "2026-07-28": _ROW(handshake=False, batching=False, progress_message=True,
+                       version_header=True, sse_priming=True, origin_403=True),
 }
 
 

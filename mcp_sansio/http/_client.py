@@ -62,6 +62,7 @@ from urllib.parse import urljoin, urlsplit
 import attrs
 
 from .. import _codec
+from .._capabilities import SESSION_OPENERS, lookup
 from .._codec import InvalidMessage
 from .._connection import ClientConnection
 from .._errors import NEED_DATA, LocalProtocolError, NeedData
@@ -113,11 +114,6 @@ DEFAULT_MAX_RECONNECT_DELAY = 30.0
 _STANDALONE_WAIT = 1.0
 
 _ACCEPT = "application/json, text/event-stream"
-#: Methods whose 2026-07-28 requests carry Mcp-Name, and the params field it mirrors (the
-#: tasks extension's methods mirror ``taskId``: SEP-2663, "Routing Headers"; the server
-#: refuses them with -32020 without it).
-_NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
-               "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 #: JSON-RPC code of the error the client makes up for an HTTP failure of the era probe or of
 #: initialize (implementation-defined range; it only ever reaches the connection's judge).
 _HTTP_FAILURE_CODE = -32000
@@ -479,7 +475,7 @@ class HTTPClient:
         if type(message) is dict and "id" in message and method is not None:
             ids = (message["id"],)
             self._methods[message["id"]] = method
-            if method == "initialize":
+            if method in SESSION_OPENERS:
                 self._init_params = message.get("params")
                 self._init_id = message["id"]
                 self.connect_failure = None  # the probe's failure does not explain this one
@@ -527,7 +523,11 @@ class HTTPClient:
             if isinstance(version, str):
                 headers.append(("mcp-protocol-version", version))
             headers.append(("mcp-method", method))
-            field = _NAME_FIELD.get(method)
+            # Mcp-Name mirrors the method table's subject column (the tasks extension's
+            # methods mirror taskId: SEP-2663, "Routing Headers"; the server refuses them
+            # with -32020 without it).
+            rule = lookup(method, version) if isinstance(version, str) else None
+            field = rule.subject if rule is not None else None
             value = params.get(field) if field else None
             if isinstance(value, str):
                 headers.append(("mcp-name", encode_header_value(value)))
@@ -547,7 +547,7 @@ class HTTPClient:
                 headers.append(("mcp-session-id", exchange.session_id))
             version = self.connection.protocol_version
             if version is not None and not (
-                type(message) is dict and message.get("method") == "initialize"
+                type(message) is dict and message.get("method") in SESSION_OPENERS
             ):
                 headers.append(("mcp-protocol-version", version))
             if kind in (_Kind.RESUME, _Kind.STANDALONE) and exchange.last_event_id is not None:
@@ -951,7 +951,7 @@ class HTTPClient:
         for request_id in open_ids:
             self._by_id.pop(request_id, None)
             method = self._methods.pop(request_id, None)
-            if conn.state is State.PROBING or method == "initialize":
+            if conn.state is State.PROBING or method in SESSION_OPENERS:
                 self.connect_failure = TransportFailed(status=status, detail=detail,
                                                        request_ids=(request_id,))
                 # The connection judges these answers itself: an HTTP failure is "anything

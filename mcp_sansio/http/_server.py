@@ -50,10 +50,12 @@ import itertools
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, quote
 
 from .. import _codec
+from .._admission import ENVELOPE_ONLY, Refusal, admit_stateless, batch_refusal, unsupported_version
+from .._capabilities import lookup
 from .._codec import InvalidMessage, MessageKind
 from .._connection import ServerConnection
 from .._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
@@ -130,18 +132,12 @@ _STATELESS_STATUS = {
     ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
     ErrorCode.UNSUPPORTED_PROTOCOL_VERSION: 400,
 }
-#: The revision from which the server primes SSE streams (2025-11-25 ``transports.mdx``).
-_PRIMING_FROM = "2025-11-25"
 _JSON = ("content-type", "application/json")
 _SSE_HEADERS = (
     ("content-type", "text/event-stream"),
     ("cache-control", "no-cache"),
     ("x-accel-buffering", "no"),
 )
-#: Methods whose 2026-07-28 requests must carry Mcp-Name, and the params field it mirrors
-#: (the tasks extension's methods mirror ``taskId``: SEP-2663, "Routing Headers").
-_NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
-               "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 
 class ResponseMode(enum.Enum):
@@ -871,9 +867,8 @@ class HTTPServer:
     ) -> None:
         supported = [*self._handshake_versions, *self._stateless_versions]
         if self._stateless_versions:
-            self._error(channel, 400, ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
-                        "Unsupported protocol version", request_id,
-                        {"supported": supported, "requested": version})
+            refusal = unsupported_version(version, supported)
+            self._error(channel, 400, refusal.code, refusal.message, request_id, refusal.data)
         else:
             # A handshake-only server answers in the old era's terms, so that a dual-era
             # client probing it falls back to initialize (versioning.mdx).
@@ -930,11 +925,9 @@ class HTTPServer:
         conn = session.connection
         ids = [item[1] for item in items if item[0] is MessageKind.REQUEST]
         if type(value) is list:
-            version = conn.protocol_version
-            if version is None or not FEATURES[version].batching:
-                self._error(channel, 400, ErrorCode.INVALID_REQUEST,
-                            f"Invalid Request: batches are not supported in revision "
-                            f"{conn.revision}")
+            refusal = batch_refusal(conn.protocol_version, conn.revision)
+            if refusal is not None:
+                self._error(channel, 400, refusal.code, refusal.message)
                 return
         for request_id in ids:
             if request_id in session._routes or ids.count(request_id) > 1:
@@ -956,8 +949,8 @@ class HTTPServer:
     ) -> None:
         kind, request_id, method, params = items[0]
         if type(value) is list:
-            self._error(channel, 400, ErrorCode.INVALID_REQUEST,
-                        "Invalid Request: batches are not supported in 2026-07-28")
+            refusal = cast("Refusal", batch_refusal(None, version))
+            self._error(channel, 400, refusal.code, refusal.message)
             return
         if kind is MessageKind.NOTIFICATION:
             # No client notification is defined for 2026-07-28 HTTP (cancellation is closing
@@ -974,11 +967,11 @@ class HTTPServer:
             self._error(channel, 404, ErrorCode.METHOD_NOT_FOUND,
                         "Method not found: initialize (not in 2026-07-28)", request_id)
             return
-        if not has_stateless_meta(params):
-            # versioning.mdx: a request without its _meta -> -32602, HTTP 400.
-            self._error(channel, 400, ErrorCode.INVALID_PARAMS,
-                        "Invalid params: _meta must carry io.modelcontextprotocol/"
-                        "protocolVersion and clientCapabilities", request_id)
+        # The core's admission rows up to the version, which the mirrored headers are
+        # compared with first (a mismatch is -32020); the connection checks the version.
+        admitted = admit_stateless(params, self._stateless_versions, only=ENVELOPE_ONLY)
+        if isinstance(admitted, Refusal):
+            self._error(channel, 400, admitted.code, admitted.message, request_id)
             return
         mismatch = self._check_mirrored_headers(request.headers, method, params, version)
         if mismatch is not None:
@@ -1012,7 +1005,9 @@ class HTTPServer:
             return "the Mcp-Method header is required"
         if header_method != method:
             return f"Mcp-Method header {header_method!r} does not match the body's {method!r}"
-        field = _NAME_FIELD.get(method)
+        # The method table's subject column: what Mcp-Name mirrors (SEP-2663 for taskId).
+        rule = lookup(method, version)
+        field = rule.subject if rule is not None else None
         if field is not None:
             body_name = (params or {}).get(field)
             raw = headers.get("mcp-name")
@@ -1378,8 +1373,8 @@ class HTTPServer:
         stream.started = True
         stream.sent = True
         if stream.resumable and self.event_store is not None:
-            version = session.connection.protocol_version or ""
-            if version >= _PRIMING_FROM:
+            version = session.connection.protocol_version
+            if version is not None and FEATURES[version].sse_priming:
                 event_id = self.event_store.store(stream.id, b"")
                 channel.wire.send_body(encode_event(b"", id=event_id, retry=self.retry_ms))
             elif self.retry_ms is not None:

@@ -1,0 +1,261 @@
+"""The package's shape, pinned: no import cycles, and no deep class hierarchies.
+
+The import graph is computed with ``ast`` over every source file of ``mcp_sansio`` and
+``adapters`` (installed as ``mcp_sansio.adapters``). Every ``import``/``from ... import`` counts,
+at module level and inside functions alike -- a function-level import still ties the two
+modules together, it only hides the cycle until the call. Not counted: imports under
+``if TYPE_CHECKING:`` (never executed), and the implicit import of a parent package that
+importing a submodule performs (otherwise every package ``__init__`` re-exporting its
+submodules would be a "cycle").
+
+The class check imports every module and looks at ``inspect.getmro`` of every class defined
+in it: a concrete class may resolve through at most three classes of ours (itself included).
+
+Today's ``adapters/`` still has cycles and deep classes; they belong to the later move of the
+high-level layer into ``mcp_sansio/app`` (issue 13). They are listed below by name, so the
+lists can only shrink: a new cycle or deep class fails, and so does an entry that no longer
+exists (remove it). The core (``mcp_sansio`` outside ``adapters``) has no entries.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = {"mcp_sansio": ROOT / "mcp_sansio", "mcp_sansio.adapters": ROOT / "adapters"}
+
+#: Import cycles of today's adapters/ (strongly connected components), to be removed by the
+#: move of the high-level layer (issue 13). Each entry is one cycle, by module names.
+KNOWN_ADAPTER_CYCLES: set[frozenset[str]] = {
+    frozenset({"mcp_sansio.adapters.asyncio", "mcp_sansio.adapters._http_asyncio",
+               "mcp_sansio.adapters._http_client_asyncio"}),
+    frozenset({"mcp_sansio.adapters.trio", "mcp_sansio.adapters._http_trio"}),
+    frozenset({"mcp_sansio.adapters._session", "mcp_sansio.adapters._tasks"}),
+}
+
+#: Deepest resolution allowed: the class itself and two more classes of ours.
+MAX_OWN_MRO = 3
+
+#: Classes of today's adapters/ that resolve through more than MAX_OWN_MRO of our classes
+#: (same fate as the cycles above), by qualified name.
+KNOWN_DEEP_ADAPTER_CLASSES: set[str] = {
+    "mcp_sansio.adapters._api.AsyncClient",
+    "mcp_sansio.adapters._api.AsyncServerSession",
+    "mcp_sansio.adapters._http_asyncio._HTTPSession",
+    "mcp_sansio.adapters._http_client_asyncio.HTTPClientSession",
+    "mcp_sansio.adapters._http_threading.HTTPClientSession",
+    "mcp_sansio.adapters._http_threading._AsyncContext",
+    "mcp_sansio.adapters._http_threading._HTTPSession",
+    "mcp_sansio.adapters._http_trio.HTTPClientSession",
+    "mcp_sansio.adapters._http_trio._HTTPSession",
+    "mcp_sansio.adapters._sync_api.SyncClient",
+    "mcp_sansio.adapters._sync_api.SyncServerSession",
+    "mcp_sansio.adapters.asyncio.Client",
+    "mcp_sansio.adapters.asyncio.ServerSession",
+    "mcp_sansio.adapters.threading.Client",
+    "mcp_sansio.adapters.threading.ServerSession",
+    "mcp_sansio.adapters.trio.Client",
+    "mcp_sansio.adapters.trio.ServerSession",
+}
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of both packages: dotted name -> source file."""
+    found: dict[str, Path] = {}
+    for package, directory in PACKAGES.items():
+        for path in sorted(directory.rglob("*.py")):
+            relative = path.relative_to(directory).with_suffix("")
+            parts = [p for p in relative.parts if p != "__init__"]
+            found[".".join([package, *parts])] = path
+    return found
+
+
+def _type_checking_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and (
+        (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
+    )
+
+
+def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Import statements, at any depth, outside ``if TYPE_CHECKING:`` blocks."""
+    out: list[ast.Import | ast.ImportFrom] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if _type_checking_block(node):
+            stack.extend(node.orelse)  # type: ignore[attr-defined]
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            out.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    """The module of ours that an imported dotted name lands in (None: not ours)."""
+    if name.startswith("adapters"):  # the source tree's name for the installed subpackage
+        name = "mcp_sansio." + name
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the modules of ours it imports."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        is_package = path.name == "__init__.py"
+        package = name if is_package else name.rpartition(".")[0]
+        for node in _imports(ast.parse(path.read_text(), filename=str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                if node.level:
+                    base_parts = package.split(".")
+                    base = ".".join(base_parts[: len(base_parts) - (node.level - 1)])
+                    module = f"{base}.{node.module}" if node.module else base
+                else:
+                    module = node.module or ""
+                # ``from pkg import sub`` imports the submodule when there is one.
+                targets = [f"{module}.{alias.name}" for alias in node.names]
+            for target in targets:
+                resolved = _resolve(target, modules)
+                if resolved is not None and resolved != name:
+                    graph[name].add(resolved)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: set[frozenset[str]] = set()
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.add(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.add(frozenset(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle_and_ignores_a_chain() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == {frozenset({"a", "b", "c"})}
+    assert cycles({"a": {"b"}, "b": set()}) == set()
+
+
+def test_the_import_graph_sees_relative_function_level_and_package_imports() -> None:
+    graph = import_graph()
+    # A relative module-level import in the core.
+    assert "mcp_sansio._admission" in graph["mcp_sansio._connection"]
+    # ``from . import _codec`` lands in the submodule, not the package.
+    assert "mcp_sansio._codec" in graph["mcp_sansio._connection"]
+    assert "mcp_sansio" not in graph["mcp_sansio._connection"]
+    # adapters importing the core by its absolute name.
+    assert "mcp_sansio" in graph["mcp_sansio.adapters._http_service"]
+
+
+def test_no_import_cycles_in_the_core() -> None:
+    core = [c for c in cycles(import_graph())
+            if any(not m.startswith("mcp_sansio.adapters") for m in c)]
+    assert core == []
+
+
+def test_adapter_import_cycles_only_shrink() -> None:
+    found = {c for c in cycles(import_graph()) if all(
+        m.startswith("mcp_sansio.adapters") for m in c)}
+    new = found - KNOWN_ADAPTER_CYCLES
+    assert not new, f"new import cycles: {[sorted(c) for c in new]}"
+    gone = KNOWN_ADAPTER_CYCLES - found
+    assert not gone, f"fixed cycles still listed (remove them): {[sorted(c) for c in gone]}"
+
+
+def _all_module_names() -> list[str]:
+    # From the source files: the installed adapters subpackage is mapped from another
+    # directory, which walking ``mcp_sansio.__path__`` would not see.
+    return sorted(_modules())
+
+
+#: Modules that could not be imported (an optional runtime such as trio not installed).
+_UNIMPORTABLE: set[str] = set()
+
+
+def own_mro_depths() -> dict[str, int]:
+    """``module.Class`` -> how many classes of ours its MRO holds, for every class defined in
+    a module of ours."""
+    depths: dict[str, int] = {}
+    for name in _all_module_names():
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            _UNIMPORTABLE.add(name)
+            continue
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ != name:
+                continue
+            ours = [c for c in inspect.getmro(cls) if c.__module__.startswith("mcp_sansio")]
+            depths[f"{name}.{cls.__qualname__}"] = len(ours)
+    return depths
+
+
+def test_no_core_class_resolves_through_more_than_three_of_ours() -> None:
+    deep = {name: depth for name, depth in own_mro_depths().items()
+            if depth > MAX_OWN_MRO and not name.startswith("mcp_sansio.adapters.")}
+    assert deep == {}
+
+
+def test_deep_adapter_classes_only_shrink() -> None:
+    deep = {name for name, depth in own_mro_depths().items()
+            if depth > MAX_OWN_MRO and name.startswith("mcp_sansio.adapters.")}
+    new = deep - KNOWN_DEEP_ADAPTER_CLASSES
+    assert not new, f"new deep classes: {sorted(new)}"
+    gone = {name for name in KNOWN_DEEP_ADAPTER_CLASSES - deep
+            if name.rpartition(".")[0] not in _UNIMPORTABLE}
+    assert not gone, f"classes no longer deep still listed (remove them): {sorted(gone)}"
+
+
+@pytest.mark.parametrize("module", ["mcp_sansio._admission", "mcp_sansio._listen",
+                                    "mcp_sansio._mrtr", "mcp_sansio._handshake"])
+def test_each_core_sub_state_opens_with_its_theory_of_operation(module: str) -> None:
+    doc = importlib.import_module(module).__doc__ or ""
+    assert "Theory of operation" in doc
