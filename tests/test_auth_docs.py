@@ -17,7 +17,8 @@ def test_the_by_hand_example_runs_and_prints_what_the_page_shows() -> None:
     assert "literalinclude:: examples/auth_by_hand.py" in page
     result = subprocess.run([sys.executable, str(ROOT / "docs" / "examples" / "auth_by_hand.py")],
                             capture_output=True, text=True, check=True, cwd=ROOT, timeout=120)
-    shown = page.split("``python docs/examples/auth_by_hand.py`` prints::", 1)[1]
+    shown = page.split("``python docs/examples/auth_by_hand.py`` prints:\n\n.. code-block:: text\n",
+                       1)[1]
     expected = [line.strip() for line in shown.strip("\n").split("\n\n", 1)[0].splitlines()]
     assert result.stdout.splitlines() == expected
 
