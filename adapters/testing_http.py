@@ -124,6 +124,7 @@ class _HTTPBase:
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._connections: list[http.client.HTTPConnection] = []
+        self._sockets: list[socket.socket] = []
 
     @property
     def path(self) -> str:
@@ -138,6 +139,14 @@ class _HTTPBase:
         with self._lock:
             self._connections.append(conn)
         return conn
+
+    def _track(self, conn: http.client.HTTPConnection) -> None:
+        """Remember the socket of a request just sent: http.client drops the connection's
+        reference to it when the response says ``Connection: close`` (the response reads
+        it on), and closing must still be able to wake the thread reading it."""
+        if conn.sock is not None:
+            with self._lock:
+                self._sockets.append(conn.sock)
 
     def found(self, check: str, detail: str, exchange: _Exchange | None = None,
               requirement: str | None = None) -> None:
@@ -181,11 +190,12 @@ class _HTTPBase:
         self._closed = True
         with self._lock:
             connections = list(self._connections)
-        for conn in connections:
+            sockets = list(self._sockets)
+        for sock in sockets:
             # shutdown() wakes a thread blocked reading the socket (close() alone does not).
-            if conn.sock is not None:
-                with contextlib.suppress(OSError):
-                    conn.sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        for conn in connections:
             with contextlib.suppress(OSError):
                 conn.close()
         for thread in self._threads:
@@ -321,6 +331,7 @@ class StreamableHTTPTransport(_HTTPBase):
         try:
             conn = self._connect()
             conn.request("POST", self.path, body=body, headers=headers)
+            self._track(conn)
             response = conn.getresponse()
         except (OSError, http.client.HTTPException) as exc:
             head.set()
@@ -442,6 +453,7 @@ class StreamableHTTPTransport(_HTTPBase):
         try:
             conn = self._connect()
             conn.request("GET", self.path, headers=headers)
+            self._track(conn)
             response = conn.getresponse()
         except (OSError, http.client.HTTPException):
             return
@@ -608,6 +620,7 @@ class LegacySSETransport(_HTTPBase):
             conn = self._connect()
             self._stream_conn = conn
             conn.request("GET", self.path, headers=headers)
+            self._track(conn)
             response = conn.getresponse()
         except (OSError, http.client.HTTPException):
             self._ready.set()
