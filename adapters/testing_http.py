@@ -416,8 +416,10 @@ class StreamableHTTPTransport(_HTTPBase):
         while True:
             try:
                 chunk = response.read1(65536)
-            except (OSError, AttributeError, http.client.HTTPException):
-                chunk = b""  # (AttributeError: http.client, once close() took the socket)
+            except (OSError, ValueError, AttributeError, http.client.HTTPException):
+                # the stream ended or close() cut it (mid-chunk: ValueError; AttributeError:
+                # http.client once its socket is gone)
+                chunk = b""
             if not chunk:
                 break
             for event in parser.feed(chunk):
@@ -648,8 +650,8 @@ class LegacySSETransport(_HTTPBase):
                         continue
                     if event.event == "message" and event.data.strip():
                         self._give(event.data)
-        except (OSError, http.client.HTTPException):
-            pass
+        except (OSError, ValueError, AttributeError, http.client.HTTPException):
+            pass  # the stream ended or close() cut it (mid-chunk: ValueError)
         finally:
             self._ready.set()
             self._closed = True
@@ -673,6 +675,20 @@ class LegacySSETransport(_HTTPBase):
             except (OSError, http.client.HTTPException) as exc:
                 raise BrokenPipeError(str(exc)) from exc
             exchange.answered(response.status, dict(response.getheaders()), body)
+            try:
+                message: Any = json.loads(line)
+            except ValueError:
+                message = None
+            # A message the server cannot take is refused on the POST itself (4xx), with
+            # the JSON-RPC error in its body: that is its answer, as on Streamable HTTP.
+            if response.status >= 400 and body.strip() and not _notification_or_response(
+                    message):
+                try:
+                    parsed = json.loads(body)
+                except ValueError:
+                    parsed = None
+                if isinstance(parsed, dict | list):
+                    self._give(json.dumps(parsed, separators=(",", ":")).encode())
             if response.status >= 500:
                 self.found("http-status", f"a POST to the endpoint was answered "
                            f"{response.status}", exchange)
