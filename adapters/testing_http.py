@@ -124,6 +124,7 @@ class _HTTPBase:
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._connections: list[http.client.HTTPConnection] = []
+        self._sockets: list[socket.socket] = []
 
     @property
     def path(self) -> str:
@@ -138,6 +139,14 @@ class _HTTPBase:
         with self._lock:
             self._connections.append(conn)
         return conn
+
+    def _track(self, conn: http.client.HTTPConnection) -> None:
+        """Remember the socket of a request just sent: http.client drops the connection's
+        reference to it when the response says ``Connection: close`` (the response reads
+        it on), and closing must still be able to wake the thread reading it."""
+        if conn.sock is not None:
+            with self._lock:
+                self._sockets.append(conn.sock)
 
     def found(self, check: str, detail: str, exchange: _Exchange | None = None,
               requirement: str | None = None) -> None:
@@ -181,11 +190,12 @@ class _HTTPBase:
         self._closed = True
         with self._lock:
             connections = list(self._connections)
-        for conn in connections:
+            sockets = list(self._sockets)
+        for sock in sockets:
             # shutdown() wakes a thread blocked reading the socket (close() alone does not).
-            if conn.sock is not None:
-                with contextlib.suppress(OSError):
-                    conn.sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        for conn in connections:
             with contextlib.suppress(OSError):
                 conn.close()
         for thread in self._threads:
@@ -321,6 +331,7 @@ class StreamableHTTPTransport(_HTTPBase):
         try:
             conn = self._connect()
             conn.request("POST", self.path, body=body, headers=headers)
+            self._track(conn)
             response = conn.getresponse()
         except (OSError, http.client.HTTPException) as exc:
             head.set()
@@ -405,8 +416,10 @@ class StreamableHTTPTransport(_HTTPBase):
         while True:
             try:
                 chunk = response.read1(65536)
-            except (OSError, AttributeError, http.client.HTTPException):
-                chunk = b""  # (AttributeError: http.client, once close() took the socket)
+            except (OSError, ValueError, AttributeError, http.client.HTTPException):
+                # the stream ended or close() cut it (mid-chunk: ValueError; AttributeError:
+                # http.client once its socket is gone)
+                chunk = b""
             if not chunk:
                 break
             for event in parser.feed(chunk):
@@ -442,6 +455,7 @@ class StreamableHTTPTransport(_HTTPBase):
         try:
             conn = self._connect()
             conn.request("GET", self.path, headers=headers)
+            self._track(conn)
             response = conn.getresponse()
         except (OSError, http.client.HTTPException):
             return
@@ -608,6 +622,7 @@ class LegacySSETransport(_HTTPBase):
             conn = self._connect()
             self._stream_conn = conn
             conn.request("GET", self.path, headers=headers)
+            self._track(conn)
             response = conn.getresponse()
         except (OSError, http.client.HTTPException):
             self._ready.set()
@@ -635,8 +650,8 @@ class LegacySSETransport(_HTTPBase):
                         continue
                     if event.event == "message" and event.data.strip():
                         self._give(event.data)
-        except (OSError, http.client.HTTPException):
-            pass
+        except (OSError, ValueError, AttributeError, http.client.HTTPException):
+            pass  # the stream ended or close() cut it (mid-chunk: ValueError)
         finally:
             self._ready.set()
             self._closed = True
@@ -660,6 +675,20 @@ class LegacySSETransport(_HTTPBase):
             except (OSError, http.client.HTTPException) as exc:
                 raise BrokenPipeError(str(exc)) from exc
             exchange.answered(response.status, dict(response.getheaders()), body)
+            try:
+                message: Any = json.loads(line)
+            except ValueError:
+                message = None
+            # A message the server cannot take is refused on the POST itself (4xx), with
+            # the JSON-RPC error in its body: that is its answer, as on Streamable HTTP.
+            if response.status >= 400 and body.strip() and not _notification_or_response(
+                    message):
+                try:
+                    parsed = json.loads(body)
+                except ValueError:
+                    parsed = None
+                if isinstance(parsed, dict | list):
+                    self._give(json.dumps(parsed, separators=(",", ":")).encode())
             if response.status >= 500:
                 self.found("http-status", f"a POST to the endpoint was answered "
                            f"{response.status}", exchange)

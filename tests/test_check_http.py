@@ -14,7 +14,11 @@ from pathlib import Path
 
 import pytest
 from mcp_sansio.adapters import _check_cli
-from mcp_sansio.adapters.testing_http import StreamableHTTPTransport, detect_transport
+from mcp_sansio.adapters.testing_http import (
+    LegacySSETransport,
+    StreamableHTTPTransport,
+    detect_transport,
+)
 from mcp_sansio.adapters.testing_server import check_server
 
 from mcp_sansio import KNOWN_REVISIONS
@@ -114,3 +118,36 @@ def test_the_command_line_fails_on_a_broken_http_server(asyncio_url: str) -> Non
     assert status == 1, out.getvalue()
     assert "http-delete (MUST)" in out.getvalue()
     assert "DELETE /mcp" in out.getvalue() or "POST /mcp" in out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def legacy_url() -> Iterator[str]:
+    """Our asyncio server with the legacy HTTP+SSE endpoints (/sse) beside /mcp."""
+    process = subprocess.Popen(
+        [sys.executable, "-P", "-c", "from mcp_sansio.adapters._example_server import "
+         "run_http; run_http(legacy_sse_path='/sse')"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert process.stdout is not None
+    try:
+        url = process.stdout.readline().strip()
+        yield url.rsplit("/", 1)[0] + "/sse"
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def test_our_legacy_sse_server_passes_the_sweep(legacy_url: str) -> None:
+    assert detect_transport(legacy_url) == "sse"
+    report = kit.sweep(lambda: LegacySSETransport(legacy_url),
+                       revisions=["2024-11-05", "2025-03-26"], reply_timeout=5.0,
+                       settle_time=0.3, clock=time.monotonic)
+    assert report.findings == [], report.summary()
+    assert report.sessions == {"2024-11-05": 1, "2025-03-26": 1}
+
+
+def test_the_command_line_finds_the_legacy_transport(legacy_url: str) -> None:
+    out = io.StringIO()
+    status = _check_cli.main(["--url", legacy_url, "--revision", "2024-11-05",
+                              "--examples", "1"], out=out)
+    assert status == 0, out.getvalue()
+    assert "no findings" in out.getvalue()
