@@ -36,6 +36,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcp_sansio.http import DEFAULT_MAX_BODY_SIZE
 from tests.http_stories import GUARD, serve_example
 
 from .http_grammar import connections, cuts
@@ -46,6 +47,8 @@ EXAMPLES = int(os.environ.get("MCP_SANSIO_FUZZ_SERVER_EXAMPLES", "20"))
 #: above a loopback answer's time even on a loaded machine, and short enough for CI.
 IDLE = 1.0
 RUNTIMES = ["asyncio", "trio", "threading"]
+#: The example server keeps the default body limit, so the strict reading uses it too.
+BODY = DEFAULT_MAX_BODY_SIZE
 
 
 class Served:
@@ -90,7 +93,7 @@ def served(request: pytest.FixtureRequest) -> Iterator[Served]:
 
 def _methods(data: bytes) -> list[bytes]:
     """The request methods the server can have seen, in order (for reading the answers)."""
-    framed, _, stop = frame(data)
+    framed, _, stop = frame(data, BODY)
     methods = [f.method for f in framed]
     methods.append(data[stop:].split(b" ", 1)[0])
     return methods
@@ -157,7 +160,7 @@ def test_any_connection(served: Served, reqs: list[bytes], data: st.DataObject,
                         eof: bool) -> None:
     stream = b"".join(reqs)
     chunks = data.draw(cuts(stream))
-    framed, why, _ = frame(stream)
+    framed, why, _ = frame(stream, BODY)
     expected = len(framed) if why == "end" else None
     outcome = exchange(served.port, chunks, eof, expected)
     # The process lives, and contained nothing that needed a traceback.
@@ -191,7 +194,7 @@ def test_the_servers_answer_the_seeds_and_the_found_inputs(served: Served) -> No
     from .test_http_raw import FOUND
 
     for data in SEEDS + FOUND:
-        framed, why, _ = frame(data)
+        framed, why, _ = frame(data, BODY)
         outcome = exchange(served.port, [data], False, len(framed) if why == "end" else None)
         assert served.proc.poll() is None, data
         answers = read_responses(outcome)
