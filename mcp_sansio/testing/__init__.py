@@ -35,7 +35,7 @@ from hypothesis.strategies import SearchStrategy
 from ._findings import CHECKS, CheckFailed, Finding, PeerDeviation, Report
 from ._from_schema import SchemaStrategies, UnsupportedSchema, json_values
 from ._invalid import RULES, Invalid, Rule, invalid_messages
-from ._machine import PeerMachine, check_peer, sweep
+from ._machine import PeerMachine, check_peer, shrink, sweep
 from ._schemas import Schemas
 from ._strategies import (
     error_codes,
@@ -79,6 +79,7 @@ __all__ = [
     "requests",
     "responses",
     "results",
+    "shrink",
     "sweep",
     "typed",
     "typed_strategies",
