@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="comma-separated shell patterns: never call these tools")
     parser.add_argument("--allow-destructive", action="store_true",
                         help="also call tools annotated destructiveHint: true")
+    parser.add_argument("--shrink", action="store_true",
+                        help="let hypothesis shrink the sessions of what only random "
+                        "sessions found (slow: a new process or session per try)")
     parser.add_argument("--json", dest="json_file", default=None, metavar="FILE",
                         help="write the report as JSON ('-': stdout)")
     parser.add_argument("--junit", dest="junit_file", default=None, metavar="FILE",
@@ -174,4 +177,5 @@ def _run(args: argparse.Namespace, command: list[str], err: TextIO) -> Any:
         era=args.era, budget=args.budget, call_timeout=args.call_timeout,
         examples=args.examples, tools=_patterns(args.tools),
         exclude_tools=_patterns(args.exclude_tools),
-        allow_destructive=args.allow_destructive, stderr=stderr)
+        allow_destructive=args.allow_destructive, shrink_findings=args.shrink,
+        stderr=stderr)

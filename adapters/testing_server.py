@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any
 
 from mcp_sansio import HANDSHAKE_REVISIONS, KNOWN_REVISIONS, STATELESS_REVISIONS
-from mcp_sansio.testing import Report, Transport, check_peer, sweep
+from mcp_sansio.testing import Report, Transport, check_peer, shrink, sweep
 
 from .testing_http import LegacySSETransport, StreamableHTTPTransport, detect_transport
 from .testing_stdio import StdioTransport
@@ -82,6 +82,7 @@ def check_server(
     reply_timeout: float = 5.0,
     settle_time: float = 0.3,
     sweep_first: bool = True,
+    shrink_findings: bool = False,
     cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     stderr: IO[Any] | int | None = subprocess.DEVNULL,
@@ -105,6 +106,11 @@ def check_server(
     :param allow_destructive: also call tools annotated ``destructiveHint: true``.
     :param max_argument_size: largest generated ``arguments``, in bytes of JSON.
     :param sweep_first: run the deterministic sweep before the random sessions.
+    :param shrink_findings: for each check that only random sessions tripped, let
+        hypothesis shrink a session that shows it, in the budget left, and add that
+        finding (marked ``shrunk``): its exchange is the smallest the kit found. Off by
+        default: every try is a new process (or HTTP session), and a peer whose timing
+        varies cannot be shrunk at all.
     :param cwd: :param env: :param stderr: for the command's process.
     :param headers: extra HTTP headers (``Authorization``...).
     """
@@ -144,6 +150,7 @@ def check_server(
     if sweep_first:
         sweep(factory, revisions=revisions, reply_timeout=reply_timeout,
               settle_time=settle_time, report=report, budget=budget, **scope)
+    swept = report.rules()
     left = budget - (time.monotonic() - start)
     if examples > 0 and left > 0 and not report.cut_short:
         check_peer(factory, revisions=revisions, sessions=examples, steps=steps,
@@ -151,6 +158,17 @@ def check_server(
                    budget=left, **scope)
     elif examples > 0 and left <= 0:
         report.cut_short = True
+    # The sweep's exchanges are minimal already (hypothesis's simplest example of each
+    # rule); what only random sessions found is shrunk, while the budget lasts.
+    for rule in sorted(report.rules() - swept) if shrink_findings else ():
+        left = budget - (time.monotonic() - start)
+        if left <= 0 or report.cut_short:
+            break
+        found = shrink(factory, rule, revisions=revisions, sessions=max(examples, 1),
+                       steps=steps, reply_timeout=reply_timeout, settle_time=settle_time,
+                       budget=left, **scope)
+        if found is not None:
+            report.add(found)
     return report
 
 

@@ -129,7 +129,8 @@ def test_generated_arguments_stay_within_their_bound() -> None:
         transports.append(Tampered(good_server(), lambda m, t: [m]))
         return transports[-1]
 
-    kit.check_peer(factory, revisions=["2025-06-18"], sessions=5, steps=30, invalid_rules=[],
+    kit.sweep(factory, revisions=["2025-06-18"], invalid_rules=[], max_argument_size=20)
+    kit.check_peer(factory, revisions=["2025-06-18"], sessions=10, steps=30, invalid_rules=[],
                    max_argument_size=20)
     sizes = [len(json.dumps(m["params"]["arguments"], separators=(",", ":"),
                             ensure_ascii=False).encode())
@@ -137,3 +138,18 @@ def test_generated_arguments_stay_within_their_bound() -> None:
              and m.get("method") == "tools/call" and m["params"]["name"] != "kit-no-such-tool"]
     assert sizes
     assert max(sizes) <= 20
+
+
+def test_shrink_finds_the_smallest_session_that_shows_a_check() -> None:
+    from .test_testing_kit import _unknown_tool_as_result
+
+    finding = kit.shrink(lambda: Tampered(good_server(), _unknown_tool_as_result),
+                         "unknown-tool", revisions=["2025-06-18"], sessions=30, steps=20)
+    assert finding is not None
+    assert finding.rule == "unknown-tool" and finding.shrunk
+    assert finding.sent["params"]["name"] == "kit-no-such-tool"
+    assert finding.to_dict()["shrunk"] is True
+    # A check the peer never trips: nothing to shrink.
+    assert kit.shrink(good_server, "unknown-tool", revisions=["2025-06-18"], sessions=5,
+                      steps=10) is None
+

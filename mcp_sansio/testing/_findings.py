@@ -246,6 +246,9 @@ class Finding:
     #: Whether the run that found it was cut short by its budget (what was not reached
     #: may hide more).
     cut_short: bool = False
+    #: Whether hypothesis shrank the session that shows it (:func:`~mcp_sansio.testing.shrink`):
+    #: the exchange is then from the smallest session found.
+    shrunk: bool = False
 
     @property
     def citation(self) -> str:
@@ -270,7 +273,7 @@ class Finding:
         return {"rule": self.rule, "severity": self.requirement.upper(),
                 "message": self.detail, "revision": self.revision,
                 "citation": self.citation, "exchange": self.exchange,
-                "cut_short": self.cut_short}
+                "cut_short": self.cut_short, "shrunk": self.shrunk}
 
     def __str__(self) -> str:
         where = f" [{self.revision}]" if self.revision else ""
@@ -316,6 +319,11 @@ class Report:
         if key not in self.counts:
             self.findings.append(finding)
             self.counts[key] = 0
+        elif finding.shrunk:
+            # The same deviation from a shrunk session: keep its (smaller) exchange.
+            index = next(i for i, f in enumerate(self.findings)
+                         if (f.rule, f.detail, f.revision) == key)
+            self.findings[index] = finding
         self.counts[key] += 1
 
     def note(self, text: str) -> None:
@@ -366,7 +374,8 @@ class Report:
             lines[-1] += source
             for finding in found:
                 times = self.counts[finding.rule, finding.detail, finding.revision]
-                suffix = f" (x{times})" if times > 1 else ""
+                suffix = (f" (x{times})" if times > 1 else "") + (
+                    " (shrunk)" if finding.shrunk else "")
                 lines.append(f"    [{finding.revision}] {finding.detail}{suffix}")
                 for step in finding.exchange:
                     arrow = "->" if step["from"] == "kit" else "<-"

@@ -66,6 +66,7 @@ from typing import Any, ClassVar, cast
 import attrs
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
+from hypothesis.errors import Flaky, FlakyStrategyDefinition
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
@@ -84,7 +85,7 @@ from ._invalid import RULES, Invalid, invalid_messages
 from ._schemas import Schemas, bundled
 from ._transport import Transport
 
-__all__ = ["PeerMachine", "check_peer", "sweep"]
+__all__ = ["PeerMachine", "check_peer", "shrink", "sweep"]
 
 _META_VERSION = "io.modelcontextprotocol/protocolVersion"
 _META_CAPS = "io.modelcontextprotocol/clientCapabilities"
@@ -188,6 +189,9 @@ class PeerMachine(RuleBasedStateMachine):
     max_argument_size: ClassVar[int] = 4096
     #: The run's shared state (start time, whether it was cut short), set by configure().
     run_state: ClassVar[dict[str, Any]] = {}
+    #: "Fail" mode only: raise for this check alone (others are recorded, not raised), so
+    #: that hypothesis shrinks a session to the smallest that shows it (:func:`shrink`).
+    target_rule: ClassVar[str | None] = None
 
     @classmethod
     def configure(
@@ -209,6 +213,7 @@ class PeerMachine(RuleBasedStateMachine):
         exclude_tools: Iterable[str] | None = None,
         allow_destructive: bool | None = None,
         max_argument_size: int | None = None,
+        target_rule: str | None = None,
     ) -> type[PeerMachine]:
         """A subclass with this configuration (``None`` keeps the class's value)."""
         namespace: dict[str, Any] = {"transport_factory": staticmethod(transport_factory),
@@ -229,6 +234,8 @@ class PeerMachine(RuleBasedStateMachine):
             namespace["allow_destructive"] = allow_destructive
         if max_argument_size is not None:
             namespace["max_argument_size"] = max_argument_size
+        if target_rule is not None:
+            namespace["target_rule"] = target_rule
         if revisions is not None:
             namespace["revisions"] = tuple(revisions)
         if schemas is not None:
@@ -320,7 +327,9 @@ class PeerMachine(RuleBasedStateMachine):
         self.findings.append(found)
         report = type(self).report
         if report is None:
-            raise PeerDeviation(found)
+            if type(self).target_rule in (None, rule_name):
+                raise PeerDeviation(found)
+            return
         report.add(found)
 
     def note(self, text: str) -> None:
@@ -1541,6 +1550,44 @@ def check_peer(
     ))
     return report
 
+
+
+def shrink(
+    transport_factory: Callable[[], Transport],
+    rule_name: str,
+    *,
+    revisions: Iterable[str] | None = None,
+    sessions: int = 50,
+    steps: int = 30,
+    schemas: Schemas | None = None,
+    reply_timeout: float = 5.0,
+    settle_time: float = 0.5,
+    invalid_rules: Iterable[str] | None = None,
+    **scope: Any,
+) -> Finding | None:
+    """The finding of check ``rule_name`` from the smallest session hypothesis can find
+    that shows it: random sessions in "fail" mode aimed at that check alone, then
+    hypothesis's shrinking (fewer steps, simpler draws: the reproducing exchange is as
+    small as it gets). ``None`` when no session showed it. Every try is a session -- for a
+    process, a new process -- so pass a ``budget`` (with ``clock``) for real peers."""
+    machine = PeerMachine.configure(
+        transport_factory, revisions=revisions, schemas=schemas,
+        reply_timeout=reply_timeout, settle_time=settle_time, invalid_rules=invalid_rules,
+        target_rule=rule_name, **scope,
+    )
+    try:
+        run_state_machine_as_test(machine, settings=settings(
+            max_examples=sessions, stateful_step_count=steps, deadline=None,
+            derandomize=True, database=None, phases=(Phase.generate, Phase.shrink),
+            suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+        ))
+    except PeerDeviation as exc:
+        return attrs.evolve(exc.finding, shrunk=True)
+    except (Flaky, FlakyStrategyDefinition):
+        # A peer that does not answer the same session the same way twice (timing, a
+        # budget running out halfway) cannot be shrunk; the unshrunk finding stands.
+        return None
+    return None
 
 
 def sweep(
