@@ -97,3 +97,32 @@ def test_the_documented_pytest_snippet_runs() -> None:
     code = "\n".join(lines)
     assert "test_the_example_server_conforms()" in code
     exec(compile(code, "checking.rst", "exec"), {})
+
+
+PEERS = ROOT / "tests" / "peers"
+
+
+@pytest.mark.parametrize(("form", "fault", "status", "rule"), [
+    ("--client", "none", 0, ""),
+    ("--client", "no-initialized", 1, "client-initialized"),
+    ("--client-url", "none", 0, ""),
+    ("--client-url", "garbage-output", 1, "client-output-not-json"),
+])
+def test_the_client_forms_judge_a_client_command(form: str, fault: str, status: int,
+                                                 rule: str, tmp_path: Path) -> None:
+    # --client: the command names the kit's server with {server}; --client-url: the kit
+    # appends its URL to the command (as the official harness does).
+    if form == "--client":
+        command = [sys.executable, str(PEERS / "broken_clients.py"), fault, "--", "{server}"]
+    else:
+        command = [sys.executable, str(PEERS / "broken_clients.py"), fault, "--http"]
+    target = tmp_path / "report.json"
+    out = io.StringIO()
+    code = _check_cli.main([form, "--budget", "60", "--examples", "3", "--json", str(target),
+                            "--", *command], out=out)
+    report = json.loads(target.read_text())
+    rules = {finding["rule"] for finding in report["findings"]}
+    if status == 0:
+        assert code == 0 and not rules, out.getvalue()
+    else:
+        assert code == 1 and rules == {rule}, out.getvalue()
