@@ -8,7 +8,8 @@ client asked for, ``sub`` ``ada``, ``scope``, ``client_id``, ``exp`` in an hour)
 public key set at ``/jwks``.
 
 Usage: ``sdk_jwt_issuer.py``; prints ``http://127.0.0.1:PORT/`` (the issuer, spelled as the
-SDK's metadata spells it) once it accepts connections. Nothing here is part of mcp-sansio; the library never imports ``mcp``.
+SDK's metadata spells it) once it accepts connections. Nothing here is part of mcp-sansio;
+the library never imports ``mcp``.
 """
 
 from __future__ import annotations
