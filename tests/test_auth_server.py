@@ -199,3 +199,19 @@ def test_stateless_requests_carry_their_own_token(runtime: str) -> None:
             assert status == 200
             assert whoami_text(messages)["sub"] == sub
         conn.close()
+
+
+def test_the_protecting_example_prints_what_the_page_shows() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "authorization.rst").read_text()
+    script = root / "docs" / "examples" / "protected_server.py"
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            check=True, cwd=script.parent, timeout=120)
+    shown = page.split("``python docs/examples/protected_server.py`` prints:\n\n"
+                       ".. code-block:: text\n", 1)[1]
+    expected = [line.strip() for line in shown.strip("\n").split("\n\n", 1)[0].splitlines()]
+    assert result.stdout.splitlines() == expected
