@@ -215,3 +215,37 @@ def test_the_protecting_example_prints_what_the_page_shows() -> None:
                        ".. code-block:: text\n", 1)[1]
     expected = [line.strip() for line in shown.strip("\n").split("\n\n", 1)[0].splitlines()]
     assert result.stdout.splitlines() == expected
+
+
+def test_a_plain_def_handler_on_threads_sees_the_principal_too() -> None:
+    server = Server("protected-sync")
+
+    @server.tool()
+    def whoami(ctx: Any) -> str:  # runs on a worker thread with a ThreadContext
+        return json.dumps({"sub": ctx.auth.subject, "scopes": sorted(ctx.auth.scopes),
+                           "client": ctx.auth.client_id, "iss": ctx.auth.claims["iss"]})
+
+    with serving("threading", server, auth=protected()) as port:
+        conn = SyncConn(port)
+        body, headers = tool_call("whoami", {})
+        status, _, messages = conn.request("POST", body, {**headers, **bearer(token("cy"))})
+        assert status == 200
+        assert whoami_text(messages)["sub"] == "cy"
+        conn.close()
+
+
+def test_without_auth_there_is_no_principal_and_no_metadata() -> None:
+    server = Server("open")
+
+    @server.tool()
+    async def whoami(ctx: Any) -> str:
+        return json.dumps({"auth": repr(ctx.auth)})
+
+    with serving("asyncio", server) as port:
+        conn = SyncConn(port)
+        body, headers = tool_call("whoami", {})
+        status, _, messages = conn.request("POST", body, {**headers, **bearer(token())})
+        assert status == 200 and whoami_text(messages) == {"auth": "None"}
+        status, _, _ = get(conn, "/.well-known/oauth-protected-resource/mcp")
+        assert status == 404
+        conn.close()
