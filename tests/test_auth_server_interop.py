@@ -83,7 +83,10 @@ class MemoryTokens:
 async def sdk_session(url: str, mode: str) -> tuple[list[str], str, list[str]]:
     """Connect with the SDK's client and OAuth provider; the tools, whoami's answer, and the
     URLs the SDK's HTTP client asked for."""
-    import httpx2
+    try:  # the SDK's HTTP library: httpx2 since mcp 2, httpx before
+        import httpx2
+    except ImportError:
+        import httpx as httpx2  # type: ignore[no-redef]
     from mcp import Client
     from mcp.client.auth import OAuthClientProvider
     from mcp.client.streamable_http import streamable_http_client
