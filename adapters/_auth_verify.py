@@ -15,10 +15,20 @@ cannot make the resource server hammer the authorization server.
 seconds, never beyond the token's own ``exp``; refusals are not remembered (a token may
 become valid a moment later, e.g. after a clock step on the authorization server). Tokens are
 secrets: cache keys are their SHA-256, and nothing is logged beyond a short prefix.
+
+The HTTP server judges tokens synchronously (it never waits inside a request; see
+:mod:`mcp_sansio.auth._resource`), so it cannot await :class:`JWKSVerifier`.
+:class:`JWKSKeeper` is its asyncio companion: a synchronous verifier for
+``ProtectedResource`` whose keys a task of its own keeps current -- fetched before serving,
+again after ``max_age``, and soon after a token names an unknown key (that token is refused
+``invalid_token``; the client's retry after re-authorizing finds the new key), with the same
+``min_refetch`` bound.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -32,7 +42,7 @@ from mcp_sansio.auth import AccessInfo, HTTPRequest, IntrospectionVerifier
 from ._auth_flow import Fetch, fetch
 
 __all__ = ["DEFAULT_JWKS_MAX_AGE", "DEFAULT_JWKS_MIN_REFETCH", "DEFAULT_INTROSPECTION_TTL",
-           "IntrospectionCache", "JWKSVerifier"]
+           "IntrospectionCache", "JWKSKeeper", "JWKSVerifier"]
 
 log = logging.getLogger("mcp_sansio.auth")
 
@@ -103,6 +113,85 @@ class JWKSVerifier:
                 raise
             await self._refresh()
             return self._verifier.verify(token, now)
+
+
+class JWKSKeeper:
+    """A synchronous :class:`~mcp_sansio.auth.TokenVerifier` for JWT access tokens (needs the
+    ``auth`` extra) whose JWKS a background task keeps current, for
+    :class:`~mcp_sansio.auth.ProtectedResource` on asyncio::
+
+        keeper = JWKSKeeper(jwks_uri, issuer=..., audience=resource)
+        async with keeper, start_http(server, auth=ProtectedResource(resource, [issuer],
+                                                                   keeper)):
+            ...
+
+    Entering fetches the keys (a failure is logged; tokens are refused until keys arrive)
+    and starts the task; leaving stops it."""
+
+    def __init__(self, jwks_uri: str, *, issuer: str, audience: str,
+                 required_scopes: tuple[str, ...] = (), fetcher: Fetch = fetch,
+                 clock: Callable[[], float] = time.time,
+                 max_age: float = DEFAULT_JWKS_MAX_AGE,
+                 min_refetch: float = DEFAULT_JWKS_MIN_REFETCH,
+                 **verifier_options: Any) -> None:
+        self._keys = JWKSVerifier(jwks_uri, issuer=issuer, audience=audience,
+                                  required_scopes=required_scopes, fetcher=fetcher,
+                                  clock=clock, max_age=max_age, min_refetch=min_refetch,
+                                  **verifier_options)
+        self._clock = clock
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def fetches(self) -> int:
+        """How many times the JWKS was fetched (for tests and metrics)."""
+        return self._keys.fetches
+
+    def verify(self, token: str, now: float) -> AccessInfo:
+        from mcp_sansio.auth.jwt import UnknownKey
+
+        try:
+            return self._keys._verifier.verify(token, now)
+        except UnknownKey:
+            if self._wake is not None:
+                self._wake.set()  # rotation, or a made-up kid: the task decides (rate bound)
+            raise
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        keys = self._keys
+        while True:
+            due = (keys._fetched_at or 0.0) + keys.max_age - self._clock()
+            with contextlib.suppress(TimeoutError):  # asyncio's, since Python 3.11
+                await asyncio.wait_for(self._wake.wait(), max(due, 0.0))
+            self._wake.clear()
+            now = self._clock()
+            if not keys._may_refetch(now):
+                # asked again within min_refetch: wait out the bound, then look once more
+                await asyncio.sleep(keys.min_refetch - (now - (keys._fetched_at or now)))
+            try:
+                await keys._refresh()
+            except Exception:  # the transport failed: keep the keys held, try again later
+                log.warning("auth: fetching the JWKS %s failed; keeping the keys held",
+                            keys.jwks_uri, exc_info=True)
+
+    async def __aenter__(self) -> JWKSKeeper:
+        self._wake = asyncio.Event()
+        try:
+            await self._keys._refresh()
+        except Exception:
+            log.warning("auth: fetching the JWKS %s failed; tokens are refused until it "
+                        "succeeds", self._keys.jwks_uri, exc_info=True)
+        self._task = asyncio.ensure_future(self._run())
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        task, self._task = self._task, None
+        self._wake = None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 class IntrospectionCache:

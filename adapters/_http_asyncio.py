@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
@@ -93,7 +94,8 @@ class _Socket(asyncio.Protocol):
                 self.transport.close()
             return
         try:
-            self.channel.receive_data(data, now=self.service._loop.time())
+            self.channel.receive_data(data, now=self.service._loop.time(),
+                                      wall_time=time.time())
             self.service._pump()
         except Exception:  # a bug: this connection alone ends (_http_service.py)
             self.failed()

@@ -39,6 +39,9 @@ from mcp_sansio import NEED_DATA, ConnectionClosed, Event, ServerConnection
 from mcp_sansio._capabilities import SERVER_WIDE_NOTIFICATIONS
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
+if TYPE_CHECKING:
+    from mcp_sansio.auth import AccessInfo
+
 from ._api import AsyncContext
 from ._http_common import tool_param_headers
 from ._session import Server
@@ -202,6 +205,12 @@ class HTTPSessionLogic:
 
     def _arm(self, deadline: float | None) -> None:
         """The HTTP server owns every timer (next_deadline covers the connections')."""
+
+    @property
+    def auth(self) -> AccessInfo | None:
+        """Who the HTTP session's latest request spoke for (servers with ``auth``)."""
+        http_session = self._http_session()
+        return http_session.auth if http_session is not None else None
 
 
 def broadcast_server_wide(session: object, method: str,

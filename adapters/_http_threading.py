@@ -520,7 +520,8 @@ class _Socket(_Writer):
                             if lost:
                                 channel.connection_lost(now=time.monotonic())
                             else:
-                                channel.receive_data(data, now=time.monotonic())
+                                channel.receive_data(data, now=time.monotonic(),
+                                                     wall_time=time.time())
                             service._pump()
                         except Exception:  # a bug: this connection alone ends
                             service._contain(channel)  # (_http_service.py) with a 500,

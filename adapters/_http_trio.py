@@ -54,6 +54,7 @@ import logging
 import math
 import os
 import sys
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from typing import Any
@@ -416,7 +417,8 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
                 await self._discard(sock, data)
                 return
             try:
-                channel.receive_data(bytes(data), now=trio.current_time())
+                channel.receive_data(bytes(data), now=trio.current_time(),
+                                     wall_time=time.time())
                 await self._pump_after_read()
             except Exception:  # a bug: this connection alone ends (_http_service.py),
                 self._contain(channel)  # with a 500 the sender writes before it lingers

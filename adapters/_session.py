@@ -36,7 +36,7 @@ import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, suppress
-from typing import TYPE_CHECKING, Any, NoReturn, Self
+from typing import TYPE_CHECKING, Any, NoReturn, Self, cast
 
 from mcp_sansio import (
     NEED_DATA,
@@ -89,6 +89,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from mcp_sansio.auth import AccessInfo
+
     from ._tasks import Tasks
 
 log = logging.getLogger("mcp_sansio.adapters")
@@ -1285,6 +1287,13 @@ class Context:
     @property
     def era(self) -> Era | None:
         return self.session.conn.era
+
+    @property
+    def auth(self) -> AccessInfo | None:
+        """Who the request's access token speaks for -- principal (``subject``), scopes,
+        client id, claims -- on an HTTP server protected with ``auth=``; None otherwise
+        (stdio servers take credentials from the environment, MCP basic/authorization.mdx)."""
+        return cast("AccessInfo | None", getattr(self.session, "auth", None))
 
     @property
     def client_capabilities(self) -> dict[str, Any]:

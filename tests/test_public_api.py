@@ -120,4 +120,4 @@ def test_the_server_and_context_have_no_internal_public_methods() -> None:
     public = {name for name in dir(aio.Context) if not name.startswith("_")}
     assert public == {"ask", "elicit", "sample", "list_roots", "progress", "log", "notify",
                       "notify_list_changed", "input_required", "input_responses",
-                      "request_state", "era", "client_capabilities"}
+                      "request_state", "era", "client_capabilities", "auth"}

@@ -50,6 +50,7 @@ from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPRequest, HTTPResponse, canoni
 from ._introspection import IntrospectionVerifier
 from ._resource import (
     AccessInfo,
+    ProtectedResource,
     Refusal,
     TokenVerifier,
     authorize_request,
@@ -64,7 +65,8 @@ __all__ = [
     "AuthorizationDenied", "Authorized", "Challenge", "ClientConfig", "ClientCredentials",
     "HTTPRequest", "HTTPResponse", "InsufficientScope", "IntrospectionVerifier",
     "InvalidRequest", "InvalidToken", "IssuerMismatch", "LimitExceeded", "MemoryStorage",
-    "MetadataError", "OAuthClientFlow", "PKCENotSupported", "Refusal", "RegistrationError",
+    "MetadataError", "OAuthClientFlow", "PKCENotSupported", "ProtectedResource", "Refusal",
+    "RegistrationError",
     "ResourceMetadata", "ServerMetadata", "TokenError", "TokenStorage", "TokenVerifier",
     "Tokens", "UserAuthorization", "as_metadata_urls", "authorize_request",
     "bearer_challenge", "bearer_params", "canonical_resource", "choose_auth_method",

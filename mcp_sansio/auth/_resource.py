@@ -16,6 +16,17 @@ basic/authorization.mdx "Roles"). It needs four things, all pure and here:
 * the refusal to send when there is no good token or too little scope
   (:func:`authorize_request` returns a :class:`Refusal` with status and
   ``WWW-Authenticate``, built per RFC 6750 §3 and RFC 9728 §5.1).
+
+:class:`ProtectedResource` bundles them for :class:`mcp_sansio.http.HTTPServer`, which
+serves the metadata document and decides every request on its endpoint with it.
+
+Verification is synchronous and pure: ``verify(token, now)`` judges with what the verifier
+already holds. That keeps the HTTP server runtime-neutral and non-blocking -- it never waits
+inside the handling of a request -- and suits JWT access tokens, the common case: the
+signature is checked with a JWKS the *adapter* fetches and hands in
+(:meth:`mcp_sansio.auth.jwt.JWTVerifier.set_jwks`), outside the request path. A verifier
+that must ask someone per token (RFC 7662 introspection) cannot be plugged in directly; the
+adapters' caches (``mcp_sansio.adapters._auth_verify``) run it.
 """
 
 from __future__ import annotations
@@ -171,6 +182,76 @@ def authorize_request(
         return _refuse(403, str(InsufficientScope(required)), resource_metadata, scope,
                        "insufficient_scope")
     return info
+
+
+def _as_tuple(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen
+class ProtectedResource:
+    """What makes an MCP endpoint a resource server (pass as ``auth=`` to
+    :class:`mcp_sansio.http.HTTPServer`, and so to every runtime's ``start_http``).
+
+    :param resource: this endpoint's canonical URL (the audience tokens must name; MCP
+        2025-06-18 and later "Token Audience Binding and Validation").
+    :param authorization_servers: the issuers clients may get tokens from (at least one).
+    :param verifier: judges each token (see the module docstring for why it is synchronous).
+    :param scopes_supported: advertised in the metadata document (None: not advertised).
+    :param required_scopes: scopes every request needs; a token without them is answered
+        403 ``insufficient_scope`` naming them, and a request without a token is challenged
+        with them (MCP 2025-11-25 "Scope Selection Strategy").
+    :param resource_name: a human-readable name for the metadata document.
+    """
+
+    resource: str
+    authorization_servers: tuple[str, ...] = attrs.field(converter=tuple)
+    verifier: TokenVerifier
+    scopes_supported: tuple[str, ...] | None = attrs.field(default=None, converter=_as_tuple)
+    required_scopes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    resource_name: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if not self.authorization_servers:
+            raise ValueError("MCP requires at least one authorization server (RFC 9728 §2)")
+
+    @property
+    def metadata_url(self) -> str:
+        """Where the metadata document is (the path-based well-known URL, RFC 9728 §3.1);
+        named in every challenge's ``resource_metadata`` (RFC 9728 §5.1)."""
+        return metadata_url(self.resource)
+
+    @property
+    def metadata_paths(self) -> tuple[str, ...]:
+        """The paths the document is served at: the path-based well-known one and the root
+        one, which clients try next (MCP 2025-11-25 "Protected Resource Metadata Discovery
+        Requirements", :data:`~mcp_sansio.auth._rules.PRM_DISCOVERY_ORDER`)."""
+        path = urlsplit(self.metadata_url).path
+        return tuple(dict.fromkeys((path, rules.PRM_WELL_KNOWN)))
+
+    @staticmethod
+    def same_principal(a: AccessInfo | None, b: AccessInfo | None) -> bool:
+        """Whether two requests speak for the same principal (MCP 2025-06-18 and later,
+        security_best_practices "Session Hijacking": a session is bound to the user the
+        token names -- its ``sub`` together with the issuer that vouches for it)."""
+        if a is None or b is None:
+            return a is b
+        return a.subject == b.subject and a.claims.get("iss") == b.claims.get("iss")
+
+    def document(self) -> dict[str, Any]:
+        """The RFC 9728 §2 document to serve."""
+        return protected_resource_metadata(
+            self.resource, self.authorization_servers, scopes_supported=self.scopes_supported,
+            resource_name=self.resource_name)
+
+    def authorize(
+        self, headers: Iterable[tuple[str, str]] | Iterable[tuple[bytes, bytes]],
+        target: str | bytes, now: float,
+    ) -> AccessInfo | Refusal:
+        """Decide one request (:func:`authorize_request` with this configuration)."""
+        return authorize_request(headers, target, self.verifier, now,
+                                 resource_metadata=self.metadata_url,
+                                 required_scopes=self.required_scopes)
 
 
 def _refuse(status: int, reason: str, resource_metadata: str, scope: str | None,

@@ -36,6 +36,19 @@ Legacy HTTP+SSE (2024-11-05), when enabled: ``GET`` on ``legacy_sse_path`` opens
 whose one SSE stream starts with an ``endpoint`` event naming the URL to POST messages to;
 every message of the session goes on that stream and every POST is answered ``202``.
 
+Authorization (MCP 2025-06-18 and later, basic/authorization.mdx), when ``auth`` is given
+(a :class:`~mcp_sansio.auth.ProtectedResource`): the protected-resource metadata document
+(RFC 9728 section 3) is served at its path-based well-known path and the root one, and every
+request on the endpoint is decided by the configuration's synchronous verifier before
+anything else is looked at -- refused 401 with the ``WWW-Authenticate`` challenge, 403
+``insufficient_scope`` or 400 for a token in the query string. The verifier judges at the
+channel's ``wall_time`` (seconds since the epoch, what token expiry is written in; ``now``
+when not given). A session is bound to the principal of the request that opened it: a
+request for it on behalf of anyone else is answered 404, as for an unknown session, so a
+leaked session id is worth nothing without the token (security best practices "Session
+Hijacking"). A stateless-era request is decided on its own token, every time.
+:attr:`Session.auth` is what the handlers see.
+
 Time is an argument (``now=``), as in the core: it drives idle-session expiry, SSE
 keep-alive comments and the connections' own timers (:meth:`HTTPServer.next_deadline`,
 :meth:`HTTPServer.handle_timeout`).
@@ -50,7 +63,7 @@ import itertools
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, quote
 
 from .. import _codec
@@ -84,6 +97,11 @@ from ._wire import (
     ServerWire,
     target_allowed,
 )
+
+if TYPE_CHECKING:
+    # At run time only a server with ``auth`` needs these (imported where used): the auth
+    # package is not paid for by every server start.
+    from ..auth._resource import AccessInfo, ProtectedResource
 
 __all__ = [
     "DEFAULT_KEEPALIVE_INTERVAL",
@@ -133,6 +151,8 @@ _STATELESS_STATUS = {
     ErrorCode.UNSUPPORTED_PROTOCOL_VERSION: 400,
 }
 _JSON = ("content-type", "application/json")
+#: The reason phrase opening the message of an authorization refusal's JSON-RPC error.
+_AUTH_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden"}
 _SSE_HEADERS = (
     ("content-type", "text/event-stream"),
     ("cache-control", "no-cache"),
@@ -229,6 +249,9 @@ class Session:
         self.legacy = legacy
         #: Why the session ended (None while it lives).
         self.ended: SessionEnd | None = None
+        #: Who the latest request of the session spoke for, when the server has ``auth``
+        #: (every request of a session is the same principal's; the scopes may grow).
+        self.auth: AccessInfo | None = None
         self._prefix = (
             hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
             if session_id is not None else ""
@@ -289,6 +312,9 @@ class ServerChannel:
                                max_header_count=server.max_header_count,
                                max_target_length=server.max_target_length)
         self.stream: _Stream | None = None
+        #: The principal of the request being handled (servers with ``auth``).
+        self.auth: AccessInfo | None = None
+        self._wall: float | None = None
         self._gone = False  # the server has reported the channel closed
 
     def __repr__(self) -> str:
@@ -299,8 +325,11 @@ class ServerChannel:
         """True when the connection is over: close the socket after writing what is left."""
         return self.wire.closed
 
-    def receive_data(self, data: bytes, *, now: float | None = None) -> None:
-        """Bytes read from the socket; ``b""`` is end of file.
+    def receive_data(self, data: bytes, *, now: float | None = None,
+                     wall_time: float | None = None) -> None:
+        """Bytes read from the socket; ``b""`` is end of file. ``wall_time``: seconds since
+        the epoch, which access tokens are judged at (servers with ``auth``; default
+        ``now``).
 
         Bad input is answered, never raised. An exception from here is a bug (in the server
         or in code it calls): it is raised *after* this channel was closed -- answered
@@ -308,6 +337,7 @@ class ServerChannel:
         :meth:`data_to_send` has and closes this socket; other channels are unaffected."""
         server = self._server
         server._clock(now)
+        self._wall = wall_time
         try:
             self.wire.receive_data(data)
             if not data:
@@ -394,6 +424,8 @@ class HTTPServer:
         name: property path}`` (see :func:`param_headers`), to check ``Mcp-Param-*`` headers.
     :param legacy_sse_path: serve the 2024-11-05 HTTP+SSE transport too: its SSE path.
     :param legacy_post_path: the legacy transport's POST path.
+    :param auth: make the endpoint a protected resource (see the module docstring); None
+        serves everyone.
     """
 
     def __init__(
@@ -421,6 +453,7 @@ class HTTPServer:
         tool_param_headers: Callable[[str], Mapping[str, Sequence[str]] | None] | None = None,
         legacy_sse_path: str | None = None,
         legacy_post_path: str = "/messages",
+        auth: ProtectedResource | None = None,
     ) -> None:
         self.connection_factory = connection_factory
         template = connection_factory()
@@ -453,6 +486,9 @@ class HTTPServer:
         self.tool_param_headers = tool_param_headers
         self.legacy_sse_path = legacy_sse_path
         self.legacy_post_path = legacy_post_path
+        self.auth = auth
+        self._metadata_body = _codec.encode(auth.document()) if auth is not None else b""
+        self._metadata_paths = auth.metadata_paths if auth is not None else ()
 
         self._now = -math.inf
         self._sessions: dict[str, Session] = {}
@@ -690,6 +726,9 @@ class HTTPServer:
                 channel, request):
             return
         path = request.path
+        if path in self._metadata_paths:
+            self._metadata(channel, request)
+            return
         legacy = self.legacy_sse_path is not None and path in (
             self.legacy_sse_path, self.legacy_post_path)
         if path != self.path and not legacy:
@@ -699,6 +738,18 @@ class HTTPServer:
         if refusal is not None:
             self._error(channel, 403, ErrorCode.INVALID_REQUEST, refusal)
             return
+        if self.auth is not None:
+            from ..auth._resource import Refusal as AuthRefusal
+
+            decision = self.auth.authorize(
+                request.headers.raw, request.target,
+                channel._wall if channel._wall is not None else self._now)
+            if isinstance(decision, AuthRefusal):
+                self._error(channel, decision.status, ErrorCode.INVALID_REQUEST,
+                            f"{_AUTH_REASONS[decision.status]}: {decision.reason}",
+                            headers=decision.headers)
+                return
+            channel.auth = decision
         if legacy:
             if path == self.legacy_sse_path and method == "GET":
                 self._legacy_get(channel, request)
@@ -743,6 +794,34 @@ class HTTPServer:
         self._respond(channel, 200)
         return False
 
+    def _metadata(self, channel: ServerChannel, request: HTTPRequest) -> None:
+        """The protected-resource metadata document (RFC 9728 section 3.2): public, so
+        only the ``Host`` check applies, and any origin may read it (browser-based clients
+        discover the authorization server too)."""
+        if self._hosts is not None:
+            host = request.authority or request.headers.get("host")
+            if host is None or not self._hosts.allows(host):
+                self._error(channel, 403, ErrorCode.INVALID_REQUEST,
+                            f"Forbidden: Host {host!r} is not allowed")
+                return
+        if request.method not in ("GET", "HEAD"):
+            self._error(channel, 405, ErrorCode.INVALID_REQUEST, "Method Not Allowed",
+                        headers=[("allow", "GET, HEAD")])
+            return
+        self._respond(channel, 200, [_JSON, ("access-control-allow-origin", "*")],
+                      self._metadata_body)
+
+    def _bound_elsewhere(self, channel: ServerChannel, session: Session) -> bool:
+        """A session opened by another principal: answered 404 like an unknown one (it is
+        not this principal's to know about)."""
+        if self.auth is None or self.auth.same_principal(session.auth, channel.auth):
+            if self.auth is not None:
+                session.auth = channel.auth
+            return False
+        self._error(channel, 404, ErrorCode.INVALID_REQUEST,
+                    "Not Found: unknown or terminated session")
+        return True
+
     def _sessions_allowed(self, enabled: bool, request: HTTPRequest) -> bool:
         """GET and DELETE exist only with handshake-era sessions (2026-07-28 answers 405)."""
         if not enabled or not self._handshake_versions:
@@ -784,6 +863,8 @@ class HTTPServer:
         if session is None or session.ended is not None or session.legacy:
             self._error(channel, 404, ErrorCode.INVALID_REQUEST,
                         "Not Found: unknown or terminated session")
+            return None
+        if self._bound_elsewhere(channel, session):
             return None
         return session
 
@@ -883,6 +964,7 @@ class HTTPServer:
                         headers=[("retry-after", "1")])
             return
         session = self._open_session(Era.HANDSHAKE)
+        session.auth = channel.auth
         stream = self._open_post_stream(session, channel, [request_id])
         stream.init = True
         session.connection.receive_message(value, now=self._now)
@@ -984,6 +1066,7 @@ class HTTPServer:
         self, channel: ServerChannel, value: Any, request_id: RequestId, method: str,
     ) -> None:
         session = Session(self, None, self.connection_factory(), Era.STATELESS)
+        session.auth = channel.auth
         kind = _Kind.LISTEN if method == "subscriptions/listen" else _Kind.POST
         self._open_post_stream(session, channel, [request_id], kind)
         if kind is _Kind.LISTEN:
@@ -1158,6 +1241,7 @@ class HTTPServer:
                         "Service Unavailable: too many sessions", headers=[("retry-after", "1")])
             return
         session = self._open_session(Era.HANDSHAKE, legacy=True)
+        session.auth = channel.auth
         standalone = session._standalone
         assert standalone is not None and session.id is not None
         channel.wire.start_response(200, _SSE_HEADERS)
@@ -1179,6 +1263,8 @@ class HTTPServer:
         session = self._sessions.get(ids[0])
         if session is None or not session.legacy or session.ended is not None:
             self._error(channel, 404, ErrorCode.INVALID_REQUEST, "Not Found: unknown session")
+            return
+        if self._bound_elsewhere(channel, session):
             return
         if media_type(request.headers.get("content-type")) != "application/json":
             self._error(channel, 415, ErrorCode.INVALID_REQUEST,
