@@ -417,3 +417,34 @@ def test_default_token_path_is_under_the_cache_dir(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(sys, "platform", "linux")
     assert default_token_path() == tmp_path / "mcp-sansio" / "tokens.json"
+
+
+def test_calls_refused_together_run_the_flow_once(proxy: Proxy) -> None:
+    import asyncio
+
+    from mcp_sansio.adapters.asyncio import connect_http
+
+    steps = Steps()
+    resource_metadata = proxy.url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+    refused: list[str] = []
+
+    def refuse(auth: str) -> tuple[int, list[tuple[str, str]]]:
+        refused.append(auth)
+        return 401, [("WWW-Authenticate", 'Bearer error="invalid_token", '
+                      f'resource_metadata="{resource_metadata}"')]
+
+    async def main() -> tuple[list[str], int]:
+        async with connect_http(proxy.url, auth=oauth(steps), request_timeout=WAIT) as client:
+            assert client.auth is not None
+            old = proxy.seen[-1][2]
+            proxy.answer = lambda auth, body: refuse(auth) if auth == old else None
+            before = client.auth.generation
+            results = await asyncio.gather(*(client.call_tool("whoami", {})
+                                             for _ in range(4)))
+            return [r["content"][0]["text"] for r in results], client.auth.generation - before
+
+    texts, runs = asyncio.run(main())
+    assert texts == ["ada"] * 4
+    assert len(refused) == 4  # all four went out with the old token, and were refused
+    assert runs == 1  # one refresh for the four refused calls
+    assert len(steps.urls) == 1
