@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import inspect
 import secrets
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -87,7 +88,7 @@ class OAuth:
     def __init__(self, authorize: UserStep, *, redirect_uri: str | None = None,
                  storage: TokenStorage | None = None, config: ClientConfig | None = None,
                  fetch_timeout: float = DEFAULT_FETCH_TIMEOUT,
-                 ssl_context: Any = None,
+                 ssl_context: ssl.SSLContext | None = None,
                  entropy: Callable[[int], bytes] = secrets.token_bytes,
                  clock: Callable[[], float] = time.time) -> None:
         if redirect_uri is None:
