@@ -55,6 +55,7 @@ from mcp_sansio.auth import (
     Tokens,
     TokenStorage,
     UserAuthorization,
+    bearer_params,
 )
 
 from ._auth_flow import DEFAULT_FETCH_TIMEOUT, fetch, fetch_sync, run_flow, run_flow_sync
@@ -123,13 +124,15 @@ def challenge_of(error: BaseException) -> HTTPResponse | None:
     not an authorization challenge (then it is raised as it is)."""
     if not isinstance(error, HTTPTransportError) or error.status not in (401, 403):
         return None
+    response = HTTPResponse(error.status, error.headers, b"")
     if error.status == 403:
         # Only insufficient_scope is a challenge (step-up); any other 403 is a refusal the
-        # flow cannot fix (2025-11-25 "Scope Challenge Handling", RFC 6750 §3.1).
-        value = error.header("www-authenticate") or ""
-        if "insufficient_scope" not in value:
+        # flow cannot fix (2025-11-25 "Scope Challenge Handling", RFC 6750 §3.1). Read as
+        # the flow reads it: the error parameter of the Bearer challenge.
+        params = bearer_params(response.header_values("WWW-Authenticate")) or {}
+        if params.get("error") != "insufficient_scope":
             return None
-    return HTTPResponse(error.status, error.headers, b"")
+    return response
 
 
 class SessionAuth:

@@ -203,6 +203,8 @@ def test_file_storage_persists_privately(tmp_path: Path) -> None:
     (401, None, True),  # no header: the flow falls back to the well-known URLs
     (403, 'Bearer error="insufficient_scope", scope="a b"', True),  # step-up
     (403, 'Bearer error="invalid_token"', False),  # a refusal the flow cannot fix
+    (403, 'Bearer error="invalid_token", error_description="not insufficient_scope"', False),
+    (403, 'Basic realm="insufficient_scope"', False),  # not a Bearer challenge
     (403, None, False),
     (404, None, False),
     (500, 'Bearer error="insufficient_scope"', False),
