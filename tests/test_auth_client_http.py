@@ -9,6 +9,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcp_sansio import NEED_DATA, ClientConnection, Era, RequestCancelled
 from mcp_sansio.http import HTTPClient
@@ -86,3 +88,21 @@ def test_a_refused_call_carries_the_response_headers() -> None:
 def test_a_success_then_a_failure_without_status_carries_no_stale_headers() -> None:
     failed = TransportFailed(status=None, detail="the server is unreachable")
     assert failed.headers == ()
+
+
+@given(status=st.integers(400, 599), challenged=st.booleans())
+def test_which_refusals_of_initialize_try_the_legacy_transport(status: int,
+                                                               challenged: bool) -> None:
+    # transports.mdx "Backwards Compatibility": any 4xx -> try HTTP+SSE; except an
+    # authorization challenge (401/403 with WWW-Authenticate), which is for the auth hook.
+    client = _client()
+    client.connect(now=0, era=Era.HANDSHAKE)
+    header = b"WWW-Authenticate: Bearer\r\n" if challenged else b""
+    _answer(client, b"HTTP/1.1 %d X\r\n" % status + header)
+    legacy = any(line.startswith(b"GET") for line in _requests(client))
+    is_challenge = challenged and status in AUTH_CHALLENGE_STATUSES
+    assert legacy == (status < 500 and not is_challenge)
+    if not legacy:
+        failure = client.connect_failure
+        assert failure is not None and failure.status == status
+        assert (("www-authenticate", "Bearer") in failure.headers) == challenged
