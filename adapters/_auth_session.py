@@ -11,9 +11,9 @@ remembers what it discovered and registered across sessions.
 
 :class:`SessionAuth` is one client session's share of it, and holds no I/O:
 
-* before connecting, stored tokens that are still fresh go on the first request already
+* before connecting, stored tokens go on the first request already
   (:meth:`SessionAuth.install`: the ``Authorization`` header in the HTTP client's
-  ``extra_headers``);
+  ``extra_headers``), refreshed first if they are about to expire;
 * an HTTP failure whose status is 401, or 403 with ``error="insufficient_scope"``
   (``basic/authorization.mdx`` of 2025-11-25 and 2026-07-28, "Scope Challenge Handling";
   RFC 6750 §3.1), is a *challenge* (:func:`challenge_of`): the runtime runs the flow from
@@ -142,11 +142,18 @@ class SessionAuth:
     def __init__(self, oauth: OAuth, url: str) -> None:
         self.oauth = oauth
         self.flow = oauth.flow(url)
-        self.tokens: Tokens | None = self.flow.current_tokens(oauth.clock())
+        self.tokens: Tokens | None = self._stored()
         #: Bumped each time the tokens change: a call refused with older tokens retries
         #: without running the flow again.
         self.generation = 0
         self._http: Any = None
+
+    def _stored(self) -> Tokens | None:
+        # Stored tokens, fresh or not: stale ones are refreshed before the first request
+        # (due()), rather than sent to collect a 401 first.
+        flow = self.flow
+        issuer = flow.storage.get_issuer(flow.resource)
+        return None if issuer is None else flow.storage.get_tokens(issuer, flow.resource)
 
     def install(self, http: Any) -> None:
         """Keep ``http``'s (a :class:`~mcp_sansio.http.HTTPClient`) ``Authorization`` header

@@ -251,6 +251,20 @@ def test_tokens_are_refreshed_before_they_expire(runtime: str, proxy: Proxy) -> 
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_later_session_refreshes_stored_tokens_that_expired_before_connecting(
+        runtime: str, proxy: Proxy) -> None:
+    steps, clock, storage = Steps(), Clock(), MemoryStorage()
+    assert session(runtime, proxy.url, oauth(steps, clock, storage)) == ["ada"]
+    first = proxy.seen[-1][2]
+    proxy.seen.clear()
+    clock.offset = 7200.0  # the SDK's tokens last an hour
+    assert session(runtime, proxy.url, oauth(steps, clock, storage)) == ["ada"]
+    assert len(steps.urls) == 1  # refreshed, not authorized again
+    posts = [(status, auth) for method, status, auth in proxy.seen if method == "POST"]
+    assert all(status < 400 and auth and auth != first for status, auth in posts), posts
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
 def test_an_expired_token_refused_401_is_refreshed_and_the_call_retried(
         runtime: str, proxy: Proxy) -> None:
     steps = Steps()
