@@ -19,6 +19,13 @@ is the I/O it leaves out, on asyncio:
 * :class:`FileStorage`, a :class:`~mcp_sansio.auth.TokenStorage` in a JSON file readable
   only by its owner (tokens are secrets: never logged beyond a short prefix).
 
+The same, blocking, for every runtime: :func:`fetch_sync` (a plain socket, the same h11
+framing and bounds), :func:`run_flow_sync`, and :class:`LoopbackListener` (the one-shot
+127.0.0.1 listener as a blocking callable, bound when it is made so that its
+``redirect_uri`` is known before the flow registers). The threads adapter calls them
+directly; trio runs them in a worker thread (``trio.to_thread``), which keeps the carriers
+to one blocking implementation instead of one per event loop.
+
 Time is ``time.time()`` (wall clock), because stored tokens outlive the process.
 """
 
@@ -29,6 +36,7 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import ssl
 import tempfile
 import time
@@ -50,8 +58,9 @@ from mcp_sansio.auth import (
     UserAuthorization,
 )
 
-__all__ = ["DEFAULT_FETCH_TIMEOUT", "FileStorage", "LoopbackRedirect", "fetch",
-           "follow_redirect", "run_flow"]
+__all__ = ["DEFAULT_FETCH_TIMEOUT", "FileStorage", "LoopbackListener", "LoopbackRedirect",
+           "fetch", "fetch_sync", "follow_redirect", "follow_redirect_sync", "run_flow",
+           "run_flow_sync"]
 
 log = logging.getLogger("mcp_sansio.auth")
 
@@ -95,47 +104,97 @@ async def _fetch(request: HTTPRequest, ssl_context: ssl.SSLContext | None) -> HT
         host, port, ssl=context, server_hostname=host if secure else None)
     try:
         conn = h11.Connection(h11.CLIENT)
-        target = parts.path or "/"
-        if parts.query:
-            target += "?" + parts.query
-        headers = [("Host", parts.netloc), ("Connection", "close"),
-                   ("User-Agent", "mcp-sansio")]
-        headers += [(k, v) for k, v in request.headers if k.lower() != "host"]
-        if request.body or request.method in ("POST", "PUT"):
-            headers.append(("Content-Length", str(len(request.body))))
-        out = conn.send(h11.Request(method=request.method, target=target, headers=headers))
-        if request.body:
-            out = (out or b"") + (conn.send(h11.Data(data=request.body)) or b"")
-        out = (out or b"") + (conn.send(h11.EndOfMessage()) or b"")
-        writer.write(out)
+        writer.write(_request_bytes(conn, request))
         await writer.drain()
-        status = 0
-        response_headers: list[tuple[str, str]] = []
-        body = bytearray()
-        limit = request.max_response_bytes + 1
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                data = await reader.read(_READ_SIZE)
-                conn.receive_data(data)
-                continue
-            if isinstance(event, h11.InformationalResponse):
-                continue
-            if isinstance(event, h11.Response):
-                status = event.status_code
-                response_headers = [(k.decode("latin-1"), v.decode("latin-1"))
-                                    for k, v in event.headers]
-            elif isinstance(event, h11.Data):
-                body += event.data
-                if len(body) >= limit:
-                    break  # the flow refuses it; no need to read the rest
-            elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
-                break
-        return HTTPResponse(status, tuple(response_headers), bytes(body[:limit]))
+        reading = _Reading(conn, request)
+        while reading.needs_data():
+            conn.receive_data(await reader.read(_READ_SIZE))
+        return reading.response()
     finally:
         writer.close()
         with contextlib.suppress(OSError):
             await writer.wait_closed()
+
+
+def _request_bytes(conn: h11.Connection, request: HTTPRequest) -> bytes:
+    parts = urlsplit(request.url)
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    headers = [("Host", parts.netloc), ("Connection", "close"), ("User-Agent", "mcp-sansio")]
+    headers += [(k, v) for k, v in request.headers if k.lower() != "host"]
+    if request.body or request.method in ("POST", "PUT"):
+        headers.append(("Content-Length", str(len(request.body))))
+    out = conn.send(h11.Request(method=request.method, target=target, headers=headers)) or b""
+    if request.body:
+        out += conn.send(h11.Data(data=request.body)) or b""
+    return out + (conn.send(h11.EndOfMessage()) or b"")
+
+
+class _Reading:
+    """One response read through h11, the body cut at ``max_response_bytes`` + 1 (the flow
+    sees the excess and names it; no need to read the rest)."""
+
+    def __init__(self, conn: h11.Connection, request: HTTPRequest) -> None:
+        self.conn = conn
+        self.status = 0
+        self.headers: list[tuple[str, str]] = []
+        self.body = bytearray()
+        self.limit = request.max_response_bytes + 1
+
+    def needs_data(self) -> bool:
+        """Process what h11 holds; True while more bytes are needed."""
+        while True:
+            event = self.conn.next_event()
+            if event is h11.NEED_DATA:
+                return True
+            if isinstance(event, h11.Response):
+                self.status = event.status_code
+                self.headers = [(k.decode("latin-1"), v.decode("latin-1"))
+                                for k, v in event.headers]
+            elif isinstance(event, h11.Data):
+                self.body += event.data
+                if len(self.body) >= self.limit:
+                    return False
+            elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
+                return False
+
+    def response(self) -> HTTPResponse:
+        return HTTPResponse(self.status, tuple(self.headers), bytes(self.body[:self.limit]))
+
+
+def fetch_sync(request: HTTPRequest, *, timeout: float = DEFAULT_FETCH_TIMEOUT,
+               ssl_context: ssl.SSLContext | None = None) -> HTTPResponse:
+    """:func:`fetch`, blocking: the whole request (connection included) within ``timeout``.
+
+    :raises AuthFlowError: (step ``transport``) as :func:`fetch`.
+    """
+    parts = urlsplit(request.url)
+    deadline = time.monotonic() + timeout
+    try:
+        secure = parts.scheme == "https"
+        host = parts.hostname or ""
+        sock = socket.create_connection((host, parts.port or (443 if secure else 80)),
+                                        timeout=timeout)
+        with contextlib.ExitStack() as stack:
+            stack.callback(sock.close)
+            if secure:
+                context = ssl_context or ssl.create_default_context()
+                sock = context.wrap_socket(sock, server_hostname=host)
+                stack.callback(sock.close)
+            conn = h11.Connection(h11.CLIENT)
+            sock.sendall(_request_bytes(conn, request))
+            reading = _Reading(conn, request)
+            while reading.needs_data():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no complete answer within {timeout:g} s")
+                sock.settimeout(left)
+                conn.receive_data(sock.recv(_READ_SIZE))
+            return reading.response()
+    except (OSError, h11.ProtocolError, ValueError) as exc:  # TimeoutError is an OSError
+        raise AuthFlowError("transport", request.url.split("?", 1)[0],
+                            f"{request.method} failed: {type(exc).__name__}: {exc}") from None
 
 
 Authorize = Callable[[UserAuthorization], Awaitable[str]]
@@ -164,15 +223,41 @@ async def run_flow(flow: OAuthClientFlow, challenge: HTTPResponse | None,
     return action.tokens
 
 
-async def follow_redirect(action: UserAuthorization, *, fetcher: Fetch = fetch) -> str:
-    """The user step for an authorization server that approves at once: GET the
-    authorization URL and return where it redirects the browser to."""
-    response = await fetcher(HTTPRequest("GET", action.url))
+def run_flow_sync(flow: OAuthClientFlow, challenge: HTTPResponse | None,
+                  authorize: Callable[[UserAuthorization], str], *,
+                  fetcher: Callable[[HTTPRequest], HTTPResponse] = fetch_sync,
+                  clock: Callable[[], float] = time.time) -> Tokens:
+    """:func:`run_flow`, blocking (``authorize`` and ``fetcher`` blocking too)."""
+    action = flow.start(clock(), challenge)
+    while not isinstance(action, Authorized):
+        if isinstance(action, HTTPRequest):
+            log.debug("auth: %s %s", action.method, action.url)
+            action = flow.receive_response(fetcher(action), clock())
+        else:
+            log.info("auth: authorization needed at %s", action.url.split("?", 1)[0])
+            action = flow.receive_redirect(authorize(action), clock())
+    log.info("auth: authorized for %s by %s (token %s)", action.tokens.resource,
+             action.tokens.issuer, _short(action.tokens.access_token))
+    return action.tokens
+
+
+def _redirect_target(action: UserAuthorization, response: HTTPResponse) -> str:
     location = response.header("Location")
     if response.status not in (301, 302, 303, 307, 308) or not location:
         raise AuthFlowError("authorization", action.url.split("?", 1)[0],
                             f"expected a redirect back to the client, got {response.status}")
     return urljoin(action.url, location)
+
+
+async def follow_redirect(action: UserAuthorization, *, fetcher: Fetch = fetch) -> str:
+    """The user step for an authorization server that approves at once: GET the
+    authorization URL and return where it redirects the browser to."""
+    return _redirect_target(action, await fetcher(HTTPRequest("GET", action.url)))
+
+
+def follow_redirect_sync(action: UserAuthorization) -> str:
+    """:func:`follow_redirect`, blocking."""
+    return _redirect_target(action, fetch_sync(HTTPRequest("GET", action.url)))
 
 
 class LoopbackRedirect:
@@ -248,6 +333,75 @@ class LoopbackRedirect:
             return
         finally:
             writer.close()
+
+
+class LoopbackListener:
+    """The one-shot 127.0.0.1 listener of RFC 8252 §7.3 as a blocking callable, for every
+    runtime: the socket is bound when the object is made (so :attr:`redirect_uri`, with
+    its port, goes into :class:`~mcp_sansio.auth.ClientConfig` before the flow registers);
+    calling it with the :class:`~mcp_sansio.auth.UserAuthorization` calls
+    ``open_browser(url)`` and waits (at most ``timeout`` seconds) for the browser to come
+    back. Requests for another path are answered 404 and the wait goes on."""
+
+    def __init__(self, open_browser: Callable[[str], Any], *, port: int = 0,
+                 path: str = "/callback", timeout: float = DEFAULT_USER_TIMEOUT) -> None:
+        self.open_browser = open_browser
+        self.path = path
+        self.timeout = timeout
+        self._sock = socket.create_server(("127.0.0.1", port))
+        self.port: int = self._sock.getsockname()[1]
+
+    @property
+    def redirect_uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.path}"
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> LoopbackListener:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __call__(self, action: UserAuthorization) -> str:
+        self.open_browser(action.url)
+        deadline = time.monotonic() + self.timeout
+        while (left := deadline - time.monotonic()) > 0:
+            self._sock.settimeout(left)
+            try:
+                peer, _ = self._sock.accept()
+            except TimeoutError:
+                break
+            with peer:
+                target = self._answer(peer, deadline)
+            if target is not None:
+                return f"http://127.0.0.1:{self.port}{target}"
+        raise AuthFlowError("authorization-response", self.redirect_uri,
+                            f"the browser did not come back within {self.timeout:g} s")
+
+    def _answer(self, peer: socket.socket, deadline: float) -> str | None:
+        """Read one request; the target if it is the redirect, else None (answered 404)."""
+        conn = h11.Connection(h11.SERVER)
+        try:
+            peer.settimeout(min(DEFAULT_FETCH_TIMEOUT, max(deadline - time.monotonic(), 0.1)))
+            while (event := conn.next_event()) is h11.NEED_DATA:
+                conn.receive_data(peer.recv(_READ_SIZE))
+            if not isinstance(event, h11.Request):
+                return None
+            target = event.target.decode("latin-1")
+            ok = urlsplit(target).path == self.path and event.method == b"GET"
+            text = (b"Authorization complete: you can close this window." if ok
+                    else b"Not found.")
+            peer.sendall((conn.send(h11.Response(
+                status_code=200 if ok else 404,
+                headers=[("Content-Type", "text/plain; charset=utf-8"),
+                         ("Content-Length", str(len(text))), ("Connection", "close")])) or b"")
+                + (conn.send(h11.Data(data=text)) or b"")
+                + (conn.send(h11.EndOfMessage()) or b""))
+            return target if ok else None
+        except (OSError, h11.ProtocolError):
+            return None
 
 
 class FileStorage:

@@ -1,136 +1,233 @@
-"""An asyncio HTTP client session that authorizes itself: the flow run on 401 and 403.
+"""The HTTP client's authorization hook, shared by the asyncio, trio and threads adapters.
 
 Theory of operation
 -------------------
-:class:`Authorizer` ties one MCP server URL to an :class:`~mcp_sansio.auth.OAuthClientFlow`
-and keeps the ``Authorization`` header the session sends. Two moments need it:
+:class:`OAuth` is what an application passes as ``connect_http(url, auth=...)``: the token
+storage, how the client presents itself (:class:`~mcp_sansio.auth.ClientConfig`) and the
+*user step* -- a callable that gets the :class:`~mcp_sansio.auth.UserAuthorization` (the URL
+to send the user to) and returns the URL the browser came back with (``code``, ``state``,
+``iss``). It makes one :class:`~mcp_sansio.auth.OAuthClientFlow` per MCP server URL, which
+remembers what it discovered and registered across sessions.
 
-* before connecting, :meth:`Authorizer.preflight` POSTs the session's first message without
-  credentials; a 401 starts the flow, and the session is then opened with the token;
-* during the session, a call that fails with HTTP 401, or 403 ``insufficient_scope``, is
-  answered by :class:`AuthRetrying`: it asks the server for its challenge again (the HTTP
-  client does not yet hand a refused response's headers up to the adapters, so the request
-  is repeated -- with the same method and the current token -- through
-  :func:`~._auth_flow.fetch`), runs the flow from that challenge (refresh, re-authorization
-  or step-up), swaps the header on the open session and retries the call. The flow's own
-  bound (:data:`~mcp_sansio.auth._rules.MAX_CONSECUTIVE_CHALLENGES`) ends a server that
-  never accepts: the call then fails with the flow's error.
+:class:`SessionAuth` is one client session's share of it, and holds no I/O:
 
-This is the stopgap the conformance client uses until the HTTP client adapters run the flow
-themselves (issue 15, second part).
+* before connecting, stored tokens go on the first request already
+  (:meth:`SessionAuth.install`: the ``Authorization`` header in the HTTP client's
+  ``extra_headers``), refreshed first if they are about to expire;
+* an HTTP failure whose status is 401, or 403 with ``error="insufficient_scope"``
+  (``basic/authorization.mdx`` of 2025-11-25 and 2026-07-28, "Scope Challenge Handling";
+  RFC 6750 §3.1), is a *challenge* (:func:`challenge_of`): the runtime runs the flow from
+  that response (a stored refresh token first, else a new authorization; step-up with the
+  union of scopes for 403), installs the new header and retries the request. The HTTP
+  client hands the refused response's headers up with the failure
+  (:attr:`~mcp_sansio.http.TransportFailed.headers`), so nothing is asked twice;
+* before a request, tokens about to expire (the flow's ``refresh_margin``) are refreshed
+  first (:meth:`SessionAuth.due`), so a long session does not collect a 401 per hour.
+
+The retry loop has no bound of its own: the flow counts challenges without a successful
+request in between and ends with :class:`~mcp_sansio.auth.LimitExceeded`
+(:data:`~mcp_sansio.auth._rules.MAX_CONSECUTIVE_CHALLENGES`), so a server that never
+accepts our tokens ends the call with an error, never a loop. Concurrent calls refused at
+the same moment run the flow once: the runtime holds a lock while running it, and a call
+that finds the tokens changed since it was sent (:attr:`SessionAuth.generation`) just
+retries.
+
+Every failure of the flow is an :class:`~mcp_sansio.auth.AuthFlowError` naming the step and
+the URL; the request that needed it raises that error. Failures that are not challenges
+stay :class:`~._http_client_logic.HTTPTransportError`.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
-import logging
+import secrets
+import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import attrs
+
 from mcp_sansio.auth import (
-    AuthFlowError,
-    HTTPRequest,
+    ClientConfig,
     HTTPResponse,
     OAuthClientFlow,
     Tokens,
+    TokenStorage,
+    UserAuthorization,
+    bearer_params,
 )
 
-from ._auth_flow import Authorize, Fetch, fetch, run_flow
+from ._auth_flow import DEFAULT_FETCH_TIMEOUT, fetch, fetch_sync, run_flow, run_flow_sync
 from ._http_client_logic import HTTPTransportError
 
-__all__ = ["AuthRetrying", "Authorizer"]
+__all__ = ["OAuth", "SessionAuth", "challenge_of"]
 
-log = logging.getLogger("mcp_sansio.auth")
+#: The user step: the authorization to show the user -> the URL the browser came back with.
+#: A plain function is called in a worker thread on asyncio and trio (it may block, as
+#: :class:`~._auth_flow.LoopbackListener` does); a coroutine function is awaited.
+UserStep = Callable[[UserAuthorization], "str | Awaitable[str]"]
 
-_POST_HEADERS = (("Content-Type", "application/json"),
-                 ("Accept", "application/json, text/event-stream"))
 
+class OAuth:
+    """Authorization for ``connect_http(url, auth=OAuth(...))`` on any runtime.
 
-class Authorizer:
-    """The credentials of one session: run the flow when the server challenges."""
+    :param authorize: the user step (see :data:`UserStep`); e.g. a
+        :class:`~mcp_sansio.adapters.auth.LoopbackListener`, whose ``redirect_uri`` is then
+        used when ``redirect_uri`` is left out.
+    :param redirect_uri: where the authorization server sends the browser back.
+    :param storage: a :class:`~mcp_sansio.auth.TokenStorage` (default: in memory, for this
+        process only; :class:`~mcp_sansio.adapters.auth.FileStorage` keeps tokens on disk).
+    :param config: the rest of :class:`~mcp_sansio.auth.ClientConfig` (client name,
+        pre-registered credentials, client ID metadata document URL...); its
+        ``redirect_uri`` is replaced by the one above when given.
+    :param fetch_timeout: seconds each of the flow's HTTP requests may take (30 s, see
+        :data:`~mcp_sansio.adapters._auth_flow.DEFAULT_FETCH_TIMEOUT`).
+    :param ssl_context: TLS for the authorization server (default: the system's).
+    """
 
-    def __init__(self, url: str, flow: OAuthClientFlow, authorize: Authorize, *,
-                 fetcher: Fetch = fetch) -> None:
-        self.url = url
-        self.flow = flow
+    def __init__(self, authorize: UserStep, *, redirect_uri: str | None = None,
+                 storage: TokenStorage | None = None, config: ClientConfig | None = None,
+                 fetch_timeout: float = DEFAULT_FETCH_TIMEOUT,
+                 ssl_context: ssl.SSLContext | None = None,
+                 entropy: Callable[[int], bytes] = secrets.token_bytes,
+                 clock: Callable[[], float] = time.time) -> None:
+        if redirect_uri is None:
+            redirect_uri = getattr(authorize, "redirect_uri", None)
+        if redirect_uri is None and config is None:
+            raise ValueError("OAuth needs a redirect_uri (or a ClientConfig, or an "
+                             "authorize callable with a redirect_uri)")
+        if config is None:
+            config = ClientConfig(redirect_uri=str(redirect_uri))
+        elif redirect_uri is not None:
+            config = attrs.evolve(config, redirect_uri=redirect_uri)
         self.authorize = authorize
-        self.fetcher = fetcher
-        self.tokens: Tokens | None = None
-        self.session: Any = None  # the HTTP client session whose header to keep current
+        self.config = config
+        self.storage = storage
+        self.fetch_timeout = fetch_timeout
+        self.ssl_context = ssl_context
+        self.entropy = entropy
+        self.clock = clock
+        self._flows: dict[str, OAuthClientFlow] = {}
 
-    def headers(self) -> list[tuple[str, str]]:
-        return [self.tokens.authorization_header()] if self.tokens is not None else []
+    def flow(self, url: str) -> OAuthClientFlow:
+        """The flow for the MCP server at ``url`` (one per URL, kept across sessions)."""
+        flow = self._flows.get(url)
+        if flow is None:
+            flow = self._flows[url] = OAuthClientFlow(url, self.config, entropy=self.entropy,
+                                                      storage=self.storage)
+        return flow
 
-    async def _post(self, message: dict[str, Any]) -> HTTPResponse:
-        return await self.fetcher(HTTPRequest(
-            "POST", self.url, (*_POST_HEADERS, *self.headers()),
-            json.dumps(message).encode()))
 
-    async def preflight(self, message: dict[str, Any]) -> None:
-        """POST ``message`` (the session's first) and authorize if it is refused. Stored
-        tokens that are still fresh go on the pre-flight already."""
-        if self.tokens is None:
-            self.tokens = self.flow.current_tokens(time.time())
-        response = await self._post(message)
-        if response.status in (401, 403):
-            await self._authorize(response)
+def challenge_of(error: BaseException) -> HTTPResponse | None:
+    """The 401 or 403 ``insufficient_scope`` response behind ``error``, or None when it is
+    not an authorization challenge (then it is raised as it is)."""
+    if not isinstance(error, HTTPTransportError) or error.status not in (401, 403):
+        return None
+    response = HTTPResponse(error.status, error.headers, b"")
+    if error.status == 403:
+        # Only insufficient_scope is a challenge (step-up); any other 403 is a refusal the
+        # flow cannot fix (2025-11-25 "Scope Challenge Handling", RFC 6750 §3.1). Read as
+        # the flow reads it: the error parameter of the Bearer challenge.
+        params = bearer_params(response.header_values("WWW-Authenticate")) or {}
+        if params.get("error") != "insufficient_scope":
+            return None
+    return response
 
-    async def challenged(self, method: str) -> None:
-        """A ``method`` call was refused 401/403: get the challenge and authorize again."""
-        response = await self._post({"jsonrpc": "2.0", "id": "mcp-sansio-auth-challenge",
-                                     "method": method, "params": {}})
-        if response.status not in (401, 403):
-            raise AuthFlowError("challenge", self.url, f"{method} was refused, but asked "
-                                f"again the server answers {response.status}")
-        await self._authorize(response)
 
-    async def _authorize(self, challenge: HTTPResponse) -> None:
-        self.tokens = await run_flow(self.flow, challenge, self.authorize,
-                                     fetcher=self.fetcher)
-        self._sync()
+class SessionAuth:
+    """One session's authorization state (no I/O: the runtime's adapter carries the flow
+    with :meth:`run_async` or :meth:`run_sync`)."""
 
-    def attach(self, session: Any) -> None:
-        """Keep ``session``'s ``Authorization`` header current from now on."""
-        self.session = session
-        self._sync()
+    def __init__(self, oauth: OAuth, url: str) -> None:
+        self.oauth = oauth
+        self.flow = oauth.flow(url)
+        self.tokens: Tokens | None = self._stored()
+        #: Bumped each time the tokens change: a call refused with older tokens retries
+        #: without running the flow again.
+        self.generation = 0
+        self._http: Any = None
 
-    def _sync(self) -> None:
-        if self.session is not None:
-            http = self.session.http
-            http.extra_headers = [(k, v) for k, v in http.extra_headers
-                                  if k.lower() != "authorization"] + self.headers()
+    def _stored(self) -> Tokens | None:
+        # Stored tokens, fresh or not: stale ones are refreshed before the first request
+        # (due()), rather than sent to collect a 401 first.
+        flow = self.flow
+        issuer = flow.storage.get_issuer(flow.resource)
+        return None if issuer is None else flow.storage.get_tokens(issuer, flow.resource)
+
+    def install(self, http: Any) -> None:
+        """Keep ``http``'s (a :class:`~mcp_sansio.http.HTTPClient`) ``Authorization`` header
+        current from now on."""
+        self._http = http
+        self._apply()
+
+    def _apply(self) -> None:
+        http = self._http
+        if http is None:
+            return
+        headers = [(k, v) for k, v in http.extra_headers if k.lower() != "authorization"]
+        if self.tokens is not None:
+            headers.append(self.tokens.authorization_header())
+        http.extra_headers = headers
+
+    def due(self) -> bool:
+        """The tokens in hand are about to expire: refresh before the next request."""
+        tokens = self.tokens
+        return tokens is not None and not tokens.usable(self.oauth.clock(),
+                                                        self.flow.config.refresh_margin)
+
+    def _got(self, tokens: Tokens) -> None:
+        self.tokens = tokens
+        self.generation += 1
+        self._apply()
 
     def succeeded(self) -> None:
+        """A request went through with the current tokens (resets the challenge count)."""
         self.flow.request_succeeded()
 
+    async def run_async(self, challenge: HTTPResponse | None,
+                        in_thread: Callable[..., Awaitable[Any]], *,
+                        native_fetch: bool) -> None:
+        """Run the flow on an event loop. ``in_thread(fn, *args)`` runs blocking code in a
+        worker thread (``asyncio.to_thread``, ``trio.to_thread.run_sync``);
+        ``native_fetch``: the loop is asyncio, whose own :func:`~._auth_flow.fetch` is
+        used (else the blocking one, in a thread)."""
+        oauth = self.oauth
 
-class AuthRetrying:
-    """A proxy for a client session whose calls are retried after re-authorization."""
+        async def fetcher(request: Any) -> HTTPResponse:
+            if native_fetch:
+                return await fetch(request, timeout=oauth.fetch_timeout,
+                                   ssl_context=oauth.ssl_context)
+            result: HTTPResponse = await in_thread(
+                lambda: fetch_sync(request, timeout=oauth.fetch_timeout,
+                                   ssl_context=oauth.ssl_context))
+            return result
 
-    def __init__(self, client: Any, authorizer: Authorizer) -> None:
-        self._client = client
-        self._auth = authorizer
-        authorizer.attach(client)
+        async def authorize(action: UserAuthorization) -> str:
+            step = oauth.authorize
+            if inspect.iscoroutinefunction(step) or inspect.iscoroutinefunction(
+                    type(step).__call__):
+                return str(await step(action))  # type: ignore[misc]
+            result = await in_thread(step, action)
+            if inspect.isawaitable(result):
+                result = await result
+            return str(result)
 
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._client, name)
-        if not inspect.iscoroutinefunction(attr):
-            return attr
-        call: Callable[..., Any] = attr
+        self._got(await run_flow(self.flow, challenge, authorize, fetcher=fetcher,
+                                 clock=oauth.clock))
 
-        async def retrying(*args: Any, **kwargs: Any) -> Any:
-            while True:
-                try:
-                    result = await call(*args, **kwargs)
-                except HTTPTransportError as exc:
-                    if exc.status not in (401, 403):
-                        raise
-                    log.info("auth: %s refused with %s; authorizing", exc.method, exc.status)
-                    await self._auth.challenged(exc.method)
-                    continue
-                self._auth.succeeded()
-                return result
+    def run_sync(self, challenge: HTTPResponse | None) -> None:
+        """Run the flow blocking (the threads adapter); the user step must be a plain
+        function."""
+        oauth = self.oauth
 
-        return retrying
+        def authorize(action: UserAuthorization) -> str:
+            result = oauth.authorize(action)
+            if inspect.isawaitable(result):
+                raise TypeError("on threads the OAuth user step must be a plain function")
+            return str(result)
+
+        self._got(run_flow_sync(
+            self.flow, challenge, authorize, clock=oauth.clock,
+            fetcher=lambda request: fetch_sync(request, timeout=oauth.fetch_timeout,
+                                               ssl_context=oauth.ssl_context)))

@@ -405,15 +405,61 @@ async def _probe_async(runtime: str, command: Sequence[str], era: Era | None,
 
 
 async def _probe_http_async(runtime: str, url: str, era: Era | None, timeout: float,
-                            note: Callable[[str], None] | None
+                            note: Callable[[str], None] | None, auth: Any = None
                             ) -> tuple[Any, dict[str, list[dict[str, Any]]], float]:
     connect = _connect_http(runtime)  # imported first: "connected in" is the network's time
-    started = time.monotonic()
-    async with connect(url, connect=False, request_timeout=timeout) as client:
-        client.on_step = note
-        await _connect_within(runtime, client, era, timeout)
-        took = time.monotonic() - started
-        return client, await _probe_lists(client), took
+    extra = {"auth": auth} if auth is not None else {}
+    while True:
+        started = time.monotonic()
+        async with connect(url, connect=False, request_timeout=timeout, **extra) as client:
+            client.on_step = note
+            try:
+                await _connect_within(runtime, client, era, timeout)
+            except ConnectionClosedError as exc:
+                challenge = _login_needed(client, exc)
+            else:
+                took = time.monotonic() - started
+                return client, await _probe_lists(client), took
+        # The login is outside --timeout: it waits for a person (the listener's own bound).
+        if runtime == "trio":
+            trio: Any = importlib.import_module("trio")
+            await client.auth.run_async(challenge, trio.to_thread.run_sync,
+                                        native_fetch=False)
+        else:
+            import asyncio
+
+            await client.auth.run_async(challenge, asyncio.to_thread, native_fetch=True)
+
+
+def _login_needed(client: Any, exc: BaseException) -> Any:
+    """The challenge to log in with, when ``exc`` is one and the client may; else re-raise."""
+    from ._auth_session import challenge_of
+
+    challenge = challenge_of(exc) if getattr(client, "auth", None) is not None else None
+    if challenge is None:
+        raise exc
+    return challenge
+
+
+def _login(store: bool, token_file: str | None) -> Any:
+    """The probe's :class:`~._auth_session.OAuth`: the loopback redirect (RFC 8252 §7.3),
+    the URL opened in the browser and printed on stderr, tokens in a file unless not
+    stored."""
+    import threading
+    import webbrowser
+
+    from .auth import FileStorage, LoopbackListener, MemoryStorage, OAuth, default_token_path
+
+    def open_browser(url: str) -> None:
+        sys.stderr.write(f"mcp-sansio probe: the server asks you to log in; open this URL if "
+                         f"no browser opens:\n  {url}\n")
+        sys.stderr.flush()
+        # In a thread: a browser command may wait for the page, which waits for us.
+        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+
+    storage = (FileStorage(token_file or default_token_path()) if store else MemoryStorage())
+    listener = LoopbackListener(open_browser)
+    return OAuth(listener, storage=storage)
 
 
 def _connect_http(runtime: str) -> Any:
@@ -489,13 +535,16 @@ def explain_http_failure(exc: HTTPTransportError) -> str:
 
 def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
           era: str | None = None, timeout: float = 10.0, verbose: bool = False,
-          url: str | None = None) -> int:
+          url: str | None = None, login: bool = True, store: bool = True,
+          token_file: str | None = None) -> int:
     """Connect to a stdio server (``command``) or an HTTP one (``url``), print what it
     offers; 0 on success, 1 with a clear message on failure, 2 for a usage error.
 
     ``timeout`` bounds the whole connect and then each listing request. With ``verbose``,
     or when stderr is a terminal, each step of the connect is told on stderr as it
-    happens."""
+    happens. Over HTTP, a server that asks for authorization leads to a login through the
+    browser (``login``), its tokens kept in ``token_file`` (default: under the user's
+    cache directory) unless not ``store``."""
     logging.basicConfig(level=logging.INFO if verbose else logging.CRITICAL,
                         stream=sys.stderr, format="%(name)s: %(message)s")
     if url is not None and command:
@@ -505,6 +554,8 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
         sys.stderr.write("mcp-sansio probe: no server given (probe --url URL, or "
                          "probe -- COMMAND ...)\n")
         return 2
+    from mcp_sansio.auth import AuthFlowError
+
     cached = Era(era) if era else None
     if _missing_runtime(runtime, "probe"):
         return 2
@@ -523,7 +574,8 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
     try:
         if url is not None:
             note(f"connecting to {url}")
-            client, found, took = _run_probe_http(runtime, url, cached, timeout, note)
+            auth = _login(store, token_file) if login else None
+            client, found, took = _run_probe_http(runtime, url, cached, timeout, note, auth)
         else:
             note(f"starting {target}")
             if runtime == "asyncio":
@@ -551,6 +603,9 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
         sys.stderr.write(f"mcp-sansio probe: {target}: no connection within {timeout:g} s"
                          f"{doing}\n")
         return 1
+    except AuthFlowError as exc:  # the login failed: the step and the URL say where
+        sys.stderr.write(f"mcp-sansio probe: {target}: login failed: {exc}\n")
+        return 1
     except (ConnectionClosedError, McpError, RequestTimeout, OSError) as exc:
         if url is not None:
             from ._http_client_logic import HTTPTransportError
@@ -567,23 +622,30 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
 
 
 def _run_probe_http(runtime: str, url: str, era: Era | None, timeout: float,
-                    note: Callable[[str], None]
+                    note: Callable[[str], None], auth: Any = None
                     ) -> tuple[Any, dict[str, list[dict[str, Any]]], float]:
     if runtime == "asyncio":
         import asyncio
 
-        return asyncio.run(_probe_http_async(runtime, url, era, timeout, note))
+        return asyncio.run(_probe_http_async(runtime, url, era, timeout, note, auth))
     if runtime == "trio":
         trio: Any = importlib.import_module("trio")
         return trio.run(  # type: ignore[no-any-return]
-            _probe_http_async, runtime, url, era, timeout, note)
+            _probe_http_async, runtime, url, era, timeout, note, auth)
     connect = _connect_http(runtime)
-    started = time.monotonic()
-    with connect(url, connect=False, request_timeout=timeout) as client:
-        client.on_step = note
-        _connect_within_sync(client, era, timeout)
-        took = time.monotonic() - started
-        return client, _probe_lists_sync(client), took
+    extra = {"auth": auth} if auth is not None else {}
+    while True:
+        started = time.monotonic()
+        with connect(url, connect=False, request_timeout=timeout, **extra) as client:
+            client.on_step = note
+            try:
+                _connect_within_sync(client, era, timeout)
+            except ConnectionClosedError as exc:
+                challenge = _login_needed(client, exc)
+            else:
+                took = time.monotonic() - started
+                return client, _probe_lists_sync(client), took
+        client.auth.run_sync(challenge)
 
 
 def _probe_lists_sync(client: Any) -> dict[str, list[dict[str, Any]]]:

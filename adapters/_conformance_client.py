@@ -23,8 +23,8 @@ particular have their own function in :data:`SCENARIOS`. Everything the wire rul
 this module's: the harness checks the library through it.
 
 Authorization (the ``auth/*`` scenarios): the session authorizes itself with
-:class:`mcp_sansio.auth.OAuthClientFlow` (:mod:`._auth_session`): a pre-flight of the first
-message, then the flow on every 401 or 403 ``insufficient_scope``, with the mocks'
+:class:`mcp_sansio.auth.OAuthClientFlow`: ``connect_http(auth=...)`` runs the flow on every
+401 or 403 ``insufficient_scope`` the connect or a call gets, with the mocks'
 authorization endpoints approving at once (:func:`._auth_flow.follow_redirect`). The
 scenario's context may carry pre-registered credentials (``client_id``, ``client_secret``,
 ``issuer``); the client ID metadata document URL is the one the harness expects.
@@ -251,14 +251,13 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"
 REDIRECT_URI = "http://127.0.0.1:3000/callback"
 
 
-def authorizer_for(url: str, context: Mapping[str, Any]) -> Any:
-    """The :class:`~._auth_session.Authorizer` of an ``auth/*`` scenario."""
-    import secrets
-
-    from mcp_sansio.auth import ClientConfig, ClientCredentials, OAuthClientFlow
+def oauth_for(context: Mapping[str, Any]) -> Any:
+    """The :class:`~._auth_session.OAuth` of an ``auth/*`` scenario: the mocks approve at
+    once, so the user step follows their redirect."""
+    from mcp_sansio.auth import ClientConfig, ClientCredentials
 
     from ._auth_flow import follow_redirect
-    from ._auth_session import Authorizer
+    from ._auth_session import OAuth
 
     pre: dict[str, ClientCredentials] = {}
     client_id, issuer = context.get("client_id"), context.get("issuer")
@@ -267,17 +266,7 @@ def authorizer_for(url: str, context: Mapping[str, Any]) -> Any:
         pre[issuer] = ClientCredentials(client_id, secret if isinstance(secret, str) else None)
     config = ClientConfig(REDIRECT_URI, client_name=INFO["name"],
                           client_id_metadata_url=CIMD_URL, pre_registered=pre)
-    flow = OAuthClientFlow(url, config, entropy=secrets.token_bytes)
-    return Authorizer(url, flow, follow_redirect)
-
-
-def first_message(versions: list[str], era: Era) -> dict[str, Any]:
-    """The first message the session sends, for the authorization pre-flight."""
-    if era is Era.STATELESS:
-        return {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}}
-    return {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": versions[-1], "capabilities": {},
-                       "clientInfo": dict(INFO)}}
+    return OAuth(follow_redirect, config=config)
 
 
 # -- running -------------------------------------------------------------------------------------
@@ -297,22 +286,13 @@ async def run(url: str, scenario: str, protocol_version: str,
     play = SCENARIOS.get(scenario, exercise)
     log.info("scenario %r at %s (%s era, versions %s) against %s", scenario,
              protocol_version, era.value, ", ".join(versions), url)
-    authorizer = None
-    if scenario.startswith("auth/"):
-        authorizer = authorizer_for(url, context or {})
-        await authorizer.preflight(first_message(versions, era))
+    auth = oauth_for(context or {}) if scenario.startswith("auth/") else None
     async with connect_http(url, era=era, versions=versions, sampling=sampling,
-                            elicitation=elicitation, roots=[], info=INFO,
-                            headers=authorizer.headers() if authorizer else None,
+                            elicitation=elicitation, roots=[], info=INFO, auth=auth,
                             request_timeout=request_timeout) as client:
         log.info("connected: %s (%s era) with %s", client.protocol_version,
                  client.era.value if client.era else "?", client.server_info.get("name"))
-        user: Any = client
-        if authorizer is not None:
-            from ._auth_session import AuthRetrying
-
-            user = AuthRetrying(client, authorizer)
-        await play(user, context or {})
+        await play(client, context or {})
     log.info("scenario %r done", scenario)
 
 

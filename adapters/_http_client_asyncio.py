@@ -26,6 +26,7 @@ from mcp_sansio import Era, Notification
 from mcp_sansio.http import ClientChannel
 
 from ._api import AsyncClient
+from ._auth_session import OAuth, SessionAuth, challenge_of
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError
 from .asyncio import _AsyncioRuntime, _small_reads
 
@@ -152,6 +153,38 @@ class HTTPClientSession(_AsyncioRuntime, HTTPClientLogic, AsyncClient):
         self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER)
         #: TCP connections opened so far (keep-alive reuses them).
         self.connections_opened = 0
+        #: The authorization hook (``connect_http(auth=...)``), else None.
+        self.auth: SessionAuth | None = None
+        self._auth_lock = asyncio.Lock()
+
+    async def request(self, method: str, params: Mapping[str, Any] | None = None,
+                      **options: Any) -> dict[str, Any]:
+        """:meth:`~._api.AsyncClient.request`, authorizing first when the session has
+        ``auth`` and the server challenges (see :mod:`._auth_session`).
+
+        :raises ~mcp_sansio.auth.AuthFlowError: authorization was needed and failed."""
+        auth = self.auth
+        if auth is None:
+            return await super().request(method, params, **options)
+        if auth.due():
+            await self._authorize(auth, None, auth.generation)
+        while True:
+            generation = auth.generation
+            try:
+                result = await super().request(method, params, **options)
+            except HTTPTransportError as exc:
+                challenge = challenge_of(exc)
+                if challenge is None:
+                    raise
+                await self._authorize(auth, challenge, generation)
+                continue
+            auth.succeeded()
+            return result
+
+    async def _authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        async with self._auth_lock:
+            if auth.generation == generation:  # else another call already did
+                await auth.run_async(challenge, asyncio.to_thread, native_fetch=True)
 
     def _send(self, channel: ClientChannel, data: bytes) -> None:
         sock = self._sockets.get(channel)
@@ -192,7 +225,7 @@ async def connect_http(
     on_log: Callable[[dict[str, Any]], Any] | None = None,
     info: Mapping[str, Any] | None = None,
     headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
-    http_options: Mapping[str, Any] | None = None,
+    http_options: Mapping[str, Any] | None = None, auth: OAuth | None = None,
     **connection_options: Any,
 ) -> AsyncIterator[HTTPClientSession]:
     """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)
@@ -206,15 +239,37 @@ async def connect_http(
     reconnection settings), except three that are the adapter's: ``connect_timeout``,
     ``max_write_buffer`` and ``ssl_context`` (for ``https``; default:
     :func:`ssl.create_default_context`). The callbacks and ``connection_options`` are as
-    for :func:`~mcp_sansio.adapters.asyncio.connect_stdio`. On exit the session is ended
-    (``DELETE``) and every socket closed."""
-    client = HTTPClientSession.create_for_adapter(
-        url, headers=headers, http_options=http_options, sampling=sampling,
-        elicitation=elicitation, roots=roots, on_notification=on_notification, on_log=on_log,
-        info=info, **connection_options)
-    try:
-        if connect:
+    for :func:`~mcp_sansio.adapters.asyncio.connect_stdio`. ``auth``
+    (:class:`~mcp_sansio.adapters.auth.OAuth`): run the OAuth flow when the server answers
+    401 (or 403 ``insufficient_scope``), then retry with the token. On exit the session is
+    ended (``DELETE``) and every socket closed."""
+    session_auth = SessionAuth(auth, url) if auth is not None else None
+    while True:
+        client = HTTPClientSession.create_for_adapter(
+            url, headers=headers, http_options=http_options, sampling=sampling,
+            elicitation=elicitation, roots=roots, on_notification=on_notification,
+            on_log=on_log, info=info, **connection_options)
+        if session_auth is not None:
+            client.auth = session_auth
+            session_auth.install(client.http)
+        if not connect:
+            break
+        try:
+            if session_auth is not None and session_auth.due():
+                await session_auth.run_async(None, asyncio.to_thread, native_fetch=True)
             await client.connect(era=era)
+            if session_auth is not None:
+                session_auth.succeeded()
+            break
+        except BaseException as exc:
+            await asyncio.shield(client.aclose())
+            challenge = challenge_of(exc) if session_auth is not None else None
+            if challenge is None or session_auth is None:
+                raise
+            # The session never opened: authorize, then start over on a new connection
+            # (the refused initialize closed this one). Bounded by the flow's challenges.
+            await session_auth.run_async(challenge, asyncio.to_thread, native_fetch=True)
+    try:
         yield client
     finally:
         await asyncio.shield(client.aclose())

@@ -93,7 +93,8 @@ class HTTPTransportError(ConnectionClosedError):
     """
 
     def __init__(self, method: str, detail: str, status: int | None, url: str | None = None,
-                 cause: BaseException | None = None) -> None:
+                 cause: BaseException | None = None,
+                 headers: tuple[tuple[str, str], ...] = ()) -> None:
         super().__init__(f"{method}: HTTP transport failure: {detail}"
                          + (f" ({url})" if url else ""))
         self.method = method
@@ -105,6 +106,14 @@ class HTTPTransportError(ConnectionClosedError):
         #: The socket error when the server could not be reached (e.g.
         #: :class:`ConnectionRefusedError`), else None.
         self.cause = cause
+        #: The refusing response's headers (lower-case names; empty without a status): a
+        #: 401/403's ``WWW-Authenticate`` challenge is there.
+        self.headers = headers
+
+    def header(self, name: str) -> str | None:
+        """The first value of the response header ``name`` (any case), or None."""
+        name = name.lower()
+        return next((v for k, v in self.headers if k.lower() == name), None)
 
 
 #: The ``http_options`` of ``connect_http`` that are the adapter's, not the HTTP client's.
@@ -207,7 +216,7 @@ class HTTPClientLogic(ClientLogic):
                 detail = (f"cannot connect to {self.http.host}:{self.http.port}: "
                           f"{self._connect_cause or type(self._connect_cause).__name__}")
             raise HTTPTransportError("connect", detail, failure.status, url=self.http.url,
-                                     cause=self._connect_cause)
+                                     cause=self._connect_cause, headers=failure.headers)
         return super()._connect_outcome()
 
     # -- what the runtime calls --------------------------------------------------------------
@@ -322,7 +331,8 @@ class HTTPClientLogic(ClientLogic):
             call = self._calls.get(request_id)
             if call is not None:
                 call.error = HTTPTransportError(call.method, detail, event.status,
-                                                url=self.http.url, cause=self._connect_cause)
+                                                url=self.http.url, cause=self._connect_cause,
+                                                headers=event.headers)
         log.info("HTTP exchange with %s failed: %s", self.http.url, event.detail)
         self._transport_event(event)
 

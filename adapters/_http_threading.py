@@ -94,6 +94,7 @@ from mcp_sansio import (
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import _Resumed
+from ._auth_session import OAuth, SessionAuth, challenge_of
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_service import HTTPServiceBase, HTTPSessionLogic, broadcast_server_wide, new_http_server
@@ -1030,6 +1031,39 @@ class HTTPClientSession(HTTPClientLogic, SyncClient):
         self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER)
         #: TCP connections opened so far (keep-alive reuses them).
         self.connections_opened = 0
+        #: The authorization hook (``connect_http(auth=...)``), else None.
+        self.auth: SessionAuth | None = None
+        # Not the session's lock: the flow makes HTTP requests and waits for the user.
+        self._auth_lock = threading.Lock()
+
+    def request(self, method: str, params: Mapping[str, Any] | None = None,
+                **options: Any) -> dict[str, Any]:
+        """:meth:`~._sync_api.SyncClient.request`, authorizing first when the session has
+        ``auth`` and the server challenges (see :mod:`._auth_session`).
+
+        :raises ~mcp_sansio.auth.AuthFlowError: authorization was needed and failed."""
+        auth = self.auth
+        if auth is None:
+            return super().request(method, params, **options)
+        if auth.due():
+            self._authorize(auth, None, auth.generation)
+        while True:
+            generation = auth.generation
+            try:
+                result = super().request(method, params, **options)
+            except HTTPTransportError as exc:
+                challenge = challenge_of(exc)
+                if challenge is None:
+                    raise
+                self._authorize(auth, challenge, generation)
+                continue
+            auth.succeeded()
+            return result
+
+    def _authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        with self._auth_lock:
+            if auth.generation == generation:  # else another call already did
+                auth.run_sync(challenge)
 
     def _now(self) -> float:
         return time.monotonic()
@@ -1114,7 +1148,7 @@ def connect_http(
     on_log: Callable[[dict[str, Any]], Any] | None = None,
     info: Mapping[str, Any] | None = None,
     headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
-    http_options: Mapping[str, Any] | None = None,
+    http_options: Mapping[str, Any] | None = None, auth: OAuth | None = None,
     **connection_options: Any,
 ) -> Iterator[HTTPClientSession]:
     """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)
@@ -1126,16 +1160,38 @@ def connect_http(
     except three that are the adapter's: ``connect_timeout``, ``max_write_buffer`` and
     ``ssl_context`` (for ``https``; default: :func:`ssl.create_default_context`). The
     callbacks and ``connection_options`` are as for
-    :func:`~mcp_sansio.adapters.threading.connect_stdio`. On exit the session is ended
-    (``DELETE``), every socket closed and every thread joined."""
-    client = HTTPClientSession.create_for_adapter(
-        url, headers=headers, http_options=http_options, sampling=sampling,
-        elicitation=elicitation, roots=roots, on_notification=on_notification, on_log=on_log,
-        info=info, **connection_options)
-    client._start()
-    try:
-        if connect:
+    :func:`~mcp_sansio.adapters.threading.connect_stdio`. ``auth`` as on asyncio (its user
+    step must be a plain function here). On exit the session is ended (``DELETE``), every
+    socket closed and every thread joined."""
+    session_auth = SessionAuth(auth, url) if auth is not None else None
+    while True:
+        client = HTTPClientSession.create_for_adapter(
+            url, headers=headers, http_options=http_options, sampling=sampling,
+            elicitation=elicitation, roots=roots, on_notification=on_notification,
+            on_log=on_log, info=info, **connection_options)
+        if session_auth is not None:
+            client.auth = session_auth
+            session_auth.install(client.http)
+        client._start()
+        if not connect:
+            break
+        try:
+            if session_auth is not None and session_auth.due():
+                session_auth.run_sync(None)
             client.connect(era=era)
+        except BaseException as exc:
+            client.close()
+            challenge = challenge_of(exc) if session_auth is not None else None
+            if challenge is None or session_auth is None:
+                raise
+            # The session never opened: authorize, then start over on a new connection.
+            # Bounded by the flow's challenge count.
+            session_auth.run_sync(challenge)
+            continue
+        if session_auth is not None:
+            session_auth.succeeded()
+        break
+    try:
         yield client
     finally:
         client.close()

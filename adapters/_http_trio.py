@@ -71,6 +71,7 @@ from mcp_sansio import (
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import AsyncClient
+from ._auth_session import OAuth, SessionAuth, challenge_of
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
@@ -610,6 +611,38 @@ class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
         self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER)
         #: TCP connections opened so far (keep-alive reuses them).
         self.connections_opened = 0
+        #: The authorization hook (``connect_http(auth=...)``), else None.
+        self.auth: SessionAuth | None = None
+        self._auth_lock = trio.Lock()
+
+    async def request(self, method: str, params: Mapping[str, Any] | None = None,
+                      **options: Any) -> dict[str, Any]:
+        """:meth:`~._api.AsyncClient.request`, authorizing first when the session has
+        ``auth`` and the server challenges (see :mod:`._auth_session`).
+
+        :raises ~mcp_sansio.auth.AuthFlowError: authorization was needed and failed."""
+        auth = self.auth
+        if auth is None:
+            return await super().request(method, params, **options)
+        if auth.due():
+            await self._authorize(auth, None, auth.generation)
+        while True:
+            generation = auth.generation
+            try:
+                result = await super().request(method, params, **options)
+            except HTTPTransportError as exc:
+                challenge = challenge_of(exc)
+                if challenge is None:
+                    raise
+                await self._authorize(auth, challenge, generation)
+                continue
+            auth.succeeded()
+            return result
+
+    async def _authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        async with self._auth_lock:
+            if auth.generation == generation:  # else another call already did
+                await auth.run_async(challenge, _in_thread, native_fetch=False)
 
     # -- the pump's output -------------------------------------------------------------------
 
@@ -766,12 +799,13 @@ async def connect_http(
     on_log: Callable[[dict[str, Any]], Any] | None = None,
     info: Mapping[str, Any] | None = None,
     headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
-    http_options: Mapping[str, Any] | None = None,
+    http_options: Mapping[str, Any] | None = None, auth: OAuth | None = None,
     **connection_options: Any,
 ) -> AsyncIterator[HTTPClientSession]:
     """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)
     and yield a connected :class:`HTTPClientSession` (the same options as the asyncio
-    adapter's ``connect_http``).
+    adapter's ``connect_http``, ``auth`` included: the flow's HTTP requests and a plain
+    user step run in worker threads).
 
     The era is probed as on stdio (``server/discover`` first, then ``initialize``; ``era``
     is a cached verdict), and a server that refuses ``initialize`` with 4xx is tried with
@@ -782,18 +816,53 @@ async def connect_http(
     callbacks and ``connection_options`` are as for
     :func:`~mcp_sansio.adapters.trio.connect_stdio`. On exit the session is ended
     (``DELETE``) and every socket closed."""
-    client = HTTPClientSession.create_for_adapter(
-        url, headers=headers, http_options=http_options, sampling=sampling,
-        elicitation=elicitation, roots=roots, on_notification=on_notification, on_log=on_log,
-        info=info, **connection_options)
-    async with _one_error(), trio.open_nursery() as nursery:
-        client._nursery = nursery
-        nursery.start_soon(client._timer)
-        try:
-            if connect:
-                await client.connect(era=era)
-            yield client
-        finally:
-            with trio.CancelScope(shield=True):
-                await client.aclose()
-            nursery.cancel_scope.cancel()
+    session_auth = SessionAuth(auth, url) if auth is not None else None
+    while True:
+        client = HTTPClientSession.create_for_adapter(
+            url, headers=headers, http_options=http_options, sampling=sampling,
+            elicitation=elicitation, roots=roots, on_notification=on_notification,
+            on_log=on_log, info=info, **connection_options)
+        if session_auth is not None:
+            client.auth = session_auth
+            session_auth.install(client.http)
+        challenge = None
+        async with _one_error(), trio.open_nursery() as nursery:
+            client._nursery = nursery
+            nursery.start_soon(client._timer)
+            try:
+                if connect:
+                    challenge = await _connect_authorized(client, session_auth, era)
+                if challenge is None:
+                    yield client
+            finally:
+                with trio.CancelScope(shield=True):
+                    await client.aclose()
+                nursery.cancel_scope.cancel()
+        if challenge is None or session_auth is None:
+            return
+        # The session never opened: authorize, then start over on a new connection (the
+        # refused initialize closed this one). Bounded by the flow's challenge count.
+        await session_auth.run_async(challenge, _in_thread, native_fetch=False)
+
+
+async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    # Blocking auth steps (the flow's requests, a plain user step) in a worker thread; each
+    # is bounded by its own timeout, and a cancelled caller does not wait for it.
+    return await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
+
+
+async def _connect_authorized(client: HTTPClientSession, auth: SessionAuth | None,
+                              era: Era | None) -> Any:
+    """Connect; the challenge if the server refused with one and ``auth`` can answer it."""
+    try:
+        if auth is not None and auth.due():
+            await auth.run_async(None, _in_thread, native_fetch=False)
+        await client.connect(era=era)
+    except HTTPTransportError as exc:
+        challenge = challenge_of(exc) if auth is not None else None
+        if challenge is None:
+            raise
+        return challenge
+    if auth is not None:
+        auth.succeeded()
+    return None

@@ -12,12 +12,15 @@ with a JSON-RPC error; :class:`ResultRejected` when the core refused the result)
 ``ConnectionError``; :class:`HTTPTransportError` when an HTTP exchange failed); the
 runtime's cancellation (:class:`RequestCancelledError` on threads); or
 :class:`LocalProtocolError` raised before anything is sent, for a call the negotiated
-revision does not have (``ping`` in 2026-07-28). A server handler raises :class:`ToolError`
-for a tool's own failure (answered as a result with ``isError``) or :class:`McpError` to
-answer with that JSON-RPC error.
+revision does not have (``ping`` in 2026-07-28). An HTTP client given ``auth`` adds
+:class:`AuthFlowError` (one subclass per kind of failure, each naming the step and the
+URL): the server asked for authorization and the OAuth flow could not get a token. A
+server handler raises :class:`ToolError` for a tool's own failure (answered as a result
+with ``isError``) or :class:`McpError` to answer with that JSON-RPC error.
 
-:class:`HTTPTransportError` is loaded on first use, like the HTTP names of the runtime
-modules, so that a stdio process does not import h11 to catch errors.
+:class:`HTTPTransportError` and the authorization errors are loaded on first use, like the
+HTTP names of the runtime modules, so that a stdio process does not import h11 or the
+OAuth flow to catch errors.
 """
 
 from __future__ import annotations
@@ -36,16 +39,40 @@ from ._session import (
 )
 
 if TYPE_CHECKING:
+    from mcp_sansio.auth import (
+        AuthFlowError,
+        AuthorizationDenied,
+        IssuerMismatch,
+        LimitExceeded,
+        MetadataError,
+        PKCENotSupported,
+        RegistrationError,
+        TokenError,
+    )
+
     from ._http_client_logic import HTTPTransportError
 
+#: The OAuth client flow's errors (:mod:`mcp_sansio.auth`), loaded on first use too.
+_AUTH_ERRORS = frozenset({
+    "AuthFlowError", "AuthorizationDenied", "IssuerMismatch", "LimitExceeded",
+    "MetadataError", "PKCENotSupported", "RegistrationError", "TokenError"})
+
 __all__ = [
+    "AuthFlowError",
+    "AuthorizationDenied",
     "ConnectionClosedError",
     "HTTPTransportError",
+    "IssuerMismatch",
+    "LimitExceeded",
     "LocalProtocolError",
     "McpError",
+    "MetadataError",
+    "PKCENotSupported",
+    "RegistrationError",
     "RequestCancelledError",
     "RequestTimeout",
     "ResultRejected",
+    "TokenError",
     "ToolError",
 ]
 
@@ -55,4 +82,8 @@ def __getattr__(name: str) -> Any:
         from ._http_client_logic import HTTPTransportError
 
         return HTTPTransportError
+    if name in _AUTH_ERRORS:
+        import mcp_sansio.auth
+
+        return getattr(mcp_sansio.auth, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -208,7 +208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tools, resources and prompts as tables (over HTTP, also the transport found: "
         "Streamable HTTP or legacy HTTP+SSE). Exits 1 with a message when it cannot.",
         usage="mcp-sansio probe [-h] [--runtime RUNTIME] [--era ERA] [--timeout SECONDS] "
-        "[--verbose] (--url URL | -- COMMAND [ARGS ...])",
+        "[--verbose] [--no-login] [--no-store] [--token-file PATH] "
+        "(--url URL | -- COMMAND [ARGS ...])",
     )
     probe.add_argument("--url", default=None,
                        help="the MCP endpoint of an HTTP server (http://HOST:PORT/mcp)")
@@ -222,6 +223,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     probe.add_argument("--verbose", action="store_true",
                        help="tell each step of the connect (as on a terminal) and show the "
                        "client's log")
+    probe.add_argument("--no-login", action="store_true",
+                       help="--url: report a server that asks for authorization (401) "
+                       "instead of logging in through the browser")
+    probe.add_argument("--no-store", action="store_true",
+                       help="--url: keep the login's tokens in memory only (neither read "
+                       "nor written)")
+    probe.add_argument("--token-file", default=None, metavar="PATH",
+                       help="--url: where tokens are kept (default: tokens.json in the "
+                       "mcp-sansio folder of the user's cache directory)")
     probe.add_argument("server", nargs=argparse.REMAINDER, metavar="COMMAND [ARGS ...]",
                        help="the server command, after --")
     sub.add_parser("check", help="check an MCP server or client against the specification "
@@ -260,7 +270,10 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         try:
             return int(_adapters_cli().probe(sys.stdout, command, runtime=args.runtime,
                                              era=args.era, timeout=args.timeout,
-                                             verbose=args.verbose, url=args.url))
+                                             verbose=args.verbose, url=args.url,
+                                             login=not args.no_login,
+                                             store=not args.no_store,
+                                             token_file=args.token_file))
         except BrokenPipeError:  # e.g. piped into `head`
             return 0
     if args.command == "conformance-client":

@@ -195,7 +195,32 @@ def test_file_storage_persists_privately(tmp_path: Path) -> None:
         FileStorage(path)
 
 
-# -- the self-authorizing session (adapters/_auth_session.py) -----------------------------------
+# -- the HTTP client's authorization hook (adapters/_auth_session.py) ---------------------------
+
+
+@pytest.mark.parametrize(("status", "challenge", "is_challenge"), [
+    (401, 'Bearer resource_metadata="https://mcp/x"', True),
+    (401, None, True),  # no header: the flow falls back to the well-known URLs
+    (403, 'Bearer error="insufficient_scope", scope="a b"', True),  # step-up
+    (403, 'Bearer error="invalid_token"', False),  # a refusal the flow cannot fix
+    (403, 'Bearer error="invalid_token", error_description="not insufficient_scope"', False),
+    (403, 'Basic realm="insufficient_scope"', False),  # not a Bearer challenge
+    (403, None, False),
+    (404, None, False),
+    (500, 'Bearer error="insufficient_scope"', False),
+    (None, None, False),  # unreachable
+])
+def test_which_failures_are_challenges(status: int | None, challenge: str | None,
+                                       is_challenge: bool) -> None:
+    from mcp_sansio.adapters._auth_session import challenge_of
+    from mcp_sansio.adapters._http_client_logic import HTTPTransportError
+
+    headers = (("www-authenticate", challenge),) if challenge else ()
+    found = challenge_of(HTTPTransportError("tools/call", "refused", status, headers=headers))
+    assert (found is not None) == is_challenge
+    if found is not None:
+        assert found.status == status and found.header("WWW-Authenticate") == challenge
+    assert challenge_of(ConnectionResetError()) is None
 
 
 class _FakeHTTP:
@@ -203,90 +228,38 @@ class _FakeHTTP:
         self.extra_headers: list[tuple[str, str]] = [("X-Other", "1")]
 
 
-class _FakeSession:
-    """A session whose tools/call is refused until the Authorization header carries a token
-    the world issued with the scope the challenge asks for."""
+def test_the_session_auth_keeps_one_current_authorization_header() -> None:
+    from mcp_sansio.adapters._auth_session import OAuth, SessionAuth
 
-    def __init__(self, world: World, needed: str) -> None:
-        self.http = _FakeHTTP()
-        self.world = world
-        self.needed = needed
-        self.calls = 0
-        self.protocol_version = "2025-11-25"
-
-    def _granted(self) -> set[str]:
-        header = dict(self.http.extra_headers).get("Authorization")
-        if header is None:
-            return set()
-        return set(self.world.granted.get(header.split(" ", 1)[1], "").split())
-
-    async def call_tool(self, name: str, arguments: dict[str, object]) -> str:
-        from mcp_sansio.adapters._http_client_logic import HTTPTransportError
-
-        self.calls += 1
-        granted = self._granted()
-        if not granted:
-            raise HTTPTransportError("tools/call", "refused", 401)
-        if self.needed not in granted:
-            raise HTTPTransportError("tools/call", "refused", 403)
-        return "ok"
-
-
-def _session_world(needed: str) -> tuple[World, _FakeSession]:
     world = World()
-    return world, _FakeSession(world, needed)
-
-
-def test_the_session_authorizes_steps_up_and_retries() -> None:
-    from mcp_sansio.adapters._auth_session import Authorizer, AuthRetrying
-
-    world, session = _session_world("files:write")
 
     async def fetcher(request: HTTPRequest) -> HTTPResponse:
-        if request.url == world.server:  # the MCP endpoint, asked for its challenge again
-            granted = session._granted() if request.header("Authorization") else set()
-            if not granted:
-                return world.challenge(scope="files:read")
-            return world.challenge(scope="files:write", status=403,
-                                   error="insufficient_scope")
         return world.answer(request)
 
-    async def main() -> str:
-        flow = OAuthClientFlow(world.server, ClientConfig(REDIRECT), entropy=counter_entropy())
-        authorizer = Authorizer(world.server, flow,
-                                lambda a: follow_redirect(a, fetcher=fetcher),
-                                fetcher=fetcher)
-        await authorizer.preflight({"jsonrpc": "2.0", "id": 0, "method": "initialize"})
-        proxy: Any = AuthRetrying(session, authorizer)
-        assert proxy.protocol_version == "2025-11-25"  # attributes pass through
-        return str(await proxy.call_tool("write", {}))
+    async def user_step(action: Any) -> str:
+        return await follow_redirect(action, fetcher=fetcher)
 
-    assert run(main()) == "ok"
-    scopes = [q.get("scope") for q in world.authorization_requests]
-    assert scopes == ["files:read", "files:read files:write"]  # initial, then step-up union
-    assert ("X-Other", "1") in session.http.extra_headers
-    assert sum(k == "Authorization" for k, _ in session.http.extra_headers) == 1
-
-
-def test_a_server_that_never_accepts_ends_with_the_flows_error() -> None:
-    from mcp_sansio.adapters._auth_session import Authorizer, AuthRetrying
-
-    world, session = _session_world("a-scope-the-server-never-asks-for")
-
-    async def fetcher(request: HTTPRequest) -> HTTPResponse:
-        if request.url == world.server:
-            return world.challenge(scope="never-granted", status=403,
-                                   error="insufficient_scope")
-        return world.answer(request)
+    http = _FakeHTTP()
+    auth = SessionAuth(OAuth(user_step, redirect_uri=REDIRECT, entropy=counter_entropy()),
+                       world.server)
+    auth.install(http)
+    assert http.extra_headers == [("X-Other", "1")]  # nothing stored yet
 
     async def main() -> None:
-        flow = OAuthClientFlow(world.server, ClientConfig(REDIRECT), entropy=counter_entropy())
-        authorizer = Authorizer(world.server, flow,
-                                lambda a: follow_redirect(a, fetcher=fetcher),
-                                fetcher=fetcher)
-        proxy: Any = AuthRetrying(session, authorizer)
-        with pytest.raises(LimitExceeded):
-            await proxy.call_tool("write", {})
+        import mcp_sansio.adapters._auth_session as hook
+
+        real = hook.fetch
+        hook.fetch = lambda request, **_: fetcher(request)  # type: ignore[assignment]
+        try:
+            for _ in range(2):
+                await auth.run_async(world.challenge(scope="files:read"), asyncio.to_thread,
+                                     native_fetch=True)
+        finally:
+            hook.fetch = real
 
     run(main())
-    assert len(world.authorization_requests) == 3  # MAX_CONSECUTIVE_CHALLENGES, no more
+    assert auth.generation == 2
+    assert ("X-Other", "1") in http.extra_headers
+    assert [k for k, _ in http.extra_headers].count("Authorization") == 1
+    assert dict(http.extra_headers)["Authorization"] == (
+        auth.tokens.authorization_header()[1] if auth.tokens else None)

@@ -148,6 +148,10 @@ class TransportFailed(Event):
     status: int | None
     detail: str
     request_ids: tuple[RequestId, ...] = ()
+    #: The refusing response's headers (lower-case names), for a status >= 400: what an
+    #: authorization hook needs from a 401/403 (its ``WWW-Authenticate`` challenge,
+    #: ``basic/authorization.mdx`` 2025-06-18 onwards; RFC 9728 section 5.1).
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 class _Kind(enum.Enum):
@@ -164,9 +168,9 @@ class _Exchange:
     """One HTTP request/response, and for streams the logical stream it carries."""
 
     __slots__ = (
-        "answered", "attempts", "body", "channel", "done", "fresh_only", "got_bytes", "ids",
-        "json", "kind", "last_event_id", "message", "method", "retried", "retry_ms", "reused",
-        "session_id", "sse", "stateless", "status", "target", "unreachable",
+        "answered", "attempts", "body", "channel", "done", "error_headers", "fresh_only",
+        "got_bytes", "ids", "json", "kind", "last_event_id", "message", "method", "retried",
+        "retry_ms", "reused", "session_id", "sse", "stateless", "status", "target", "unreachable",
     )
 
     def __init__(self, kind: _Kind, method: str, target: str) -> None:
@@ -179,6 +183,8 @@ class _Exchange:
         self.answered: set[RequestId] = set()
         self.channel: ClientChannel | None = None
         self.status: int | None = None
+        # A refusal's headers (status >= 400 only: kept for TransportFailed.headers).
+        self.error_headers: tuple[tuple[str, str], ...] = ()
         self.json: bytearray | None = None
         self.sse: SSEParser | None = None
         self.last_event_id: str | None = None
@@ -558,6 +564,7 @@ class HTTPClient:
     def _start(self, exchange: _Exchange) -> None:
         """Send an exchange on a free channel (or queue it until one is free)."""
         exchange.status = None
+        exchange.error_headers = ()
         exchange.json = None
         exchange.sse = None
         exchange.got_bytes = False
@@ -676,6 +683,9 @@ class HTTPClient:
 
     def _on_head(self, exchange: _Exchange, head: ResponseHead) -> None:
         exchange.status = head.status
+        if head.status >= 400:
+            exchange.error_headers = tuple(
+                (k.decode("latin-1"), v.decode("latin-1")) for k, v in head.headers.raw)
         if exchange.kind is _Kind.STANDALONE and head.status == 200:
             exchange.attempts = 0  # reopened: a later break starts a fresh backoff
         if self.transport is None and exchange.kind is _Kind.POST and 200 <= head.status < 300:
@@ -848,7 +858,8 @@ class HTTPClient:
             exchange.done = True  # 202 for a notification or a response
             if status >= 400:  # refused: nothing to end, but the application may want to know
                 self._events.append(TransportFailed(
-                    status=status, detail=f"a message was refused (HTTP {status})"))
+                    status=status, detail=f"a message was refused (HTTP {status})",
+                    headers=exchange.error_headers))
             return
         if body:
             try:
@@ -858,7 +869,7 @@ class HTTPClient:
             if value is not None and self._carries_answer(exchange, value):
                 if (
                     status >= 400 and exchange.ids[0] == self._init_id
-                    and self._legacy_fallback_allowed(status, value)
+                    and self._legacy_fallback_allowed(exchange, status, value)
                 ):
                     self._init_failure = body
                     self._start_legacy()
@@ -870,7 +881,7 @@ class HTTPClient:
             exchange.done = True  # the answer will come on another stream (legacy)
             return
         if exchange.ids and exchange.ids[0] == self._init_id and self._legacy_fallback_allowed(
-            status, None
+            exchange, status, None
         ):
             self._start_legacy()
             return
@@ -946,6 +957,7 @@ class HTTPClient:
         if not open_ids:
             return
         reason = f"{detail}" if status is None else f"{detail} (HTTP {status})"
+        headers = exchange.error_headers if status is not None else ()
         conn = self.connection
         cancelled = []
         for request_id in open_ids:
@@ -953,7 +965,8 @@ class HTTPClient:
             method = self._methods.pop(request_id, None)
             if conn.state is State.PROBING or method in SESSION_OPENERS:
                 self.connect_failure = TransportFailed(status=status, detail=detail,
-                                                       request_ids=(request_id,))
+                                                       request_ids=(request_id,),
+                                                       headers=headers)
                 # The connection judges these answers itself: an HTTP failure is "anything
                 # else" -> fall back (probe) or close (initialize, with this reason).
                 conn.receive_message(_codec.error_message(
@@ -968,7 +981,8 @@ class HTTPClient:
         if cancelled:
             # Before the connection's RequestCancelled events (ours are handed out first).
             self._events.append(TransportFailed(status=status, detail=reason,
-                                                request_ids=tuple(cancelled)))
+                                                request_ids=tuple(cancelled),
+                                                headers=headers))
 
     # -- session renewal (404) -----------------------------------------------------------------
 
@@ -1077,11 +1091,12 @@ class HTTPClient:
 
     # -- legacy HTTP+SSE -----------------------------------------------------------------------
 
-    def _legacy_fallback_allowed(self, status: int, body: Any) -> bool:
+    def _legacy_fallback_allowed(self, exchange: _Exchange, status: int, body: Any) -> bool:
         return (
             self.requested_transport is Transport.AUTO and not self._legacy_tried
             and 400 <= status < 500 and self.session_id is None
             and not (body is not None and _is_stateless_error(body))
+            and not _is_auth_challenge(exchange, status)
         )
 
     def _start_legacy(self) -> None:
@@ -1125,6 +1140,21 @@ class HTTPClient:
         channel = exchange.channel
         if channel is not None:
             self._drop_channel(channel)
+
+
+#: Statuses that, with a ``WWW-Authenticate`` header, are an authorization challenge rather
+#: than a server that does not speak Streamable HTTP: ``basic/authorization.mdx``
+#: (2025-06-18 onwards) answers a request without a valid token 401 and one with too few
+#: scopes 403 ``insufficient_scope`` (RFC 6750 §3.1), each with the challenge. The legacy
+#: fallback of ``basic/transports.mdx`` "Backwards Compatibility" (any 4xx to the
+#: ``initialize`` POST) must not take them for an old server: the client's authorization
+#: hook answers them (TransportFailed.headers carries the challenge).
+AUTH_CHALLENGE_STATUSES = frozenset({401, 403})
+
+
+def _is_auth_challenge(exchange: _Exchange, status: int) -> bool:
+    return status in AUTH_CHALLENGE_STATUSES and any(
+        name.lower() == "www-authenticate" for name, _ in exchange.error_headers)
 
 
 def _is_stateless_error(value: Any) -> bool:

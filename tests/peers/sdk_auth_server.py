@@ -7,8 +7,10 @@ authorization at once (it redirects straight back with a code, like a user who c
 "allow"), its protected-resource metadata, and an MCP endpoint ``/mcp`` behind its bearer
 middleware requiring the scope ``user``, with one tool ``whoami``.
 
-Usage: ``sdk_auth_server.py``; prints ``http://127.0.0.1:PORT/mcp`` once it accepts
-connections. Nothing here is part of mcp-sansio; the library never imports ``mcp``.
+Usage: ``sdk_auth_server.py [RESOURCE_URL]``; prints ``http://127.0.0.1:PORT/mcp`` once it
+accepts connections. ``RESOURCE_URL`` (default: that URL) is the resource it protects, for a
+test that puts a proxy in front of it (tests/test_auth_client_adapters.py). Nothing here is
+part of mcp-sansio; the library never imports ``mcp``.
 """
 
 from __future__ import annotations
@@ -108,10 +110,11 @@ async def main() -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     origin = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    resource = sys.argv[1] if len(sys.argv) > 1 else f"{origin}/mcp"
     server = MCPServer(
         "sdk-auth-peer", auth_server_provider=ApprovingProvider(),
         auth=AuthSettings(
-            issuer_url=origin, resource_server_url=f"{origin}/mcp", required_scopes=[SCOPE],
+            issuer_url=origin, resource_server_url=resource, required_scopes=[SCOPE],
             validate_token_resource=True,
             client_registration_options=ClientRegistrationOptions(
                 enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE])))
