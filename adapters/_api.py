@@ -228,12 +228,15 @@ class AsyncClient(ClientLogic, AsyncSession):
 
     async def _answer(self, request: Request) -> None:
         """Answer a handshake-era server's request (sampling, elicitation, roots)."""
+        self._human_wait(request, True)
         try:
             value = await _maybe_await(self._input_callback(request.method)(
                 request.params or {}))
         except Exception as exc:
             self._finish_request(request.request_id, error=exc, method=request.method)
             return
+        finally:
+            self._human_wait(request, False)
         self._finish_request(request.request_id, value, method=request.method)
 
     async def connect(self, *, era: Era | None = None) -> Initialized:

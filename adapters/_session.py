@@ -71,6 +71,7 @@ from mcp_sansio import (
 
 __all__ = [
     "DEFAULT",
+    "HUMAN_WAIT_METHODS",
     "INPUT_METHODS",
     "Call",
     "ConnectionClosedError",
@@ -104,6 +105,17 @@ INPUT_METHODS: dict[str, tuple[str, str]] = {
     "elicitation/create": ("elicitation", "elicitation"),
     "roots/list": ("roots", "roots"),
 }
+
+#: Requests a server makes of a client that wait on a human, so no request timeout runs
+#: while one is open (the "human-wait clock"): on the server, the request's own clock; on
+#: the client, the clocks of the client's own requests in flight (one of them is what the
+#: server works on). Spec 2025-11-25 client/elicitation ("Elicitation ... requests
+#: additional information from users") and client/sampling ("there SHOULD always be a
+#: human in the loop with the ability to deny"): a person may take longer than any sensible
+#: request timeout. ``roots/list`` is answered by software and keeps its clock. Handshake
+#: era only: in the stateless era (2026-07-28 basic/patterns/mrtr) the input travels in
+#: ``input_required`` and the retry, and no request is open while the human thinks.
+HUMAN_WAIT_METHODS: frozenset[str] = frozenset({"elicitation/create", "sampling/createMessage"})
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -342,8 +354,7 @@ class Session:
             self._spawn_incoming(event)
         elif isinstance(event, CancelRequested):
             self._cancel_incoming(event.request_id)
-        elif isinstance(event, (Response, ErrorResponse, RequestTimedOut, RequestAborted,
-                                RequestCancelled, RequestFailed, InputRequired)):
+        elif event.TERMINAL:  # the one event ending a request we sent (core's marker)
             call = self._calls.pop(request_id, None) if request_id is not None else None
             if call is not None:
                 call.event = event
@@ -413,6 +424,10 @@ class Session:
                 related_request_id=related_request_id, **options)
             call = Call(method, request_id, on_progress)
             self._calls[request_id] = call
+            if method in HUMAN_WAIT_METHODS:
+                # The human-wait clock (see HUMAN_WAIT_METHODS): the core keeps the time
+                # left; nothing resumes it, the answer (or the close) ends the request.
+                self.conn.pause_timeout(request_id, now=self._now())
             self.service()
         return call
 
@@ -535,6 +550,9 @@ class ClientLogic(Session):
         #: The method of our own request the server sent back to us, if it did.
         self.echoed: str | None = None
         self._stepped: State | None = None
+        #: How many of the server's human-wait requests (HUMAN_WAIT_METHODS) our callbacks
+        #: are answering now; while above zero, our own requests' clocks are paused.
+        self._human_waits = 0
 
     @classmethod
     def _create(
@@ -660,6 +678,29 @@ class ClientLogic(Session):
                 f"could not connect: the server sent our own {self.echoed} request back "
                 "(it echoes its input: not an MCP server)")
         raise ConnectionClosedError(f"could not connect: {self._closed_detail()}")
+
+    def _human_wait(self, request: Request, begin: bool) -> None:
+        """Pause (``begin``) or resume the clocks of our requests in flight around a
+        callback answering one of the server's human-wait requests (``HUMAN_WAIT_METHODS``).
+
+        The server's request does not say which of ours it serves (the handshake era has no
+        such field on stdio), so every request of ours still in flight pauses; they resume
+        with the time they had left once the last such callback has answered. A request we
+        send meanwhile keeps its clock: it does not wait on this human."""
+        if request.method not in HUMAN_WAIT_METHODS:
+            return
+        with self.lock:
+            if self.closed is not None:
+                return
+            self._human_waits += 1 if begin else -1
+            if self._human_waits != (1 if begin else 0):
+                return  # only the first to begin pauses, only the last to end resumes
+            now = self._now()
+            step = self.conn.pause_timeout if begin else self.conn.resume_timeout
+            for request_id in list(self._calls):
+                with suppress(LocalProtocolError):  # ended meanwhile: nothing to pause
+                    step(request_id, now=now)
+            self.service()  # the next deadline moved: re-arm
 
     def _input_callback(self, method: str) -> Callable[[dict[str, Any]], Any]:
         """The user callback that answers a server's ``method`` request."""

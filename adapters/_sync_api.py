@@ -251,11 +251,14 @@ class SyncClient(ClientLogic, SyncSession):
         pass  # a callback answering the server is not interruptible; its answer is dropped
 
     def _answer(self, request: Request) -> None:
+        self._human_wait(request, True)
         try:
             value = _resolve(self._input_callback(request.method)(request.params or {}))
         except Exception as exc:
             self._finish_request(request.request_id, error=exc, method=request.method)
             return
+        finally:
+            self._human_wait(request, False)
         self._finish_request(request.request_id, value, method=request.method)
 
     def connect(self, *, era: Era | None = None) -> Initialized:
