@@ -173,12 +173,14 @@ class HTTPClientLogic(ClientLogic):
         roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
         on_notification: Callable[[Notification], Any] | None = None,
         on_log: Callable[[dict[str, Any]], Any] | None = None,
-        info: Mapping[str, Any] | None = None, **connection_options: Any,
+        info: Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None, **connection_options: Any,
     ) -> Self:
         """A client for the MCP endpoint ``url`` on a fresh
         :class:`~mcp_sansio.ClientConnection` that declares what the callbacks make true.
         ``http_options`` go to :class:`~mcp_sansio.http.HTTPClient` (``transport``,
-        ``standalone_stream``, limits); ``connection_options`` to the connection."""
+        ``standalone_stream``, limits); ``capabilities`` as for
+        :meth:`~._session.ClientLogic._create`; ``connection_options`` to the connection."""
         conn = ClientConnection(
             info=info or default_client_info(),
             capabilities=cls._capabilities_for(sampling, elicitation, roots),
@@ -186,7 +188,8 @@ class HTTPClientLogic(ClientLogic):
         )
         return cls(conn, url=url, headers=headers, http_options=http_options,
                    sampling=sampling, elicitation=elicitation, roots=roots,
-                   on_notification=on_notification, on_log=on_log)
+                   on_notification=on_notification, on_log=on_log,
+                   capabilities=capabilities or {})
 
     # -- what the runtime implements -------------------------------------------------------
 

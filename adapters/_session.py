@@ -89,6 +89,10 @@ __all__ = [
     "secret_prefix",
 ]
 
+from mcp_sansio._versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, newest
+
+from ._client_capabilities import declare, for_revision
+
 if TYPE_CHECKING:
     from ._tasks import Tasks
 
@@ -533,11 +537,21 @@ class ClientLogic(Session):
         elicitation: Callable[[dict[str, Any]], Any] | None = None,
         roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
         on_notification: Callable[[Notification], Any] | None = None,
-        on_log: Callable[[dict[str, Any]], Any] | None = None, **kwargs: Any,
+        on_log: Callable[[dict[str, Any]], Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None, **kwargs: Any,
     ) -> None:
         super().__init__(conn, **kwargs)
         self.callbacks: dict[str, Any] = {
             "sampling": sampling, "elicitation": elicitation, "roots": roots}
+        #: What this client declared it offers (``capabilities=`` merged with what the
+        #: callbacks imply, checked: :mod:`._client_capabilities`), or None when the
+        #: connection's own ``capabilities`` are sent as they are (a connection built by
+        #: hand). Each message carries it as the revision in force can express it.
+        self.declared_capabilities: dict[str, Any] | None = None
+        if capabilities is not None:
+            self.declared_capabilities = declare(conn.capabilities, capabilities,
+                                                 self.callbacks)
+            self._offer_capabilities(self._first_offer(None))
         self.on_notification = on_notification
         self.on_log = on_log
         self.initialized: Initialized | None = None
@@ -561,17 +575,36 @@ class ClientLogic(Session):
         roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
         on_notification: Callable[[Notification], Any] | None = None,
         on_log: Callable[[dict[str, Any]], Any] | None = None,
-        info: Mapping[str, Any] | None = None, **connection_options: Any,
+        info: Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None, **connection_options: Any,
     ) -> Self:
         """A client on a fresh :class:`ClientConnection` that declares what the callbacks
-        make true; ``connection_options`` go to the connection."""
+        make true, plus ``capabilities`` (see :func:`._client_capabilities.declare`);
+        ``connection_options`` go to the connection."""
         conn = ClientConnection(
             info=info or default_client_info(),
             capabilities=cls._capabilities_for(sampling, elicitation, roots),
             **connection_options,
         )
         return cls(conn, sampling=sampling, elicitation=elicitation, roots=roots,
-                   on_notification=on_notification, on_log=on_log)
+                   on_notification=on_notification, on_log=on_log,
+                   capabilities=capabilities or {})
+
+    def _first_offer(self, era: Era | None) -> str:
+        """The revision the connect's first message offers: the newest stateless one when
+        it probes (``server/discover``), else the newest handshake one (``initialize``)."""
+        conn = self.conn
+        stateless = [v for v in conn.versions if v in STATELESS_REVISIONS]
+        handshake = [v for v in conn.versions if v in HANDSHAKE_REVISIONS]
+        if stateless and (era is not Era.HANDSHAKE or not handshake):
+            return newest(stateless)
+        return newest(handshake or list(conn.versions))
+
+    def _offer_capabilities(self, revision: str | None) -> None:
+        """Put on the connection what we declared, as ``revision`` can express it (a new
+        dict: a message already queued keeps the one it was built with)."""
+        if self.declared_capabilities is not None and revision is not None:
+            self.conn.capabilities = for_revision(self.declared_capabilities, revision)
 
     @staticmethod
     def _capabilities_for(
@@ -618,6 +651,8 @@ class ClientLogic(Session):
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, Initialized):
+            # The revision is settled: from now on we declare what it can express.
+            self._offer_capabilities(self.conn.protocol_version)
             self.initialized = event
             self._wake_ready()
         elif isinstance(event, SubscriptionAcknowledged):
@@ -665,10 +700,23 @@ class ClientLogic(Session):
                 return True
             if self.closed is not None:
                 raise ConnectionClosedError(f"could not connect: {self._closed_detail()}")
-            if self.conn.state is State.IDLE:
-                self.conn.connect(now=self._now(), era=era)
+            conn = self.conn
+            if conn.state is State.IDLE:
+                self._offer_capabilities(self._first_offer(era))
+                conn.connect(now=self._now(), era=era)
+                if self._probing():
+                    # The probe went out; if it fails the core falls back to initialize,
+                    # which then offers the newest handshake revision.
+                    handshake = [v for v in conn.versions if v in HANDSHAKE_REVISIONS]
+                    if handshake:
+                        self._offer_capabilities(newest(handshake))
                 self.service()
         return False
+
+    def _probing(self) -> bool:
+        # A method, not an inline test: the state changed under a call that type checkers
+        # cannot see into.
+        return self.conn.state is State.PROBING
 
     def _connect_outcome(self) -> Initialized:
         if self.initialized is not None:

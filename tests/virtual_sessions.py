@@ -24,6 +24,8 @@ class _Virtual:
     def _setup(self, clock: Clock) -> None:
         self.clock = clock
         self.outbox: list[bytes] = []
+        #: Every chunk this side wrote, in order (the outbox is emptied by ``pump``).
+        self.written: list[bytes] = []
         self.incoming: list[Request] = []
         self.cancelled: list[RequestId] = []
         self.deadline: float | None = None
@@ -33,6 +35,7 @@ class _Virtual:
 
     def _write(self, data: bytes) -> None:
         self.outbox.append(data)
+        self.written.append(data)
 
     def _arm(self, deadline: float | None) -> None:
         self.deadline = deadline
