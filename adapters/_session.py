@@ -92,6 +92,7 @@ __all__ = [
 from mcp_sansio._versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, newest
 
 from ._client_capabilities import declare, for_revision
+from ._keepalive import DEFAULT_MAX_MISSED, Keepalive
 
 if TYPE_CHECKING:
     from ._tasks import Tasks
@@ -273,9 +274,13 @@ class Session:
 
     conn: Connection
 
-    def __init__(self, conn: Connection, **kwargs: Any) -> None:
+    def __init__(self, conn: Connection, *, keepalive: float | None = None,
+                 keepalive_misses: int = DEFAULT_MAX_MISSED, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.conn = conn
+        #: The ping schedule (:mod:`._keepalive`), when ``keepalive`` (seconds) was given.
+        self.keepalive: Keepalive | None = (
+            Keepalive(keepalive, keepalive_misses) if keepalive is not None else None)
         self._calls: dict[RequestId, Call] = {}
         self._servicing = False
         #: Handlers started while dispatching, first stepped once the events are drained
@@ -339,12 +344,64 @@ class Session:
                     self._run_eager()  # may send: drain again, then write once
                     continue
                 self._dispatch(event)
+            if self.keepalive is not None:  # after the events: the handshake may be done
+                self._keepalive_step()
             data = conn.data_to_send()
         finally:
             self._servicing = False
         if data:
             self._write(data)
-        self._arm(None if self.closed else conn.next_deadline())
+        self._arm(None if self.closed else self._next_deadline())
+
+    def _next_deadline(self) -> float | None:
+        """The core's next deadline, or the next keepalive ping's if that is sooner."""
+        deadline = self.conn.next_deadline()
+        if self.keepalive is not None:
+            ping = self.keepalive.deadline()
+            if ping is not None and (deadline is None or ping < deadline):
+                return ping
+        return deadline
+
+    # -- keepalive ---------------------------------------------------------------------------
+
+    def _keepalive_step(self) -> None:
+        """Send the keepalive ping when it is due (see :mod:`._keepalive`). Handshake era,
+        once operating: 2026-07-28 has no ping."""
+        keepalive = self.keepalive
+        conn = self.conn
+        assert keepalive is not None
+        if self.closed is not None or conn.state is not State.OPERATING or (
+                conn.era is not Era.HANDSHAKE):
+            return
+        now = self._now()
+        keepalive.start(now)
+        if not keepalive.due(now):
+            return
+        request_id = conn.send_request("ping", None, now=now, timeout=keepalive.interval,
+                                       max_total=None)
+        call = Call("ping", request_id, None)
+        call.wake = lambda: self._keepalive_ended(call)
+        self._calls[request_id] = call
+        keepalive.sent(now)
+
+    def _keepalive_ended(self, call: Call) -> None:
+        """The keepalive ping ended: an answer (even an error) means the peer is alive."""
+        keepalive = self.keepalive
+        assert keepalive is not None
+        if isinstance(call.event, RequestTimedOut):
+            if keepalive.missed():
+                self.transport_detail = (
+                    f"the peer left {keepalive.misses} keepalive pings in a row unanswered")
+                log.warning("closing: %s", self.transport_detail)
+                self._keepalive_close()
+        elif isinstance(call.event, (Response, ErrorResponse)):
+            keepalive.answered()
+        else:  # aborted by the close, cancelled: no verdict on the peer
+            keepalive.in_flight = False
+
+    def _keepalive_close(self) -> None:
+        """Close after too many missed pings (the HTTP client also ends its streams)."""
+        self.conn.close(now=self._now())
 
     # -- events ------------------------------------------------------------------------------
 
@@ -576,10 +633,13 @@ class ClientLogic(Session):
         on_notification: Callable[[Notification], Any] | None = None,
         on_log: Callable[[dict[str, Any]], Any] | None = None,
         info: Mapping[str, Any] | None = None,
-        capabilities: Mapping[str, Any] | None = None, **connection_options: Any,
+        capabilities: Mapping[str, Any] | None = None, keepalive: float | None = None,
+        keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
     ) -> Self:
         """A client on a fresh :class:`ClientConnection` that declares what the callbacks
         make true, plus ``capabilities`` (see :func:`._client_capabilities.declare`);
+        ``keepalive`` pings the server every so many seconds (handshake era; see
+        :mod:`._keepalive`), closing after ``keepalive_misses`` unanswered in a row;
         ``connection_options`` go to the connection."""
         conn = ClientConnection(
             info=info or default_client_info(),
@@ -588,7 +648,8 @@ class ClientLogic(Session):
         )
         return cls(conn, sampling=sampling, elicitation=elicitation, roots=roots,
                    on_notification=on_notification, on_log=on_log,
-                   capabilities=capabilities or {})
+                   capabilities=capabilities or {}, keepalive=keepalive,
+                   keepalive_misses=keepalive_misses)
 
     def _first_offer(self, era: Era | None) -> str:
         """The revision the connect's first message offers: the newest stateless one when
@@ -745,7 +806,9 @@ class ClientLogic(Session):
                 return  # only the first to begin pauses, only the last to end resumes
             now = self._now()
             step = self.conn.pause_timeout if begin else self.conn.resume_timeout
-            for request_id in list(self._calls):
+            for request_id, call in list(self._calls.items()):
+                if call.method == "ping":
+                    continue  # a keepalive ping is answered by software, not the human
                 with suppress(LocalProtocolError):  # ended meanwhile: nothing to pause
                     step(request_id, now=now)
             self.service()  # the next deadline moved: re-arm

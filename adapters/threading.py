@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_sansio import Era, Notification, Request, RequestId
 
 from ._api import _Resumed
+from ._keepalive import DEFAULT_MAX_MISSED
 from ._session import (
     STDERR_LOGGER,
     ConnectionClosedError,
@@ -407,17 +408,23 @@ class ServerSession(_ThreadRuntime, SyncServerSession):
 def serve_stdio(
     server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
     request_state_key: bytes | None = None, max_workers: int = 32,
-    **connection_options: Any,
+    keepalive: float | None = None,
+    keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
 ) -> None:
     """Serve one MCP connection on this process's stdin/stdout (or the given descriptors),
     blocking until the client closes stdin. The calling thread is the reader; handlers run
-    in a pool of ``max_workers`` threads. Stray ``print()`` output goes to stderr."""
+    in a pool of ``max_workers`` threads. Stray ``print()`` output goes to stderr.
+
+    ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25
+    basic/utilities/ping) and ends the session after ``keepalive_misses`` unanswered in a
+    row (``mcp_sansio.adapters._keepalive``); off by default."""
     guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
     conn = server.connection(
         request_state_key=request_state_key or os.urandom(32), **connection_options)
-    session = ServerSession(conn, server, max_workers=max_workers)
+    session = ServerSession(conn, server, max_workers=max_workers, keepalive=keepalive,
+                            keepalive_misses=keepalive_misses)
     session._out_fd = out_fd
     try:
         if pollable(in_fd):

@@ -94,10 +94,12 @@ def test_overlapping_waits_resume_once_the_last_ends() -> None:
 
 # -- end to end ------------------------------------------------------------------------------
 
-#: Short enough that the "human" below (several times longer) would time both sides out
-#: without the pause; the test asserts outcomes, never durations.
-SHORT = 0.3
-HUMAN = 1.5
+#: The tools/call's timeout (the client side) and the server's request timeout: the
+#: "human" below takes three times as long, which would time both sides out without the
+#: pause. The handshake keeps the default timeout (a loaded machine may start the server
+#: slowly). The test asserts outcomes, never durations.
+SHORT = 1.0
+HUMAN = 3.0
 
 SERVER = f"""
 import sys
@@ -121,9 +123,8 @@ def test_asyncio_client_and_threads_server() -> None:
 
     async def main() -> Any:
         async with aio.connect_stdio([sys.executable, "-c", SERVER], era=Era.HANDSHAKE,
-                                     elicitation=elicitation,
-                                     request_timeout=SHORT) as client:
-            return await client.call_tool("ask", {})
+                                     elicitation=elicitation) as client:
+            return await client.call_tool("ask", {}, timeout=SHORT)
 
     result = asyncio.run(main())
     assert result["content"][0]["text"] == "accept"
@@ -135,6 +136,6 @@ def test_threads_client() -> None:
         return {"action": "decline"}
 
     with thr.connect_stdio([sys.executable, "-c", SERVER], era=Era.HANDSHAKE,
-                           elicitation=elicitation, request_timeout=SHORT) as client:
-        result = client.call_tool("ask", {})
+                           elicitation=elicitation) as client:
+        result = client.call_tool("ask", {}, timeout=SHORT)
     assert result["content"][0]["text"] == "decline"

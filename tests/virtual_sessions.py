@@ -61,14 +61,15 @@ class Pair:
     def __init__(self, *, client_options: dict[str, Any] | None = None,
                  server_options: dict[str, Any] | None = None,
                  elicitation: Any = None, sampling: Any = None, roots: Any = None,
-                 server_app: Server | None = None) -> None:
+                 server_app: Server | None = None,
+                 server_session_options: dict[str, Any] | None = None) -> None:
         self.clock = Clock()
         self.client = VClient._create(elicitation=elicitation, sampling=sampling, roots=roots,
                                       **(client_options or {}))
         self.client._setup(self.clock)
         self.server_app = server_app or Server("virtual")
         self.server = VServer(self.server_app.connection(**(server_options or {})),
-                              self.server_app)
+                              self.server_app, **(server_session_options or {}))
         self.server._setup(self.clock)
 
     def pump(self) -> None:
