@@ -95,6 +95,7 @@ from ._client_capabilities import declare, for_revision
 from ._keepalive import DEFAULT_MAX_MISSED, Keepalive
 
 if TYPE_CHECKING:
+    from ._client_tasks import ClientTask
     from ._tasks import Tasks
 
 log = logging.getLogger("mcp_sansio.adapters")
@@ -624,6 +625,9 @@ class ClientLogic(Session):
         #: How many of the server's human-wait requests (HUMAN_WAIT_METHODS) our callbacks
         #: are answering now; while above zero, our own requests' clocks are paused.
         self._human_waits = 0
+        #: Tasks we follow, by id, until terminal (``notifications/tasks/status`` updates
+        #: them: 2025-11-25 basic/utilities/tasks).
+        self._client_tasks: dict[str, ClientTask] = {}
 
     @classmethod
     def _create(
@@ -724,7 +728,30 @@ class ClientLogic(Session):
         elif isinstance(event, Notification):
             self._on_notification(event)
 
+    def _follow_task(self, task: ClientTask) -> ClientTask:
+        """Follow a task just created: status changes call its ``on_status`` (on this
+        runtime) and notifications about it update it."""
+        if task.on_status is not None:
+            callback = task.on_status
+            task._emit = lambda: self._callback(callback, task)
+            if task.task_id:
+                self._callback(callback, task)  # its first status
+        if task.task_id and not task.terminal:
+            self._client_tasks[task.task_id] = task
+        return task
+
+    def _task_notified(self, params: Mapping[str, Any]) -> None:
+        """``notifications/tasks/status`` (2025-11-25): the Task of a status change."""
+        task_id = params.get("taskId")
+        task = self._client_tasks.get(task_id) if isinstance(task_id, str) else None
+        if task is not None:
+            task.update(params)
+            if task.terminal:
+                del self._client_tasks[task.task_id]
+
     def _on_notification(self, event: Notification) -> None:
+        if event.method == "notifications/tasks/status":
+            self._task_notified(event.params or {})
         meta = (event.params or {}).get("_meta")
         sub_id = meta.get("io.modelcontextprotocol/subscriptionId") if isinstance(
             meta, dict) else None

@@ -107,6 +107,10 @@ async def _reraise(exc: BaseException) -> NoReturn:
 class _AsyncioRuntime(AsyncSession):
     """The asyncio primitives behind the shared async session."""
 
+    async def _sleep(self, seconds: float) -> None:
+        """The runtime's sleep (a task's poll interval, ``_client_tasks.Sleep``)."""
+        await asyncio.sleep(seconds)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._loop = asyncio.get_running_loop()

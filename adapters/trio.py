@@ -149,6 +149,10 @@ class _Drive:
 class _TrioRuntime(AsyncSession):
     """The trio primitives behind the shared async session."""
 
+    async def _sleep(self, seconds: float) -> None:
+        """The runtime's sleep (a task's poll interval, ``_client_tasks.Sleep``)."""
+        await trio.sleep(seconds)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._nursery: trio.Nursery | None = None
