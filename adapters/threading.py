@@ -32,7 +32,6 @@ import inspect
 import logging
 import os
 import selectors
-import signal
 import subprocess
 import threading
 import time
@@ -58,12 +57,8 @@ from ._session import Context as SessionContext
 from ._stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     ProtectedStdio,
-    argv_of,
-    env_of,
-    kill_leftovers,
     pollable,
     read_all,
-    signal_group,
     write_all,
 )
 from ._sync_api import (
@@ -73,6 +68,7 @@ from ._sync_api import (
     SyncSession,
     ThreadContext,
 )
+from .stdio import spawn_server, stop_server
 
 if TYPE_CHECKING:
     import asyncio
@@ -228,20 +224,7 @@ class Client(_ThreadRuntime, SyncClient):
             self._out_fd = None
         process = self._process
         if process is not None:
-            if process.stdin is not None:
-                with contextlib.suppress(OSError):
-                    process.stdin.close()
-            try:
-                process.wait(shutdown_timeout)
-            except subprocess.TimeoutExpired:
-                signal_group(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(shutdown_timeout)
-                except subprocess.TimeoutExpired:
-                    signal_group(process.pid, signal.SIGKILL)
-                    process.wait()
-            self.returncode = process.returncode
-            kill_leftovers(process.pid)
+            self.returncode = stop_server(process, shutdown_timeout)
         self._nudge()
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(shutdown_timeout)
@@ -275,11 +258,7 @@ def connect_stdio(
                            on_notification=on_notification, on_log=on_log, info=info,
                            **connection_options)
     try:
-        process = subprocess.Popen(
-            argv_of(command, args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env_of(env, inherit_env), cwd=cwd, bufsize=0,
-            start_new_session=True,
-        )
+        process = spawn_server(command, args, env=env, inherit_env=inherit_env, cwd=cwd)
     except BaseException:
         client._close_pipes()
         raise
