@@ -192,3 +192,30 @@ def test_threads_client(form: str) -> None:
         with pytest.raises(RequestCancelledError):
             client.task_result(stuck)
     assert statuses[0] == "working" and statuses[-1] == "completed"
+
+
+# -- over HTTP (asyncio client and server in process, loopback) --------------------------------
+
+
+@pytest.mark.parametrize("form", sorted(ERAS))
+def test_asyncio_over_http(form: str) -> None:
+    server = aio.Server("tasks-http")
+    server.enable_tasks(poll_interval_ms=20)
+
+    @server.tool(task_support="optional")
+    async def slow(n: int) -> str:
+        await asyncio.sleep(0.1)
+        return f"done {n}"
+
+    statuses: list[str] = []
+
+    async def main() -> None:
+        async with aio.start_http(server) as service, \
+                aio.connect_http(service.url, **ERAS[form]) as client:
+            task = await client.call_tool_as_task(
+                "slow", {"n": 5}, on_status=lambda t: statuses.append(t.status))
+            assert task.task_id
+            assert (await client.task_result(task))["content"][0]["text"] == "done 5"
+
+    asyncio.run(main())
+    assert statuses[0] == "working" and statuses[-1] == "completed"

@@ -189,3 +189,23 @@ def test_server_ends_a_session_with_a_mute_client(runtime: str) -> None:
     finally:
         child.stdin.close()
         child.wait(PATIENCE)
+
+
+def test_asyncio_http_client_pings_a_handshake_era_server() -> None:
+    server = aio.Server("http-pong")
+
+    async def main() -> tuple[int, int, Any]:
+        async with aio.start_http(server) as service, \
+                aio.connect_http(service.url, era=Era.HANDSHAKE, keepalive=0.05) as client:
+            keepalive = client.keepalive
+            assert keepalive is not None
+            dues = {keepalive._due}
+            give_up = time.monotonic() + PATIENCE
+            while len(dues) < 4 and time.monotonic() < give_up:  # three pings answered
+                await asyncio.sleep(0.01)
+                if not keepalive.in_flight:
+                    dues.add(keepalive._due)
+            return len(dues), keepalive.misses, client.closed
+
+    schedules, misses, closed = asyncio.run(main())
+    assert schedules >= 4 and misses == 0 and closed is None
