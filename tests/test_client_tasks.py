@@ -219,3 +219,17 @@ def test_asyncio_over_http(form: str) -> None:
 
     asyncio.run(main())
     assert statuses[0] == "working" and statuses[-1] == "completed"
+
+
+def test_trio_client() -> None:
+    import trio
+    from mcp_sansio.adapters import trio as trio_adapter
+
+    async def main() -> str:
+        async with trio_adapter.connect_stdio([sys.executable, "-c", SERVER],
+                                              **ERAS["extension"]) as client:
+            task = await client.call_tool_as_task("slow", {"n": 9})
+            result = await client.task_result(task)  # polls with trio's sleep
+            return str(result["content"][0]["text"])
+
+    assert trio.run(main) == "done 9"
