@@ -233,3 +233,32 @@ def test_trio_client() -> None:
             return str(result["content"][0]["text"])
 
     assert trio.run(main) == "done 9"
+
+
+def test_asyncio_answers_an_input_required_task_from_its_status_callback() -> None:
+    server = aio.Server("tasks-ask")
+    server.enable_tasks(poll_interval_ms=20)
+
+    @server.tool(task_support="optional")
+    async def confirm(ctx: aio.Context) -> str:
+        answer = await ctx.elicit("sure?", {"type": "object", "properties": {}})
+        return str(answer["action"])
+
+    answered: list[list[str]] = []
+
+    async def main() -> str:
+        async with aio.start_http(server) as service, \
+                aio.connect_http(service.url, elicitation=lambda params: {},
+                                 **ERAS["extension"]) as client:
+            async def on_status(task: ClientTask) -> None:
+                if task.status == "input_required":
+                    answered.append(sorted(task.input_requests))
+                    await client.answer_task(task, {key: {"action": "accept", "content": {}}
+                                                    for key in task.input_requests})
+
+            task = await client.call_tool_as_task("confirm", {}, on_status=on_status)
+            result = await client.task_result(task)
+            return str(result["content"][0]["text"])
+
+    assert asyncio.run(main()) == "accept"
+    assert answered and answered[0]
