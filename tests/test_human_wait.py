@@ -11,6 +11,7 @@ import sys
 import time
 from typing import Any
 
+import pytest
 from mcp_sansio.adapters import asyncio as aio
 from mcp_sansio.adapters import threading as thr
 from mcp_sansio.adapters._session import Server
@@ -30,7 +31,7 @@ def make_pair() -> Pair:
     return Pair(client_options={"request_timeout": TIMEOUT},
                 server_options={"request_timeout": TIMEOUT},
                 elicitation=lambda params: {"action": "accept", "content": {}},
-                roots=[], server_app=app)
+                sampling=lambda params: {}, roots=[], server_app=app)
 
 
 def start_tool_call(pair: Pair) -> Any:
@@ -40,22 +41,29 @@ def start_tool_call(pair: Pair) -> Any:
     return call, request
 
 
-def test_elicitation_slower_than_the_timeout_succeeds_on_both_sides() -> None:
+SAMPLE = ("sampling/createMessage", {"messages": [], "maxTokens": 10})
+
+
+@pytest.mark.parametrize("question", [FORM, SAMPLE], ids=["elicitation", "sampling"])
+def test_elicitation_slower_than_the_timeout_succeeds_on_both_sides(
+        question: tuple[str, dict[str, Any]]) -> None:
     pair = make_pair()
     pair.connect(Era.HANDSHAKE)
     call, request = start_tool_call(pair)
-    asked = pair.server._start_call(*FORM, related_request_id=request.request_id)
+    asked = pair.server._start_call(*question, related_request_id=request.request_id)
     pair.pump()
     (elicit,) = pair.client.incoming
     pair.client._human_wait(elicit, True)  # the client's callback starts: a human thinks
     pair.advance(TIMEOUT * 10)
     assert not asked.done and not call.done  # neither clock ran
-    pair.client._finish_request(elicit.request_id, {"action": "accept", "content": {}},
-                                method=elicit.method)
+    answer = ({"action": "accept", "content": {}} if question is FORM else
+              {"role": "assistant", "content": {"type": "text", "text": "ok"},
+               "model": "m"})
+    pair.client._finish_request(elicit.request_id, answer, method=elicit.method)
     pair.client._human_wait(elicit, False)
     pair.pump()
     assert isinstance(asked.event, Response)
-    assert asked.event.result["action"] == "accept"
+    assert asked.event.result == answer
     # The client's clock resumed with the time it had left: it still runs out later.
     pair.advance(TIMEOUT / 2)
     assert not call.done
