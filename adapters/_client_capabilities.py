@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mcp_sansio._versions import KNOWN_REVISIONS
+from mcp_sansio import KNOWN_REVISIONS
 
 __all__ = ["CLIENT_CAPABILITIES", "NEEDS_CALLBACK", "declare", "for_revision"]
 

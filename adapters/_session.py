@@ -39,7 +39,9 @@ from contextlib import AbstractContextManager, suppress
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
 from mcp_sansio import (
+    HANDSHAKE_REVISIONS,
     NEED_DATA,
+    STATELESS_REVISIONS,
     CancelRequested,
     ClientConnection,
     Connection,
@@ -88,8 +90,6 @@ __all__ = [
     "outcome",
     "secret_prefix",
 ]
-
-from mcp_sansio._versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, newest
 
 from ._client_capabilities import declare, for_revision
 from ._keepalive import DEFAULT_MAX_MISSED, Keepalive
@@ -662,8 +662,8 @@ class ClientLogic(Session):
         stateless = [v for v in conn.versions if v in STATELESS_REVISIONS]
         handshake = [v for v in conn.versions if v in HANDSHAKE_REVISIONS]
         if stateless and (era is not Era.HANDSHAKE or not handshake):
-            return newest(stateless)
-        return newest(handshake or list(conn.versions))
+            return max(stateless)  # revisions are dates: the newest sorts last
+        return max(handshake or list(conn.versions))
 
     def _offer_capabilities(self, revision: str | None) -> None:
         """Put on the connection what we declared, as ``revision`` can express it (a new
@@ -797,7 +797,7 @@ class ClientLogic(Session):
                     # which then offers the newest handshake revision.
                     handshake = [v for v in conn.versions if v in HANDSHAKE_REVISIONS]
                     if handshake:
-                        self._offer_capabilities(newest(handshake))
+                        self._offer_capabilities(max(handshake))
                 self.service()
         return False
 
