@@ -352,7 +352,10 @@ class Session:
             self._servicing = False
         if data:
             self._write(data)
-        self._arm(None if self.closed else self._next_deadline())
+        if self.keepalive is None:  # the hot path: one attribute test, no extra call
+            self._arm(None if self.closed else conn.next_deadline())
+        else:
+            self._arm(None if self.closed else self._next_deadline())
 
     def _next_deadline(self) -> float | None:
         """The core's next deadline, or the next keepalive ping's if that is sooner."""
