@@ -14,6 +14,18 @@ from typing import Any, Protocol
 
 from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
 
+from ._client_tasks import (
+    ClientTask,
+    Plan,
+    Sleep,
+    StatusCallback,
+    await_plan,
+    cancel_plan,
+    get_plan,
+    list_plan,
+    start_plan,
+    update_plan,
+)
 from ._session import (
     DEFAULT,
     Call,
@@ -228,12 +240,15 @@ class AsyncClient(ClientLogic, AsyncSession):
 
     async def _answer(self, request: Request) -> None:
         """Answer a handshake-era server's request (sampling, elicitation, roots)."""
+        self._human_wait(request, True)
         try:
             value = await _maybe_await(self._input_callback(request.method)(
                 request.params or {}))
         except Exception as exc:
             self._finish_request(request.request_id, error=exc, method=request.method)
             return
+        finally:
+            self._human_wait(request, False)
         self._finish_request(request.request_id, value, method=request.method)
 
     async def connect(self, *, era: Era | None = None) -> Initialized:
@@ -451,6 +466,65 @@ class AsyncClient(ClientLogic, AsyncSession):
         subscription = AsyncSubscription(self, self._start_listen(notifications, timeout))
         await subscription.wait_acknowledged()
         return subscription
+
+    # -- tasks (adapters/_client_tasks.py: each operation is a plan run here) --------------
+
+    async def _sleep(self, seconds: float) -> None:  # pragma: no cover - runtime hook
+        raise NotImplementedError
+
+    async def _run_plan(self, plan: Plan) -> Any:
+        """Run a plan: each :class:`Send` is a request, each :class:`Sleep` a sleep."""
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                step = plan.throw(error) if error is not None else plan.send(value)
+            except StopIteration as stop:
+                return stop.value
+            value, error = None, None
+            if isinstance(step, Sleep):
+                await self._sleep(step.seconds)
+                continue
+            try:
+                value = await self.request(step.method, step.params)
+            except Exception as exc:  # handed to the plan, which re-raises what it keeps
+                error = exc
+
+    async def call_tool_as_task(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *,
+        ttl_ms: int | None = None, on_status: StatusCallback | None = None,
+    ) -> ClientTask:
+        """Call a tool as a task and return the task (:class:`ClientTask`) at once.
+
+        2025-11-25: asks for a task (``params.task``, with ``ttl_ms`` if given). 2026-07-28:
+        needs ``capabilities={"extensions": {TASKS_EXTENSION: {}}}`` on the client; the
+        server decides, and a plain answer comes back as a task already ``completed``.
+        ``on_status(task)`` is called at each status change seen (polls, notifications)."""
+        return self._follow_task(await self._run_plan(start_plan(
+            self.conn.protocol_version, name, arguments, ttl_ms, on_status)))
+
+    async def task_result(self, task: ClientTask) -> dict[str, Any]:
+        """Wait for the task's outcome: the tool's result, or the exception its end means
+        (:class:`McpError`; ``RequestCancelledError`` for a cancelled task)."""
+        return await self._run_plan(await_plan(task))  # type: ignore[no-any-return]
+
+    async def refresh_task(self, task: ClientTask) -> ClientTask:
+        """Ask for the task's state once (``tasks/get``)."""
+        await self._run_plan(get_plan(task))
+        return task
+
+    async def cancel_task(self, task: ClientTask) -> None:
+        """Cancel the task (``tasks/cancel``)."""
+        await self._run_plan(cancel_plan(task))
+
+    async def answer_task(self, task: ClientTask, responses: Mapping[str, Any]) -> None:
+        """Answer an ``input_required`` task's questions (``tasks/update``, 2026-07-28)."""
+        await self._run_plan(update_plan(task, responses))
+
+    async def list_tasks(self) -> list[dict[str, Any]]:
+        """Every task of this session (``tasks/list``, 2025-11-25 only)."""
+        return await self._run_plan(  # type: ignore[no-any-return]
+            list_plan(self.conn.protocol_version))
 
 
 # -- the server ------------------------------------------------------------------------------------

@@ -75,6 +75,7 @@ from typing import Any, Self
 from mcp_sansio import NEED_DATA, ClientConnection, Event, Initialized, Notification
 from mcp_sansio.http import ClientChannel, HTTPClient, SessionRenewed, Transport, TransportFailed
 
+from ._keepalive import DEFAULT_MAX_MISSED
 from ._session import ClientLogic, ConnectionClosedError, default_client_info, secret_prefix
 
 __all__ = ["HTTPClientLogic", "HTTPTransportError"]
@@ -182,12 +183,16 @@ class HTTPClientLogic(ClientLogic):
         roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
         on_notification: Callable[[Notification], Any] | None = None,
         on_log: Callable[[dict[str, Any]], Any] | None = None,
-        info: Mapping[str, Any] | None = None, **connection_options: Any,
+        info: Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None, keepalive: float | None = None,
+        keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
     ) -> Self:
         """A client for the MCP endpoint ``url`` on a fresh
         :class:`~mcp_sansio.ClientConnection` that declares what the callbacks make true.
         ``http_options`` go to :class:`~mcp_sansio.http.HTTPClient` (``transport``,
-        ``standalone_stream``, limits); ``connection_options`` to the connection."""
+        ``standalone_stream``, limits); ``capabilities``, ``keepalive`` and
+        ``keepalive_misses`` as for :meth:`~._session.ClientLogic._create`;
+        ``connection_options`` to the connection."""
         conn = ClientConnection(
             info=info or default_client_info(),
             capabilities=cls._capabilities_for(sampling, elicitation, roots),
@@ -195,7 +200,9 @@ class HTTPClientLogic(ClientLogic):
         )
         return cls(conn, url=url, headers=headers, http_options=http_options,
                    sampling=sampling, elicitation=elicitation, roots=roots,
-                   on_notification=on_notification, on_log=on_log)
+                   on_notification=on_notification, on_log=on_log,
+                   capabilities=capabilities or {}, keepalive=keepalive,
+                   keepalive_misses=keepalive_misses)
 
     # -- what the runtime implements -------------------------------------------------------
 
@@ -270,6 +277,11 @@ class HTTPClientLogic(ClientLogic):
             self.http.handle_timeout(self._now())
             self.service()
 
+    def _keepalive_close(self) -> None:
+        # Too many missed pings: end the session as begin_close does (streams, DELETE).
+        self._http_closing = True
+        self.http.close(now=self._now())
+
     def begin_close(self) -> None:
         """End the session: ``DELETE`` (handshake era), every stream closed, pending calls
         aborted. The runtime then waits (briefly) for its sockets to be closed."""
@@ -298,12 +310,17 @@ class HTTPClientLogic(ClientLogic):
                     self._run_eager()  # may send: drain again, then write once
                     continue
                 self._dispatch(event)
+            if self.keepalive is not None and not self._http_closing:
+                self._keepalive_step()  # after the events: the handshake may be done
             out = http.data_to_send()
         finally:
             self._servicing = False
         for channel, data in out:
             self._send(channel, data)
-        self._arm(http.next_deadline())
+        deadline = http.next_deadline()
+        ping = self.keepalive.deadline() if self.keepalive is not None else None
+        self._arm(ping if ping is not None and (deadline is None or ping < deadline)
+                  else deadline)
         if self.on_step is not None:
             self._note_step()
 

@@ -39,7 +39,9 @@ from contextlib import AbstractContextManager, suppress
 from typing import TYPE_CHECKING, Any, NoReturn, Self, cast
 
 from mcp_sansio import (
+    HANDSHAKE_REVISIONS,
     NEED_DATA,
+    STATELESS_REVISIONS,
     CancelRequested,
     ClientConnection,
     Connection,
@@ -71,6 +73,7 @@ from mcp_sansio import (
 
 __all__ = [
     "DEFAULT",
+    "HUMAN_WAIT_METHODS",
     "INPUT_METHODS",
     "Call",
     "ConnectionClosedError",
@@ -88,9 +91,13 @@ __all__ = [
     "secret_prefix",
 ]
 
+from ._client_capabilities import declare, for_revision
+from ._keepalive import DEFAULT_MAX_MISSED, Keepalive
+
 if TYPE_CHECKING:
     from mcp_sansio.auth import AccessInfo
 
+    from ._client_tasks import ClientTask
     from ._tasks import Tasks
 
 log = logging.getLogger("mcp_sansio.adapters")
@@ -106,6 +113,17 @@ INPUT_METHODS: dict[str, tuple[str, str]] = {
     "elicitation/create": ("elicitation", "elicitation"),
     "roots/list": ("roots", "roots"),
 }
+
+#: Requests a server makes of a client that wait on a human, so no request timeout runs
+#: while one is open (the "human-wait clock"): on the server, the request's own clock; on
+#: the client, the clocks of the client's own requests in flight (one of them is what the
+#: server works on). Spec 2025-11-25 client/elicitation ("Elicitation ... requests
+#: additional information from users") and client/sampling ("there SHOULD always be a
+#: human in the loop with the ability to deny"): a person may take longer than any sensible
+#: request timeout. ``roots/list`` is answered by software and keeps its clock. Handshake
+#: era only: in the stateless era (2026-07-28 basic/patterns/mrtr) the input travels in
+#: ``input_required`` and the retry, and no request is open while the human thinks.
+HUMAN_WAIT_METHODS: frozenset[str] = frozenset({"elicitation/create", "sampling/createMessage"})
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -259,9 +277,13 @@ class Session:
 
     conn: Connection
 
-    def __init__(self, conn: Connection, **kwargs: Any) -> None:
+    def __init__(self, conn: Connection, *, keepalive: float | None = None,
+                 keepalive_misses: int = DEFAULT_MAX_MISSED, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.conn = conn
+        #: The ping schedule (:mod:`._keepalive`), when ``keepalive`` (seconds) was given.
+        self.keepalive: Keepalive | None = (
+            Keepalive(keepalive, keepalive_misses) if keepalive is not None else None)
         self._calls: dict[RequestId, Call] = {}
         self._servicing = False
         #: Handlers started while dispatching, first stepped once the events are drained
@@ -325,12 +347,67 @@ class Session:
                     self._run_eager()  # may send: drain again, then write once
                     continue
                 self._dispatch(event)
+            if self.keepalive is not None:  # after the events: the handshake may be done
+                self._keepalive_step()
             data = conn.data_to_send()
         finally:
             self._servicing = False
         if data:
             self._write(data)
-        self._arm(None if self.closed else conn.next_deadline())
+        if self.keepalive is None:  # the hot path: one attribute test, no extra call
+            self._arm(None if self.closed else conn.next_deadline())
+        else:
+            self._arm(None if self.closed else self._next_deadline())
+
+    def _next_deadline(self) -> float | None:
+        """The core's next deadline, or the next keepalive ping's if that is sooner."""
+        deadline = self.conn.next_deadline()
+        if self.keepalive is not None:
+            ping = self.keepalive.deadline()
+            if ping is not None and (deadline is None or ping < deadline):
+                return ping
+        return deadline
+
+    # -- keepalive ---------------------------------------------------------------------------
+
+    def _keepalive_step(self) -> None:
+        """Send the keepalive ping when it is due (see :mod:`._keepalive`). Handshake era,
+        once operating: 2026-07-28 has no ping."""
+        keepalive = self.keepalive
+        conn = self.conn
+        assert keepalive is not None
+        if self.closed is not None or conn.state is not State.OPERATING or (
+                conn.era is not Era.HANDSHAKE):
+            return
+        now = self._now()
+        keepalive.start(now)
+        if not keepalive.due(now):
+            return
+        request_id = conn.send_request("ping", None, now=now, timeout=keepalive.interval,
+                                       max_total=None)
+        call = Call("ping", request_id, None)
+        call.wake = lambda: self._keepalive_ended(call)
+        self._calls[request_id] = call
+        keepalive.sent(now)
+
+    def _keepalive_ended(self, call: Call) -> None:
+        """The keepalive ping ended: an answer (even an error) means the peer is alive."""
+        keepalive = self.keepalive
+        assert keepalive is not None
+        if isinstance(call.event, RequestTimedOut):
+            if keepalive.missed():
+                self.transport_detail = (
+                    f"the peer left {keepalive.misses} keepalive pings in a row unanswered")
+                log.warning("closing: %s", self.transport_detail)
+                self._keepalive_close()
+        elif isinstance(call.event, (Response, ErrorResponse)):
+            keepalive.answered()
+        else:  # aborted by the close, cancelled: no verdict on the peer
+            keepalive.in_flight = False
+
+    def _keepalive_close(self) -> None:
+        """Close after too many missed pings (the HTTP client also ends its streams)."""
+        self.conn.close(now=self._now())
 
     # -- events ------------------------------------------------------------------------------
 
@@ -344,8 +421,7 @@ class Session:
             self._spawn_incoming(event)
         elif isinstance(event, CancelRequested):
             self._cancel_incoming(event.request_id)
-        elif isinstance(event, (Response, ErrorResponse, RequestTimedOut, RequestAborted,
-                                RequestCancelled, RequestFailed, InputRequired)):
+        elif event.TERMINAL:  # the one event ending a request we sent (core's marker)
             call = self._calls.pop(request_id, None) if request_id is not None else None
             if call is not None:
                 call.event = event
@@ -415,6 +491,10 @@ class Session:
                 related_request_id=related_request_id, **options)
             call = Call(method, request_id, on_progress)
             self._calls[request_id] = call
+            if method in HUMAN_WAIT_METHODS:
+                # The human-wait clock (see HUMAN_WAIT_METHODS): the core keeps the time
+                # left; nothing resumes it, the answer (or the close) ends the request.
+                self.conn.pause_timeout(request_id, now=self._now())
             self.service()
         return call
 
@@ -520,11 +600,21 @@ class ClientLogic(Session):
         elicitation: Callable[[dict[str, Any]], Any] | None = None,
         roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
         on_notification: Callable[[Notification], Any] | None = None,
-        on_log: Callable[[dict[str, Any]], Any] | None = None, **kwargs: Any,
+        on_log: Callable[[dict[str, Any]], Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None, **kwargs: Any,
     ) -> None:
         super().__init__(conn, **kwargs)
         self.callbacks: dict[str, Any] = {
             "sampling": sampling, "elicitation": elicitation, "roots": roots}
+        #: What this client declared it offers (``capabilities=`` merged with what the
+        #: callbacks imply, checked: :mod:`._client_capabilities`), or None when the
+        #: connection's own ``capabilities`` are sent as they are (a connection built by
+        #: hand). Each message carries it as the revision in force can express it.
+        self.declared_capabilities: dict[str, Any] | None = None
+        if capabilities is not None:
+            self.declared_capabilities = declare(conn.capabilities, capabilities,
+                                                 self.callbacks)
+            self._offer_capabilities(self._first_offer(None))
         self.on_notification = on_notification
         self.on_log = on_log
         self.initialized: Initialized | None = None
@@ -537,6 +627,12 @@ class ClientLogic(Session):
         #: The method of our own request the server sent back to us, if it did.
         self.echoed: str | None = None
         self._stepped: State | None = None
+        #: How many of the server's human-wait requests (HUMAN_WAIT_METHODS) our callbacks
+        #: are answering now; while above zero, our own requests' clocks are paused.
+        self._human_waits = 0
+        #: Tasks we follow, by id, until terminal (``notifications/tasks/status`` updates
+        #: them: 2025-11-25 basic/utilities/tasks).
+        self._client_tasks: dict[str, ClientTask] = {}
 
     @classmethod
     def _create(
@@ -545,17 +641,40 @@ class ClientLogic(Session):
         roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
         on_notification: Callable[[Notification], Any] | None = None,
         on_log: Callable[[dict[str, Any]], Any] | None = None,
-        info: Mapping[str, Any] | None = None, **connection_options: Any,
+        info: Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None, keepalive: float | None = None,
+        keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
     ) -> Self:
         """A client on a fresh :class:`ClientConnection` that declares what the callbacks
-        make true; ``connection_options`` go to the connection."""
+        make true, plus ``capabilities`` (see :func:`._client_capabilities.declare`);
+        ``keepalive`` pings the server every so many seconds (handshake era; see
+        :mod:`._keepalive`), closing after ``keepalive_misses`` unanswered in a row;
+        ``connection_options`` go to the connection."""
         conn = ClientConnection(
             info=info or default_client_info(),
             capabilities=cls._capabilities_for(sampling, elicitation, roots),
             **connection_options,
         )
         return cls(conn, sampling=sampling, elicitation=elicitation, roots=roots,
-                   on_notification=on_notification, on_log=on_log)
+                   on_notification=on_notification, on_log=on_log,
+                   capabilities=capabilities or {}, keepalive=keepalive,
+                   keepalive_misses=keepalive_misses)
+
+    def _first_offer(self, era: Era | None) -> str:
+        """The revision the connect's first message offers: the newest stateless one when
+        it probes (``server/discover``), else the newest handshake one (``initialize``)."""
+        conn = self.conn
+        stateless = [v for v in conn.versions if v in STATELESS_REVISIONS]
+        handshake = [v for v in conn.versions if v in HANDSHAKE_REVISIONS]
+        if stateless and (era is not Era.HANDSHAKE or not handshake):
+            return max(stateless)  # revisions are dates: the newest sorts last
+        return max(handshake or list(conn.versions))
+
+    def _offer_capabilities(self, revision: str | None) -> None:
+        """Put on the connection what we declared, as ``revision`` can express it (a new
+        dict: a message already queued keeps the one it was built with)."""
+        if self.declared_capabilities is not None and revision is not None:
+            self.conn.capabilities = for_revision(self.declared_capabilities, revision)
 
     @staticmethod
     def _capabilities_for(
@@ -602,6 +721,8 @@ class ClientLogic(Session):
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, Initialized):
+            # The revision is settled: from now on we declare what it can express.
+            self._offer_capabilities(self.conn.protocol_version)
             self.initialized = event
             self._wake_ready()
         elif isinstance(event, SubscriptionAcknowledged):
@@ -612,7 +733,30 @@ class ClientLogic(Session):
         elif isinstance(event, Notification):
             self._on_notification(event)
 
+    def _follow_task(self, task: ClientTask) -> ClientTask:
+        """Follow a task just created: status changes call its ``on_status`` (on this
+        runtime) and notifications about it update it."""
+        if task.on_status is not None:
+            callback = task.on_status
+            task._emit = lambda: self._callback(callback, task)
+            if task.task_id:
+                self._callback(callback, task)  # its first status
+        if task.task_id and not task.terminal:
+            self._client_tasks[task.task_id] = task
+        return task
+
+    def _task_notified(self, params: Mapping[str, Any]) -> None:
+        """``notifications/tasks/status`` (2025-11-25): the Task of a status change."""
+        task_id = params.get("taskId")
+        task = self._client_tasks.get(task_id) if isinstance(task_id, str) else None
+        if task is not None:
+            task.update(params)
+            if task.terminal:
+                del self._client_tasks[task.task_id]
+
     def _on_notification(self, event: Notification) -> None:
+        if event.method == "notifications/tasks/status":
+            self._task_notified(event.params or {})
         meta = (event.params or {}).get("_meta")
         sub_id = meta.get("io.modelcontextprotocol/subscriptionId") if isinstance(
             meta, dict) else None
@@ -649,10 +793,23 @@ class ClientLogic(Session):
                 return True
             if self.closed is not None:
                 raise ConnectionClosedError(f"could not connect: {self._closed_detail()}")
-            if self.conn.state is State.IDLE:
-                self.conn.connect(now=self._now(), era=era)
+            conn = self.conn
+            if conn.state is State.IDLE:
+                self._offer_capabilities(self._first_offer(era))
+                conn.connect(now=self._now(), era=era)
+                if self._probing():
+                    # The probe went out; if it fails the core falls back to initialize,
+                    # which then offers the newest handshake revision.
+                    handshake = [v for v in conn.versions if v in HANDSHAKE_REVISIONS]
+                    if handshake:
+                        self._offer_capabilities(max(handshake))
                 self.service()
         return False
+
+    def _probing(self) -> bool:
+        # A method, not an inline test: the state changed under a call that type checkers
+        # cannot see into.
+        return self.conn.state is State.PROBING
 
     def _connect_outcome(self) -> Initialized:
         if self.initialized is not None:
@@ -662,6 +819,31 @@ class ClientLogic(Session):
                 f"could not connect: the server sent our own {self.echoed} request back "
                 "(it echoes its input: not an MCP server)")
         raise ConnectionClosedError(f"could not connect: {self._closed_detail()}")
+
+    def _human_wait(self, request: Request, begin: bool) -> None:
+        """Pause (``begin``) or resume the clocks of our requests in flight around a
+        callback answering one of the server's human-wait requests (``HUMAN_WAIT_METHODS``).
+
+        The server's request does not say which of ours it serves (the handshake era has no
+        such field on stdio), so every request of ours still in flight pauses; they resume
+        with the time they had left once the last such callback has answered. A request we
+        send meanwhile keeps its clock: it does not wait on this human."""
+        if request.method not in HUMAN_WAIT_METHODS:
+            return
+        with self.lock:
+            if self.closed is not None:
+                return
+            self._human_waits += 1 if begin else -1
+            if self._human_waits != (1 if begin else 0):
+                return  # only the first to begin pauses, only the last to end resumes
+            now = self._now()
+            step = self.conn.pause_timeout if begin else self.conn.resume_timeout
+            for request_id, call in list(self._calls.items()):
+                if call.method == "ping":
+                    continue  # a keepalive ping is answered by software, not the human
+                with suppress(LocalProtocolError):  # ended meanwhile: nothing to pause
+                    step(request_id, now=now)
+            self.service()  # the next deadline moved: re-arm
 
     def _input_callback(self, method: str) -> Callable[[dict[str, Any]], Any]:
         """The user callback that answers a server's ``method`` request."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextvars
 import inspect
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,18 @@ from typing import TYPE_CHECKING, Any
 from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
 
 from ._api import AsyncContext, _Resumed
+from ._client_tasks import (
+    ClientTask,
+    Plan,
+    Sleep,
+    StatusCallback,
+    await_plan,
+    cancel_plan,
+    get_plan,
+    list_plan,
+    start_plan,
+    update_plan,
+)
 from ._session import (
     DEFAULT,
     Call,
@@ -251,11 +264,14 @@ class SyncClient(ClientLogic, SyncSession):
         pass  # a callback answering the server is not interruptible; its answer is dropped
 
     def _answer(self, request: Request) -> None:
+        self._human_wait(request, True)
         try:
             value = _resolve(self._input_callback(request.method)(request.params or {}))
         except Exception as exc:
             self._finish_request(request.request_id, error=exc, method=request.method)
             return
+        finally:
+            self._human_wait(request, False)
         self._finish_request(request.request_id, value, method=request.method)
 
     def connect(self, *, era: Era | None = None) -> Initialized:
@@ -475,6 +491,66 @@ class SyncClient(ClientLogic, SyncSession):
         subscription = SyncSubscription(self, self._start_listen(notifications, timeout))
         subscription.wait_acknowledged()
         return subscription
+
+    # -- tasks (adapters/_client_tasks.py: each operation is a plan run here) --------------
+
+    def _sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def _run_plan(self, plan: Plan) -> Any:
+        """Run a plan: each :class:`Send` is a request, each :class:`Sleep` a sleep."""
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                step = plan.throw(error) if error is not None else plan.send(value)
+            except StopIteration as stop:
+                return stop.value
+            value, error = None, None
+            if isinstance(step, Sleep):
+                self._sleep(step.seconds)
+                continue
+            try:
+                value = self.request(step.method, step.params)
+            except Exception as exc:  # handed to the plan, which re-raises what it keeps
+                error = exc
+
+    def call_tool_as_task(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *,
+        ttl_ms: int | None = None, on_status: StatusCallback | None = None,
+    ) -> ClientTask:
+        """Call a tool as a task and return the task (:class:`ClientTask`) at once
+        (as the async client's, blocking).
+
+        2025-11-25: asks for a task (``params.task``, with ``ttl_ms`` if given). 2026-07-28:
+        needs ``capabilities={"extensions": {TASKS_EXTENSION: {}}}`` on the client; the
+        server decides, and a plain answer comes back as a task already ``completed``.
+        ``on_status(task)`` is called at each status change seen (polls, notifications)."""
+        return self._follow_task(self._run_plan(start_plan(
+            self.conn.protocol_version, name, arguments, ttl_ms, on_status)))
+
+    def task_result(self, task: ClientTask) -> dict[str, Any]:
+        """Wait for the task's outcome: the tool's result, or the exception its end means
+        (:class:`McpError`; ``RequestCancelledError`` for a cancelled task)."""
+        return self._run_plan(await_plan(task))  # type: ignore[no-any-return]
+
+    def refresh_task(self, task: ClientTask) -> ClientTask:
+        """Ask for the task's state once (``tasks/get``)."""
+        self._run_plan(get_plan(task))
+        return task
+
+    def cancel_task(self, task: ClientTask) -> None:
+        """Cancel the task (``tasks/cancel``)."""
+        self._run_plan(cancel_plan(task))
+
+    def answer_task(self, task: ClientTask, responses: Mapping[str, Any]) -> None:
+        """Answer an ``input_required`` task's questions (``tasks/update``, 2026-07-28)."""
+        self._run_plan(update_plan(task, responses))
+
+    def list_tasks(self) -> list[dict[str, Any]]:
+        """Every task of this session (``tasks/list``, 2025-11-25 only)."""
+        return self._run_plan(  # type: ignore[no-any-return]
+            list_plan(self.conn.protocol_version))
 
 
 # -- the server ------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from mcp_sansio import Era, Notification, RequestId
 
 from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession, _Resumed
+from ._keepalive import DEFAULT_MAX_MISSED
 from ._session import (
     STDERR_LOGGER,
     ConnectionClosedError,
@@ -105,6 +106,10 @@ async def _reraise(exc: BaseException) -> NoReturn:
 
 class _AsyncioRuntime(AsyncSession):
     """The asyncio primitives behind the shared async session."""
+
+    async def _sleep(self, seconds: float) -> None:
+        """The runtime's sleep (a task's poll interval, ``_client_tasks.Sleep``)."""
+        await asyncio.sleep(seconds)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -417,21 +422,27 @@ class _WritePipe(asyncio.Protocol):
 
 async def serve_stdio(
     server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
-    request_state_key: bytes | None = None, **connection_options: Any,
+    request_state_key: bytes | None = None, keepalive: float | None = None,
+    keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
 ) -> None:
     """Serve one MCP connection on this process's stdin/stdout (or the given descriptors)
     until the client closes stdin. While serving, ``sys.stdout`` and descriptor 1 point at
     stderr, so stray ``print()`` output cannot corrupt the protocol stream.
 
     ``request_state_key`` seals stateless-era ``requestState`` (a random key by default,
-    so state is valid for this process only)."""
+    so state is valid for this process only).
+
+    ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25
+    basic/utilities/ping) and ends the session after ``keepalive_misses`` unanswered in a
+    row (``mcp_sansio.adapters._keepalive``); off by default."""
     loop = asyncio.get_running_loop()
     guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
     conn = server.connection(
         request_state_key=request_state_key or os.urandom(32), **connection_options)
-    session = ServerSession(conn, server)
+    session = ServerSession(conn, server, keepalive=keepalive,
+                            keepalive_misses=keepalive_misses)
     finished = asyncio.Event()
     session._on_closed.append(finished.set)
     reader: asyncio.BaseTransport | None = None

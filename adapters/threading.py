@@ -32,7 +32,6 @@ import inspect
 import logging
 import os
 import selectors
-import signal
 import subprocess
 import threading
 import time
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_sansio import Era, Notification, Request, RequestId
 
 from ._api import _Resumed
+from ._keepalive import DEFAULT_MAX_MISSED
 from ._session import (
     STDERR_LOGGER,
     ConnectionClosedError,
@@ -57,12 +57,8 @@ from ._session import Context as SessionContext
 from ._stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     ProtectedStdio,
-    argv_of,
-    env_of,
-    kill_leftovers,
     pollable,
     read_all,
-    signal_group,
     write_all,
 )
 from ._sync_api import (
@@ -72,6 +68,7 @@ from ._sync_api import (
     SyncSession,
     ThreadContext,
 )
+from .stdio import spawn_server, stop_server
 
 if TYPE_CHECKING:
     import asyncio
@@ -227,20 +224,7 @@ class Client(_ThreadRuntime, SyncClient):
             self._out_fd = None
         process = self._process
         if process is not None:
-            if process.stdin is not None:
-                with contextlib.suppress(OSError):
-                    process.stdin.close()
-            try:
-                process.wait(shutdown_timeout)
-            except subprocess.TimeoutExpired:
-                signal_group(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(shutdown_timeout)
-                except subprocess.TimeoutExpired:
-                    signal_group(process.pid, signal.SIGKILL)
-                    process.wait()
-            self.returncode = process.returncode
-            kill_leftovers(process.pid)
+            self.returncode = stop_server(process, shutdown_timeout)
         self._nudge()
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(shutdown_timeout)
@@ -274,11 +258,7 @@ def connect_stdio(
                            on_notification=on_notification, on_log=on_log, info=info,
                            **connection_options)
     try:
-        process = subprocess.Popen(
-            argv_of(command, args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env_of(env, inherit_env), cwd=cwd, bufsize=0,
-            start_new_session=True,
-        )
+        process = spawn_server(command, args, env=env, inherit_env=inherit_env, cwd=cwd)
     except BaseException:
         client._close_pipes()
         raise
@@ -407,17 +387,23 @@ class ServerSession(_ThreadRuntime, SyncServerSession):
 def serve_stdio(
     server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
     request_state_key: bytes | None = None, max_workers: int = 32,
-    **connection_options: Any,
+    keepalive: float | None = None,
+    keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
 ) -> None:
     """Serve one MCP connection on this process's stdin/stdout (or the given descriptors),
     blocking until the client closes stdin. The calling thread is the reader; handlers run
-    in a pool of ``max_workers`` threads. Stray ``print()`` output goes to stderr."""
+    in a pool of ``max_workers`` threads. Stray ``print()`` output goes to stderr.
+
+    ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25
+    basic/utilities/ping) and ends the session after ``keepalive_misses`` unanswered in a
+    row (``mcp_sansio.adapters._keepalive``); off by default."""
     guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
     conn = server.connection(
         request_state_key=request_state_key or os.urandom(32), **connection_options)
-    session = ServerSession(conn, server, max_workers=max_workers)
+    session = ServerSession(conn, server, max_workers=max_workers, keepalive=keepalive,
+                            keepalive_misses=keepalive_misses)
     session._out_fd = out_fd
     try:
         if pollable(in_fd):

@@ -41,6 +41,7 @@ import trio
 from mcp_sansio import Era, Notification, RequestId
 
 from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession
+from ._keepalive import DEFAULT_MAX_MISSED
 from ._session import (
     STDERR_LOGGER,
     Call,
@@ -147,6 +148,10 @@ class _Drive:
 
 class _TrioRuntime(AsyncSession):
     """The trio primitives behind the shared async session."""
+
+    async def _sleep(self, seconds: float) -> None:
+        """The runtime's sleep (a task's poll interval, ``_client_tasks.Sleep``)."""
+        await trio.sleep(seconds)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -602,16 +607,25 @@ class ServerSession(_TrioRuntime, AsyncServerSession):
 
 async def serve_stdio(
     server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
-    request_state_key: bytes | None = None, **connection_options: Any,
+    request_state_key: bytes | None = None, keepalive: float | None = None,
+    keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
 ) -> None:
     """Serve one MCP connection on this process's stdin/stdout (or the given descriptors)
-    until the client closes stdin. Stray ``print()`` output goes to stderr."""
+    until the client closes stdin. Stray ``print()`` output goes to stderr.
+
+    ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25
+    basic/utilities/ping) and ends the session after ``keepalive_misses`` unanswered in a
+    row (``mcp_sansio.adapters._keepalive``); off by default."""
     guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
     conn = server.connection(
         request_state_key=request_state_key or os.urandom(32), **connection_options)
-    session = ServerSession(conn, server)
+    session = ServerSession(conn, server, keepalive=keepalive,
+                            keepalive_misses=keepalive_misses)
+    # A close not caused by the input (keepalive's missed pings) ends serving too; the
+    # runner still waiting on the input is cancelled with the nursery below.
+    session._on_closed.append(session._done.set)
     reader = trio.lowlevel.FdStream(os.dup(in_fd)) if pollable(in_fd) else None
     writer: trio.abc.SendStream = (trio.lowlevel.FdStream(os.dup(out_fd)) if pollable(out_fd)
                                    else _BlockingWriter(out_fd))

@@ -26,7 +26,7 @@ in ``mcp_sansio.types`` are opt-in.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -99,6 +99,26 @@ _optional_dict = attrs.validators.optional(_dict)
 class Event:
     """Base class of every event."""
 
+    #: True on the classes that end the story of a request we sent (see the module
+    #: docstring): an embedder tests this instead of listing the terminal classes by hand.
+    #: A class attribute (``ClassVar``), so attrs leaves it out of the fields.
+    TERMINAL: ClassVar[bool] = False
+
+    @property
+    def ended_request(self) -> RequestId | None:
+        """The id of the request we sent whose story this event ends, or None.
+
+        Set on :class:`Response`, :class:`ErrorResponse` (when it carries an id),
+        :class:`RequestTimedOut`, :class:`RequestCancelled`, :class:`RequestAborted`,
+        :class:`InputRequired` (the story goes on under the retry's new id) and
+        :class:`RequestFailed`; None on every other event. Every request we send gets
+        exactly one event with a non-None ``ended_request``.
+        """
+        if self.TERMINAL:
+            rid: RequestId | None = getattr(self, "request_id", None)
+            return rid
+        return None
+
 
 # -- the four symmetric message events -------------------------------------------------------
 
@@ -137,6 +157,8 @@ class Response(Event):
     receipt; ignored by ``send()``).
     """
 
+    TERMINAL: ClassVar[bool] = True
+
     request_id: RequestId = attrs.field(validator=_check_request_id)
     result: dict[str, Any] = attrs.field(validator=_dict)
     method: str | None = attrs.field(default=None, validator=_optional_str)
@@ -145,6 +167,8 @@ class Response(Event):
 @attrs.frozen(kw_only=True)
 class ErrorResponse(Event):
     """An error answer to a request we sent (terminal for that request)."""
+
+    TERMINAL: ClassVar[bool] = True
 
     request_id: RequestId | None = attrs.field(validator=_check_optional_request_id)
     code: int = attrs.field(validator=_check_int_code)
@@ -250,6 +274,8 @@ class RequestTimedOut(Event):
     The core has queued ``notifications/cancelled`` for it.
     """
 
+    TERMINAL: ClassVar[bool] = True
+
     request_id: RequestId = attrs.field(validator=_check_request_id)
     method: str = attrs.field(validator=_str)
     hard_limit: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
@@ -259,6 +285,8 @@ class RequestTimedOut(Event):
 class RequestCancelled(Event):
     """A request we sent was cancelled by ``cancel()`` (terminal for that request)."""
 
+    TERMINAL: ClassVar[bool] = True
+
     request_id: RequestId = attrs.field(validator=_check_request_id)
     method: str = attrs.field(validator=_str)
     reason: str | None = attrs.field(default=None, validator=_optional_str)
@@ -267,6 +295,8 @@ class RequestCancelled(Event):
 @attrs.frozen(kw_only=True)
 class RequestAborted(Event):
     """A request we sent can no longer be answered: the connection closed (terminal)."""
+
+    TERMINAL: ClassVar[bool] = True
 
     request_id: RequestId = attrs.field(validator=_check_request_id)
     method: str = attrs.field(validator=_str)
@@ -314,6 +344,8 @@ class InputRequired(Event):
     request's story continues under it, and may produce another ``InputRequired``.
     """
 
+    TERMINAL: ClassVar[bool] = True
+
     request_id: RequestId = attrs.field(validator=_check_request_id)
     method: str = attrs.field(validator=_str)
     input_requests: dict[str, Any] = attrs.field(factory=dict, validator=_dict)
@@ -335,6 +367,8 @@ class RequestFailed(Event):
     """A request we sent got a result the core cannot accept (an unknown ``resultType``, or
     an ``input_required`` for a method that may not return one). Terminal; a local
     verdict, so it carries no JSON-RPC code."""
+
+    TERMINAL: ClassVar[bool] = True
 
     request_id: RequestId = attrs.field(validator=_check_request_id)
     method: str = attrs.field(validator=_str)

@@ -23,6 +23,9 @@ EXAMPLE_SERVER = [sys.executable, "-P", "-m", "mcp_sansio", "serve-example"]
 NAMED_CALLS = ["list_tools", "call_tool", "list_resources", "list_resource_templates",
                "read_resource", "subscribe", "unsubscribe", "list_prompts", "get_prompt",
                "complete", "set_logging_level", "ping", "discover"]
+#: The client's task calls (docs/client-features.rst, adapters/_client_tasks.py).
+TASK_CALLS = ["call_tool_as_task", "task_result", "refresh_task", "cancel_task",
+              "answer_task", "list_tasks"]
 
 
 def test_the_errors_module_names_the_classes_the_runtimes_raise() -> None:
@@ -93,7 +96,7 @@ def test_the_blocking_client_takes_the_same_keywords() -> None:
 
 #: What docs/reference.rst documents of the clients, besides the named calls.
 CLIENT_API = {"connect", "era", "protocol_version", "server_info", "server_capabilities",
-              "instructions", "request", "listen", *NAMED_CALLS}
+              "instructions", "request", "listen", *NAMED_CALLS, *TASK_CALLS}
 #: The pump's hooks, which every runtime adapter and the HTTP client logic call: still
 #: public by name (renaming them touches every adapter), and not documented for users.
 PUMP_HOOKS = {"feed", "service", "on_timer"}
