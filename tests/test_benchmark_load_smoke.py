@@ -21,7 +21,7 @@ def test_load_benchmark_tiny(tmp_path: Path) -> None:
     rows = ["raw", "h11", "ours-asyncio", "ours-threading"]
     if importlib.util.find_spec("trio") is not None:
         rows.append("ours-trio")
-    rows.append("sdk")  # mcp and uvicorn are test dependencies
+    rows += ["sdk", "sdk-mcpserver"]  # mcp and uvicorn are test dependencies
     out_file = tmp_path / "load.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "load.py"), "--seconds", "0.3",
@@ -39,7 +39,8 @@ def test_load_benchmark_tiny(tmp_path: Path) -> None:
         assert re.search(rf"^{re.escape(row)}\s+{NUMBER}$", out, re.MULTILINE), (
             f"no memory figure for {row} in:\n{out}")
     assert re.search(rf"^aim handshake: best ours \S+ {NUMBER} req/s; x ours-asyncio "
-                     rf"{NUMBER} \(aim >= 2\); x sdk {NUMBER}", out, re.MULTILINE), out
+                     rf"{NUMBER} by cpu {NUMBER} \(aim >= 2\); x sdk {NUMBER} by cpu {NUMBER}",
+                     out, re.MULTILINE), out
     report = json.loads(out_file.read_text(encoding="utf-8"))
     assert {(r["row"], r["era"]) for r in report["rows"]} == {
         (row, era) for row in rows for era in ERAS}
