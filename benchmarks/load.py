@@ -531,7 +531,12 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=SESSIONS,
                         help="idle sessions for the memory figure (0: skip it)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run, as every benchmark script has: 2 clients, 0.3 s, "
+                             "1 repetition, 20 sessions (not a measurement)")
     args = parser.parse_args()
+    if args.quick:
+        args.clients, args.seconds, args.repeat, args.sessions = 2, 0.3, 1, 20
     if min(args.procs, args.clients, args.repeat) < 1 or args.seconds <= 0:
         parser.error("--procs, --clients, --repeat and --seconds must be positive")
     known = {r.name: r for r in ROWS}

@@ -49,6 +49,17 @@ def test_load_benchmark_tiny(tmp_path: Path) -> None:
     assert {m["row"] for m in report["memory"]} == set(rows[2:])
 
 
+def test_load_benchmark_quick_is_tiny() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "load.py"), "--quick", "--rows", "h11",
+         "--eras", "stateless"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    assert "# load: 2 keep-alive clients, tools/call echo, 0.3 s x 1" in proc.stdout
+    assert re.search(rf"^h11\s+stateless(\s+{NUMBER}){{7}}\s+0$", proc.stdout, re.MULTILINE)
+    assert "handshake" not in proc.stdout
+
+
 def test_load_benchmark_refuses_unknown_row() -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "load.py"), "--rows", "raw,nosuch"],
