@@ -10,7 +10,8 @@ are :func:`fuzz.http_target.check`'s (each cites its RFC section there):
 1. nothing escapes the server;
 2. every response is well-formed HTTP/1.1 (read back by a client-side h11 connection);
 3. only requests that RFC 9112 section 6 frames whole and unambiguously reach the MCP layer,
-   with the bytes a strict reading gives; a refusal is the last response and closes;
+   with the bytes a strict reading gives; one response per request read whole, in order, and
+   beyond those only the wire's refusal; after ``Connection: close`` nothing, and it closes;
 4. the channel's buffered bytes stay under the head limit plus the body limit plus a read;
 5. a fresh connection is served afterwards.
 
