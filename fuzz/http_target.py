@@ -21,9 +21,17 @@ layer and the request heads h11 parsed on the way.
 3. a request is handed to the MCP layer -- and so answered as MCP -- only when it was fully
    and unambiguously framed: :func:`frame` is an independent, strict reading of RFC 9112
    section 6 (framing) on the same bytes, and every handed request must be one it framed,
-   with the same method, target and body. A refusal from the wire (``text/plain``,
-   ``Connection: close``) is the last response and the connection closes after it (RFC 9112
-   section 6.3 rules 4-5: invalid framing is answered 400 and the connection closed);
+   with the same method, target and body. Responses pair with requests in order (RFC 9112
+   section 9.3.2), so :func:`check_answers` holds the answers to that count: the first ones
+   answer the requests handed over, with any status (the server may refuse a request that
+   is fully and unambiguously framed -- a CONNECT answered 501, a target form its method may
+   not use answered 400 -- and keep the connection open, since the next request's start is
+   known); at most one answer follows them, and it is the wire's refusal of the request it
+   could not read: an error status, ``Connection: close``, and the connection closed after it
+   (RFC 9112 section 6.3 rules 4-5: invalid framing is answered 400 and the connection
+   closed). Any response carrying ``Connection: close`` is the last one and the connection
+   closes after it (RFC 9112 section 9.6: the server closes after that response and processes
+   no further request);
 4. memory stays bounded: what the channel holds (unparsed bytes and a partial body) never
    exceeds the head limit plus the body limit plus one read;
 5. afterwards a fresh connection with one well-formed ``initialize`` is answered 200.
@@ -402,9 +410,51 @@ def read_responses(outcome: Outcome) -> list[Answer]:
             return answers
 
 
+def closes(answer: Answer) -> bool:
+    """The response carries the "close" connection option (RFC 9112 section 9.6; the field
+    value is a list of case-insensitive tokens, RFC 9110 section 7.6.1)."""
+    value = answer.headers.get(b"connection", b"")
+    return b"close" in [token.strip(b" \t").lower() for token in value.split(b",")]
+
+
 def is_refusal(answer: Answer) -> bool:
-    """An answer from the wire itself (it could not read the request), not the MCP layer."""
-    return answer.headers.get(b"content-type", b"").startswith(b"text/plain")
+    """A refusal by the wire itself of a request it could not read: plain text, an error
+    status, and "Connection: close" (nothing after it can be trusted to start a request).
+    The MCP layer's own plain-text refusals of a request it was handed (a target form the
+    method may not use, CONNECT) keep the connection open and are not these."""
+    return (answer.headers.get(b"content-type", b"").startswith(b"text/plain")
+            and 400 <= answer.status < 600 and closes(answer))
+
+
+def check_answers(answers: Sequence[Answer], settled: int, closed: bool, why: str) -> None:
+    """The answers on one connection against ``settled``, the number of requests read whole
+    and unambiguously (handed to the MCP layer in memory; framed by :func:`frame` for a real
+    server); ``closed``: the server closed the connection. Raises AssertionError."""
+    # Every answer but the last is complete (the last may be a stream still going).
+    for answer in answers[:-1]:
+        assert answer.complete, answers
+    # RFC 9112 section 9.3.2: one response per request, in order -- the first ``settled``
+    # answers are those requests' (any status: refusing a request that was framed whole is
+    # the server's right, and the connection may stay open after it). Beyond them, at most
+    # one answer, and only the wire's refusal of the request it could not read (RFC 9112
+    # section 6.3 rules 4-5: answered with an error, and the connection closed): a response
+    # is never sent for a request that was not fully and unambiguously framed.
+    beyond = list(answers[settled:])
+    assert len(beyond) <= 1, (
+        f"{len(beyond)} answers to requests that were not fully and unambiguously framed "
+        f"({why}): {answers}")
+    if beyond:
+        assert is_refusal(beyond[0]), (
+            f"an answer that is not a refusal to a request that was not fully and "
+            f"unambiguously framed ({why}): {answers}")
+    # RFC 9112 section 9.6: "A server that sends a "close" connection option MUST initiate
+    # a close of the connection ... after it sends the response containing" it, "MUST NOT
+    # process any further requests received on that connection".
+    for index, answer in enumerate(answers):
+        if closes(answer):
+            assert index == len(answers) - 1, answers
+            if answer.complete:
+                assert closed, f"the connection stayed open after Connection: close: {answers}"
 
 
 def check(outcome: Outcome, data: bytes) -> list[Answer]:
@@ -422,26 +472,16 @@ def check(outcome: Outcome, data: bytes) -> list[Answer]:
         assert got.method.encode("latin-1") == want.method, (got, want)
         assert got.target.encode("latin-1") == want.target, (got, want)
         assert got.body == want.body, (got, want)
-    # Every answer but the last is complete; an open last one is a stream still going (SSE)
-    # or was cut by the client's end of file.
-    for answer in answers[:-1]:
-        assert answer.complete, answers
+    # Invariant 3 -- the MCP layer answers only requests it was handed, one each, in order;
+    # beyond them only the wire's refusal, after which the connection closes (RFC 9112
+    # sections 9.3.2, 6.3 and 9.6: :func:`check_answers`).
+    check_answers(answers, len(outcome.handed), outcome.closed, why)
+    # An open last answer is a stream still going (SSE) or was cut by the client's end of
+    # file.
     if answers and not answers[-1].complete:
         last = answers[-1]
         assert (last.headers.get(b"content-type", b"").startswith(b"text/event-stream")
                 or outcome.eof), answers
-    # Invariant 3 -- the MCP layer answers only requests it was handed (RFC 9112 section
-    # 9.3.2: one response per request, in order).
-    served = [a for a in answers if not is_refusal(a)]
-    assert len(served) <= len(outcome.handed), (answers, outcome.handed)
-    refusals = [i for i, a in enumerate(answers) if is_refusal(a)]
-    if refusals:
-        # RFC 9112 section 6.3 and section 9.6: a request that cannot be read is answered
-        # with an error and "Connection: close", and nothing follows on that connection.
-        assert refusals == [len(answers) - 1], answers
-        assert answers[-1].headers.get(b"connection") == b"close", answers
-        assert 400 <= answers[-1].status < 600, answers
-        assert outcome.closed
     head_ended = data.find(b"\n\r\n", stop) >= 0 or data.find(b"\n\n", stop) >= 0
     in_head = why.startswith("invalid") and not why.startswith(_BODY_LEVEL)
     if in_head and head_ended and len(outcome.handed) == len(framed) and not outcome.eof:

@@ -10,7 +10,8 @@ are :func:`fuzz.http_target.check`'s (each cites its RFC section there):
 1. nothing escapes the server;
 2. every response is well-formed HTTP/1.1 (read back by a client-side h11 connection);
 3. only requests that RFC 9112 section 6 frames whole and unambiguously reach the MCP layer,
-   with the bytes a strict reading gives; a refusal is the last response and closes;
+   with the bytes a strict reading gives; one response per request read whole, in order, and
+   beyond those only the wire's refusal; after ``Connection: close`` nothing, and it closes;
 4. the channel's buffered bytes stay under the head limit plus the body limit plus a read;
 5. a fresh connection is served afterwards.
 
@@ -46,7 +47,9 @@ from .http_target import (
     HOST,
     MAX_BODY,
     MAX_HEADER,
+    Answer,
     check,
+    check_answers,
     frame,
     is_refusal,
     make_server,
@@ -83,6 +86,15 @@ FOUND = [
     b"POST /mcp HTTP/1.0\r\nHost: localhost:8000\r\nContent-Type: application/json\r\n"
     b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
     b"GET /" + b"a" * 3000 + b" HTTP/1.1\r\nHost: localhost:8000\r\n\r\n",
+    # Refusals of requests framed whole that keep the connection open (the oracle once
+    # took every plain-text answer for the wire's refusal): a target in no form of RFC 9112
+    # section 3.2 (400), CONNECT (501, RFC 9110 section 15.6.2) followed by a request that is
+    # served, and an authority-form POST after a DELETE (400).
+    b"CONNECT 0 HTTP/1.1\r\nHost:8\n\r\n",
+    b"CONNECT localhost:8000 HTTP/1.1\r\nHost: localhost:8000\r\n\r\n"
+    b"OPTIONS * HTTP/1.1\r\nHost: localhost:8000\r\n\r\n",
+    b"DELETE /mcp HTTP/1.1\r\nHost: localhost:8000\r\nMcp-Session-Id: session-1\r\n\r\n"
+    b"POST localhost:8000 HTTP/1.1\r\nHost: localhost:8000\r\nContent-Length: 2\r\n\r\n{}",
     b"POST /mcp HTTP/1.1\r\nHost: localhost:8000\r\nTransfer-Encoding: chunked\r\n"
     b"Content-Length: 5\r\n\r\n0\r\n\r\n",
 ]
@@ -108,6 +120,42 @@ def test_seeds_and_found_inputs(data: bytes, eof: bool) -> None:
     bytewise = serve([data[i:i + 1] for i in range(len(data))], eof=eof)
     check(bytewise, data)
     assert _summary(bytewise) == _summary(whole)
+
+
+def _answer(status: int, *, close: bool = False, plain: bool = True,
+            complete: bool = True) -> Answer:
+    headers = {b"content-type": b"text/plain; charset=utf-8" if plain else b"application/json"}
+    if close:
+        headers[b"connection"] = b"keep-alive, Close"
+    return Answer(status, headers, complete)
+
+
+def test_the_answer_pairing_accepts_what_the_rfc_allows() -> None:
+    # A refusal of a request framed whole, the connection kept open (CONNECT 501, then a
+    # served request).
+    check_answers([_answer(501), _answer(200, plain=False)], 2, False, "end")
+    # The wire's refusal of the request after the framed ones, then the close.
+    check_answers([_answer(202, plain=False), _answer(400, close=True)], 1, True, "invalid")
+    # A stream still open as the last answer.
+    check_answers([_answer(200, plain=False, complete=False)], 1, False, "end")
+
+
+@pytest.mark.parametrize(("answers", "settled", "closed"), [
+    # An answer (not a refusal) to a request that was not framed whole (RFC 9112 section 6).
+    ([_answer(200, plain=False)], 0, False),
+    ([_answer(400)], 0, False),  # a refusal beyond the framed requests that keeps it open
+    ([_answer(200, close=True)], 0, True),  # a "refusal" with a success status
+    ([_answer(400, close=True), _answer(400, close=True)], 0, True),  # two beyond
+    # Something after "Connection: close", or the connection left open (RFC 9112 9.6).
+    ([_answer(400, close=True), _answer(200, plain=False)], 2, True),
+    ([_answer(200, plain=False, close=True)], 1, False),
+    ([_answer(200, plain=False, complete=False), _answer(200)], 2, False),  # cut short
+])
+def test_the_answer_pairing_refuses_what_the_rfc_forbids(
+    answers: list[Answer], settled: int, closed: bool,
+) -> None:
+    with pytest.raises(AssertionError):
+        check_answers(answers, settled, closed, "invalid")
 
 
 def _summary(outcome: object) -> tuple[object, ...]:

@@ -12,8 +12,11 @@ been idle for :data:`IDLE` seconds (the server waiting for bytes that will not c
   one response per request in order: RFC 9112 section 9.3.2);
 * the MCP layer answered no more requests than RFC 9112 section 6 frames whole and
   unambiguously in the bytes sent (:func:`fuzz.http_target.frame`);
-* a refusal by the wire is the last response and the server closes the connection after it
-  (RFC 9112 section 6.3 rules 4-5, section 9.6);
+* the first responses answer the requests framed, one each, with any status (a refusal of a
+  request framed whole may keep the connection open); beyond them at most one, the wire's
+  refusal (an error with ``Connection: close``: RFC 9112 section 6.3 rules 4-5); after any
+  response with ``Connection: close`` nothing follows and the server closes the connection
+  (RFC 9112 section 9.6) -- :func:`fuzz.http_target.check_answers`;
 * a fresh connection's well-formed ``initialize`` is answered 200, both while the fuzzed
   connection is still open and after it is closed.
 
@@ -40,7 +43,15 @@ from mcp_sansio.http import DEFAULT_MAX_BODY_SIZE
 from tests.http_stories import GUARD, serve_example
 
 from .http_grammar import connections, cuts
-from .http_target import INIT, Outcome, frame, is_refusal, read_responses, well_formed
+from .http_target import (
+    INIT,
+    Outcome,
+    check_answers,
+    closes,
+    frame,
+    read_responses,
+    well_formed,
+)
 
 EXAMPLES = int(os.environ.get("MCP_SANSIO_FUZZ_SERVER_EXAMPLES", "20"))
 #: Seconds without a byte after which the server is taken to be waiting for more input: far
@@ -131,7 +142,8 @@ def exchange(port: int, chunks: list[bytes], eof: bool, expected: int | None) ->
                                   handed=[], max_held=0, largest=0, fresh_status=None)
                 answers = read_responses(outcome)
                 done = [a for a in answers if a.complete]
-                if len(done) >= expected and not any(is_refusal(a) for a in answers):
+                # (After a "Connection: close" the server's close is awaited: it is checked.)
+                if len(done) >= expected and not any(closes(a) for a in answers):
                     break
         # While this connection is still open (mid-request, perhaps): another is served.
         fresh = fresh_initialize(port)
@@ -169,20 +181,10 @@ def test_any_connection(served: Served, reqs: list[bytes], data: st.DataObject,
     answers = read_responses(outcome)  # well-formed HTTP/1.1 (raises otherwise)
     if outcome.out:
         assert outcome.out.startswith(b"HTTP/1.1 "), outcome.out[:100]
-    # RFC 9112 sections 6 and 9.3.2: the MCP layer answers only requests framed whole and
-    # unambiguously, at most one answer each.
-    served_answers = [a for a in answers if not is_refusal(a)]
-    assert len(served_answers) <= len(framed), (why, answers, framed)
-    refusals = [i for i, a in enumerate(answers) if is_refusal(a)]
-    if refusals:
-        # A refusal is the last word on the connection (RFC 9112 section 6.3, 9.6).
-        assert refusals == [len(answers) - 1], answers
-        assert answers[-1].headers.get(b"connection") == b"close", answers
-        if answers[-1].complete:
-            assert outcome.closed, "the connection stayed open after a refusal"
-    # Every answer but a last, still-open one is complete.
-    for answer in answers[:-1]:
-        assert answer.complete, answers
+    # RFC 9112 sections 6, 9.3.2 and 9.6: one answer per request framed whole and
+    # unambiguously, in order (any status); beyond them only the wire's refusal; after a
+    # "Connection: close" nothing, and the connection closes (check_answers).
+    check_answers(answers, len(framed), outcome.closed, why)
     # A fresh connection is served, while the fuzzed one is still open and after it closed.
     assert outcome.fresh_status == 200
     assert fresh_initialize(served.port) == 200
@@ -197,7 +199,6 @@ def test_the_servers_answer_the_seeds_and_the_found_inputs(served: Served) -> No
         framed, why, _ = frame(data, BODY)
         outcome = exchange(served.port, [data], False, len(framed) if why == "end" else None)
         assert served.proc.poll() is None, data
-        answers = read_responses(outcome)
-        assert len([a for a in answers if not is_refusal(a)]) <= len(framed), data
+        check_answers(read_responses(outcome), len(framed), outcome.closed, why)
     assert not served.tracebacks(), served.tracebacks()[-3000:]
     assert fresh_initialize(served.port) == 200
