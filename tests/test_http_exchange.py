@@ -22,8 +22,10 @@ from mcp_sansio.http._exchange import (
     ResponseEnded,
     ResponseStarted,
 )
+from mcp_sansio.http._exchange_wire import ExchangeWire
 from mcp_sansio.http._headers import Headers
 from mcp_sansio.http._server import HTTPServer, ServerChannel, Session
+from mcp_sansio.http._wire import ServerWire
 
 from .http_util import ACCEPT_BOTH, HOST, SERVER_INFO, init_body, result_for, stateless_meta
 
@@ -214,3 +216,63 @@ def test_an_h11_channel_takes_no_exchange_events() -> None:
     with pytest.raises(TypeError):
         channel.receive_event(PeerClosed())
     assert channel.events_to_send() == []
+
+
+# -- the h11 wire as one producer and consumer of the same events ------------------------------
+
+
+def test_the_h11_wire_produces_exchange_events() -> None:
+    wire = ServerWire(max_body_size=1000)
+    wire.receive_data(b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      b"3\r\nabc\r\n")
+    started = wire.next_event()
+    assert isinstance(started, RequestStarted)
+    assert (started.method, started.target, started.http_version) == ("POST", "/mcp", "1.1")
+    assert started.headers.get("host") == "x"
+    assert wire.next_event() == RequestData(b"abc")
+    assert wire.next_event() is None  # the rest of the body has not come
+    wire.receive_data(b"2\r\nde\r\n0\r\n\r\n")
+    assert wire.next_event() == RequestData(b"de")
+    assert wire.next_event() == RequestEnded()
+    assert wire.busy and wire.next_event() is None  # nothing more until the answer
+    wire.send(ResponseStarted(status=200, headers=(("content-type", "text/plain"),),
+                              content_length=2))
+    wire.send(ResponseData(b"ok"))
+    wire.send(ResponseEnded())
+    assert not wire.busy and wire.data_to_send().endswith(b"\r\n\r\nok")
+    wire.receive_data(b"")
+    assert wire.peer_closed and wire.closed and wire.next_event() is None
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_exchange_output_through_the_h11_wire_is_what_the_wire_writes_itself(
+        method: str) -> None:
+    """The same two answers (whole, then streamed), given to the h11 wire as calls and as an
+    exchange's output events, are the same bytes; HEAD's without content."""
+    request = f"{method} /mcp HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+    direct = ServerWire(max_body_size=100)
+    direct.receive_data(request * 2)
+    exchange = ExchangeWire(max_body_size=100)
+    translated = ServerWire(max_body_size=100)
+    translated.receive_data(request * 2)
+    for target in (direct, exchange):
+        for turn in range(2):
+            if target is exchange:
+                exchange.receive_event(RequestStarted(
+                    method=method, target="/mcp", headers=Headers.from_pairs([("host", "x")])))
+                exchange.receive_event(RequestEnded())
+                assert translated.next_request() is not None
+            assert target.next_request() is not None
+            if turn == 0:
+                target.respond(404, [("content-type", "application/json")], b'{"a": 1}')
+            else:
+                target.start_response(200, [("content-type", "text/event-stream")])
+                target.send_body(b"data: 1\n\n")
+                target.end_response()
+            if target is exchange:
+                for event in exchange.events_to_send():
+                    translated.send(event)
+    written = direct.data_to_send()
+    assert translated.data_to_send() == written
+    assert (b"data: 1" in written) == (method == "GET")
+    assert not translated.closed and not translated.busy

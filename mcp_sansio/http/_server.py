@@ -8,7 +8,7 @@ what :meth:`HTTPServer.data_to_send` returns. Between the two:
 
 * each channel wraps an h11 connection (:class:`~mcp_sansio.http._wire.ServerWire`) that cuts
   the bytes into whole requests, one at a time, with keep-alive -- or, for a parser of its
-  own (:meth:`HTTPServer.new_exchange`), an :class:`~mcp_sansio.http._exchange.ExchangeWire`
+  own (:meth:`HTTPServer.new_exchange`), an :class:`~mcp_sansio.http._exchange_wire.ExchangeWire`
   fed with parsed requests as exchange events. Everything below sees only whole requests
   and answers through operations both offer, so it does not know which parser fed it;
 * each request is checked at the HTTP level (its request-target's form, RFC 9112 section
@@ -79,7 +79,8 @@ from .._events import CancelRequested, ConnectionClosed, Event, RequestId
 from .._state import State
 from .._stateless import META_PROTOCOL_VERSION, has_stateless_meta
 from .._versions import FEATURES, Era
-from ._exchange import ExchangeInput, ExchangeOutput, ExchangeWire, PeerClosed
+from ._exchange import ExchangeInput, ExchangeOutput, PeerClosed
+from ._exchange_wire import ExchangeWire
 from ._headers import (
     LOCAL_HOSTS,
     LOCAL_ORIGINS,
@@ -313,7 +314,7 @@ class ServerChannel:
                  ) -> None:
         self._server = server
         #: What cuts the connection into requests and writes the answers: the h11 wire for a
-        #: socket's bytes, or an :class:`~mcp_sansio.http._exchange.ExchangeWire` for a
+        #: socket's bytes, or an :class:`~mcp_sansio.http._exchange_wire.ExchangeWire` for a
         #: parser that hands over exchange events (:meth:`HTTPServer.new_exchange`). The
         #: server's request handling uses only what the two have in common.
         self.wire: ServerWire | ExchangeWire = wire if wire is not None else ServerWire(
