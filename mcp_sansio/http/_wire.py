@@ -15,7 +15,13 @@ These two classes sit on it and deal in *whole* things, which is what the MCP la
   input is answered with h11's suggested status (``400``, ``431`` for oversized heads) and
   ``Connection: close``. When a response ends and both sides are done, the next cycle starts
   (keep-alive); a pipelined request that was already buffered comes out of the next
-  :meth:`~ServerWire.next_request`.
+  :meth:`~ServerWire.next_request`. Underneath, the wire speaks the parser-neutral events of
+  :mod:`~mcp_sansio.http._exchange` (the seam the server is built on):
+  :meth:`~ServerWire.next_event` turns h11's events into a request head, body pieces and an
+  end -- after the refusals below, which are HTTP/1.1 facts and stay here -- and
+  :meth:`~ServerWire.send` writes a response head, body pieces and an end as h11 bytes;
+  ``next_request`` gathers the former, and ``respond`` and the streaming calls are the
+  direct path for the latter.
 * :class:`ClientWire` writes requests and yields the response as a head, body chunks and an
   end, so that an SSE body can be parsed while it streams.
 
