@@ -7,7 +7,10 @@ adapter gives it bytes per connection (a :class:`ServerChannel`, one per socket)
 what :meth:`HTTPServer.data_to_send` returns. Between the two:
 
 * each channel wraps an h11 connection (:class:`~mcp_sansio.http._wire.ServerWire`) that cuts
-  the bytes into whole requests, one at a time, with keep-alive;
+  the bytes into whole requests, one at a time, with keep-alive -- or, for a parser of its
+  own (:meth:`HTTPServer.new_exchange`), an :class:`~mcp_sansio.http._exchange_wire.ExchangeWire`
+  fed with parsed requests as exchange events. Everything below sees only whole requests
+  and answers through operations both offer, so it does not know which parser fed it;
 * each request is checked at the HTTP level (its request-target's form, RFC 9112 section
   3.2: an absolute-form target is routed on its path with its authority standing for
   ``Host``, CONNECT is 501, ``OPTIONS *`` 200, a form the method may not use 400; then
@@ -76,6 +79,8 @@ from .._events import CancelRequested, ConnectionClosed, Event, RequestId
 from .._state import State
 from .._stateless import META_PROTOCOL_VERSION, has_stateless_meta
 from .._versions import FEATURES, Era
+from ._exchange import ExchangeInput, ExchangeOutput, PeerClosed
+from ._exchange_wire import ExchangeWire
 from ._headers import (
     LOCAL_HOSTS,
     LOCAL_ORIGINS,
@@ -305,12 +310,17 @@ class ServerChannel:
     :meth:`HTTPServer.data_to_send` (or :meth:`data_to_send`) gives for it; close the socket
     when :attr:`closed` is true and its data is written."""
 
-    def __init__(self, server: HTTPServer) -> None:
+    def __init__(self, server: HTTPServer, wire: ServerWire | ExchangeWire | None = None
+                 ) -> None:
         self._server = server
-        self.wire = ServerWire(max_body_size=server.max_body_size,
-                               max_header_size=server.max_header_size,
-                               max_header_count=server.max_header_count,
-                               max_target_length=server.max_target_length)
+        #: What cuts the connection into requests and writes the answers: the h11 wire for a
+        #: socket's bytes, or an :class:`~mcp_sansio.http._exchange_wire.ExchangeWire` for a
+        #: parser that hands over exchange events (:meth:`HTTPServer.new_exchange`). The
+        #: server's request handling uses only what the two have in common.
+        self.wire: ServerWire | ExchangeWire = wire if wire is not None else ServerWire(
+            max_body_size=server.max_body_size, max_header_size=server.max_header_size,
+            max_header_count=server.max_header_count,
+            max_target_length=server.max_target_length)
         self.stream: _Stream | None = None
         #: The principal of the request being handled (servers with ``auth``).
         self.auth: AccessInfo | None = None
@@ -340,18 +350,48 @@ class ServerChannel:
         self._wall = wall_time
         try:
             self.wire.receive_data(data)
-            if not data:
-                # End of file: the client is gone (a half-closed client cannot be told apart
-                # from one that left, and HTTP clients do not half-close while waiting).
-                if self.stream is not None:
-                    server._detach(self.stream)
-                self.wire.abort()
-            elif self.wire.closed and self.stream is not None:
-                server._detach(self.stream)
-            server._process_channel(self)
+            self._received(not data)
         except Exception:
             self.fail()
             raise
+
+    def receive_event(self, event: ExchangeInput, *, now: float | None = None,
+                      wall_time: float | None = None) -> None:
+        """An exchange event from a parser (a channel from :meth:`HTTPServer.new_exchange`):
+        as :meth:`receive_data`, with :class:`~mcp_sansio.http._exchange.PeerClosed` for end
+        of file."""
+        wire = self.wire
+        if not isinstance(wire, ExchangeWire):
+            raise TypeError("receive_event needs a channel from HTTPServer.new_exchange")
+        server = self._server
+        server._clock(now)
+        self._wall = wall_time
+        try:
+            wire.receive_event(event)
+            self._received(isinstance(event, PeerClosed))
+        except Exception:
+            self.fail()
+            raise
+
+    def events_to_send(self) -> list[ExchangeOutput]:
+        """What the parser should write now (a channel from :meth:`HTTPServer.new_exchange`;
+        the counterpart of :meth:`data_to_send`)."""
+        self._server._writable.pop(self, None)
+        wire = self.wire
+        return wire.events_to_send() if isinstance(wire, ExchangeWire) else []
+
+    def _received(self, eof: bool) -> None:
+        """After input: detach a stream whose client left, then serve what is ready."""
+        server = self._server
+        if eof:
+            # End of file: the client is gone (a half-closed client cannot be told apart
+            # from one that left, and HTTP clients do not half-close while waiting).
+            if self.stream is not None:
+                server._detach(self.stream)
+            self.wire.abort()
+        elif self.wire.closed and self.stream is not None:
+            server._detach(self.stream)
+        server._process_channel(self)
 
     def connection_lost(self, *, now: float | None = None) -> None:
         """The socket broke (reset, write error): nothing more can be written to it."""
@@ -363,6 +403,8 @@ class ServerChannel:
         finally:
             self.wire.abort()
             self.wire.data_to_send()  # discard: it cannot be written
+            if isinstance(self.wire, ExchangeWire):
+                self.wire.events_to_send()
             server._writable[self] = None
 
     def fail(self) -> None:
@@ -509,6 +551,13 @@ class HTTPServer:
         """A new TCP connection was accepted: its channel."""
         self._clock(now)
         return ServerChannel(self)
+
+    def new_exchange(self, *, now: float | None = None) -> ServerChannel:
+        """A new connection whose requests a parser hands over as exchange events (see
+        :mod:`mcp_sansio.http._exchange`): feed it with :meth:`ServerChannel.receive_event`
+        and write what :meth:`ServerChannel.events_to_send` gives."""
+        self._clock(now)
+        return ServerChannel(self, ExchangeWire(max_body_size=self.max_body_size))
 
     @property
     def sessions(self) -> Mapping[str, Session]:

@@ -15,7 +15,13 @@ These two classes sit on it and deal in *whole* things, which is what the MCP la
   input is answered with h11's suggested status (``400``, ``431`` for oversized heads) and
   ``Connection: close``. When a response ends and both sides are done, the next cycle starts
   (keep-alive); a pipelined request that was already buffered comes out of the next
-  :meth:`~ServerWire.next_request`.
+  :meth:`~ServerWire.next_request`. Underneath, the wire speaks the parser-neutral events of
+  :mod:`~mcp_sansio.http._exchange` (the seam the server is built on):
+  :meth:`~ServerWire.next_event` turns h11's events into a request head, body pieces and an
+  end -- after the refusals below, which are HTTP/1.1 facts and stay here -- and
+  :meth:`~ServerWire.send` writes a response head, body pieces and an end as h11 bytes;
+  ``next_request`` gathers the former, and ``respond`` and the streaming calls are the
+  direct path for the latter.
 * :class:`ClientWire` writes requests and yields the response as a head, body chunks and an
   end, so that an SSE body can be parsed while it streams.
 
@@ -48,6 +54,17 @@ from typing import Any
 import attrs
 import h11
 
+from ._exchange import (
+    CloseConnection,
+    ExchangeInput,
+    ExchangeOutput,
+    PeerClosed,
+    RequestData,
+    RequestEnded,
+    RequestStarted,
+    ResponseData,
+    ResponseStarted,
+)
 from ._headers import Headers
 
 __all__ = [
@@ -318,7 +335,9 @@ class ServerWire:
         self._head: h11.Request | None = None
         self._headers: Headers | None = None
         self._body = bytearray()
-        self._ready: HTTPRequest | None = None
+        self._body_size = 0  # of the request being received, for max_body_size
+        #: The head of the request whose body next_request is gathering.
+        self._started: RequestStarted | None = None
         #: True once the connection is over: close the socket after writing what is left.
         self.closed = False
         #: True once the peer closed its side (end of file).
@@ -356,7 +375,32 @@ class ServerWire:
     def next_request(self) -> HTTPRequest | None:
         """The next whole request, or None (more data needed, a response is still in
         progress, or the connection is over). Malformed or oversized input is answered here
-        (the connection then closes) and never returned."""
+        (the connection then closes) and never returned. Gathered from :meth:`next_event`."""
+        while (event := self.next_event()) is not None:
+            kind = type(event)
+            if kind is RequestData:
+                self._body += event.data  # type: ignore[union-attr]
+            elif kind is RequestStarted:
+                self._started = event  # type: ignore[assignment]
+                self._body = bytearray()
+            elif kind is RequestEnded:
+                head = self._started
+                assert head is not None
+                self._started = None
+                body = bytes(self._body)
+                self._body = bytearray()
+                return HTTPRequest(method=head.method, target=head.target,
+                                   headers=head.headers, body=body,
+                                   http_version=head.http_version)
+            else:
+                return None
+        return None
+
+    def next_event(self) -> ExchangeInput | None:
+        """The next exchange event (:mod:`~mcp_sansio.http._exchange`) of the request being
+        received, or None (more data needed, a response is still in progress, or the
+        connection is over): the h11 wire as a producer of the seam's events. Malformed or
+        oversized input is answered here (the connection then closes) and never returned."""
         if self.busy or self.closed:
             return None
         conn = self._h11
@@ -402,7 +446,7 @@ class ServerWire:
                 self._head = event
                 self._method = event.method
                 self._headers = Headers.from_raw(event.headers.raw_items())
-                self._body = bytearray()
+                self._body_size = 0
                 refusal = self._check_head(event, self._headers)
                 if refusal is not None:
                     self._refuse(refusal)
@@ -420,32 +464,28 @@ class ServerWire:
                 if conn.they_are_waiting_for_100_continue:
                     self._out.append(conn.send(
                         h11.InformationalResponse(status_code=100, headers=[])))
+                return RequestStarted(
+                    method=event.method.decode("ascii", "replace"),
+                    target=event.target.decode("latin-1"),
+                    headers=self._headers,
+                    http_version=event.http_version.decode("ascii", "replace"),
+                )
             elif isinstance(event, h11.Data):
-                self._body += event.data
-                if len(self._body) > self.max_body_size:
+                self._body_size += len(event.data)
+                if self._body_size > self.max_body_size:
                     self._fail(413, f"the body is larger than {self.max_body_size} bytes")
                     return None
+                return RequestData(event.data)
             elif isinstance(event, h11.EndOfMessage):
                 self._mark = self._fed - len(conn.trailing_data[0])
-                head = self._head
-                headers = self._headers
-                assert head is not None and headers is not None
                 self._head = None
                 self._headers = None
-                body = bytes(self._body)
-                self._body = bytearray()
                 self.busy = True
                 self._buffered_while_busy = 0
-                return HTTPRequest(
-                    method=head.method.decode("ascii", "replace"),
-                    target=head.target.decode("latin-1"),
-                    headers=headers,
-                    body=body,
-                    http_version=head.http_version.decode("ascii", "replace"),
-                )
+                return _REQUEST_ENDED
             elif isinstance(event, h11.ConnectionClosed):
                 self.closed = True
-                return None
+                return _PEER_CLOSED
 
     def _prescan(self, data: bytes) -> str | None:
         """The rule of :data:`REFUSALS` the head at the start of ``data`` breaks that only
@@ -568,6 +608,24 @@ class ServerWire:
         self._streaming = False
         self._finish()
 
+    def send(self, event: ExchangeOutput) -> None:
+        """Write one exchange output event (:mod:`~mcp_sansio.http._exchange`): the h11 wire
+        as a consumer of the seam's events. A :class:`ResponseStarted` with a length frames
+        the body with ``Content-Length``; without one the body is chunked (HTTP/1.1)."""
+        if isinstance(event, ResponseStarted):
+            if event.content_length is None:
+                self.start_response(event.status, event.headers)
+            elif not self.closed:
+                self._out.append(self._h11.send(
+                    _response(event.status, event.headers, event.content_length)))
+                self._streaming = True
+        elif isinstance(event, ResponseData):
+            self.send_body(event.data)
+        elif isinstance(event, CloseConnection):
+            self.abort()
+        else:
+            self.end_response()
+
     def abort(self) -> None:
         """Give up on the connection (e.g. a stream handed over elsewhere): close it."""
         self.closed = True
@@ -596,6 +654,10 @@ class ServerWire:
     def streaming(self) -> bool:
         """A streamed response has started and not ended."""
         return self._streaming
+
+
+_REQUEST_ENDED = RequestEnded()
+_PEER_CLOSED = PeerClosed()
 
 
 def _content_length(headers: Headers) -> int | None:
