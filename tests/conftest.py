@@ -19,11 +19,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from mcp_sansio import _json
 from mcp_sansio.types import _generate
 
 from . import schemas
+
+# Hypothesis's timing checks judge the machine, not the code: on a loaded 2-core machine (CI,
+# or a contributor's laptop running other work) a slow first draw or a slow example is noise.
+# Tests never assert wall-clock time (see docs/contributing.rst), so the default profile drops
+# the too_slow health check and the per-example deadline; every other setting is hypothesis's.
+settings.register_profile("mcp-sansio", suppress_health_check=[HealthCheck.too_slow],
+                          deadline=None)
+settings.load_profile("mcp-sansio")
 
 # The model generator reads the same schemas (tests/test_types.py builds its parameters from
 # them while collecting): the setting applies to it too, and a missing folder skips or fails
