@@ -16,7 +16,6 @@ connection that lives for months; the default is explained at :data:`RECENT_IDS_
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 from ._events import RequestId
@@ -99,24 +98,33 @@ class Incoming:
 
 
 class RecentIds:
-    """A bounded, insertion-ordered set of request ids with a value each."""
+    """A bounded, insertion-ordered set of request ids with a value each.
+
+    The dict is made on the first ``add``: every connection holds two of these and most never
+    use them (an id lands here only when a request is cancelled or times out), so an idle
+    session should not pay for two empty tables. A plain dict keeps insertion order, which is
+    all the eviction of the oldest id needs.
+    """
 
     __slots__ = ("_items", "limit")
 
     def __init__(self, limit: int = RECENT_IDS_LIMIT) -> None:
-        self._items: OrderedDict[RequestId, Any] = OrderedDict()
+        self._items: dict[RequestId, Any] | None = None
         self.limit = limit
 
     def add(self, request_id: RequestId, value: Any) -> None:
-        self._items[request_id] = value
-        if len(self._items) > self.limit:
-            self._items.popitem(last=False)
+        items = self._items
+        if items is None:
+            items = self._items = {}
+        items[request_id] = value
+        if len(items) > self.limit:
+            del items[next(iter(items))]
 
     def pop(self, request_id: RequestId) -> Any:
-        return self._items.pop(request_id, None)
+        return None if self._items is None else self._items.pop(request_id, None)
 
     def __contains__(self, request_id: object) -> bool:
-        return request_id in self._items
+        return self._items is not None and request_id in self._items
 
     def __len__(self) -> int:
-        return len(self._items)
+        return 0 if self._items is None else len(self._items)

@@ -266,7 +266,9 @@ class Session:
         self._streams: dict[str, _Stream] = {}  # live (unfinished) streams by stream id
         self._unprocessed: list[_Stream] = []
         self._standalone: _Stream | None = None
-        self._backlog: deque[bytes] = deque()
+        #: Messages for a standalone stream no GET is reading yet; made on first use (an
+        #: empty deque is 760 bytes, and most sessions never need one).
+        self._backlog: deque[bytes] | None = None
         self._queued = False  # in the server's ready queue
         self._last_active = -math.inf
         self._expiry_at: float | None = None  # scheduled expiry check
@@ -1355,7 +1357,7 @@ class HTTPServer:
                 self.event_store.forget(stream.id)
         session._streams.clear()
         session._routes.clear()
-        session._backlog.clear()
+        session._backlog = None
         if reason is SessionEnd.DELETED or reason is SessionEnd.DISCONNECTED:
             session.connection.receive_eof(now=self._now)
         else:
@@ -1477,7 +1479,10 @@ class HTTPServer:
         if stream.channel is not None and stream.started:
             self._write(stream, data)
             return
-        backlog = stream.session._backlog
+        session = stream.session
+        backlog = session._backlog
+        if backlog is None:
+            backlog = session._backlog = deque()
         backlog.append(data)
         while len(backlog) > self.max_pending_messages:
             backlog.popleft()
@@ -1486,8 +1491,12 @@ class HTTPServer:
         standalone = session._standalone
         assert standalone is not None
         backlog = session._backlog
+        if backlog is None:
+            return
         while backlog and standalone.channel is not None:
             self._write(standalone, backlog.popleft())
+        if not backlog:
+            session._backlog = None
 
     def _discard_session(self, session: Session) -> None:
         """initialize failed: the session never existed for the client."""
