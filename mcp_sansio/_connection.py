@@ -221,8 +221,9 @@ class Connection:
     """The shared engine of :class:`ClientConnection` and :class:`ServerConnection`.
 
     :param info: our ``Implementation`` object (``clientInfo``/``serverInfo``):
-        at least ``name`` and ``version``.
-    :param capabilities: the capabilities we declare.
+        at least ``name`` and ``version``. A ``dict`` is kept as given (not copied) and never
+        changed by the connection; do not change it while the connection lives.
+    :param capabilities: the capabilities we declare (kept as given, like ``info``).
     :param versions: the protocol revisions we accept (default: every known revision, both
         eras).
     :param request_timeout: default idle timeout for requests we send (seconds, or None).
@@ -275,8 +276,13 @@ class Connection:
         max_outgoing_requests: int | None = None,
         recent_ids_limit: int = RECENT_IDS_LIMIT,
     ) -> None:
-        self.info: dict[str, Any] = dict(info or {"name": "mcp-sansio", "version": "0"})
-        self.capabilities: dict[str, Any] = dict(capabilities or {})
+        # A dict we are given is kept, not copied: a server makes one connection per session
+        # from the same two dicts, and a copy each is a few hundred bytes per idle session.
+        # The connection never changes them (nor may the caller while the connection lives).
+        self.info: dict[str, Any] = (
+            info if type(info) is dict else dict(info or {"name": "mcp-sansio", "version": "0"}))
+        self.capabilities: dict[str, Any] = (
+            capabilities if type(capabilities) is dict else dict(capabilities or {}))
         supported = tuple(versions) if versions is not None else KNOWN_REVISIONS
         # Each era's revisions and the newest of each (the revision is read on every
         # message), worked out once per distinct ``versions`` (see _VERSION_PLANS).
