@@ -203,6 +203,40 @@ async def main():
 asyncio.run(main())
 """
 
+#: FastMCP (the framework many Python MCP servers are written in): the same echo tool under
+#: uvicorn, JSON responses like the other rows.
+FASTMCP = r"""
+import asyncio, logging, socket
+import uvicorn
+from fastmcp import FastMCP
+
+logging.getLogger("fastmcp").setLevel(logging.WARNING)
+logging.getLogger("mcp").setLevel(logging.WARNING)
+mcp = FastMCP("fastmcp-bench")
+
+@mcp.tool
+def echo(text: str) -> str:
+    "Return the text unchanged."
+    return text
+
+async def main():
+    app = mcp.http_app(path="/mcp", json_response=True)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    userver = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on",
+                                            access_log=False))
+    task = asyncio.ensure_future(userver.serve(sockets=[sock]))
+    while not userver.started:
+        if task.done():
+            await task
+            return
+        await asyncio.sleep(0.01)
+    print("http://127.0.0.1:%d/mcp" % sock.getsockname()[1], flush=True)
+    await task
+
+asyncio.run(main())
+"""
+
 @dataclass(frozen=True)
 class Row:
     """A server under test: how to start it (it prints its URL on stdout), whether it speaks
@@ -230,6 +264,7 @@ ROWS: tuple[Row, ...] = (
     Row("sdk", lambda: [sys.executable, "-c", SDK_LOWLEVEL], needs=("mcp", "uvicorn")),
     Row("sdk-mcpserver", lambda: [sys.executable, str(PEERS / "sdk_http_server.py"), "--json"],
         needs=("mcp", "uvicorn")),
+    Row("fastmcp", lambda: [sys.executable, "-c", FASTMCP], needs=("fastmcp", "uvicorn")),
 )
 
 
