@@ -68,6 +68,7 @@ from ._sync_api import (
     SyncSession,
     ThreadContext,
 )
+from .keys import request_state_keys
 from .stdio import spawn_server, stop_server
 
 if TYPE_CHECKING:
@@ -401,7 +402,7 @@ def serve_stdio(
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
     conn = server.connection(
-        request_state_key=request_state_key or os.urandom(32), **connection_options)
+        request_state_key=request_state_keys(request_state_key), **connection_options)
     session = ServerSession(conn, server, max_workers=max_workers, keepalive=keepalive,
                             keepalive_misses=keepalive_misses)
     session._out_fd = out_fd

@@ -64,6 +64,7 @@ from ._stdio import (
     signal_group,
     write_all,
 )
+from .keys import request_state_keys
 
 __all__ = [
     "Client",
@@ -620,7 +621,7 @@ async def serve_stdio(
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
     conn = server.connection(
-        request_state_key=request_state_key or os.urandom(32), **connection_options)
+        request_state_key=request_state_keys(request_state_key), **connection_options)
     session = ServerSession(conn, server, keepalive=keepalive,
                             keepalive_misses=keepalive_misses)
     # A close not caused by the input (keepalive's missed pings) ends serving too; the
