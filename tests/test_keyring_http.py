@@ -19,9 +19,12 @@ from mcp_sansio.adapters import _example_server
 from mcp_sansio.adapters.asyncio import start_http
 from mcp_sansio.adapters.keys import ENV_KEYS, ENV_KEYS_FILE
 
-from mcp_sansio import ErrorCode
+from mcp_sansio import ErrorCode, KeyRing, Request, ServerConnection
+from mcp_sansio.auth import ProtectedResource
 
 from .http_stories import tool_call, url_process
+from .http_util import SERVER_INFO, Harness
+from .test_auth_server_sansio import ISSUER, RESOURCE, Tokens, bearer
 from .test_http_asyncio import Conn
 
 TOOL = "test_input_required_result_request_state"
@@ -134,3 +137,44 @@ def test_a_state_sealed_under_a_shifted_monotonic_clock_opens_on_an_unshifted_se
                 assert_opened(await retry_on(plain.port, await seal_on(shifted_port)))
                 assert_opened(await retry_on(shifted_port, await seal_on(plain.port)))
         asyncio.run(main())
+
+
+# -- the principal, through the sans-IO HTTP server with auth ----------------------------------
+
+
+def test_the_http_server_binds_a_state_to_the_token_s_principal() -> None:
+    ring = KeyRing([bytes([5]) * 32])
+
+    def app(session: Any, event: Any) -> None:
+        if not isinstance(event, Request):
+            return
+        state = (event.params or {}).get("requestState")
+        if state is None:
+            session.connection.send_input_required(event.request_id, None, "step-1")
+        else:
+            session.connection.send_response(
+                event.request_id, {"content": [{"type": "text", "text": state}]})
+
+    h = Harness(
+        handler=app, connection=lambda: ServerConnection(
+            info=SERVER_INFO, capabilities={"tools": {}}, versions=["2026-07-28"],
+            request_state_key=ring),
+        auth=ProtectedResource(RESOURCE, [ISSUER], Tokens(), required_scopes=["mcp:read"]))
+
+    def post(token: str, request_id: int, **params: Any) -> dict[str, Any]:
+        body, headers = tool_call("t", {}, request_id)
+        body["params"].update(params)
+        got = h.conn().send(body=body, headers=[*headers.items(), *bearer(token)])
+        assert got.status in (200, 400), got
+        reply: dict[str, Any] = got.messages[-1]
+        return reply
+
+    sealed = post("ada", 1)["result"]["requestState"]
+    assert post("ada", 2, requestState=sealed)["result"]["content"][0]["text"] == "step-1"
+    # Same subject, a token with more scopes: the same principal.
+    assert post("ada-again", 3, requestState=sealed)["result"]["content"][0]["text"] == (
+        "step-1")
+    for other in ("bob", "ada-elsewhere"):  # another subject; the same name, another issuer
+        refused = post(other, 4, requestState=sealed)
+        assert refused["error"]["code"] == ErrorCode.INVALID_PARAMS
+        assert "another principal" in refused["error"]["message"]
