@@ -34,7 +34,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from mcp_sansio import Era, Notification, RequestId
+from mcp_sansio import Era, KeyRing, Notification, RequestId
 
 from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession, _Resumed
 from ._keepalive import DEFAULT_MAX_MISSED
@@ -423,14 +423,15 @@ class _WritePipe(asyncio.Protocol):
 
 async def serve_stdio(
     server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
-    request_state_key: bytes | None = None, keepalive: float | None = None,
+    request_state_key: bytes | KeyRing | None = None, keepalive: float | None = None,
     keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
 ) -> None:
     """Serve one MCP connection on this process's stdin/stdout (or the given descriptors)
     until the client closes stdin. While serving, ``sys.stdout`` and descriptor 1 point at
     stderr, so stray ``print()`` output cannot corrupt the protocol stream.
 
-    ``request_state_key`` seals stateless-era ``requestState`` (a random key by default,
+    ``request_state_key`` seals stateless-era ``requestState`` (by default the ring the
+    environment configures, :doc:`/keys`, else a random key, in which case
     so state is valid for this process only).
 
     ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mcp_sansio import Era, Notification, Request, RequestId
+from mcp_sansio import Era, KeyRing, Notification, Request, RequestId
 
 from ._api import _Resumed
 from ._keepalive import DEFAULT_MAX_MISSED
@@ -387,7 +387,7 @@ class ServerSession(_ThreadRuntime, SyncServerSession):
 
 def serve_stdio(
     server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
-    request_state_key: bytes | None = None, max_workers: int = 32,
+    request_state_key: bytes | KeyRing | None = None, max_workers: int = 32,
     keepalive: float | None = None,
     keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
 ) -> None:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from mcp_sansio import Era, Notification, RequestId
+from mcp_sansio import Era, KeyRing, Notification, RequestId
 
 from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession
 from ._keepalive import DEFAULT_MAX_MISSED
@@ -608,7 +608,7 @@ class ServerSession(_TrioRuntime, AsyncServerSession):
 
 async def serve_stdio(
     server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
-    request_state_key: bytes | None = None, keepalive: float | None = None,
+    request_state_key: bytes | KeyRing | None = None, keepalive: float | None = None,
     keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
 ) -> None:
     """Serve one MCP connection on this process's stdin/stdout (or the given descriptors)
