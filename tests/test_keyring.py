@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mcp_sansio import (
@@ -155,6 +155,8 @@ def test_skew_within_the_allowance_changes_nothing_and_beyond_it_is_refused(
 @given(skew=st.floats(-DEFAULT_SKEW, DEFAULT_SKEW),
        elapsed=st.floats(0, TTL, exclude_max=True),
        boot=st.floats(0, 1e9))
+@example(skew=DEFAULT_SKEW, elapsed=TTL - 0.5, boot=0)  # the far corners
+@example(skew=-DEFAULT_SKEW, elapsed=0, boot=1e9)
 def test_within_the_allowance_a_state_opens_for_its_whole_ttl(
         skew: float, elapsed: float, boot: float) -> None:
     ring = KeyRing([key(1)])
@@ -380,6 +382,13 @@ def test_the_sealed_payload_carries_a_digest_not_the_principal() -> None:
     payload = base64.urlsafe_b64decode(sealed.split(".")[1] + "==").decode()
     assert "alice" not in payload and "client-1" not in payload
     assert "p" in json.loads(payload)
+
+
+@given(st.one_of(st.text(), st.from_regex(r"[A-Za-z0-9_-]{8}\.[^.]*\.[^.]*", fullmatch=True)))
+def test_anything_a_client_sends_as_state_is_refused_never_raised(junk: str) -> None:
+    for keys in (KeyRing([key(1)]), key(1)):
+        with pytest.raises(InvalidRequestState):
+            open_state(keys, junk, method="m", name=None, now=1)
 
 
 def test_request_binding_still_holds() -> None:
