@@ -31,6 +31,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -124,6 +125,9 @@ class _AsyncioRuntime(AsyncSession):
 
     def _now(self) -> float:
         return self._loop.time()
+
+    def _wall_now(self) -> float | None:
+        return time.time()
 
     def _arm(self, deadline: float | None) -> None:
         # Lazy: a timer already set for an earlier time stays; when it fires early,

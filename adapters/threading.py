@@ -122,6 +122,9 @@ class _ThreadRuntime(SyncSession):
     def _now(self) -> float:
         return time.monotonic()
 
+    def _wall_now(self) -> float | None:
+        return time.time()
+
     def _arm(self, deadline: float | None) -> None:
         # Lazy, as on asyncio: a deadline the reader already waits for stays when the new
         # one is later (or there is none); when it passes early, handle_timeout finds nothing

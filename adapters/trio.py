@@ -31,6 +31,7 @@ import math
 import os
 import signal
 import subprocess
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Mapping, Sequence
 from functools import partial
@@ -183,6 +184,9 @@ class _TrioRuntime(AsyncSession):
 
     def _now(self) -> float:
         return trio.current_time()
+
+    def _wall_now(self) -> float | None:
+        return time.time()
 
     def _arm(self, deadline: float | None) -> None:
         # Lazy, as on asyncio: a deadline already set for an earlier time stays; when it

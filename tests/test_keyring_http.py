@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from mcp_sansio import ErrorCode, KeyRing, Request, ServerConnection
 from mcp_sansio.auth import ProtectedResource
 
 from .http_stories import tool_call, url_process
-from .http_util import SERVER_INFO, Harness
+from .http_util import SERVER_INFO, Harness, stateless_meta
 from .test_auth_server_sansio import ISSUER, RESOURCE, Tokens, bearer
 from .test_http_asyncio import Conn
 
@@ -178,3 +179,36 @@ def test_the_http_server_binds_a_state_to_the_token_s_principal() -> None:
         refused = post(other, 4, requestState=sealed)
         assert refused["error"]["code"] == ErrorCode.INVALID_PARAMS
         assert "another principal" in refused["error"]["message"]
+
+
+# -- stdio: the same ring from the environment, the wall clock ------------------------------------
+
+
+def _stdio_call(runtime: str, request_id: int, **params: Any) -> dict[str, Any]:
+    """One stateless-era call of the state tool on a fresh stdio server process."""
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {
+        "name": TOOL, "arguments": {}, **params,
+        "_meta": {**stateless_meta(), **CAPS}}}
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", "mcp_sansio", "serve-example", "--runtime", runtime],
+        input=json.dumps(message) + "\n", capture_output=True, text=True, timeout=120,
+        check=False)
+    replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert replies, proc.stderr
+    reply: dict[str, Any] = replies[-1]
+    return reply
+
+
+@pytest.mark.parametrize(("sealer", "opener"), [("asyncio", "threading"),
+                                                 ("threading", "trio"), ("trio", "asyncio")])
+def test_stdio_servers_seal_on_the_wall_clock_with_the_configured_ring(
+        sealer: str, opener: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_KEYS_FILE, raising=False)
+    monkeypatch.setenv(ENV_KEYS, RING)
+    before = time.time()
+    first = _stdio_call(sealer, 1)
+    sealed = first["result"]["requestState"]
+    fields = json.loads(base64.urlsafe_b64decode(sealed.split(".")[1] + "=="))
+    assert fields["c"] == "w" and before <= fields["i"] <= time.time()
+    reply = _stdio_call(opener, 2, requestState=sealed, inputResponses=ANSWER)
+    assert_opened(reply)
