@@ -146,8 +146,9 @@ _CLOCK_TAGS = {"wall": "w", "monotonic": "m"}
 #: How far apart two hosts' wall clocks may be, in seconds, before a sealed state is judged
 #: wrongly between them. Hosts kept by NTP agree to within milliseconds; 30 seconds covers a
 #: host whose synchronisation lapsed for a while (drift of a few parts per million adds up to
-#: seconds per day) and is still short beside the ten-minute lifetime of a state, so a state
-#: never lives more than 5% longer than asked.
+#: seconds per day) and is still short beside the ten-minute lifetime of a state: a state
+#: outlives its TTL by at most the allowance on a host whose clock agrees (5%), twice it on
+#: one whose clock is a whole allowance behind.
 DEFAULT_SKEW = 30.0
 
 
