@@ -36,7 +36,8 @@ from pathlib import Path
 from mcp_sansio import KeyRing
 
 __all__ = ["ENV_KEYS", "ENV_KEYS_FILE", "ENV_KEYS_REQUIRED", "FileKeySource",
-           "KeyConfigurationError", "configured_key_ring", "request_state_keys", "shares_state"]
+           "KeyConfigurationError", "configured_key_ring", "request_state_keys", "shares_state",
+           "worker_environment"]
 
 log = logging.getLogger("mcp_sansio.adapters.keys")
 
@@ -173,3 +174,30 @@ def request_state_keys(given: bytes | KeyRing | None = None, *, shared: bool = F
     # is first sealed, so a server that never seals never loads hashlib (tests/
     # test_cold_imports.py).
     return os.urandom(32)
+
+
+def worker_environment(workers: int, environ: Mapping[str, str] | None = None
+                       ) -> dict[str, str]:
+    """For a launcher that starts ``workers`` server processes on this host: what to add to
+    their environment so that they all hold the same ring.
+
+    With keys configured, nothing (the workers inherit the configuration, checked here
+    first so that a bad one fails once, in the launcher). With :data:`ENV_KEYS_REQUIRED`
+    set and none configured, :class:`KeyConfigurationError`. Otherwise one key drawn for all
+    of them, in :data:`ENV_KEYS`, and -- for more than one worker -- one warning line: the
+    workers of this launch agree, but another host or a restart will not."""
+    env = os.environ if environ is None else environ
+    if configured_key_ring(env) is not None:
+        return {}
+    if env.get(ENV_KEYS_REQUIRED, "") not in ("", "0"):
+        raise KeyConfigurationError(
+            f"requestState keys: {ENV_KEYS_REQUIRED} is set but neither {ENV_KEYS} nor "
+            f"{ENV_KEYS_FILE} is: every process of this service needs the same keys")
+    if workers > 1:
+        log.warning(
+            "requestState keys: none configured, so one key was drawn for these %d workers; "
+            "a requestState they seal will be refused by other hosts and after a restart. "
+            "Give every host the same ring in %s or %s", workers, ENV_KEYS, ENV_KEYS_FILE)
+    import base64
+
+    return {ENV_KEYS: base64.urlsafe_b64encode(os.urandom(32)).decode("ascii")}

@@ -18,6 +18,7 @@ from mcp_sansio.adapters.keys import (
     configured_key_ring,
     request_state_keys,
     shares_state,
+    worker_environment,
 )
 
 from mcp_sansio import KeyRing
@@ -135,3 +136,23 @@ def test_the_environment_is_read_from_os_environ(monkeypatch: pytest.MonkeyPatch
     ring = request_state_keys(None)
     assert isinstance(ring, KeyRing) and ring.keys() == (key(9),)
     assert os.environ[ENV_KEYS]
+
+
+def test_a_launcher_gives_its_workers_one_ring(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="mcp_sansio.adapters.keys"):
+        extra = worker_environment(4, environ={})
+    [record] = caplog.records  # one line: these workers agree, other hosts will not
+    assert record.levelno == logging.WARNING and "4 workers" in record.getMessage()
+    ring = request_state_keys(None, environ=extra)
+    assert isinstance(ring, KeyRing) and len(ring.keys()[0]) == 32
+    second = request_state_keys(None, environ=extra)  # another worker, the same ring
+    assert isinstance(second, KeyRing) and second.keys() == ring.keys()
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="mcp_sansio.adapters.keys"):
+        assert ENV_KEYS in worker_environment(1, environ={})
+    assert not caplog.records  # one worker: nothing to say
+    assert worker_environment(4, environ={ENV_KEYS: text(key(1))}) == {}  # inherited
+    with pytest.raises(KeyConfigurationError):
+        worker_environment(4, environ={ENV_KEYS: "bad"})
+    with pytest.raises(KeyConfigurationError, match=ENV_KEYS_REQUIRED):
+        worker_environment(4, environ={ENV_KEYS_REQUIRED: "yes"})
