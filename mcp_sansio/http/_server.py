@@ -1128,8 +1128,10 @@ class HTTPServer:
     @staticmethod
     def _bind_request_state(conn: ServerConnection, channel: ServerChannel) -> None:
         """A sealed ``requestState`` is bound to the request's principal when it was
-        authenticated (2026-07-28 ``basic/patterns/mrtr.mdx``, server requirement 5), and
-        sealed and judged on the channel's wall clock (see :mod:`mcp_sansio._stateless`)."""
+        authenticated (2026-07-28 ``basic/patterns/mrtr.mdx``, server requirement 5: "the
+        authenticated principal, rejecting state presented by a different principal"). The
+        caller hands the connection the channel's wall clock as well, which the state is
+        sealed and judged on (see :mod:`mcp_sansio._stateless`)."""
         auth = channel.auth
         if auth is not None:
             conn.request_state_principal = principal_key(
