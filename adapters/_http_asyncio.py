@@ -24,7 +24,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
-from mcp_sansio import RequestId, ServerConnection
+from mcp_sansio import KeyRing, RequestId, ServerConnection
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
@@ -283,7 +283,7 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
 @contextlib.asynccontextmanager
 async def start_http(
     server: Server, host: str = "127.0.0.1", port: int = 0, *,
-    request_state_key: bytes | None = None,
+    request_state_key: bytes | KeyRing | None = None,
     connection_options: Mapping[str, Any] | None = None,
     max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
     new_session_id: Callable[[], str] | None = None,
@@ -300,7 +300,9 @@ async def start_http(
     tools, kept current as tools come and go);
     ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`.
     Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
-    ``requestState`` (random by default: valid for this process only). A connection the
+    ``requestState`` (a key or a :class:`~mcp_sansio.KeyRing`; by default the ring the
+    environment configures, else a random key valid for this process only: :doc:`/keys`).
+    A connection the
     server closes lingers (half-closed, reading and discarding) for at most
     ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer (413, 400)
     reaches a client that is still sending."""

@@ -35,7 +35,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from mcp_sansio import NEED_DATA, ConnectionClosed, Event, ServerConnection
+from mcp_sansio import NEED_DATA, ConnectionClosed, Event, KeyRing, ServerConnection
 from mcp_sansio._capabilities import SERVER_WIDE_NOTIFICATIONS
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 from ._api import AsyncContext
 from ._http_common import tool_param_headers
 from ._session import Server
+from .keys import request_state_keys, shares_state
 
 __all__ = ["SERVER_WIDE", "HTTPContext", "HTTPServiceBase", "HTTPSessionLogic",
            "broadcast_server_wide", "new_http_server"]
@@ -57,16 +58,17 @@ SERVER_WIDE = SERVER_WIDE_NOTIFICATIONS  # the method table's server_wide column
 
 
 def new_http_server(
-    server: Server, *, request_state_key: bytes | None,
+    server: Server, *, request_state_key: bytes | KeyRing | None,
     connection_options: Mapping[str, Any] | None,
     new_session_id: Callable[[], str] | None, http_options: dict[str, Any],
 ) -> HTTPServer:
     """The :class:`~mcp_sansio.http.HTTPServer` that ``start_http`` serves ``server`` with
     (its parameters are documented there): each session's connection from
     ``server.connection`` with ``connection_options``; session ids from :mod:`secrets`;
-    ``request_state_key`` random unless given (stateless-era ``requestState`` is then
-    valid for this process only)."""
-    key = request_state_key or secrets.token_bytes(32)
+    ``request_state_key`` as given, else from the environment, else random -- and then
+    valid for this process only (:func:`mcp_sansio.adapters.keys.request_state_keys`; a
+    server with a store other than the in-memory one counts as shared)."""
+    key = request_state_keys(request_state_key, shared=shares_state(http_options))
     options = dict(connection_options or {})
 
     def connection() -> ServerConnection:

@@ -87,6 +87,7 @@ from typing import Any, cast
 
 from mcp_sansio import (
     Era,
+    KeyRing,
     Notification,
     Request,
     ServerConnection,
@@ -791,7 +792,7 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
 @contextlib.contextmanager
 def start_http(
     server: Server, host: str = "127.0.0.1", port: int = 0, *,
-    request_state_key: bytes | None = None,
+    request_state_key: bytes | KeyRing | None = None,
     connection_options: Mapping[str, Any] | None = None,
     max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
@@ -812,7 +813,9 @@ def start_http(
     tools, kept current as tools come and go);
     ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`.
     Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
-    ``requestState`` (random by default: valid for this process only). Handlers run in a
+    ``requestState`` (a key or a :class:`~mcp_sansio.KeyRing`; by default the ring the
+    environment configures, else a random key valid for this process only: :doc:`/keys`).
+    Handlers run in a
     pool of ``max_workers`` threads; at most ``max_connections`` connections are served at
     once. A connection the server closes lingers (half-closed, its reader discarding) for
     at most ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer

@@ -64,6 +64,7 @@ import trio
 from mcp_sansio import (
     NEED_DATA,
     Era,
+    KeyRing,
     Notification,
     RequestId,
     ServerConnection,
@@ -509,7 +510,7 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
 @contextlib.asynccontextmanager
 async def start_http(
     server: Server, host: str = "127.0.0.1", port: int = 0, *,
-    request_state_key: bytes | None = None,
+    request_state_key: bytes | KeyRing | None = None,
     connection_options: Mapping[str, Any] | None = None,
     max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
     new_session_id: Callable[[], str] | None = None,
@@ -526,7 +527,9 @@ async def start_http(
     tools, kept current as tools come and go);
     ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`.
     Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
-    ``requestState`` (random by default: valid for this process only). A connection the
+    ``requestState`` (a key or a :class:`~mcp_sansio.KeyRing`; by default the ring the
+    environment configures, else a random key valid for this process only: :doc:`/keys`).
+    A connection the
     server closes lingers (half-closed, reading and discarding) for at most
     ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer (413, 400)
     reaches a client that is still sending. Leaving the block closes every connection and

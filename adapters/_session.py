@@ -307,6 +307,12 @@ class Session:
     def _now(self) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _wall_now(self) -> float | None:
+        """The wall clock (seconds since the epoch) for what the connection writes down for
+        another process to read -- a sealed ``requestState``'s expiry (docs/keys.rst); None
+        where the runtime gives none (the connection then uses ``now``, one host only)."""
+        return None
+
     def _spawn_incoming(self, request: Request) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -322,7 +328,7 @@ class Session:
         """Bytes from the peer (``b""``: end of file)."""
         with self.lock:
             now = self._now()
-            self.conn.receive_data(data, now=now)
+            self.conn.receive_data(data, now=now, wall_now=self._wall_now())
             self.conn.handle_timeout(now)
             self.service()
 

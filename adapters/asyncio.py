@@ -31,10 +31,11 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from mcp_sansio import Era, Notification, RequestId
+from mcp_sansio import Era, KeyRing, Notification, RequestId
 
 from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession, _Resumed
 from ._keepalive import DEFAULT_MAX_MISSED
@@ -58,6 +59,7 @@ from ._stdio import (
     signal_group,
     write_all,
 )
+from .keys import request_state_keys
 
 __all__ = [
     "Client",
@@ -123,6 +125,9 @@ class _AsyncioRuntime(AsyncSession):
 
     def _now(self) -> float:
         return self._loop.time()
+
+    def _wall_now(self) -> float | None:
+        return time.time()
 
     def _arm(self, deadline: float | None) -> None:
         # Lazy: a timer already set for an earlier time stays; when it fires early,
@@ -422,14 +427,15 @@ class _WritePipe(asyncio.Protocol):
 
 async def serve_stdio(
     server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
-    request_state_key: bytes | None = None, keepalive: float | None = None,
+    request_state_key: bytes | KeyRing | None = None, keepalive: float | None = None,
     keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
 ) -> None:
     """Serve one MCP connection on this process's stdin/stdout (or the given descriptors)
     until the client closes stdin. While serving, ``sys.stdout`` and descriptor 1 point at
     stderr, so stray ``print()`` output cannot corrupt the protocol stream.
 
-    ``request_state_key`` seals stateless-era ``requestState`` (a random key by default,
+    ``request_state_key`` seals stateless-era ``requestState`` (by default the ring the
+    environment configures, :doc:`/keys`, else a random key, in which case
     so state is valid for this process only).
 
     ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25
@@ -440,7 +446,7 @@ async def serve_stdio(
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
     conn = server.connection(
-        request_state_key=request_state_key or os.urandom(32), **connection_options)
+        request_state_key=request_state_keys(request_state_key), **connection_options)
     session = ServerSession(conn, server, keepalive=keepalive,
                             keepalive_misses=keepalive_misses)
     finished = asyncio.Event()

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mcp_sansio import Era, Notification, Request, RequestId
+from mcp_sansio import Era, KeyRing, Notification, Request, RequestId
 
 from ._api import _Resumed
 from ._keepalive import DEFAULT_MAX_MISSED
@@ -68,6 +68,7 @@ from ._sync_api import (
     SyncSession,
     ThreadContext,
 )
+from .keys import request_state_keys
 from .stdio import spawn_server, stop_server
 
 if TYPE_CHECKING:
@@ -120,6 +121,9 @@ class _ThreadRuntime(SyncSession):
 
     def _now(self) -> float:
         return time.monotonic()
+
+    def _wall_now(self) -> float | None:
+        return time.time()
 
     def _arm(self, deadline: float | None) -> None:
         # Lazy, as on asyncio: a deadline the reader already waits for stays when the new
@@ -386,7 +390,7 @@ class ServerSession(_ThreadRuntime, SyncServerSession):
 
 def serve_stdio(
     server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
-    request_state_key: bytes | None = None, max_workers: int = 32,
+    request_state_key: bytes | KeyRing | None = None, max_workers: int = 32,
     keepalive: float | None = None,
     keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
 ) -> None:
@@ -401,7 +405,7 @@ def serve_stdio(
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
     conn = server.connection(
-        request_state_key=request_state_key or os.urandom(32), **connection_options)
+        request_state_key=request_state_keys(request_state_key), **connection_options)
     session = ServerSession(conn, server, max_workers=max_workers, keepalive=keepalive,
                             keepalive_misses=keepalive_misses)
     session._out_fd = out_fd

@@ -31,6 +31,7 @@ import math
 import os
 import signal
 import subprocess
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Mapping, Sequence
 from functools import partial
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from mcp_sansio import Era, Notification, RequestId
+from mcp_sansio import Era, KeyRing, Notification, RequestId
 
 from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession
 from ._keepalive import DEFAULT_MAX_MISSED
@@ -64,6 +65,7 @@ from ._stdio import (
     signal_group,
     write_all,
 )
+from .keys import request_state_keys
 
 __all__ = [
     "Client",
@@ -182,6 +184,9 @@ class _TrioRuntime(AsyncSession):
 
     def _now(self) -> float:
         return trio.current_time()
+
+    def _wall_now(self) -> float | None:
+        return time.time()
 
     def _arm(self, deadline: float | None) -> None:
         # Lazy, as on asyncio: a deadline already set for an earlier time stays; when it
@@ -607,7 +612,7 @@ class ServerSession(_TrioRuntime, AsyncServerSession):
 
 async def serve_stdio(
     server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
-    request_state_key: bytes | None = None, keepalive: float | None = None,
+    request_state_key: bytes | KeyRing | None = None, keepalive: float | None = None,
     keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
 ) -> None:
     """Serve one MCP connection on this process's stdin/stdout (or the given descriptors)
@@ -620,7 +625,7 @@ async def serve_stdio(
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
     conn = server.connection(
-        request_state_key=request_state_key or os.urandom(32), **connection_options)
+        request_state_key=request_state_keys(request_state_key), **connection_options)
     session = ServerSession(conn, server, keepalive=keepalive,
                             keepalive_misses=keepalive_misses)
     # A close not caused by the input (keepalive's missed pings) ends serving too; the

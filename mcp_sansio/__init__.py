@@ -48,8 +48,9 @@ from ._events import (
     UnexpectedResponse,
 )
 from ._framing.ndjson import DEFAULT_MAX_LINE
+from ._keyring import KeyRing, KeySource
 from ._state import Role, State
-from ._stateless import InvalidRequestState, open_state, seal_state
+from ._stateless import InvalidRequestState, open_state, principal_key, seal_state
 from ._versions import (
     FEATURES,
     HANDSHAKE_REVISIONS,
@@ -84,6 +85,8 @@ __all__ = [
     "Initialized",
     "InputRequired",
     "InvalidRequestState",
+    "KeyRing",
+    "KeySource",
     "LateResponse",
     "LocalProtocolError",
     "MessageRejected",
@@ -107,5 +110,6 @@ __all__ = [
     "UnexpectedResponse",
     "judge_probe",
     "open_state",
+    "principal_key",
     "seal_state",
 ]

@@ -93,6 +93,7 @@ from ._handshake import (
     read_initialize_result,
 )
 from ._json import EncodeError
+from ._keyring import KeyRing
 from ._listen import ListenStreams
 from ._mrtr import InputRetries, check_input_requests
 from ._pending import RECENT_IDS_LIMIT, Incoming, Outgoing, RecentIds
@@ -107,6 +108,7 @@ from ._state import (
     transition,
 )
 from ._stateless import (
+    DEFAULT_SKEW,
     LISTEN_NOTIFICATIONS,
     LOG_LEVELS,
     LOG_RANK,
@@ -312,6 +314,9 @@ class Connection:
         self.close_reason: CloseReason | None = None
 
         self._now = -math.inf
+        # The latest wall-clock reading given (``wall_now=``, seconds since the epoch): what
+        # is written for another process or host to read is timed on it (docs/keys.rst).
+        self._wall_now: float | None = None
         self._splitter = LineSplitter(max_message_size)
         # Input items and events are lists read through a cursor, not deques: an empty list
         # is 56 bytes where an empty deque is 760 (it allocates a 64-slot block at once), and
@@ -346,7 +351,12 @@ class Connection:
         self.discovery: dict[str, Any] | None = None
         #: Server: key that seals requestState (None: the application handles it raw), and
         #: the caching hints of 2026-07-28 results (see ServerConnection).
-        self.request_state_key: bytes | None = None
+        self.request_state_key: bytes | KeyRing | None = None
+        #: Server: who the requests speak for (:func:`~mcp_sansio._stateless.principal_key`;
+        #: None: not authenticated) -- a state sealed for one principal does not open for
+        #: another -- and the wall-clock skew allowed between the hosts that seal and open.
+        self.request_state_principal: str | None = None
+        self.request_state_skew = DEFAULT_SKEW
         self.cache_ttl_ms = 0
         self.cache_scope = "private"
 
@@ -394,9 +404,13 @@ class Connection:
 
     # -- time --------------------------------------------------------------------------------
 
-    def _clock(self, now: float | None) -> float:
+    def _clock(self, now: float | None, wall_now: float | None = None) -> float:
         if now is not None and now > self._now:
             self._now = float(now)
+        if wall_now is not None:
+            # The latest reading, not the largest: it is what other hosts compare against,
+            # and a wall clock that was stepped back is right after the step.
+            self._wall_now = float(wall_now)
         return self._now
 
     def next_deadline(self) -> float | None:
@@ -465,9 +479,13 @@ class Connection:
 
     # -- input -------------------------------------------------------------------------------
 
-    def receive_data(self, data: bytes, *, now: float | None = None) -> None:
-        """Feed bytes from a newline-delimited stream (stdio). ``b""`` means EOF."""
-        self._clock(now)
+    def receive_data(self, data: bytes, *, now: float | None = None,
+                     wall_now: float | None = None) -> None:
+        """Feed bytes from a newline-delimited stream (stdio). ``b""`` means EOF.
+        ``wall_now``: the wall clock (seconds since the epoch) at the same moment as ``now``,
+        for what this connection writes down for another process to read (a sealed
+        ``requestState``'s expiry); ``now`` (monotonic) stays the clock of the timers."""
+        self._clock(now, wall_now)
         if not data:
             self.receive_eof(now=now)
             return
@@ -475,10 +493,12 @@ class Connection:
             return
         self._inbox.extend(self._splitter.feed(data))
 
-    def receive_message(self, message: Any, *, now: float | None = None) -> None:
+    def receive_message(self, message: Any, *, now: float | None = None,
+                        wall_now: float | None = None) -> None:
         """Feed one whole message: raw JSON ``bytes`` (an HTTP body, an SSE ``data`` field) or
-        an already decoded JSON value (a dict, or a list for a batch)."""
-        self._clock(now)
+        an already decoded JSON value (a dict, or a list for a batch). ``wall_now`` as in
+        :meth:`receive_data`."""
+        self._clock(now, wall_now)
         if self._state is State.CLOSED:
             return
         if isinstance(message, bytes | bytearray | memoryview):
@@ -1235,8 +1255,7 @@ class Connection:
             and "requestState" in params
         ):
             try:
-                state = open_state(self.request_state_key, params["requestState"],
-                                   method=method, name=name, now=self._now)
+                state = self._open_request_state(params["requestState"], method, name)
             except InvalidRequestState as exc:
                 self._reply_error(batch, request_id, exc.code, exc.message, method)
                 return
@@ -1262,6 +1281,16 @@ class Connection:
             note = self._listens.open(request_id, params or {}, self.capabilities)
             self._outbox.append((note, request_id, _codec.encode(note)))
         self._events.append(trusted_request(request_id, method, params))
+
+    def _open_request_state(self, sealed: object, method: str, name: str | None) -> str:
+        """The state a retry brings back, opened on the clock it was sealed on."""
+        key = cast("bytes | KeyRing", self.request_state_key)
+        if self._wall_now is None:
+            return open_state(key, sealed, method=method, name=name, now=self._now,
+                              principal=self.request_state_principal, clock="monotonic")
+        return open_state(key, sealed, method=method, name=name, now=self._wall_now,
+                          principal=self.request_state_principal, clock="wall",
+                          skew=self.request_state_skew)
 
     def _discover_result(self) -> dict[str, Any]:
         """The server's DiscoverResult, built from configuration (see :mod:`._handshake`)."""
@@ -1792,8 +1821,17 @@ class ServerConnection(Connection):
     :param request_state_key: when set, the core seals every ``requestState`` it sends in an
         ``input_required`` result and opens (verifies) the one a retry brings back, refusing
         tampered or expired state with -32602 (see :mod:`mcp_sansio._stateless`).
-    :param request_state_ttl: how long sealed state stays valid, in seconds of the caller's
-        clock. Ten minutes leaves a human time to answer an elicitation.
+    :param request_state_ttl: how long sealed state stays valid, in seconds. Ten minutes
+        leaves a human time to answer an elicitation.
+    :param request_state_skew: how far apart, in seconds, the wall clocks of the hosts that
+        seal and open a state may be (:data:`~mcp_sansio._stateless.DEFAULT_SKEW`, explained
+        there). A state is sealed on the wall clock when the connection has been given one
+        (``wall_now=``), else on ``now`` -- good within one host only, and judged without
+        any allowance.
+
+    ``request_state_key`` may be one key (bytes) or a :class:`~mcp_sansio.KeyRing`: the ring's
+    first key seals, any of its keys opens. :attr:`request_state_principal`, set per request
+    by the HTTP server when authorization is on, binds what is sealed to that principal.
     """
 
     __slots__ = ("request_state_ttl",)
@@ -1805,8 +1843,9 @@ class ServerConnection(Connection):
         instructions: str | None = None,
         cache_ttl_ms: int = 0,
         cache_scope: str = "private",
-        request_state_key: bytes | None = None,
+        request_state_key: bytes | KeyRing | None = None,
         request_state_ttl: float = 600.0,
+        request_state_skew: float = DEFAULT_SKEW,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -1821,12 +1860,27 @@ class ServerConnection(Connection):
         self.cache_scope = cache_scope
         self.request_state_key = request_state_key
         self.request_state_ttl = request_state_ttl
+        self.request_state_skew = request_state_skew
+
+    def _seal_request_state(self, state: str, record: Incoming, wall_now: float | None) -> str:
+        """Seal ``state`` for the retry of ``record`` (see :mod:`mcp_sansio._stateless`)."""
+        key = cast("bytes | KeyRing", self.request_state_key)
+        wall = wall_now if wall_now is not None else self._wall_now
+        if wall is None:
+            return seal_state(key, state, method=record.method, name=record.name,
+                              expires_at=self._now + self.request_state_ttl,
+                              principal=self.request_state_principal, clock="monotonic")
+        return seal_state(key, state, method=record.method, name=record.name,
+                          expires_at=wall + self.request_state_ttl, issued_at=wall,
+                          principal=self.request_state_principal, clock="wall")
 
     def send_input_required(
         self,
         request_id: RequestId,
         input_requests: Mapping[str, Any] | None = None,
         request_state: str | None = None,
+        *,
+        wall_now: float | None = None,
     ) -> None:
         """Answer a 2026-07-28 ``tools/call``, ``prompts/get`` or ``resources/read`` with
         ``input_required`` (``basic/patterns/mrtr.mdx``). Ends the request: the client
@@ -1837,6 +1891,9 @@ class ServerConnection(Connection):
             request's declared client capabilities allow.
         :param request_state: opaque state for the retry; sealed when the connection has a
             ``request_state_key``.
+        :param wall_now: the wall clock now (seconds since the epoch), which the sealed
+            state's expiry counts from; by default the latest ``wall_now`` the connection
+            was given (the request's arrival, for an adapter that passes it with input).
         :raises LocalProtocolError: not a stateless MRTR-capable request, nothing asked, or an
             input request the client did not declare a capability for.
         """
@@ -1861,10 +1918,7 @@ class ServerConnection(Connection):
             result["inputRequests"] = inputs
         if request_state is not None:
             if self.request_state_key is not None:
-                request_state = seal_state(
-                    self.request_state_key, request_state, method=record.method,
-                    name=record.name, expires_at=self._now + self.request_state_ttl,
-                )
+                request_state = self._seal_request_state(request_state, record, wall_now)
             result["requestState"] = request_state
         message = _codec.result_message(request_id, result)
         data = self._encode(message)

@@ -9,12 +9,19 @@ connection consults for that era -- the reserved keys, the listen-stream filter 
 log-level order -- and the ``requestState`` sealing helpers for multi-round-trip requests.
 
 ``requestState`` (``basic/patterns/mrtr.mdx``) is handed to the client and comes back in the
-retry: the server must treat it as attacker input. :func:`seal_state` wraps the application's
-state with an HMAC-SHA256 over the state, the method, the tool/prompt/resource name and an
-expiry; :func:`open_state` refuses anything tampered with, replayed against another
-method/name, or expired. The key and the clock are the caller's (``now`` is an argument, as
-everywhere in the core): if sealed state must survive a restart or cross processes, use a
-shared key and a clock they share (e.g. wall-clock seconds).
+retry, possibly to another process or host of the same service: the server must treat it as
+attacker input. :func:`seal_state` wraps the application's state with an HMAC-SHA256 over
+what the spec's server requirement 5 lists -- the principal (when the request was
+authenticated), an expiry, and the originating request (its method and tool/prompt/resource
+name) -- and names the key that sealed it; :func:`open_state` refuses anything tampered with,
+sealed with a key the :class:`~mcp_sansio._keyring.KeyRing` does not hold, replayed against
+another method/name or principal, or expired.
+
+Keys and clocks are the caller's (the core reads neither). A state is judged on the clock it
+was sealed on, recorded inside it: the **wall clock** (seconds since the epoch), which every
+host that keeps time agrees on to within :data:`DEFAULT_SKEW`, is the one for state that
+crosses processes or hosts; a monotonic clock starts at each host's boot and is only good
+within one host.
 """
 
 from __future__ import annotations
@@ -25,8 +32,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._errors import ErrorCode, ProtocolError
+from ._keyring import KeyRing, key_id
 
 __all__ = [
+    "CLOCKS",
+    "DEFAULT_SKEW",
     "LISTEN_FILTERS",
     "LOG_LEVELS",
     "META_CLIENT_CAPABILITIES",
@@ -38,6 +48,7 @@ __all__ = [
     "InvalidRequestState",
     "has_stateless_meta",
     "open_state",
+    "principal_key",
     "seal_state",
 ]
 
@@ -126,32 +137,93 @@ def _mac(key: bytes, payload: bytes) -> bytes:
     return hmac.new(key, payload, hashlib.sha256).digest()
 
 
-def seal_state(
-    key: bytes, state: str, *, method: str, name: str | None, expires_at: float
-) -> str:
-    """Wrap ``state`` so that only this server can read it back, for this method and
-    tool/prompt/resource name, until ``expires_at`` (on the caller's clock)."""
-    if not key:
+#: Which clock a sealed state's times are on: the wall clock (seconds since the epoch, the
+#: same on every host that keeps time) or a monotonic one (private to one host: it starts at
+#: boot). A state is judged only on the clock it was sealed on.
+CLOCKS = ("wall", "monotonic")
+_CLOCK_TAGS = {"wall": "w", "monotonic": "m"}
+
+#: How far apart two hosts' wall clocks may be, in seconds, before a sealed state is judged
+#: wrongly between them. Hosts kept by NTP agree to within milliseconds; 30 seconds covers a
+#: host whose synchronisation lapsed for a while (drift of a few parts per million adds up to
+#: seconds per day) and is still short beside the ten-minute lifetime of a state: a state
+#: outlives its TTL by at most the allowance on a host whose clock agrees (5%), twice it on
+#: one whose clock is a whole allowance behind.
+DEFAULT_SKEW = 30.0
+
+
+def principal_key(subject: str, client_id: str | None = None, issuer: object = None) -> str:
+    """What a sealed state is bound to for an authenticated principal: the token's issuer,
+    subject and client id (2026-07-28 ``basic/patterns/mrtr.mdx``, server requirement 5:
+    "the authenticated principal, rejecting state presented by a different principal")."""
+    return json.dumps([issuer if isinstance(issuer, str) else None, subject, client_id],
+                      separators=(",", ":"))
+
+
+def _principal_digest(principal: str) -> str:
+    # A digest rather than the principal itself: the sealed payload is signed, not
+    # encrypted, and a client has no need to read its token's claims back out of it.
+    import hashlib
+
+    return _b64(hashlib.sha256(principal.encode("utf-8", "surrogatepass")).digest()[:16])
+
+
+def _ring(keys: bytes | KeyRing) -> tuple[tuple[str, bytes], KeyRing | None]:
+    """The sealing key (id, key) and the ring, for either a ring or one bare key."""
+    if isinstance(keys, KeyRing):
+        return keys.sealing_key(), keys
+    if not keys:
         raise ValueError("a non-empty key is required")
-    payload = json.dumps(
-        {"s": state, "m": method, "n": name, "e": expires_at}, separators=(",", ":")
-    ).encode("utf-8")
-    return f"{_b64(payload)}.{_b64(_mac(key, payload))}"
+    return (key_id(keys), keys), None
 
 
-def open_state(key: bytes, sealed: object, *, method: str, name: str | None, now: float) -> str:
-    """Return the state inside ``sealed``; raise :class:`InvalidRequestState` otherwise."""
-    if not isinstance(sealed, str) or sealed.count(".") != 1:
+def seal_state(
+    keys: bytes | KeyRing, state: str, *, method: str, name: str | None, expires_at: float,
+    issued_at: float | None = None, principal: str | None = None, clock: str = "wall",
+) -> str:
+    """Wrap ``state`` so that only a holder of the key can read it back, for this method and
+    tool/prompt/resource name, until ``expires_at`` on ``clock`` (``"wall"``: seconds since
+    the epoch; ``"monotonic"``: one host's clock), and -- when ``principal`` is given (see
+    :func:`principal_key`) -- for that principal only. ``keys`` is a :class:`KeyRing` (its
+    sealing key seals) or one bare key. ``issued_at`` (same clock) lets the opener refuse a
+    state from a host whose clock runs ahead of its own by more than the skew allowance."""
+    (kid, key), _ = _ring(keys)
+    fields: dict[str, Any] = {"s": state, "m": method, "n": name, "e": expires_at,
+                              "c": _CLOCK_TAGS[clock]}
+    if issued_at is not None:
+        fields["i"] = issued_at
+    if principal is not None:
+        fields["p"] = _principal_digest(principal)
+    payload = _b64(json.dumps(fields, separators=(",", ":")).encode("utf-8"))
+    signed = f"{kid}.{payload}"
+    return f"{signed}.{_b64(_mac(key, signed.encode('ascii')))}"
+
+
+def open_state(
+    keys: bytes | KeyRing, sealed: object, *, method: str, name: str | None, now: float,
+    principal: str | None = None, clock: str = "wall", skew: float = 0.0,
+) -> str:
+    """Return the state inside ``sealed``; raise :class:`InvalidRequestState` when it was
+    tampered with or sealed with a key the ring does not hold, is bound to another request
+    or principal, was sealed on another ``clock``, or -- at ``now`` on that clock, allowing
+    ``skew`` seconds of disagreement between hosts -- has expired or was issued in the
+    future."""
+    if not isinstance(sealed, str) or sealed.count(".") != 2:
         raise InvalidRequestState("Invalid params: requestState is malformed")
-    body, tag = sealed.split(".")
+    kid, body, tag = sealed.split(".")
     try:
         payload = _unb64(body)
         given = _unb64(tag)
     except ValueError:  # binascii.Error is one
         raise InvalidRequestState("Invalid params: requestState is malformed") from None
+    if isinstance(keys, KeyRing):
+        key = keys.find(kid)
+    else:
+        key = keys if keys and kid == key_id(keys) else None
     import hmac
 
-    if not hmac.compare_digest(given, _mac(key, payload)):
+    # An unknown key id is answered like a bad MAC: which keys a server holds is its own.
+    if key is None or not hmac.compare_digest(given, _mac(key, f"{kid}.{body}".encode("ascii"))):
         raise InvalidRequestState("Invalid params: requestState failed its integrity check")
     try:
         fields = json.loads(payload)
@@ -159,7 +231,17 @@ def open_state(key: bytes, sealed: object, *, method: str, name: str | None, now
         raise InvalidRequestState("Invalid params: requestState is malformed") from None
     if fields.get("m") != method or fields.get("n") != name:
         raise InvalidRequestState("Invalid params: requestState belongs to another request")
-    if not now < fields.get("e", 0):
+    wanted = None if principal is None else _principal_digest(principal)
+    if fields.get("p") != wanted:
+        raise InvalidRequestState("Invalid params: requestState belongs to another principal")
+    if fields.get("c") != _CLOCK_TAGS[clock]:
+        # A monotonic time means nothing on another clock: refused rather than misjudged.
+        raise InvalidRequestState("Invalid params: requestState has expired")
+    issued = fields.get("i")
+    if issued is not None and not issued <= now + skew:
+        raise InvalidRequestState("Invalid params: requestState was issued in the future "
+                                  "(the server's clocks disagree)")
+    if not now < fields.get("e", 0) + skew:
         raise InvalidRequestState("Invalid params: requestState has expired")
     state = fields.get("s")
     if not isinstance(state, str):  # pragma: no cover - as above

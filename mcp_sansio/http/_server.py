@@ -77,7 +77,7 @@ from .._connection import ServerConnection
 from .._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
 from .._events import CancelRequested, ConnectionClosed, Event, RequestId
 from .._state import State
-from .._stateless import META_PROTOCOL_VERSION, has_stateless_meta
+from .._stateless import META_PROTOCOL_VERSION, has_stateless_meta, principal_key
 from .._versions import FEATURES, Era
 from ._exchange import ExchangeInput, ExchangeOutput, PeerClosed
 from ._exchange_wire import ExchangeWire
@@ -341,7 +341,8 @@ class ServerChannel:
                      wall_time: float | None = None) -> None:
         """Bytes read from the socket; ``b""`` is end of file. ``wall_time``: seconds since
         the epoch, which access tokens are judged at (servers with ``auth``; default
-        ``now``).
+        ``now``) and a stateless-era ``requestState`` is sealed and opened on (without it,
+        on ``now``, which holds within one host only: see :doc:`/keys`).
 
         Bad input is answered, never raised. An exception from here is a bug (in the server
         or in code it calls): it is raised *after* this channel was closed -- answered
@@ -1122,8 +1123,21 @@ class HTTPServer:
         self._open_post_stream(session, channel, [request_id], kind)
         if kind is _Kind.LISTEN:
             self._listening[session] = None
-        session.connection.receive_message(value, now=self._now)
+        self._bind_request_state(session.connection, channel)
+        session.connection.receive_message(value, now=self._now, wall_now=channel._wall)
         self._mark_ready(session)
+
+    @staticmethod
+    def _bind_request_state(conn: ServerConnection, channel: ServerChannel) -> None:
+        """A sealed ``requestState`` is bound to the request's principal when it was
+        authenticated (2026-07-28 ``basic/patterns/mrtr.mdx``, server requirement 5: "the
+        authenticated principal, rejecting state presented by a different principal"). The
+        caller hands the connection the channel's wall clock as well, which the state is
+        sealed and judged on (see :mod:`mcp_sansio._stateless`)."""
+        auth = channel.auth
+        if auth is not None:
+            conn.request_state_principal = principal_key(
+                auth.subject, auth.client_id, auth.claims.get("iss"))
 
     def _check_mirrored_headers(
         self, headers: Headers, method: str, params: dict[str, Any] | None, version: str,
