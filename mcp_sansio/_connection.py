@@ -253,12 +253,13 @@ class Connection:
         "_handshake_versions", "_inbox", "_inbox_at", "_incoming", "_listens",
         "_newest_handshake", "_newest_stateless", "_next_id", "_no_fallback", "_now", "_outbox",
         "_outgoing", "_peer_role", "_progress_tokens", "_retries", "_splitter", "_state",
-        "_stateless_versions", "_timers", "cache_scope", "cache_ttl_ms", "capabilities",
-        "close_reason", "discovery", "info", "instructions", "log_level", "max_depth",
-        "max_incoming_requests", "max_message_size", "max_outgoing_requests", "max_request_time",
-        "peer_capabilities", "peer_info", "progress_resets_timeout", "protocol_version",
-        "request_state_key", "request_timeout", "server_instructions", "strict_capabilities",
-        "subscriptions", "versions")
+        "_stateless_versions", "_timers", "_wall_now", "cache_scope", "cache_ttl_ms",
+        "capabilities", "close_reason", "discovery", "info", "instructions", "log_level",
+        "max_depth", "max_incoming_requests", "max_message_size", "max_outgoing_requests",
+        "max_request_time", "peer_capabilities", "peer_info", "progress_resets_timeout",
+        "protocol_version", "request_state_key", "request_state_principal", "request_state_skew",
+        "request_timeout", "server_instructions", "strict_capabilities", "subscriptions",
+        "versions")
 
     role: Role
 
