@@ -165,6 +165,8 @@ class JWKSCache:
         self.loaded_at: float | None = None
         #: Why the last fetch was not used (None: it was).
         self.last_error: str | None = None
+        #: How many times the set was asked for.
+        self.fetches = 0
 
     def request(self) -> HTTPRequest:
         return HTTPRequest("GET", self.jwks_uri, (("Accept", "application/json"),))
@@ -175,6 +177,7 @@ class JWKSCache:
     def asked(self, now: float) -> HTTPRequest:
         """Record that the set is being fetched now; the request to make."""
         self.asked_at = now
+        self.fetches += 1
         return self.request()
 
     def receive(self, response: HTTPResponse, now: float) -> bool:
