@@ -276,6 +276,18 @@ class ProtectedResource:
                                  resource_metadata=self.metadata_url,
                                  required_scopes=self.required_scopes)
 
+    def scope_refusal(self, info: AccessInfo, needed: Iterable[str]) -> Refusal | None:
+        """The 403 for an operation needing ``needed`` (a tool's scopes) on top of
+        :attr:`required_scopes`, when ``info`` lacks any of them; None when it has them. The
+        challenge names every scope the operation needs, those held included, so that the
+        client's step-up asks for all of them at once (MCP 2026-07-28 "Runtime Insufficient
+        Scope Errors"; RFC 6750 §3.1)."""
+        scopes = frozenset(self.required_scopes) | frozenset(needed)
+        if scopes <= info.scopes:
+            return None
+        return _refuse(403, str(InsufficientScope(scopes)), self.metadata_url,
+                       " ".join(sorted(scopes)), "insufficient_scope")
+
     def conclude(self, pending: VerificationPending, answer: HTTPResponse | BaseException,
                  now: float) -> AccessInfo | Refusal:
         """Decide a request whose verifier raised ``pending``, now that ``answer`` came:

@@ -493,6 +493,10 @@ class HTTPServer:
     :param legacy_post_path: the legacy transport's POST path.
     :param auth: make the endpoint a protected resource (see the module docstring); None
         serves everyone.
+    :param tool_scopes: with ``auth``, tool name -> the scopes calling it needs beyond
+        ``auth.required_scopes`` (None or empty: none); a ``tools/call`` whose token lacks
+        them is answered 403 ``insufficient_scope`` naming them
+        (:meth:`~mcp_sansio.auth.ProtectedResource.scope_refusal`).
     :param decision_timeout: seconds a request waits on an asynchronous decision (a token
         its verifier must ask about) before it is answered without one
         (:data:`~mcp_sansio.http._park.DEFAULT_DECISION_TIMEOUT`: 503 for a token).
@@ -525,6 +529,7 @@ class HTTPServer:
         legacy_post_path: str = "/messages",
         auth: ProtectedResource | None = None,
         decision_timeout: float = DEFAULT_DECISION_TIMEOUT,
+        tool_scopes: Callable[[str], Iterable[str] | None] | None = None,
     ) -> None:
         self.connection_factory = connection_factory
         template = connection_factory()
@@ -574,6 +579,7 @@ class HTTPServer:
         self._seq = itertools.count()
         self._keepalive_at: float | None = None
         self.decision_timeout = decision_timeout
+        self.tool_scopes = tool_scopes
         #: Called with each :class:`~mcp_sansio.http._park.DecisionNeeded` as the exchange
         #: parks, when the adapter sets it; else they wait in :meth:`pending_decisions`.
         self.on_decision_needed: Callable[[DecisionNeeded], None] | None = None
@@ -993,6 +999,29 @@ class HTTPServer:
         finally:
             channel._decision = None  # used by that request, or by none: never by the next
 
+    def _tool_scope_refused(
+        self, channel: ServerChannel,
+        items: list[tuple[MessageKind, RequestId | None, str | None, Any]],
+    ) -> bool:
+        """A ``tools/call`` whose tool needs scopes the token lacks: answered 403 (the whole
+        POST, a batch included: nothing of it is served). True when refused."""
+        auth, info, lookup = self.auth, channel.auth, self.tool_scopes
+        if auth is None or info is None or lookup is None:
+            return False
+        for kind, request_id, method, params in items:
+            if kind is not MessageKind.REQUEST or method != "tools/call":
+                continue
+            tool = params.get("name") if isinstance(params, dict) else None
+            needed = lookup(tool) if isinstance(tool, str) else None
+            refusal = auth.scope_refusal(info, needed) if needed else None
+            if refusal is not None:
+                self._error(channel, refusal.status, ErrorCode.INVALID_REQUEST,
+                            f"{_AUTH_REASONS[refusal.status]}: {refusal.reason}",
+                            request_id if len(items) == 1 else None,
+                            headers=refusal.headers)
+                return True
+        return False
+
     def _bound_elsewhere(self, channel: ServerChannel, session: Session) -> bool:
         """A session opened by another principal: answered 404 like an unknown one (it is
         not this principal's to know about)."""
@@ -1068,6 +1097,8 @@ class HTTPServer:
         if parsed is None:
             return
         value, items = parsed
+        if self.tool_scopes is not None and self._tool_scope_refused(channel, items):
+            return
         requests = [item for item in items if item[0] is MessageKind.REQUEST]
         single = type(value) is dict
         first = items[0]
