@@ -52,6 +52,13 @@ __all__ = ["answer_blocking", "answer_async", "asyncio_decider", "thread_decider
 log = logging.getLogger("mcp_sansio.http")
 
 
+def _failed(question: VerificationPending, exc: Exception) -> None:
+    # The URL without its query, never the body (it holds the token).
+    request = question.request
+    log.warning("%s: %s %s failed: %s", question, request.method,
+                request.url.split("?", 1)[0], exc)
+
+
 def _unknown(question: Any) -> TypeError:
     return TypeError(f"no way to answer a {type(question).__name__}")
 
@@ -63,6 +70,7 @@ async def answer_async(question: Any, timeout: float) -> Any:
     try:
         return await fetch(question.request, timeout=timeout)
     except Exception as exc:  # the answer is that it failed: the server decides (503)
+        _failed(question, exc)
         return exc
 
 
@@ -73,6 +81,7 @@ def answer_blocking(question: Any, timeout: float) -> Any:
     try:
         return fetch_sync(question.request, timeout=timeout)
     except Exception as exc:
+        _failed(question, exc)
         return exc
 
 
