@@ -28,14 +28,19 @@ request while its adapter fetches (``_http_decide.py``):
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from mcp_sansio.auth import AccessInfo, HTTPRequest, HTTPResponse, IntrospectionVerifier
+from mcp_sansio.auth import (
+    AccessInfo,
+    HTTPRequest,
+    HTTPResponse,
+    IntrospectionVerifier,
+    VerificationPending,
+)
 from mcp_sansio.auth._introspection import (
     DEFAULT_INTROSPECTION_ENTRIES,
     DEFAULT_INTROSPECTION_TTL,
@@ -61,7 +66,9 @@ DEFAULT_JWKS_MIN_REFETCH = 60.0
 
 class JWKSVerifier:
     """A :class:`~mcp_sansio.auth.TokenVerifier`-like object for JWT access tokens whose keys
-    come from ``jwks_uri`` (needs the ``auth`` extra). ``await verify(token)``."""
+    come from ``jwks_uri`` (needs the ``auth`` extra). ``await verify(token)``: the pure
+    :class:`mcp_sansio.auth.jwt.JWKSCache` decides when to fetch, this makes the request
+    with ``fetcher`` and waits for it."""
 
     def __init__(self, jwks_uri: str, *, issuer: str, audience: str,
                  required_scopes: tuple[str, ...] = (), fetcher: Fetch = fetch,
@@ -69,50 +76,35 @@ class JWKSVerifier:
                  max_age: float = DEFAULT_JWKS_MAX_AGE,
                  min_refetch: float = DEFAULT_JWKS_MIN_REFETCH,
                  **verifier_options: Any) -> None:
-        from mcp_sansio.auth.jwt import JWTVerifier
+        from mcp_sansio.auth.jwt import JWKSCache
 
         self.jwks_uri = jwks_uri
         self._fetcher = fetcher
         self._clock = clock
-        self.max_age = max_age
-        self.min_refetch = min_refetch
-        self._fetched_at: float | None = None
-        self._verifier = JWTVerifier(None, issuer=issuer, audience=audience,
-                                     required_scopes=required_scopes, **verifier_options)
-        #: How many times the JWKS was fetched (for tests and metrics).
-        self.fetches = 0
+        #: The pure keeper: the keys, when they were asked for and loaded.
+        self.cache = JWKSCache(jwks_uri, issuer=issuer, audience=audience,
+                               required_scopes=required_scopes, max_age=max_age,
+                               min_refetch=min_refetch, **verifier_options)
 
-    async def _refresh(self) -> None:
-        self._fetched_at = self._clock()
-        self.fetches += 1
-        response = await self._fetcher(HTTPRequest("GET", self.jwks_uri,
-                                                   (("Accept", "application/json"),)))
-        if response.status != 200:
-            log.warning("auth: JWKS %s answered %s; keeping the keys held", self.jwks_uri,
-                        response.status)
-            return
-        try:
-            self._verifier.set_jwks(json.loads(response.body))
-        except (ValueError, TypeError, RecursionError) as exc:
-            log.warning("auth: JWKS %s is not usable (%s); keeping the keys held",
-                        self.jwks_uri, exc)
-
-    def _may_refetch(self, now: float) -> bool:
-        return self._fetched_at is None or now - self._fetched_at >= self.min_refetch
+    @property
+    def fetches(self) -> int:
+        """How many times the JWKS was fetched (for tests and metrics)."""
+        return self.cache.fetches
 
     async def verify(self, token: str) -> AccessInfo:
-        from mcp_sansio.auth.jwt import UnknownKey
-
         now = self._clock()
-        if self._fetched_at is None or (now - self._fetched_at >= self.max_age):
-            await self._refresh()
         try:
-            return self._verifier.verify(token, now)
-        except UnknownKey:
-            if not self._may_refetch(now):
-                raise
-            await self._refresh()
-            return self._verifier.verify(token, now)
+            return self.cache.verify(token, now)
+        except VerificationPending as pending:
+            try:
+                response = await self._fetcher(pending.request)
+            except Exception as exc:  # the transport failed: the held keys, if any
+                log.warning("auth: fetching the JWKS %s failed: %s", self.jwks_uri, exc)
+                return pending.fail(str(exc), now)
+            if response.status != 200:
+                log.warning("auth: JWKS %s answered %s; keeping the keys held",
+                            self.jwks_uri, response.status)
+            return pending.finish(response, now)
 
 
 class JWKSKeeper:
