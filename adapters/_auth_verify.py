@@ -27,10 +27,8 @@ request while its adapter fetches (``_http_decide.py``):
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +39,7 @@ from mcp_sansio.auth import (
     IntrospectionVerifier,
     VerificationPending,
 )
+from mcp_sansio.auth._deferred import AnswerCache
 from mcp_sansio.auth._introspection import (
     DEFAULT_INTROSPECTION_ENTRIES,
     DEFAULT_INTROSPECTION_TTL,
@@ -210,7 +209,10 @@ def _running_trio() -> bool:
 
 
 class IntrospectionCache:
-    """Verifies opaque tokens by RFC 7662 introspection, remembering active answers."""
+    """Verifies opaque tokens by RFC 7662 introspection, remembering active answers (the
+    core's :class:`~mcp_sansio.auth._deferred.AnswerCache`, the one
+    :meth:`IntrospectionVerifier.verify <mcp_sansio.auth.IntrospectionVerifier.verify>`
+    uses on the HTTP servers)."""
 
     def __init__(self, introspection: IntrospectionVerifier, *, fetcher: Fetch = fetch,
                  clock: Callable[[], float] = time.time,
@@ -219,30 +221,25 @@ class IntrospectionCache:
         self.introspection = introspection
         self._fetcher = fetcher
         self._clock = clock
-        self.ttl = ttl
-        self.max_entries = max_entries
-        self._cache: OrderedDict[bytes, tuple[float, AccessInfo]] = OrderedDict()
+        self._cache = AnswerCache(ttl, max_entries)
         #: Introspection requests made so far.
         self.requests = 0
 
+    @property
+    def ttl(self) -> float:
+        return self._cache.ttl
+
+    @property
+    def max_entries(self) -> int:
+        return self._cache.max_entries
+
     async def verify(self, token: str) -> AccessInfo:
-        key = hashlib.sha256(token.encode()).digest()
         now = self._clock()
-        hit = self._cache.get(key)
-        if hit is not None:
-            until, info = hit
-            if now < until:
-                self._cache.move_to_end(key)
-                return info
-            del self._cache[key]
+        info = self._cache.get(token, now)
+        if info is not None:
+            return info
         self.requests += 1
         response = await self._fetcher(self.introspection.request(token))
         info = self.introspection.decide(response, now)  # InvalidToken: not remembered
-        until = now + self.ttl
-        if info.expires_at is not None:
-            until = min(until, info.expires_at)
-        self._cache[key] = (until, info)
-        while len(self._cache) > self.max_entries:
-            self._cache.popitem(last=False)
+        self._cache.put(token, info, now)
         return info
-
