@@ -292,3 +292,44 @@ def test_every_parked_request_ends_once_whatever_happens(steps: list[str]) -> No
         assert response.done, "a request still waits after its deadline"
         assert response.status in (200, 401, 503)
         assert len(conn.responses) == 1
+
+
+# -- the exchange seam (a parser that is not h11: ASGI, another HTTP/1.1 parser) ------------
+
+
+def test_a_parked_exchange_on_the_exchange_seam() -> None:
+    from mcp_sansio.http._exchange import (
+        PeerClosed,
+        RequestData,
+        RequestEnded,
+        RequestStarted,
+        ResponseStarted,
+    )
+    from mcp_sansio.http._headers import Headers
+
+    h = harness(introspection())
+    server = h.server
+
+    def post(token: str) -> Any:
+        channel = server.new_exchange(now=h.now)
+        raw = [("host", "localhost:8000"), ("accept", "application/json, text/event-stream"),
+               ("content-type", "application/json"), ("authorization", f"Bearer {token}")]
+        channel.receive_event(RequestStarted(method="POST", target="/mcp", headers=(
+            Headers.from_raw([(k.encode(), v.encode()) for k, v in raw]))), now=h.now)
+        channel.receive_event(RequestData(json.dumps(init_body()).encode()), now=h.now)
+        channel.receive_event(RequestEnded(), now=h.now)
+        h.run()
+        return channel
+
+    channel = post("seam-1")
+    (need,) = server.pending_decisions()
+    assert channel.events_to_send() == []
+    server.decide(need.handle, answer(**ACTIVE), now=h.now, wall_time=WALL)
+    h.run()
+    (head, *_) = channel.events_to_send()
+    assert isinstance(head, ResponseStarted) and head.status == 200
+    # the peer goes away while parked: forgotten
+    channel = post("seam-2")
+    (need,) = server.pending_decisions()
+    channel.receive_event(PeerClosed(), now=h.now)
+    assert not server.decide(need.handle, answer(**ACTIVE))
