@@ -28,6 +28,7 @@ from mcp_sansio import KeyRing, RequestId, ServerConnection
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
+from ._http_decide import asyncio_decider
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
 from ._session import Server
 from .asyncio import ServerSession, _small_reads
@@ -311,6 +312,7 @@ async def start_http(
                            new_session_id=new_session_id, http_options=http_options)
     service = HTTPService(server, http, max_write_buffer=max_write_buffer)
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
+    http.on_decision_needed = asyncio_decider(service)  # parked exchanges (_http_decide)
     await service._listen(host, port)
     try:
         yield service

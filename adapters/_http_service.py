@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from mcp_sansio.auth import AccessInfo
 
 from ._api import AsyncContext
+from ._auth_scopes import tool_scopes
 from ._http_common import tool_param_headers
 from ._session import Server
 from .keys import request_state_keys, shares_state
@@ -76,6 +77,7 @@ def new_http_server(
 
     # 2026-07-28 Mcp-Param-* checking follows the server's tools unless told otherwise
     http_options.setdefault("tool_param_headers", tool_param_headers(server))
+    http_options.setdefault("tool_scopes", tool_scopes(server))  # per-tool scopes (auth)
     return HTTPServer(connection,
                       new_session_id=new_session_id or (lambda: secrets.token_urlsafe(32)),
                       **http_options)

@@ -98,6 +98,7 @@ from ._api import _Resumed
 from ._auth_session import OAuth, SessionAuth, challenge_of
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
+from ._http_decide import thread_decider
 from ._http_service import HTTPServiceBase, HTTPSessionLogic, broadcast_server_wide, new_http_server
 from ._session import Context, Job, Server
 from ._sync_api import SyncClient, SyncServerSession, ThreadAsyncContext, ThreadContext
@@ -827,6 +828,7 @@ def start_http(
                           max_connections=max_connections, max_workers=max_workers,
                           shutdown_timeout=shutdown_timeout)
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
+    http.on_decision_needed = thread_decider(service)  # parked exchanges (_http_decide)
     try:
         service._listen(host, port, backlog)
         yield service

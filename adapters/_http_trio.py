@@ -75,6 +75,7 @@ from ._api import AsyncClient
 from ._auth_session import OAuth, SessionAuth, challenge_of
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
+from ._http_decide import trio_decider
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
 from ._session import Server
 from .trio import ServerSession, _one_error, _TrioRuntime
@@ -539,6 +540,7 @@ async def start_http(
                            new_session_id=new_session_id, http_options=http_options)
     service = HTTPService(server, http, max_write_buffer=max_write_buffer)
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
+    http.on_decision_needed = trio_decider(service)  # parked exchanges (_http_decide)
     listeners = await trio.open_tcp_listeners(port, host=host)
     sockname = listeners[0].socket.getsockname()
     service.address = (sockname[0], sockname[1])

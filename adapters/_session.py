@@ -34,7 +34,7 @@ import json
 import logging
 import re
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, suppress
 from typing import TYPE_CHECKING, Any, NoReturn, Self, cast
 
@@ -1071,7 +1071,7 @@ INVALID_ARGUMENTS_ANSWER: dict[str, str] = {
 class Entry:
     """One registered tool, resource, template or prompt."""
 
-    __slots__ = ("arg_types", "definition", "fn", "pattern")
+    __slots__ = ("arg_types", "definition", "fn", "pattern", "scopes")
 
     def __init__(self, fn: Callable[..., Any], definition: dict[str, Any],
                  pattern: re.Pattern[str] | None = None) -> None:
@@ -1080,6 +1080,8 @@ class Entry:
         self.pattern = pattern
         #: A tool's argument types (from its input schema), worked out once.
         self.arg_types = _argument_types(definition.get("inputSchema"))
+        #: The scopes calling a tool needs over a protected HTTP server (_auth_scopes.py).
+        self.scopes: frozenset[str] = frozenset()
 
 
 class Job:
@@ -1148,9 +1150,12 @@ class Server:
         description: str | None = None, input_schema: Mapping[str, Any] | None = None,
         output_schema: Mapping[str, Any] | None = None, title: str | None = None,
         annotations: Mapping[str, Any] | None = None, task_support: str | None = None,
+        scopes: Iterable[str] = (),
     ) -> Callable[..., Any]:
         """A tool. ``task_support`` (``"optional"``, ``"required"``) lets it run as a task
-        (:meth:`enable_tasks`); it is declared as ``execution.taskSupport``."""
+        (:meth:`enable_tasks`); it is declared as ``execution.taskSupport``. ``scopes``:
+        what a caller's access token needs beyond the endpoint's required scopes over a
+        protected HTTP server (else 403 ``insufficient_scope``; see :doc:`/authorization`)."""
         tool_name = name or fn.__name__
         definition: dict[str, Any] = {
             "name": tool_name,
@@ -1168,7 +1173,8 @@ class Server:
             raise ValueError(f"task_support {task_support!r}: forbidden, optional or required")
         if task_support is not None:
             definition["execution"] = {"taskSupport": task_support}
-        self.tools[tool_name] = Entry(fn, definition)
+        entry = self.tools[tool_name] = Entry(fn, definition)
+        entry.scopes = frozenset(scopes)
         return fn
 
     def tool(self, name: str | None = None, **options: Any

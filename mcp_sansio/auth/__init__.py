@@ -32,6 +32,7 @@ from ._client import (
     as_metadata_urls,
     choose_auth_method,
 )
+from ._deferred import VerificationPending, VerificationUnavailable
 from ._errors import (
     STEPS,
     AuthFlowError,
@@ -55,6 +56,7 @@ from ._resource import (
     TokenVerifier,
     authorize_request,
     extract_bearer_token,
+    judge,
     metadata_url,
     protected_resource_metadata,
 )
@@ -68,8 +70,10 @@ __all__ = [
     "MetadataError", "OAuthClientFlow", "PKCENotSupported", "ProtectedResource", "Refusal",
     "RegistrationError",
     "ResourceMetadata", "ServerMetadata", "TokenError", "TokenStorage", "TokenVerifier",
-    "Tokens", "UserAuthorization", "as_metadata_urls", "authorize_request",
+    "Tokens", "UserAuthorization", "VerificationPending", "VerificationUnavailable",
+    "as_metadata_urls", "authorize_request",
     "bearer_challenge", "bearer_params", "canonical_resource", "choose_auth_method",
-    "extract_bearer_token", "metadata_url", "parse_challenges", "protected_resource_metadata",
+    "extract_bearer_token", "judge", "metadata_url", "parse_challenges",
+    "protected_resource_metadata",
     "rules",
 ]

@@ -10,6 +10,14 @@ authenticated as the resource server with ``client_secret_basic``), and
 :class:`InvalidToken`. The adapter carries the request and should cache answers for a short
 while, never beyond the token's ``exp``.
 
+Used as the verifier of a :class:`~mcp_sansio.auth.ProtectedResource` (every runtime's HTTP
+server), :meth:`~IntrospectionVerifier.verify` answers from a cache of active answers
+(:class:`~mcp_sansio.auth._deferred.AnswerCache`, driven by ``now``) and otherwise raises
+:class:`~mcp_sansio.auth._deferred.VerificationPending` carrying :meth:`request` and
+:meth:`decide`: the server parks the exchange and the adapter makes the request (see
+:mod:`mcp_sansio.auth._deferred`). An answer other than 200 is no verdict on the token (RFC
+7662 §2.3): :class:`~mcp_sansio.auth._deferred.VerificationUnavailable`, answered 503.
+
 The checks on an active token: ``exp`` against ``now`` (seconds since the epoch), ``aud``
 (when present) naming this resource (MCP 2025-11-25 "Token Handling", RFC 8707 §2), and
 ``iss`` when the verifier was told which issuer to expect.
@@ -20,21 +28,48 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ._deferred import AnswerCache, VerificationPending, VerificationUnavailable
 from ._errors import InvalidToken
 from ._http import HTTPRequest, HTTPResponse, basic_credentials, form_body
 from ._resource import AccessInfo
+
+#: Seconds an active introspection answer is reused: 60. Revocation is noticed within a
+#: minute while a busy client does not cost one round trip per request.
+DEFAULT_INTROSPECTION_TTL = 60.0
+#: Introspection answers kept at most (least recently used dropped first): 10 000 tokens,
+#: a few megabytes.
+DEFAULT_INTROSPECTION_ENTRIES = 10_000
 
 
 class IntrospectionVerifier:
     """Judges tokens by RFC 7662 introspection; see the module doc for the call order."""
 
     def __init__(self, endpoint: str, *, client_id: str, client_secret: str, resource: str,
-                 issuer: str | None = None) -> None:
+                 issuer: str | None = None, ttl: float = DEFAULT_INTROSPECTION_TTL,
+                 max_entries: int = DEFAULT_INTROSPECTION_ENTRIES) -> None:
         self.endpoint = endpoint
         self.client_id = client_id
         self._secret = client_secret
         self.resource = resource
         self.issuer = issuer
+        self.cache = AnswerCache(ttl, max_entries)
+        #: Introspection requests asked for so far (for tests and metrics).
+        self.requests = 0
+
+    def verify(self, token: str, now: float) -> AccessInfo:
+        """A remembered active answer, else :class:`VerificationPending` with the request
+        to make (the module docstring)."""
+        info = self.cache.get(token, now)
+        if info is not None:
+            return info
+        self.requests += 1
+
+        def finish(response: HTTPResponse, when: float) -> AccessInfo:
+            answer = self.decide(response, when)  # InvalidToken: not remembered
+            self.cache.put(token, answer, when)
+            return answer
+
+        raise VerificationPending(self.request(token), finish, "token introspection")
 
     def request(self, token: str) -> HTTPRequest:
         return HTTPRequest(
@@ -46,9 +81,9 @@ class IntrospectionVerifier:
 
     def decide(self, response: HTTPResponse, now: float) -> AccessInfo:
         if response.status != 200:
-            # RFC 7662 §2.3: not a verdict on the token; the caller may retry later. Treat
-            # as invalid for this request rather than letting it through.
-            raise InvalidToken(f"introspection answered {response.status}")
+            # RFC 7662 §2.3: not a verdict on the token; the caller may retry later. Never
+            # let the request through; answered 503 (a subclass of InvalidToken).
+            raise VerificationUnavailable(f"introspection answered {response.status}")
         try:
             doc: Any = json.loads(response.body)
         except (ValueError, RecursionError):

@@ -23,16 +23,18 @@ serves the metadata document and decides every request on its endpoint with it.
 Verification is synchronous and pure: ``verify(token, now)`` judges with what the verifier
 already holds. That keeps the HTTP server runtime-neutral and non-blocking -- it never waits
 inside the handling of a request -- and suits JWT access tokens, the common case: the
-signature is checked with a JWKS the *adapter* fetches and hands in
-(:meth:`mcp_sansio.auth.jwt.JWTVerifier.set_jwks`), outside the request path. A verifier
-that must ask someone per token (RFC 7662 introspection) cannot be plugged in directly; the
-adapters' caches (``mcp_sansio.adapters._auth_verify``) run it.
+signature is checked with a JWKS handed in (:meth:`mcp_sansio.auth.jwt.JWTVerifier.set_jwks`).
+A verifier that can only decide by asking someone (RFC 7662 introspection, a JWKS refresh)
+raises :class:`~mcp_sansio.auth._deferred.VerificationPending` instead: the HTTP server
+parks that request until the adapter brings the answer, and :meth:`ProtectedResource.conclude`
+turns the answer into the same decision :func:`authorize_request` makes
+(:mod:`mcp_sansio.auth._deferred`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
@@ -40,7 +42,9 @@ import attrs
 
 from . import _rules as rules
 from ._challenge import bearer_challenge
+from ._deferred import VerificationPending, VerificationUnavailable
 from ._errors import InsufficientScope, InvalidRequest, InvalidToken
+from ._http import HTTPResponse
 
 #: RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
@@ -65,6 +69,9 @@ class TokenVerifier(Protocol):
     Raise :class:`InvalidToken` (answered 401) for a token that is malformed, expired, not
     from the expected issuer or not for this resource (MCP 2025-11-25 "Token Handling": the
     audience check is mandatory); return its :class:`AccessInfo` otherwise.
+
+    Raise :class:`~mcp_sansio.auth._deferred.VerificationPending` when the token can only
+    be decided by asking someone (the HTTP server then waits for the adapter's answer).
     """
 
     def verify(self, token: str, now: float) -> AccessInfo: ...
@@ -170,8 +177,24 @@ def authorize_request(
         return _refuse(400, str(exc), resource_metadata, scope, "invalid_request")
     if token is None:
         return _refuse(401, "no access token", resource_metadata, scope, None)
+    # VerificationPending propagates: the caller waits for the answer (module docstring).
+    return judge(lambda: verifier.verify(token, now), resource_metadata=resource_metadata,
+                 required_scopes=required)
+
+
+def judge(verdict: Callable[[], AccessInfo], *, resource_metadata: str,
+          required_scopes: Iterable[str] = ()) -> AccessInfo | Refusal:
+    """The decision on a verifier's verdict (``verdict()`` returns the :class:`AccessInfo`
+    or raises): 401 ``invalid_token``, 403 ``insufficient_scope`` naming every scope needed,
+    503 when no verdict could be reached
+    (:class:`~mcp_sansio.auth._deferred.VerificationUnavailable`), else the access."""
+    required = frozenset(required_scopes)
+    scope = " ".join(sorted(required)) or None
     try:
-        info = verifier.verify(token, now)
+        info = verdict()
+    except VerificationUnavailable as exc:
+        # RFC 9110 §15.6.4; no challenge: the token was not judged (mcp_sansio.auth._deferred)
+        return Refusal(503, (), str(exc))
     except InvalidToken as exc:
         return _refuse(401, str(exc), resource_metadata, scope, "invalid_token")
     except InsufficientScope as exc:
@@ -252,6 +275,32 @@ class ProtectedResource:
         return authorize_request(headers, target, self.verifier, now,
                                  resource_metadata=self.metadata_url,
                                  required_scopes=self.required_scopes)
+
+    def scope_refusal(self, info: AccessInfo, needed: Iterable[str]) -> Refusal | None:
+        """The 403 for an operation needing ``needed`` (a tool's scopes) on top of
+        :attr:`required_scopes`, when ``info`` lacks any of them; None when it has them. The
+        challenge names every scope the operation needs, those held included, so that the
+        client's step-up asks for all of them at once (MCP 2026-07-28 "Runtime Insufficient
+        Scope Errors"; RFC 6750 §3.1)."""
+        scopes = frozenset(self.required_scopes) | frozenset(needed)
+        if scopes <= info.scopes:
+            return None
+        return _refuse(403, str(InsufficientScope(scopes)), self.metadata_url,
+                       " ".join(sorted(scopes)), "insufficient_scope")
+
+    def conclude(self, pending: VerificationPending, answer: HTTPResponse | BaseException,
+                 now: float) -> AccessInfo | Refusal:
+        """Decide a request whose verifier raised ``pending``, now that ``answer`` came:
+        the response to ``pending.request``, or what stopped it (a transport error, the
+        server's decision timeout) -- then 503 unless the verifier has a fallback."""
+        if isinstance(answer, HTTPResponse):
+            response = answer
+            return judge(lambda: pending.finish(response, now),
+                         resource_metadata=self.metadata_url,
+                         required_scopes=self.required_scopes)
+        reason = str(answer) or answer.__class__.__name__
+        return judge(lambda: pending.fail(reason, now), resource_metadata=self.metadata_url,
+                     required_scopes=self.required_scopes)
 
 
 def _refuse(status: int, reason: str, resource_metadata: str, scope: str | None,

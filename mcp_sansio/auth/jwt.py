@@ -15,12 +15,20 @@ The core never fetches: the JWKS is handed in (the adapter fetches it from the s
 signed by a key the set does not hold raises :class:`InvalidToken` with ``unknown_key`` set,
 the hint for an adapter to refetch the keys once (key rotation).
 
+:class:`JWKSCache` keeps that set current with ``now``: it fetches nothing either, but when
+its keys are missing, older than ``max_age`` or lack a token's ``kid`` it raises
+:class:`~mcp_sansio.auth._deferred.VerificationPending` with the request for ``jwks_uri``
+(at most once per ``min_refetch`` seconds), so that any runtime's HTTP server waits for the
+adapter to fetch the set and then judges the token with it. The adapters' ``JWKSKeeper``
+adds the first fetch, before serving.
+
 Only asymmetric signature algorithms are accepted by default (:data:`DEFAULT_ALGORITHMS`):
 an ``HS256`` token "signed" with a public key and ``none`` are the classic confusions.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -28,7 +36,9 @@ from joserfc import jwt
 from joserfc.errors import ClaimError, InvalidKeyIdError, JoseError
 from joserfc.jwk import KeySet
 
+from ._deferred import VerificationPending, VerificationUnavailable
 from ._errors import InsufficientScope, InvalidToken
+from ._http import HTTPRequest, HTTPResponse
 from ._resource import AccessInfo
 
 #: Asymmetric JWS algorithms (RFC 7518 §3) accepted unless the verifier is told otherwise.
@@ -37,6 +47,14 @@ DEFAULT_ALGORITHMS = ("RS256", "PS256", "ES256")
 #: Clock skew tolerated on ``exp``/``nbf``/``iat``. RFC 7519 §4.1.4 allows "a few minutes";
 #: 30 seconds covers ordinary NTP drift without stretching short-lived tokens much.
 DEFAULT_LEEWAY = 30
+
+#: Seconds a fetched JWKS is used before it is fetched again: one hour. Keys rotate on a scale
+#: of days; an hour bounds how long a withdrawn key keeps being trusted.
+DEFAULT_JWKS_MAX_AGE = 3600.0
+#: Least seconds between two fetches of the JWKS: 60. Rotation needs one refetch; tokens with
+#: unknown ``kid`` values beyond that are refused without asking the server again, so made-up
+#: key ids cannot make the resource server hammer the authorization server.
+DEFAULT_JWKS_MIN_REFETCH = 60.0
 
 
 class UnknownKey(InvalidToken):
@@ -120,6 +138,88 @@ class JWTVerifier:
             expires_at=float(claims["exp"]),
             claims=claims,
         )
+
+
+class JWKSCache:
+    """A :class:`~mcp_sansio.auth.TokenVerifier` for JWT access tokens whose JWKS it keeps
+    current from ``jwks_uri`` through :class:`~mcp_sansio.auth._deferred.VerificationPending`
+    (the module docstring): asked for when there are no keys, when they are ``max_age``
+    old, and when a token names a key the set lacks -- never twice within ``min_refetch``
+    seconds. A failed refresh keeps the keys held (an old set is better than none while the
+    authorization server is down); a failed first fetch, or a failed refetch for an unknown
+    key, is answered 503."""
+
+    def __init__(self, jwks_uri: str, *, issuer: str, audience: str,
+                 required_scopes: Iterable[str] = (),
+                 max_age: float = DEFAULT_JWKS_MAX_AGE,
+                 min_refetch: float = DEFAULT_JWKS_MIN_REFETCH,
+                 **verifier_options: Any) -> None:
+        self.jwks_uri = jwks_uri
+        self.max_age = max_age
+        self.min_refetch = min_refetch
+        self.verifier = JWTVerifier(None, issuer=issuer, audience=audience,
+                                    required_scopes=required_scopes, **verifier_options)
+        #: When the set was last asked for (``now``), None before the first time.
+        self.asked_at: float | None = None
+        #: When a usable set last arrived.
+        self.loaded_at: float | None = None
+        #: Why the last fetch was not used (None: it was).
+        self.last_error: str | None = None
+        #: How many times the set was asked for.
+        self.fetches = 0
+
+    def request(self) -> HTTPRequest:
+        return HTTPRequest("GET", self.jwks_uri, (("Accept", "application/json"),))
+
+    def may_fetch(self, now: float) -> bool:
+        return self.asked_at is None or now - self.asked_at >= self.min_refetch
+
+    def asked(self, now: float) -> HTTPRequest:
+        """Record that the set is being fetched now; the request to make."""
+        self.asked_at = now
+        self.fetches += 1
+        return self.request()
+
+    def receive(self, response: HTTPResponse, now: float) -> bool:
+        """The answer to :meth:`request`: True when it replaced the keys."""
+        if response.status != 200:
+            self.last_error = f"{self.jwks_uri} answered {response.status}"
+            return False
+        try:
+            self.verifier.set_jwks(json.loads(response.body))
+        except (ValueError, TypeError, RecursionError) as exc:
+            self.last_error = f"{self.jwks_uri} is not a usable JWKS ({exc})"
+            return False
+        self.loaded_at, self.last_error = now, None
+        return True
+
+    def verify(self, token: str, now: float) -> AccessInfo:
+        stale = self.loaded_at is None or now - self.loaded_at >= self.max_age
+        if stale and self.may_fetch(now):
+            raise self._pending(token, now, "fetching the JWKS",
+                                held=self.loaded_at is not None)
+        try:
+            return self.verifier.verify(token, now)
+        except UnknownKey:
+            if not self.may_fetch(now):
+                raise
+        raise self._pending(token, now, "fetching the JWKS for a key it lacks", held=False)
+
+    def _pending(self, token: str, now: float, reason: str, *,
+                 held: bool) -> VerificationPending:
+        def with_held_keys(when: float) -> AccessInfo:
+            try:
+                return self.verifier.verify(token, when)
+            except UnknownKey:  # the set could not be fetched: no verdict on the token
+                raise VerificationUnavailable(self.last_error or reason) from None
+
+        def finish(response: HTTPResponse, when: float) -> AccessInfo:
+            if self.receive(response, when):
+                return self.verifier.verify(token, when)
+            return with_held_keys(when)
+
+        return VerificationPending(self.asked(now), finish, reason,
+                                   fallback=with_held_keys if held else None)
 
 
 def _scopes(claims: Mapping[str, Any]) -> frozenset[str]:

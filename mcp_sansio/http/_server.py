@@ -50,7 +50,12 @@ when not given). A session is bound to the principal of the request that opened 
 request for it on behalf of anyone else is answered 404, as for an unknown session, so a
 leaked session id is worth nothing without the token (security best practices "Session
 Hijacking"). A stateless-era request is decided on its own token, every time.
-:attr:`Session.auth` is what the handlers see.
+:attr:`Session.auth` is what the handlers see. A verifier that must ask someone first
+(introspection, a JWKS refresh: it raises
+:class:`~mcp_sansio.auth._deferred.VerificationPending`) parks the request until the
+adapter brings the answer -- the general "exchange waits on an asynchronous decision" hook
+of :mod:`mcp_sansio.http._park` (:meth:`HTTPServer.pending_decisions`,
+:meth:`HTTPServer.decide`, ``decision_timeout``).
 
 Time is an argument (``now=``), as in the core: it drives idle-session expiry, SSE
 keep-alive comments and the connections' own timers (:meth:`HTTPServer.next_deadline`,
@@ -92,6 +97,7 @@ from ._headers import (
     param_matches,
     param_value,
 )
+from ._park import DEFAULT_DECISION_TIMEOUT, DecisionNeeded, Parked
 from ._sse import encode_comment, encode_event
 from ._store import EventStore, InMemoryEventStore
 from ._wire import (
@@ -106,7 +112,9 @@ from ._wire import (
 if TYPE_CHECKING:
     # At run time only a server with ``auth`` needs these (imported where used): the auth
     # package is not paid for by every server start.
+    from ..auth._deferred import VerificationPending
     from ..auth._resource import AccessInfo, ProtectedResource
+    from ..auth._resource import Refusal as AuthRefusal
 
 __all__ = [
     "DEFAULT_KEEPALIVE_INTERVAL",
@@ -157,7 +165,8 @@ _STATELESS_STATUS = {
 }
 _JSON = ("content-type", "application/json")
 #: The reason phrase opening the message of an authorization refusal's JSON-RPC error.
-_AUTH_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden"}
+_AUTH_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+                 503: "Service Unavailable"}
 _SSE_HEADERS = (
     ("content-type", "text/event-stream"),
     ("cache-control", "no-cache"),
@@ -328,6 +337,10 @@ class ServerChannel:
         self.auth: AccessInfo | None = None
         self._wall: float | None = None
         self._gone = False  # the server has reported the channel closed
+        #: The exchange waiting on an asynchronous decision, if any (http/_park.py).
+        self._parked: Parked | None = None
+        #: The authorization decision a parked exchange came back with.
+        self._decision: AccessInfo | AuthRefusal | None = None
 
     def __repr__(self) -> str:
         return f"<ServerChannel at 0x{id(self):x}{' closed' if self.closed else ''}>"
@@ -386,6 +399,8 @@ class ServerChannel:
     def _received(self, eof: bool) -> None:
         """After input: detach a stream whose client left, then serve what is ready."""
         server = self._server
+        if eof or self.wire.closed:
+            self._unpark()
         if eof:
             # End of file: the client is gone (a half-closed client cannot be told apart
             # from one that left, and HTTP clients do not half-close while waiting).
@@ -400,6 +415,7 @@ class ServerChannel:
         """The socket broke (reset, write error): nothing more can be written to it."""
         server = self._server
         server._clock(now)
+        self._unpark()
         try:
             if self.stream is not None:
                 server._detach(self.stream)
@@ -416,6 +432,7 @@ class ServerChannel:
         its stream (if any) detached from it. For an adapter that caught an exception from
         code working on this channel; :meth:`receive_data` does it before it raises."""
         server = self._server
+        self._unpark()
         stream, self.stream = self.stream, None
         self.wire.fail(500, "Internal Server Error")
         server._writable[self] = None
@@ -429,6 +446,14 @@ class ServerChannel:
         """What to write to this socket now."""
         self._server._writable.pop(self, None)
         return self.wire.data_to_send()
+
+    def _unpark(self) -> None:
+        """The client left while its exchange waited on a decision: forget it (a later
+        answer is ignored)."""
+        parked, self._parked = self._parked, None
+        if parked is not None:
+            self._server._parked.pop(parked.need.handle, None)
+            self._decision = None
 
 
 class HTTPServer:
@@ -471,6 +496,13 @@ class HTTPServer:
     :param legacy_post_path: the legacy transport's POST path.
     :param auth: make the endpoint a protected resource (see the module docstring); None
         serves everyone.
+    :param tool_scopes: with ``auth``, tool name -> the scopes calling it needs beyond
+        ``auth.required_scopes`` (None or empty: none); a ``tools/call`` whose token lacks
+        them is answered 403 ``insufficient_scope`` naming them
+        (:meth:`~mcp_sansio.auth.ProtectedResource.scope_refusal`).
+    :param decision_timeout: seconds a request waits on an asynchronous decision (a token
+        its verifier must ask about) before it is answered without one
+        (:data:`~mcp_sansio.http._park.DEFAULT_DECISION_TIMEOUT`: 503 for a token).
     """
 
     def __init__(
@@ -499,6 +531,8 @@ class HTTPServer:
         legacy_sse_path: str | None = None,
         legacy_post_path: str = "/messages",
         auth: ProtectedResource | None = None,
+        decision_timeout: float = DEFAULT_DECISION_TIMEOUT,
+        tool_scopes: Callable[[str], Iterable[str] | None] | None = None,
     ) -> None:
         self.connection_factory = connection_factory
         template = connection_factory()
@@ -547,6 +581,14 @@ class HTTPServer:
         self._dead_timers = 0  # sessions retired since _timers was last rebuilt
         self._seq = itertools.count()
         self._keepalive_at: float | None = None
+        self.decision_timeout = decision_timeout
+        self.tool_scopes = tool_scopes
+        #: Called with each :class:`~mcp_sansio.http._park.DecisionNeeded` as the exchange
+        #: parks, when the adapter sets it; else they wait in :meth:`pending_decisions`.
+        self.on_decision_needed: Callable[[DecisionNeeded], None] | None = None
+        self._parked: dict[int, Parked] = {}
+        self._needs: list[DecisionNeeded] = []
+        self._handles = itertools.count(1)
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -632,6 +674,8 @@ class HTTPServer:
             _, _, session, kind = heapq.heappop(timers)
             if kind == "keepalive":
                 self._keepalive(now)
+            elif kind == "decision":
+                self._expire_decisions(now)
             elif session is None or session._done:
                 continue
             elif kind == "open":
@@ -671,6 +715,62 @@ class HTTPServer:
             count += 1
             self._dirty[session] = None
         return count
+
+    # -- exchanges waiting on a decision (http/_park.py) ---------------------------------------
+
+    def pending_decisions(self) -> list[DecisionNeeded]:
+        """The decisions parked exchanges wait on, each handed out once (when no
+        ``on_decision_needed`` callback took them): answer each with :meth:`decide`."""
+        needs, self._needs = self._needs, []
+        return [need for need in needs if need.handle in self._parked]
+
+    def decide(self, handle: int, answer: Any, *, now: float | None = None,
+               wall_time: float | None = None) -> bool:
+        """The answer to a :class:`~mcp_sansio.http._park.DecisionNeeded` (a value, or the
+        exception that stopped the adapter from getting one): the exchange goes on, then
+        its connection's next request. False when the exchange is no longer waiting (its
+        client left, or it timed out): the answer is dropped. ``wall_time`` as for
+        :meth:`ServerChannel.receive_data`. An exception from here is a bug, raised after
+        the channel was failed (as :meth:`ServerChannel.receive_data` does)."""
+        self._clock(now)
+        parked = self._parked.pop(handle, None)
+        if parked is None:
+            return False
+        channel = parked.channel
+        channel._parked = None
+        if wall_time is not None:
+            channel._wall = wall_time
+        try:
+            parked.resume(answer)
+            self._process_channel(channel)
+        except Exception:
+            channel.fail()
+            raise
+        return True
+
+    def _park(self, channel: ServerChannel, question: Any, resume: Callable[[Any], None],
+              expire: Callable[[], None]) -> None:
+        """Park ``channel``'s exchange until ``question`` is answered (module http/_park)."""
+        need = DecisionNeeded(next(self._handles), question, self._now + self.decision_timeout)
+        channel._parked = self._parked[need.handle] = Parked(channel, need, resume, expire)
+        self._schedule(need.deadline, None, "decision")
+        if self.on_decision_needed is not None:
+            self.on_decision_needed(need)
+        else:
+            self._needs.append(need)
+
+    def _expire_decisions(self, now: float) -> None:
+        for handle, parked in list(self._parked.items()):
+            if parked.need.deadline <= now:
+                del self._parked[handle]
+                channel = parked.channel
+                channel._parked = None
+                try:
+                    parked.expire()
+                    self._process_channel(channel)
+                except Exception:  # a bug: this channel alone ends (as receive_data)
+                    channel.fail()
+                    raise
 
     # -- time ----------------------------------------------------------------------------------
 
@@ -747,7 +847,7 @@ class HTTPServer:
 
     def _process_channel(self, channel: ServerChannel) -> None:
         wire = channel.wire
-        while channel.stream is None and not wire.closed:
+        while channel.stream is None and channel._parked is None and not wire.closed:
             request = wire.next_request()
             if request is None:
                 break
@@ -790,18 +890,8 @@ class HTTPServer:
         if refusal is not None:
             self._error(channel, 403, ErrorCode.INVALID_REQUEST, refusal)
             return
-        if self.auth is not None:
-            from ..auth._resource import Refusal as AuthRefusal
-
-            decision = self.auth.authorize(
-                request.headers.raw, request.target,
-                channel._wall if channel._wall is not None else self._now)
-            if isinstance(decision, AuthRefusal):
-                self._error(channel, decision.status, ErrorCode.INVALID_REQUEST,
-                            f"{_AUTH_REASONS[decision.status]}: {decision.reason}",
-                            headers=decision.headers)
-                return
-            channel.auth = decision
+        if self.auth is not None and not self._authorized(channel, request):
+            return
         if legacy:
             if path == self.legacy_sse_path and method == "GET":
                 self._legacy_get(channel, request)
@@ -862,6 +952,78 @@ class HTTPServer:
             return
         self._respond(channel, 200, [_JSON, ("access-control-allow-origin", "*")],
                       self._metadata_body)
+
+    def _authorized(self, channel: ServerChannel, request: HTTPRequest) -> bool:
+        """Decide the request's token (servers with ``auth``): True to go on, with
+        ``channel.auth`` set; False when it was refused or parked until its verifier's
+        question is answered (then :meth:`_verified` handles it again)."""
+        from ..auth._deferred import VerificationPending
+        from ..auth._resource import Refusal as AuthRefusal
+
+        auth = self.auth
+        assert auth is not None
+        decision, channel._decision = channel._decision, None
+        if decision is None:
+            try:
+                decision = auth.authorize(
+                    request.headers.raw, request.target,
+                    channel._wall if channel._wall is not None else self._now)
+            except VerificationPending as pending:
+                self._park_verification(channel, request, pending)
+                return False
+        if isinstance(decision, AuthRefusal):
+            self._error(channel, decision.status, ErrorCode.INVALID_REQUEST,
+                        f"{_AUTH_REASONS[decision.status]}: {decision.reason}",
+                        headers=decision.headers)
+            return False
+        channel.auth = decision
+        return True
+
+    def _park_verification(self, channel: ServerChannel, request: HTTPRequest,
+                           pending: VerificationPending) -> None:
+        timeout = TimeoutError(f"no answer within {self.decision_timeout:g} s")
+        self._park(channel, pending,
+                   lambda answer: self._verified(channel, request, pending, answer),
+                   lambda: self._verified(channel, request, pending, timeout))
+
+    def _verified(self, channel: ServerChannel, request: HTTPRequest,
+                  pending: VerificationPending, answer: Any) -> None:
+        """The answer to a parked request's token question came (or the timeout did): its
+        decision, then the request handled from the start (the checks before the token's
+        are cheap and unchanged)."""
+        auth = self.auth
+        assert auth is not None
+        wall = channel._wall if channel._wall is not None else self._now
+        if not isinstance(answer, BaseException) and not _is_response(answer):
+            answer = TypeError(f"not an answer to a token question: {type(answer).__name__}")
+        channel._decision = auth.conclude(pending, answer, wall)
+        try:
+            self._handle(channel, request)
+        finally:
+            channel._decision = None  # used by that request, or by none: never by the next
+
+    def _tool_scope_refused(
+        self, channel: ServerChannel,
+        items: list[tuple[MessageKind, RequestId | None, str | None, Any]],
+    ) -> bool:
+        """A ``tools/call`` whose tool needs scopes the token lacks: answered 403 (the whole
+        POST, a batch included: nothing of it is served). True when refused."""
+        auth, info, lookup = self.auth, channel.auth, self.tool_scopes
+        if auth is None or info is None or lookup is None:
+            return False
+        for kind, request_id, method, params in items:
+            if kind is not MessageKind.REQUEST or method != "tools/call":
+                continue
+            tool = params.get("name") if isinstance(params, dict) else None
+            needed = lookup(tool) if isinstance(tool, str) else None
+            refusal = auth.scope_refusal(info, needed) if needed else None
+            if refusal is not None:
+                self._error(channel, refusal.status, ErrorCode.INVALID_REQUEST,
+                            f"{_AUTH_REASONS[refusal.status]}: {refusal.reason}",
+                            request_id if len(items) == 1 else None,
+                            headers=refusal.headers)
+                return True
+        return False
 
     def _bound_elsewhere(self, channel: ServerChannel, session: Session) -> bool:
         """A session opened by another principal: answered 404 like an unknown one (it is
@@ -938,6 +1100,8 @@ class HTTPServer:
         if parsed is None:
             return
         value, items = parsed
+        if self.tool_scopes is not None and self._tool_scope_refused(channel, items):
+            return
         requests = [item for item in items if item[0] is MessageKind.REQUEST]
         single = type(value) is dict
         first = items[0]
@@ -1637,6 +1801,12 @@ class HTTPServer:
             self._mark_ready(session)
             return
         self._touch(session)
+
+
+def _is_response(value: Any) -> bool:
+    from ..auth._http import HTTPResponse
+
+    return isinstance(value, HTTPResponse)
 
 
 def _lookup(routes: dict[RequestId, _Stream], key: Any) -> _Stream | None:

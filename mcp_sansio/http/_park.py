@@ -1,0 +1,71 @@
+"""An exchange that waits on an asynchronous decision: the record, and the need handed out.
+
+Theory of operation
+-------------------
+Sometimes the HTTP server cannot go on with a request until something outside the core
+answers a question -- an access token only the authorization server can judge (RFC 7662
+introspection, a JWKS refresh; :mod:`mcp_sansio.auth._deferred`), later a session looked up
+in a shared store. The core never does I/O, so it *parks* the exchange instead of waiting:
+
+1. it records a :class:`Parked` exchange (its channel, what to do with the answer, what to
+   do when none comes in time) under a fresh opaque handle, stops reading that
+   connection's further requests (they stay in its buffer, in order), and hands out a
+   :class:`DecisionNeeded` -- the handle, the question, the deadline -- to the adapter
+   (:meth:`HTTPServer.pending_decisions <mcp_sansio.http.HTTPServer.pending_decisions>`, or
+   the ``on_decision_needed`` callback when the adapter set one);
+2. the adapter answers the question its own way (a task, a worker thread) and calls
+   :meth:`HTTPServer.decide <mcp_sansio.http.HTTPServer.decide>` with the handle and the
+   answer -- a value, or the exception that stopped it -- and the exchange goes on where it
+   stopped, then the connection's next request;
+3. if no answer comes by the deadline (:data:`DEFAULT_DECISION_TIMEOUT` after parking,
+   on the server's ``now``), :meth:`HTTPServer.handle_timeout
+   <mcp_sansio.http.HTTPServer.handle_timeout>` answers the exchange with its timeout
+   answer (``503`` for a token); an answer arriving later is ignored (``decide`` returns
+   False), as is one for an exchange whose client left meanwhile (end of file or a broken
+   socket unparks it). Every request still ends exactly once.
+
+The handle is an ``int`` from a counter: opaque to the adapter, never reused within one
+server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+if TYPE_CHECKING:
+    from ._server import ServerChannel
+
+__all__ = ["DEFAULT_DECISION_TIMEOUT", "DecisionNeeded", "Parked"]
+
+#: Seconds an exchange waits for an asynchronous decision before it is answered without
+#: one: 10. A token introspection or a JWKS fetch takes milliseconds when the authorization
+#: server is well; ten seconds rides out a slow one while answering (503 for a token) well
+#: before clients give up on a request (the official SDKs wait 30 s or more) and before
+#: the 30-60 s idle timeouts of common proxies cut the connection without an answer.
+DEFAULT_DECISION_TIMEOUT = 10.0
+
+
+@attrs.frozen(eq=False)
+class DecisionNeeded:
+    """An exchange is parked until the adapter answers ``question``: call
+    :meth:`HTTPServer.decide <mcp_sansio.http.HTTPServer.decide>` with ``handle`` and the
+    answer (a value or an exception) before ``deadline`` (the server's ``now`` clock)."""
+
+    handle: int
+    question: Any
+    deadline: float
+
+
+@attrs.define(eq=False)
+class Parked:
+    """The server's record of a parked exchange."""
+
+    channel: ServerChannel
+    need: DecisionNeeded
+    #: Goes on with the exchange once the answer came (called by ``decide``).
+    resume: Callable[[Any], None]
+    #: Answers the exchange when no answer came in time.
+    expire: Callable[[], None]
