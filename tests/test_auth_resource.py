@@ -343,6 +343,17 @@ def test_inactive_or_foreign_introspection_answers_are_invalid(response: HTTPRes
         _introspector().decide(response, NOW)
 
 
+def test_an_introspection_answer_without_audience_is_refused_unless_vouched_for() -> None:
+    # MCP "Token Handling": the server MUST validate the token was issued for it; an answer
+    # naming no audience cannot show that, so it is refused by default.
+    answer = _answer({"active": True, "sub": "alice", "iss": ISSUER, "exp": NOW + 10})
+    with pytest.raises(InvalidToken, match="no audience"):
+        _introspector().decide(answer, NOW)
+    vouched = IntrospectionVerifier(ISSUER + "/introspect", client_id="rs", client_secret="pw",
+                                    resource=RESOURCE, issuer=ISSUER, require_audience=False)
+    assert vouched.decide(answer, NOW).subject == "alice"
+
+
 # -- properties of the request decision -----------------------------------------------------------
 
 _HEADER_VALUE = st.one_of(

@@ -103,7 +103,7 @@ def _introspection() -> IntrospectionVerifier:
 
 
 def test_active_answers_are_remembered_until_ttl_or_exp_and_refusals_never() -> None:
-    server = Introspection({"active": True, "sub": "ada", "exp": NOW + 30})
+    server = Introspection({"active": True, "sub": "ada", "aud": RESOURCE, "exp": NOW + 30})
     clock = Clock()
     cache = IntrospectionCache(_introspection(), fetcher=server, clock=clock, ttl=60)
 
@@ -123,7 +123,7 @@ def test_active_answers_are_remembered_until_ttl_or_exp_and_refusals_never() -> 
 
 
 def test_the_introspection_cache_is_bounded() -> None:
-    server = Introspection({"active": True, "sub": "ada"})
+    server = Introspection({"active": True, "sub": "ada", "aud": RESOURCE})
     cache = IntrospectionCache(_introspection(), fetcher=server, clock=Clock(), max_entries=2)
 
     async def main() -> None:

@@ -19,8 +19,11 @@ server), :meth:`~IntrospectionVerifier.verify` answers from a cache of active an
 7662 §2.3): :class:`~mcp_sansio.auth._deferred.VerificationUnavailable`, answered 503.
 
 The checks on an active token: ``exp`` against ``now`` (seconds since the epoch), ``aud``
-(when present) naming this resource (MCP 2025-11-25 "Token Handling", RFC 8707 §2), and
-``iss`` when the verifier was told which issuer to expect.
+naming this resource (MCP 2025-11-25 "Token Handling": a server MUST validate that a token
+was issued for it; RFC 8707 §2) -- an answer without ``aud`` cannot show that and is refused
+unless the verifier is told the authorization server vouches for the audience another way
+(``require_audience=False``) -- and ``iss`` when the verifier was told which issuer to
+expect.
 """
 
 from __future__ import annotations
@@ -46,12 +49,15 @@ class IntrospectionVerifier:
 
     def __init__(self, endpoint: str, *, client_id: str, client_secret: str, resource: str,
                  issuer: str | None = None, ttl: float = DEFAULT_INTROSPECTION_TTL,
-                 max_entries: int = DEFAULT_INTROSPECTION_ENTRIES) -> None:
+                 max_entries: int = DEFAULT_INTROSPECTION_ENTRIES,
+                 require_audience: bool = True) -> None:
         self.endpoint = endpoint
         self.client_id = client_id
         self._secret = client_secret
         self.resource = resource
         self.issuer = issuer
+        #: Refuse an active answer that names no audience (the module docstring).
+        self.require_audience = require_audience
         self.cache = AnswerCache(ttl, max_entries)
         #: Introspection requests asked for so far (for tests and metrics).
         self.requests = 0
@@ -94,7 +100,11 @@ class IntrospectionVerifier:
         if isinstance(exp, int | float) and not isinstance(exp, bool) and now >= exp:
             raise InvalidToken("token expired")
         aud = doc.get("aud")
-        if aud is not None:
+        if aud is None:
+            if self.require_audience:
+                raise InvalidToken("introspection names no audience: the token cannot be "
+                                   "shown to be for this resource (MCP Token Handling)")
+        else:
             audiences = [aud] if isinstance(aud, str) else aud
             if not isinstance(audiences, list) or self.resource not in audiences:
                 raise InvalidToken("token is not for this resource (RFC 8707 §2)")
