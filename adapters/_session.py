@@ -70,6 +70,7 @@ from mcp_sansio import (
     UnexpectedResponse,
     _capabilities,
 )
+from mcp_sansio._sessionless import request_refusal
 
 __all__ = [
     "DEFAULT",
@@ -1554,6 +1555,8 @@ class Context:
         needs; in the stateless era return the answers the retry carries or raise
         :class:`InputRequiredSignal` for the missing ones. None: the handshake era, where the
         runtime sends real requests."""
+        if self.session.conn.sessionless:  # nothing could answer: raise at once, naming why
+            raise request_refusal(next(iter(requests.values()))[0])
         caps = self.client_capabilities
         missing: dict[str, Any] = {INPUT_METHODS[m][0]: {} for m, _ in requests.values()
                    if m in INPUT_METHODS and INPUT_METHODS[m][0] not in caps}

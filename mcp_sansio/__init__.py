@@ -48,6 +48,7 @@ from ._events import (
     UnexpectedResponse,
 )
 from ._framing.ndjson import DEFAULT_MAX_LINE
+from ._sessionless import SessionlessError
 from ._state import Role, State
 from ._stateless import InvalidRequestState, open_state, seal_state
 from ._versions import (
@@ -102,6 +103,7 @@ __all__ = [
     "Response",
     "Role",
     "ServerConnection",
+    "SessionlessError",
     "State",
     "SubscriptionAcknowledged",
     "UnexpectedResponse",
