@@ -301,3 +301,34 @@ def test_handshake_get_and_delete_are_405(servers: list[str]) -> None:
         finally:
             conn.close()
         assert response.status == 405 and response.getheader("allow") == "POST"
+
+
+def test_the_official_sdk_client_needs_no_session_id(servers: list[str]) -> None:
+    """What a real handshake-era client does with a server that issues no session id: the
+    official Python SDK's client (legacy mode) initializes, lists and calls, and sends no
+    ``Mcp-Session-Id`` (it only echoes one it was given); a handler's elicitation fails its
+    request at once."""
+    pytest.importorskip("mcp", reason="the official SDK is a test dependency")
+    import anyio
+    from mcp.client.client import Client
+    from mcp.shared.exceptions import MCPError
+
+    async def story(url: str) -> dict[str, Any]:
+        got: dict[str, Any] = {}
+        async with Client(url, mode="legacy", read_timeout_seconds=TIMEOUT) as client:
+            got["version"] = client.protocol_version
+            got["tools"] = {t.name for t in (await client.list_tools()).tools}
+            got["echo"] = (await client.call_tool("echo", {"text": "hi"})).content[0].text
+            got["ask"] = (await client.call_tool("ask_name", {})).content[0].text
+            try:
+                await client.call_tool("test_elicitation", {"message": "Your name?"})
+            except MCPError as exc:
+                got["elicit"] = exc.error.code
+        return got
+
+    for url in dict.fromkeys(servers):
+        got = anyio.run(story, url)
+        assert got["version"] == HANDSHAKE and len(got["tools"]) == 4  # the first page
+        assert got["echo"] == "hi"
+        assert got["ask"].startswith("refused: elicitation/create cannot be sent")
+        assert got["elicit"] == -32603
