@@ -99,16 +99,28 @@ def request_refusal(method: str) -> SessionlessError:
         "it speak 2026-07-28, whose input_required results carry the answers in the retry")
 
 
+#: The table read once, as :func:`withdraw` applies it: whole capabilities to drop, and
+#: per capability the sub-capabilities to drop from it.
+_DROPPED = frozenset(path for path in WITHDRAWN_CAPABILITIES if "." not in path)
+_LEAVES: dict[str, frozenset[str]] = {
+    head: frozenset(p.partition(".")[2] for p in WITHDRAWN_CAPABILITIES
+                    if p.partition(".")[0] == head and "." in p)
+    for head in {p.partition(".")[0] for p in WITHDRAWN_CAPABILITIES if "." in p}
+}
+
+
 def withdraw(capabilities: Mapping[str, Any]) -> dict[str, Any]:
     """``capabilities`` without the :data:`WITHDRAWN_CAPABILITIES` (a copy; the input is not
-    changed)."""
-    result = dict(capabilities)
-    for path in WITHDRAWN_CAPABILITIES:
-        head, _, leaf = path.partition(".")
-        if not leaf:
-            result.pop(head, None)
+    changed). Run for every sessionless POST, so it reads the table's precomputed form and
+    copies only what it changes."""
+    result: dict[str, Any] = {}
+    for key, value in capabilities.items():
+        if key in _DROPPED:
             continue
-        node = result.get(head)
-        if isinstance(node, Mapping) and leaf in node:
-            result[head] = {k: v for k, v in node.items() if k != leaf}
+        leaves = _LEAVES.get(key)
+        if leaves is not None and (type(value) is dict or isinstance(value, Mapping)) and (
+                not leaves.isdisjoint(value)):
+            result[key] = {k: v for k, v in value.items() if k not in leaves}
+        else:
+            result[key] = value
     return result

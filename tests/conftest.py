@@ -72,6 +72,7 @@ MODULE_MARKERS: dict[str, tuple[str, str]] = {
     "test_http_processes.py": ("slow", "three server processes per launcher: ~5 s"),
     "test_benchmark_http_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_load_smoke.py": ("slow", "runs a benchmark script"),
+    "test_benchmark_per_request_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_stdio_ab_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_stdio_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmarks_smoke.py": ("slow", "runs the benchmark scripts"),
