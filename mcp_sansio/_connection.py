@@ -1857,8 +1857,9 @@ class ServerConnection(Connection):
         :raises LocalProtocolError: the connection is not fresh, or the revision is not one
             of its handshake-era revisions.
         """
-        if self._state is not State.IDLE or self._incoming or self._outgoing:
-            raise LocalProtocolError("only a fresh connection can serve a sessionless POST")
+        if self._state is not State.IDLE:  # the lifecycle table's one allowing cell
+            raise LocalProtocolError("only a fresh connection can serve a sessionless POST: "
+                                     f"this one is {self._state.value}")
         if protocol_version is not None and protocol_version not in self._handshake_versions:
             raise LocalProtocolError(
                 f"{protocol_version!r} is not a handshake-era revision this connection "

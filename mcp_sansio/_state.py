@@ -14,7 +14,9 @@ PROBING         ``server/discover`` sent to find the  (not used)
                 server's era (dual-era client)
 INITIALIZING    ``initialize`` sent, awaiting result  answered ``initialize``, awaiting
                                                       ``notifications/initialized``
-OPERATING       handshake complete                    handshake complete
+OPERATING       handshake complete                    handshake complete (or assumed so, by a
+                                                      sessionless HTTP server's fresh
+                                                      connection: ``ASSUME_INITIALIZED``)
 STATELESS       the server speaks 2026-07-28: every   serving stateless requests, each checked
                 request carries its own ``_meta``     on its own
 CLOSED          nothing more is sent or received      same

@@ -33,7 +33,7 @@ import pytest
 
 from mcp_sansio.http import SSEParser
 
-from .http_stories import url_process
+from .http_stories import serve_example, url_process
 
 PEER = Path(__file__).parent / "peers" / "worker_server.py"
 KEY_VARIABLE = "MCP_SANSIO_TEST_STATE_KEY"
@@ -290,8 +290,13 @@ def test_handshake_elicitation_is_a_clear_error_not_a_hang(servers: list[str]) -
 
 
 def test_handshake_get_and_delete_are_405(servers: list[str]) -> None:
+    for url in dict.fromkeys(servers):
+        assert_no_get_or_delete(url)
+
+
+def assert_no_get_or_delete(where: str) -> None:
     for method in ("GET", "DELETE"):
-        url = urlsplit(servers[0])
+        url = urlsplit(where)
         conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=TIMEOUT)
         try:
             conn.request(method, url.path, headers={"accept": "text/event-stream",
@@ -332,3 +337,20 @@ def test_the_official_sdk_client_needs_no_session_id(servers: list[str]) -> None
         assert got["echo"] == "hi"
         assert got["ask"].startswith("refused: elicitation/create cannot be sent")
         assert got["elicit"] == -32603
+
+
+@pytest.mark.parametrize("runtime", ["asyncio", "trio", "threading"])
+def test_serve_example_sessionless(runtime: str) -> None:
+    """``mcp-sansio serve-example --transport http --sessionless``: no session id, calls
+    without one, the GET stream 405, elicitation refused at once."""
+    with url_process(serve_example("--sessionless", runtime=runtime)) as url:
+        client = RoundRobin([url])
+        init = old(client, "initialize", {"protocolVersion": HANDSHAKE, "capabilities": {},
+                                          "clientInfo": CLIENT_INFO})
+        assert init.status == 200 and "mcp-session-id" not in init.headers
+        echoed = old(client, "tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        assert text(echoed.result) == "x"
+        failed = old(client, "tools/call", {"name": "test_elicitation",
+                                            "arguments": {"message": "Your name?"}})
+        assert failed.error["code"] == -32603
+        assert_no_get_or_delete(url)

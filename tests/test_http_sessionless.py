@@ -24,7 +24,7 @@ from mcp_sansio._capabilities import declared
 from mcp_sansio._sessionless import WITHDRAWN_CAPABILITIES, withdraw
 from mcp_sansio.http import ResponseMode
 
-from .http_util import SERVER_INFO, Harness, init_body, validate_messages
+from .http_util import SERVER_INFO, Harness, answer_everything, init_body, validate_messages
 
 V = "2025-11-25"
 CAPABILITIES = {"tools": {"listChanged": True}, "logging": {}, "prompts": {"listChanged": True},
@@ -237,7 +237,7 @@ def test_serve_sessionless_needs_a_fresh_connection_and_a_handshake_revision() -
     with pytest.raises(LocalProtocolError, match="handshake-era revision"):
         conn.serve_sessionless("2026-07-28")
     conn.serve_sessionless("2025-06-18")
-    with pytest.raises(LocalProtocolError, match="fresh"):
+    with pytest.raises(LocalProtocolError, match=r"fresh connection.*operating"):
         conn.serve_sessionless("2025-06-18")
     assert CAPABILITIES["tools"] == {"listChanged": True}  # the caller's map is not changed
 
@@ -265,3 +265,49 @@ def test_withdraw_removes_exactly_the_table_s_capabilities(caps: dict[str, Any])
             assert out[key] == kept
         else:
             assert out[key] == value
+
+
+#: What a client may POST to a sessionless server: (body without id, answered?). Requests
+#: get ids; notifications and responses are accepted (202) and dropped.
+POSTS: list[tuple[dict[str, Any], bool]] = [
+    ({"method": "tools/list"}, True),
+    ({"method": "tools/call", "params": {"name": "x", "arguments": {}}}, True),
+    ({"method": "ping"}, True),
+    ({"method": "logging/setLevel", "params": {"level": "debug"}}, True),
+    ({"method": "resources/subscribe", "params": {"uri": "file:///x"}}, True),
+    ({"method": "no/such/method"}, True),
+    ({"method": "initialize", "params": init_body(V)["params"]}, True),
+    ({"method": "notifications/initialized"}, False),
+    ({"method": "notifications/cancelled", "params": {"requestId": 1}}, False),
+    ({"result": {}}, False),
+]
+
+
+@given(st.lists(st.tuples(st.sampled_from(range(len(POSTS))),
+                          st.sampled_from([None, "2025-03-26", "2025-06-18", V]),
+                          st.booleans()), min_size=1, max_size=12),
+       st.sampled_from(list(ResponseMode)))
+def test_every_request_is_answered_once_and_nothing_is_kept(
+        posts: list[tuple[int, str | None, bool]], mode: ResponseMode) -> None:
+    h = harness(response_mode=mode)
+    for number, (index, header, defer) in enumerate(posts, start=1):
+        body, answered = POSTS[index]
+        message = {"jsonrpc": "2.0", **body}
+        if "method" not in body or answered:
+            message["id"] = number
+        # answered while the request is processed (JSON at once), or later (a stream)
+        h.handler = None if defer else answer_everything
+        r = h.conn().send(body=message, headers=version(header) if header else ())
+        if not answered:
+            assert r.status == 202 and not r.body
+            continue
+        requests = [(s, e) for s, e in h.events if isinstance(e, Request)
+                    and e.request_id == number]
+        for session, event in requests if defer else ():  # the application answers now
+            session.connection.send_response(event.request_id, {})
+            session.flush()
+        h.run()
+        replies = [m for m in r.messages if m.get("id") == number and "method" not in m]
+        assert r.status == 200 and len(replies) == 1, (r.status, r.messages)
+        assert r.done
+    assert not h.server.sessions
