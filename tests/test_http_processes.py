@@ -9,10 +9,12 @@ time -- what a round-robin load balancer without sticky sessions does.
   once that it cannot (``SessionlessError``), rather than waiting for an answer that could
   only ever reach another process.
 
-How the servers are started is one fixture, :func:`servers`, parametrized by the entries of
-:data:`LAUNCHERS` (name -> how to start N servers that share a key and return their URLs);
-a launcher for another engine adds an entry there. A launcher may return the same URL N
-times (N workers behind one port): the tests only ever round-robin over the list.
+How the servers are started is one function, :func:`start`, behind two fixtures:
+:func:`servers` (sessionless servers, for the handshake era) and :func:`modern_servers` (with
+and without the mode: 2026-07-28 must work across processes as it is), both parametrized by
+the entries of :data:`LAUNCHERS` (name -> how to start N servers that share a key and return
+their URLs); a launcher for another engine adds an entry there. A launcher may return the
+same URL N times (N workers behind one port): the tests only ever round-robin over the list.
 """
 
 from __future__ import annotations
@@ -48,16 +50,18 @@ ACCEPT = "application/json, text/event-stream"
 
 # -- launchers: how to start N servers ------------------------------------------------------------
 
-#: A launcher: (count, environment with the shared key, exit stack) -> the servers' URLs.
-Launcher = Callable[[int, dict[str, str], contextlib.ExitStack], list[str]]
+#: A launcher: (count, environment with the shared key, sessionless?, exit stack) -> the
+#: servers' URLs, serving :func:`tests.peers.worker_server.build`'s server.
+Launcher = Callable[[int, dict[str, str], bool, contextlib.ExitStack], list[str]]
 
 
 def _own(runtimes: list[str]) -> Launcher:
     """N processes of our own HTTP server, one per runtime in turn, each on its own port."""
-    def launch(count: int, env: dict[str, str], stack: contextlib.ExitStack) -> list[str]:
+    def launch(count: int, env: dict[str, str], sessionless: bool,
+               stack: contextlib.ExitStack) -> list[str]:
         urls = []
         for runtime in itertools.islice(itertools.cycle(runtimes), count):
-            argv = [sys.executable, str(PEER), runtime, "--sessionless"]
+            argv = [sys.executable, str(PEER), runtime, *(["--sessionless"] * sessionless)]
             with _environment(env):
                 urls.append(stack.enter_context(url_process(argv)))
         return urls
@@ -85,12 +89,29 @@ LAUNCHERS: dict[str, Launcher] = {
 }
 
 
-@pytest.fixture(scope="module", params=sorted(LAUNCHERS))
-def servers(request: pytest.FixtureRequest) -> Iterator[list[str]]:
-    """The URLs of N sessionless server processes sharing one request-state key."""
+@contextlib.contextmanager
+def start(launcher: str, *, sessionless: bool) -> Iterator[list[str]]:
+    """N servers started by ``launcher``, sharing one request-state key: their URLs."""
     env = {KEY_VARIABLE: secrets.token_hex(32)}
     with contextlib.ExitStack() as stack:
-        yield LAUNCHERS[request.param](N, env, stack)
+        yield LAUNCHERS[launcher](N, env, sessionless, stack)
+
+
+@pytest.fixture(scope="module", params=sorted(LAUNCHERS))
+def servers(request: pytest.FixtureRequest) -> Iterator[list[str]]:
+    """The URLs of N sessionless server processes."""
+    with start(request.param, sessionless=True) as urls:
+        yield urls
+
+
+@pytest.fixture(scope="module", params=[(name, sessionless) for name in sorted(LAUNCHERS)
+                                        for sessionless in (False, True)],
+                ids=lambda p: f"{p[0]}-{'sessionless' if p[1] else 'default'}")
+def modern_servers(request: pytest.FixtureRequest) -> Iterator[list[str]]:
+    """The URLs of N server processes, with default options and in the sessionless mode."""
+    launcher, sessionless = request.param
+    with start(launcher, sessionless=sessionless) as urls:
+        yield urls
 
 
 # -- a client that goes round the servers ---------------------------------------------------------
@@ -190,11 +211,11 @@ def all_pages(fetch: Callable[[str | None], Reply]) -> list[str]:
 # -- 2026-07-28 ------------------------------------------------------------------------------------
 
 
-def test_2026_each_request_on_the_next_process(servers: list[str]) -> None:
-    client = RoundRobin(servers)
-    served = pids(client, len(servers), modern)
-    if len(set(servers)) == len(servers):  # one process per URL: each served one call
-        assert len(set(served)) == len(servers)
+def test_2026_each_request_on_the_next_process(modern_servers: list[str]) -> None:
+    client = RoundRobin(modern_servers)
+    served = pids(client, len(modern_servers), modern)
+    if len(set(modern_servers)) == len(modern_servers):  # one process per URL: each served one call
+        assert len(set(served)) == len(modern_servers)
     discovered = modern(client, "server/discover").result
     assert MODERN in discovered["supportedVersions"]
     added = modern(client, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}},
@@ -203,8 +224,8 @@ def test_2026_each_request_on_the_next_process(servers: list[str]) -> None:
 
 
 def test_2026_request_state_sealed_by_one_process_is_opened_by_another(
-        servers: list[str], request: pytest.FixtureRequest) -> None:
-    if request.node.callspec.params["servers"] == "runtimes":
+        modern_servers: list[str], request: pytest.FixtureRequest) -> None:
+    if request.node.callspec.params["modern_servers"][0] == "runtimes":
         # A known bug, found by this test: the core seals an expiry on the adapter's clock,
         # and trio's clock (trio.current_time) is not the system's monotonic clock that
         # asyncio and threads use -- a state sealed on asyncio's process reads as expired on
@@ -212,7 +233,7 @@ def test_2026_request_state_sealed_by_one_process_is_opened_by_another(
         # strict: this marker must go when that lands.
         request.applymarker(pytest.mark.xfail(
             strict=True, reason="requestState expiry is on each runtime's own clock"))
-    client = RoundRobin(servers)
+    client = RoundRobin(modern_servers)
     caps = {"elicitation": {"form": {}}}
     call = {"name": "sealed_where", "arguments": {}}
     first = modern(client, "tools/call", call, name="sealed_where", capabilities=caps).result
@@ -225,7 +246,7 @@ def test_2026_request_state_sealed_by_one_process_is_opened_by_another(
     assert done["resultType"] == "complete"
     sealed, opened = text(done).split()
     assert sealed.startswith("sealed-by-") and opened.startswith("opened-by-")
-    if len(set(servers)) == len(servers):
+    if len(set(modern_servers)) == len(modern_servers):
         assert sealed.removeprefix("sealed-by-") != opened.removeprefix("opened-by-")
     # Tampered with, it is refused wherever it lands: every process checks the seal.
     body, _, tag = state.partition(".")
@@ -234,8 +255,8 @@ def test_2026_request_state_sealed_by_one_process_is_opened_by_another(
     assert refused.status == 400 and refused.error["code"] == -32602
 
 
-def test_2026_list_cursors_cross_processes(servers: list[str]) -> None:
-    client = RoundRobin(servers)
+def test_2026_list_cursors_cross_processes(modern_servers: list[str]) -> None:
+    client = RoundRobin(modern_servers)
     names = all_pages(lambda cursor: modern(
         client, "tools/list", {"cursor": cursor} if cursor else None))
     assert len(names) == len(set(names)) > 4
