@@ -1555,7 +1555,7 @@ class Context:
         needs; in the stateless era return the answers the retry carries or raise
         :class:`InputRequiredSignal` for the missing ones. None: the handshake era, where the
         runtime sends real requests."""
-        if self.session.conn.sessionless:  # nothing could answer: raise at once, naming why
+        if requests and self.session.conn.sessionless:  # none could be answered: say why
             raise request_refusal(next(iter(requests.values()))[0])
         caps = self.client_capabilities
         missing: dict[str, Any] = {INPUT_METHODS[m][0]: {} for m, _ in requests.values()

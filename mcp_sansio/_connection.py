@@ -1847,7 +1847,7 @@ class ServerConnection(Connection):
         a fresh connection that no later request will reach.
 
         The capabilities that need a session are withdrawn; sending any request to the
-        client raises :class:`~mcp_sansio._sessionless.SessionlessError`; ``logging/setLevel``
+        client raises :class:`~mcp_sansio.SessionlessError`; ``logging/setLevel``
         is refused. With ``protocol_version`` (a handshake-era revision this connection
         supports: what the POST's ``MCP-Protocol-Version`` header named, or
         ``"2025-03-26"`` without one) the connection is operating at once, as if

@@ -311,3 +311,45 @@ def test_every_request_is_answered_once_and_nothing_is_kept(
         assert r.status == 200 and len(replies) == 1, (r.status, r.messages)
         assert r.done
     assert not h.server.sessions
+
+
+def test_a_handler_s_elicit_raises_at_once_through_the_adapter() -> None:
+    """The high-level API: ``ctx.elicit`` on a sessionless server raises
+    :class:`SessionlessError` before anything is sent (the client's capabilities are not even
+    looked at: they are unknown here), and an uncaught one fails the request (-32603)."""
+    import asyncio
+
+    from mcp_sansio.adapters.asyncio import Context, Server, connect_http, start_http
+
+    from mcp_sansio import Era
+
+    server = Server("elicits")
+
+    @server.tool(description="Asks for a name; says what happened.")
+    async def ask(ctx: Context) -> str:
+        try:
+            await ctx.elicit("Your name?", {"type": "object", "properties": {}})
+        except SessionlessError as exc:
+            return f"refused: {exc}"
+        return "answered"
+
+    @server.tool(description="Asks for a name and does not catch the refusal.")
+    async def ask_blindly(ctx: Context) -> str:
+        await ctx.elicit("Your name?", {"type": "object", "properties": {}})
+        return "answered"
+
+    async def main() -> tuple[str, Any]:
+        async with start_http(server, sessionless=True) as service, connect_http(
+                service.url, era=Era.HANDSHAKE,
+                elicitation=lambda params: {"action": "accept", "content": {}}) as client:
+            said = (await client.call_tool("ask", {}, timeout=30))["content"][0]["text"]
+            try:
+                await client.call_tool("ask_blindly", {}, timeout=30)
+            except Exception as exc:  # the adapter's McpError, its code checked below
+                return said, exc
+            return said, None
+
+    said, failure = asyncio.run(asyncio.wait_for(main(), 60))
+    assert said.startswith("refused: elicitation/create cannot be sent")
+    assert "sessionless mode" in said
+    assert getattr(failure, "code", None) == -32603
