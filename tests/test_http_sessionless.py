@@ -353,3 +353,52 @@ def test_a_handler_s_elicit_raises_at_once_through_the_adapter() -> None:
     assert said.startswith("refused: elicitation/create cannot be sent")
     assert "sessionless mode" in said
     assert getattr(failure, "code", None) == -32603
+
+
+def test_a_task_augmented_call_is_served_normally_when_tasks_are_withdrawn() -> None:
+    """2025-11-25 ``basic/utilities/tasks.mdx``: a receiver that does not declare tasks
+    processes the request normally, ignoring the task metadata -- a sessionless server
+    withdraws ``tasks`` (the task would outlive its POST, and tasks/get could reach another
+    process), so a task-augmented call gets its result, not a task."""
+    import asyncio
+    import http.client
+    import json
+    from urllib.parse import urlsplit
+
+    from mcp_sansio.adapters.asyncio import Server, start_http
+
+    server = Server("tasks")
+    server.enable_tasks()
+
+    @server.tool(description="Adds one.", task_support="optional")
+    async def inc(n: int) -> str:
+        return str(n + 1)
+
+    def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+        parts = urlsplit(url)
+        conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+        try:
+            conn.request("POST", parts.path, json.dumps(body), {
+                "content-type": "application/json", "mcp-protocol-version": V,
+                "accept": "application/json, text/event-stream"})
+            data = conn.getresponse().read()
+        finally:
+            conn.close()
+        text = data.decode()
+        if text.startswith("{"):
+            return json.loads(text)  # type: ignore[no-any-return]
+        (line,) = [x for x in text.splitlines() if x.startswith("data: {")]
+        return json.loads(line[6:])  # type: ignore[no-any-return]
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with start_http(server, sessionless=True) as service:
+            loop = asyncio.get_running_loop()
+            init = await loop.run_in_executor(None, post, service.url, init_body(V))
+            answer = await loop.run_in_executor(None, post, service.url, call(
+                "tools/call", {"name": "inc", "arguments": {"n": 1}, "task": {"ttl": 60000}}))
+            return init, answer
+
+    init, answer = asyncio.run(asyncio.wait_for(main(), 60))
+    assert "tasks" not in init["result"]["capabilities"]
+    assert answer["result"]["content"][0]["text"] == "2"
+    assert "task" not in answer["result"]
