@@ -83,7 +83,8 @@ def host_allow_list(allow_hosts: Sequence[str]) -> list[str]:
 
 
 def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.0.1",
-                  port: int = 0, allow_hosts: Sequence[str] = ()) -> int:
+                  port: int = 0, allow_hosts: Sequence[str] = (),
+                  sessionless: bool = False) -> int:
     if _missing_runtime(runtime, "serve-example"):
         return 2
     if transport == "http":
@@ -104,6 +105,8 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
         options: dict[str, Any] = {}
         if allow_hosts:
             options["allowed_hosts"] = host_allow_list(allow_hosts)
+        if sessionless:  # handshake era with no session kept (mcp_sansio._sessionless)
+            options["sessionless"] = True
         try:
             _serve(runtime, (host, port, options))
         except OSError as exc:  # the port is taken, the address is not this machine's...

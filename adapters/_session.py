@@ -70,6 +70,7 @@ from mcp_sansio import (
     UnexpectedResponse,
     _capabilities,
 )
+from mcp_sansio._sessionless import request_refusal
 
 __all__ = [
     "DEFAULT",
@@ -1566,6 +1567,8 @@ class Context:
         needs; in the stateless era return the answers the retry carries or raise
         :class:`InputRequiredSignal` for the missing ones. None: the handshake era, where the
         runtime sends real requests."""
+        if requests and self.session.conn.sessionless:  # none could be answered: say why
+            raise request_refusal(next(iter(requests.values()))[0])
         caps = self.client_capabilities
         missing: dict[str, Any] = {INPUT_METHODS[m][0]: {} for m, _ in requests.values()
                    if m in INPUT_METHODS and INPUT_METHODS[m][0] not in caps}

@@ -690,6 +690,10 @@ class Tasks:
         support = self._support(server, name)
         augmented = isinstance(params.get("task"), dict) and (
             ctx.session.conn.revision == "2025-11-25")
+        # A sessionless connection does not declare tasks (mcp_sansio._sessionless), and
+        # tasks.mdx: a receiver that does not "MUST process requests of that type normally,
+        # ignoring any task-augmentation metadata".
+        augmented = augmented and not ctx.session.conn.sessionless
         if not augmented:
             if support == "required":
                 # 2025-11-25 tasks.mdx: a task-only tool called plainly -> -32601.

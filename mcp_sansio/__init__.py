@@ -49,6 +49,7 @@ from ._events import (
 )
 from ._framing.ndjson import DEFAULT_MAX_LINE
 from ._keyring import KeyRing, KeySource
+from ._sessionless import SessionlessError
 from ._state import Role, State
 from ._stateless import InvalidRequestState, open_state, principal_key, seal_state
 from ._versions import (
@@ -105,6 +106,7 @@ __all__ = [
     "Response",
     "Role",
     "ServerConnection",
+    "SessionlessError",
     "State",
     "SubscriptionAcknowledged",
     "UnexpectedResponse",

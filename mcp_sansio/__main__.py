@@ -200,6 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "NAME:PORT); repeatable. Required with a --host other clients can "
                        "reach: requests naming any other host are refused (403) against DNS "
                        "rebinding")
+    serve.add_argument("--sessionless", action="store_true",
+                       help="http: serve handshake-era clients with no session kept, so "
+                       "that any process can serve any request (no GET stream, no requests "
+                       "to the client; see docs/http.rst, Sessionless mode)")
     probe = sub.add_parser(
         "probe",
         help="connect to a stdio or HTTP server and print what it offers",
@@ -264,7 +268,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "serve-example":
         return int(_adapters_cli().serve_example(args.runtime, transport=args.transport,
                                                  host=args.host, port=args.port,
-                                                 allow_hosts=args.allow_hosts))
+                                                 allow_hosts=args.allow_hosts,
+                                                 sessionless=args.sessionless))
     if args.command == "probe":
         command = args.server[1:] if args.server[:1] == ["--"] else args.server
         try:

@@ -97,6 +97,9 @@ from ._keyring import KeyRing
 from ._listen import ListenStreams
 from ._mrtr import InputRetries, check_input_requests
 from ._pending import RECENT_IDS_LIMIT, Incoming, Outgoing, RecentIds
+from ._sessionless import MODE as SESSIONLESS_MODE
+from ._sessionless import REFUSED_REQUESTS as SESSIONLESS_REFUSED
+from ._sessionless import request_refusal, withdraw
 from ._state import (
     NOT_INITIALIZED_CODE,
     Input,
@@ -258,8 +261,8 @@ class Connection:
         "max_depth", "max_incoming_requests", "max_message_size", "max_outgoing_requests",
         "max_request_time", "peer_capabilities", "peer_info", "progress_resets_timeout",
         "protocol_version", "request_state_key", "request_state_principal", "request_state_skew",
-        "request_timeout", "server_instructions", "strict_capabilities", "subscriptions",
-        "versions")
+        "request_timeout", "server_instructions", "sessionless", "strict_capabilities",
+        "subscriptions", "versions")
 
     role: Role
 
@@ -302,6 +305,10 @@ class Connection:
         self.max_outgoing_requests = max_outgoing_requests
 
         self._state = State.IDLE
+        #: Server: serving one POST of a sessionless HTTP server (:meth:`ServerConnection.
+        #: serve_sessionless`): no request to the client can be sent, and what only changes
+        #: session state is refused (:mod:`mcp_sansio._sessionless`).
+        self.sessionless = False
         self._peer_role = Role.SERVER if self.role is Role.CLIENT else Role.CLIENT
         #: The negotiated revision (None until negotiated).
         self.protocol_version: str | None = None
@@ -618,6 +625,8 @@ class Connection:
         :param related_request_id: the incoming request this one is sent on behalf of.
         :raises LocalProtocolError: the method, lifecycle or capabilities forbid it.
         """
+        if self.sessionless:
+            raise request_refusal(method)
         now = self._clock(now)
         inp = classify_request(method, sending=True)
         self._check_send(inp, method, Kind.REQUEST, params)
@@ -1169,6 +1178,11 @@ class Connection:
             return
         if opens_session:
             self._on_initialize(request_id, params or {}, next_state, batch)
+            return
+        if self.sessionless and method in SESSIONLESS_REFUSED:
+            self._reply_error(batch, request_id, ErrorCode.INVALID_REQUEST,
+                              f"Invalid Request: {method} is not available in "
+                              f"{SESSIONLESS_MODE}: {SESSIONLESS_REFUSED[method]}", method)
             return
         if method == "logging/setLevel":
             self._on_set_level(request_id, params or {}, batch)
@@ -1925,6 +1939,38 @@ class ServerConnection(Connection):
         data = self._encode(message)
         del self._incoming[request_id]
         self._queue_reply(record.batch, message, request_id, data, from_application=True)
+
+    def serve_sessionless(self, protocol_version: str | None = None) -> None:
+        """Serve one POST of a sessionless HTTP server (see :mod:`mcp_sansio._sessionless`):
+        a fresh connection that no later request will reach.
+
+        The capabilities that need a session are withdrawn; sending any request to the
+        client raises :class:`~mcp_sansio.SessionlessError`; ``logging/setLevel``
+        is refused. With ``protocol_version`` (a handshake-era revision this connection
+        supports: what the POST's ``MCP-Protocol-Version`` header named, or
+        ``"2025-03-26"`` without one) the connection is operating at once, as if
+        ``initialize`` had been answered; the client's capabilities and info are unknown
+        (``{}``). Without it, the POST carries ``initialize``, answered as usual.
+
+        :raises LocalProtocolError: the connection is not fresh, or the revision is not one
+            of its handshake-era revisions.
+        """
+        if self._state is not State.IDLE:  # the lifecycle table's one allowing cell
+            raise LocalProtocolError("only a fresh connection can serve a sessionless POST: "
+                                     f"this one is {self._state.value}")
+        if protocol_version is not None and protocol_version not in self._handshake_versions:
+            raise LocalProtocolError(
+                f"{protocol_version!r} is not a handshake-era revision this connection "
+                f"supports ({', '.join(self._handshake_versions) or 'none'})")
+        self.sessionless = True
+        self.capabilities = withdraw(self.capabilities)
+        if protocol_version is None:
+            return
+        verdict, state = transition(self.role, self._state, Input.ASSUME_INITIALIZED)
+        if verdict is not Verdict.ALLOW:  # pragma: no cover - IDLE was checked above
+            raise LocalProtocolError(_refusal(Input.ASSUME_INITIALIZED, self._state))
+        self.protocol_version = protocol_version
+        self._state = state
 
     def require_client_capabilities(
         self, request_id: RequestId, required: Mapping[str, Any]

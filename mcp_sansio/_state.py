@@ -14,7 +14,9 @@ PROBING         ``server/discover`` sent to find the  (not used)
                 server's era (dual-era client)
 INITIALIZING    ``initialize`` sent, awaiting result  answered ``initialize``, awaiting
                                                       ``notifications/initialized``
-OPERATING       handshake complete                    handshake complete
+OPERATING       handshake complete                    handshake complete (or assumed so, by a
+                                                      sessionless HTTP server's fresh
+                                                      connection: ``ASSUME_INITIALIZED``)
 STATELESS       the server speaks 2026-07-28: every   serving stateless requests, each checked
                 request carries its own ``_meta``     on its own
 CLOSED          nothing more is sent or received      same
@@ -109,6 +111,11 @@ class Input(enum.Enum):
     PROBE_STATELESS = "probe: stateless"
     #: Anything else (including a timeout of the probe): fall back to ``initialize``.
     PROBE_FALLBACK = "probe: fall back"
+    #: Server: serve a request as if the handshake had happened, at a revision the caller
+    #: knows -- a sessionless HTTP server keeps no session, so each POST gets a fresh
+    #: connection (``_sessionless``; the handshake era's transports.mdx lets a server
+    #: assign no session id).
+    ASSUME_INITIALIZED = "assume initialized"
     EOF = "eof"
 
 
@@ -193,6 +200,7 @@ _CLIENT: dict[State, dict[Input, tuple[Verdict, State]]] = {
         **{i: (X, _S.CLOSED) for i in _RECV},
         **{i: (X, _S.CLOSED) for i in _OTHER},
         Input.START_PROBE: (R, _S.CLOSED),
+        Input.ASSUME_INITIALIZED: (R, _S.CLOSED),
         Input.EOF: (X, _S.CLOSED),
     },
 }
@@ -204,6 +212,7 @@ _SERVER: dict[State, dict[Input, tuple[Verdict, State]]] = {
         SEND_PING=A, SEND_LOG=A, SEND_UTILITY=A, SEND_RESPONSE=A,
         RECV_INITIALIZE=(A, _S.INITIALIZING), RECV_PING=A, RECV_UTILITY=A, RECV_RESPONSE=A,
         RECV_STATELESS=(A, _S.STATELESS),
+        ASSUME_INITIALIZED=(A, _S.OPERATING),
     ),
     _S.PROBING: _row(R, _S.PROBING),  # servers do not probe
     # initialize answered; "the client MUST send an initialized notification" next. A second
@@ -249,6 +258,10 @@ for _state in (_S.IDLE, _S.PROBING, _S.INITIALIZING, _S.OPERATING, _S.STATELESS)
     _CLIENT[_state][Input.RECV_STATELESS] = (R, _state)
     for _probe in (Input.START_PROBE, Input.PROBE_STATELESS, Input.PROBE_FALLBACK):
         _SERVER[_state][_probe] = (R, _state)
+    # A connection is assumed initialized only when fresh (IDLE), and only by a server.
+    _CLIENT[_state][Input.ASSUME_INITIALIZED] = (R, _state)
+    if _state is not _S.IDLE:
+        _SERVER[_state][Input.ASSUME_INITIALIZED] = (R, _state)
 for _state in (_S.INITIALIZING, _S.OPERATING):
     # A connection that negotiated a handshake revision keeps it (see module docstring).
     _SERVER[_state][Input.RECV_STATELESS] = (R, _state)

@@ -202,6 +202,10 @@ def _send(conn: Connection, inp: Input) -> None:
         if not isinstance(conn, ClientConnection):
             raise LocalProtocolError("servers do not probe")  # no such method on a server
         conn.connect()
+    elif inp is Input.ASSUME_INITIALIZED:
+        if not isinstance(conn, ServerConnection):  # no such method on a client
+            raise LocalProtocolError("only a server serves sessionless POSTs")
+        conn.serve_sessionless(REV)
     else:  # pragma: no cover
         raise AssertionError(inp)
 
@@ -263,7 +267,7 @@ def _receive(conn: Connection, inp: Input) -> None:
 def perform(conn: Connection, inp: Input) -> Outcome:
     outcome = Outcome()
     try:
-        if inp.name.startswith(("SEND_", "START_")):
+        if inp.name.startswith(("SEND_", "START_", "ASSUME_")):
             _send(conn, inp)
         else:
             _receive(conn, inp)
@@ -300,7 +304,7 @@ def test_every_cell_of_the_lifecycle_table(
     verdict, next_state = cell
     conn = make(role, state)
     outcome = perform(conn, inp)
-    sending = inp.name.startswith(("SEND_", "START_"))
+    sending = inp.name.startswith(("SEND_", "START_", "ASSUME_"))
 
     if verdict is Verdict.IGNORE:
         assert outcome.raised is None and not outcome.events and not outcome.output
@@ -337,6 +341,9 @@ def test_every_cell_of_the_lifecycle_table(
             assert probe["method"] == "server/discover"
             assert probe["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == (
                 "2026-07-28")
+        elif inp is Input.ASSUME_INITIALIZED:
+            assert outcome.raised is None and not outcome.output
+            assert conn.protocol_version == REV and conn.sessionless
         elif inp is Input.SEND_RESPONSE and not (
             state is State.OPERATING or (role, state) == (Role.SERVER, State.STATELESS)
         ):

@@ -35,6 +35,13 @@ stream: the response ends it, and a stream the client closes is that request's c
 (fed to the connection as ``notifications/cancelled``, so the application sees
 :class:`~mcp_sansio.CancelRequested`).
 
+In sessionless mode (``sessionless=True``, :mod:`mcp_sansio._sessionless`) the handshake
+era keeps no session either: ``initialize`` is answered with no ``Mcp-Session-Id``, and every
+other POST gets a session of its own with ``id`` None and a fresh connection operating at the
+revision its ``MCP-Protocol-Version`` header names; it lives as long as its stream, as a
+stateless-era request does (closing the stream cancels the request: with no resumption, no
+one could read its answer). GET and DELETE are 405.
+
 Legacy HTTP+SSE (2024-11-05), when enabled: ``GET`` on ``legacy_sse_path`` opens a session
 whose one SSE stream starts with an ``endpoint`` event naming the URL to POST messages to;
 every message of the session goes on that stream and every POST is answered ``202``.
@@ -81,6 +88,7 @@ from .._codec import InvalidMessage, MessageKind
 from .._connection import ServerConnection
 from .._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
 from .._events import CancelRequested, ConnectionClosed, Event, RequestId
+from .._sessionless import UNVERSIONED_REVISION
 from .._state import State
 from .._stateless import META_PROTOCOL_VERSION, has_stateless_meta, principal_key
 from .._versions import FEATURES, Era
@@ -503,6 +511,12 @@ class HTTPServer:
     :param decision_timeout: seconds a request waits on an asynchronous decision (a token
         its verifier must ask about) before it is answered without one
         (:data:`~mcp_sansio.http._park.DEFAULT_DECISION_TIMEOUT`: 503 for a token).
+    :param sessionless: serve the handshake era with no session kept (see
+        :mod:`mcp_sansio._sessionless` and "Sessionless mode" in :doc:`/http`): no
+        ``Mcp-Session-Id`` is issued, every POST is served by a fresh connection at the
+        revision its ``MCP-Protocol-Version`` header names, GET and DELETE are 405 -- so
+        any process can serve any request. Requests to the client raise instead. Not with
+        ``legacy_sse_path`` (HTTP+SSE is a session by construction).
     """
 
     def __init__(
@@ -533,7 +547,13 @@ class HTTPServer:
         auth: ProtectedResource | None = None,
         decision_timeout: float = DEFAULT_DECISION_TIMEOUT,
         tool_scopes: Callable[[str], Iterable[str] | None] | None = None,
+        sessionless: bool = False,
     ) -> None:
+        if sessionless and legacy_sse_path is not None:
+            raise ValueError("the legacy HTTP+SSE transport needs sessions: "
+                             "sessionless=True cannot serve it")
+        #: The handshake era is served with no session kept (see ``sessionless`` above).
+        self.sessionless = sessionless
         self.connection_factory = connection_factory
         template = connection_factory()
         self._handshake_versions = tuple(v for v in template.versions
@@ -541,7 +561,7 @@ class HTTPServer:
         self._stateless_versions = tuple(v for v in template.versions
                                          if v in FEATURES and not FEATURES[v].handshake)
         self._max_depth = template.max_depth
-        if self._handshake_versions and new_session_id is None:
+        if self._handshake_versions and new_session_id is None and not sessionless:
             raise ValueError("new_session_id is required to serve the handshake era")
         self.new_session_id = new_session_id
         self.path = path
@@ -1038,14 +1058,14 @@ class HTTPServer:
 
     def _sessions_allowed(self, enabled: bool, request: HTTPRequest) -> bool:
         """GET and DELETE exist only with handshake-era sessions (2026-07-28 answers 405)."""
-        if not enabled or not self._handshake_versions:
+        if not enabled or not self._handshake_versions or self.sessionless:
             return False
         version = request.headers.get("mcp-protocol-version")
         return version is None or version not in self._stateless_versions
 
     def _allow(self) -> str:
         methods = ["POST"]
-        if self._handshake_versions:
+        if self._handshake_versions and not self.sessionless:
             if self.enable_get:
                 methods.append("GET")
                 methods.append("HEAD")  # wherever GET is (RFC 9110 section 9.3.2)
@@ -1112,7 +1132,9 @@ class HTTPServer:
             self._post_stateless(channel, request, value, items, version)
             return
         if single and first[0] is MessageKind.REQUEST and first[2] == "initialize":
-            if self._handshake_versions:
+            if self._handshake_versions and self.sessionless:
+                self._sessionless_initialize(channel, value, first[1])  # type: ignore[arg-type]
+            elif self._handshake_versions:
                 self._post_initialize(channel, value, first[1])  # type: ignore[arg-type]
             else:
                 # A stateless-only server: the connection refuses initialize naming its
@@ -1130,9 +1152,59 @@ class HTTPServer:
                         "Header mismatch: the MCP-Protocol-Version header is required",
                         first[1] if first[0] is MessageKind.REQUEST else None)
             return
+        if self.sessionless:
+            self._post_sessionless(channel, headers, value, items, version)
+            return
         session = self._session_for(channel, headers)
         if session is None:
             return
+        self._post_to_session(channel, session, value, items)
+
+    # -- sessionless mode (mcp_sansio._sessionless) ----------------------------------------------
+
+    def _sessionless_initialize(
+        self, channel: ServerChannel, value: Any, request_id: RequestId,
+    ) -> None:
+        """initialize, answered by a fresh connection that is then forgotten: no session id
+        goes out (the handshake era's transports.mdx: a server MAY assign one), so no
+        session limit applies either."""
+        session = Session(self, None, self.connection_factory(), Era.HANDSHAKE)
+        session.connection.serve_sessionless()
+        session.auth = channel.auth
+        stream = self._open_post_stream(session, channel, [request_id])
+        stream.init = True
+        session.connection.receive_message(value, now=self._now)
+        self._mark_ready(session)
+
+    def _post_sessionless(
+        self, channel: ServerChannel, headers: Headers, value: Any,
+        items: list[tuple[MessageKind, RequestId | None, str | None, Any]],
+        version: str | None,
+    ) -> None:
+        """Any other handshake-era POST: its requests are served by a fresh connection
+        operating at the header's revision; a POST of notifications or responses only is
+        accepted (202) and dropped -- what they could refer to (a request in flight, a
+        request to the client) lives in no one's memory here, perhaps in another process."""
+        if headers.get("mcp-session-id") is not None:
+            # Not one of ours (we issue none): a client of an earlier, stateful deployment.
+            # 404 makes it start again with initialize (basic/transports.mdx, "Session
+            # Management": "MUST start a new session").
+            self._error(channel, 404, ErrorCode.INVALID_REQUEST,
+                        "Not Found: this server keeps no sessions; initialize again")
+            return
+        if not any(item[0] is MessageKind.REQUEST for item in items):
+            self._respond(channel, 202)
+            return
+        revision = version if version is not None else UNVERSIONED_REVISION
+        if revision not in self._handshake_versions:
+            first = items[0]
+            self._error(channel, 400, ErrorCode.INVALID_REQUEST,
+                        "Bad Request: the MCP-Protocol-Version header is required",
+                        first[1] if type(value) is dict else None)
+            return
+        session = Session(self, None, self.connection_factory(), Era.HANDSHAKE)
+        session.connection.serve_sessionless(revision)
+        session.auth = channel.auth
         self._post_to_session(channel, session, value, items)
 
     def _parse_body(
@@ -1210,7 +1282,7 @@ class HTTPServer:
         stream.channel = channel
         stream.resumable = (
             self.event_store is not None and session.era is Era.HANDSHAKE
-            and not session.legacy
+            and not session.legacy and not session.connection.sessionless
         )
         channel.stream = stream
         session._unprocessed.append(stream)
@@ -1790,7 +1862,9 @@ class HTTPServer:
             if session.ended is None:
                 self._end_session(session, SessionEnd.DISCONNECTED)
             return
-        if session.era is Era.STATELESS and not stream.finished:
+        if (session.era is Era.STATELESS or session.connection.sessionless) and (
+                not stream.finished):
+            # (Sessionless mode too: with no resumption, no one could ever read the answer.)
             for request_id in list(stream.pending):
                 session.connection.receive_message(
                     {"jsonrpc": "2.0", "method": "notifications/cancelled",
