@@ -10,7 +10,8 @@ one small asynchronous interface here, with an in-memory default in this module 
 implementation in :mod:`mcp_sansio.adapters.redis`:
 
 * :class:`SessionTable` -- session id -> the record a worker needs to serve a handshake-era
-  session it did not open (:func:`mcp_sansio.snapshot_session` makes it), with an idle
+  session it did not open (:func:`snapshot_session` makes it, :func:`restore_session`
+  applies it to a fresh connection), with an idle
   deadline on the **wall clock** (seconds since the epoch), the one clock every host agrees
   on: a monotonic reading means nothing in another process's boot;
 * :class:`EventLog` -- the SSE events of resumable streams (``Last-Event-ID``,
@@ -39,11 +40,14 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
+from ._snapshot import SNAPSHOT_FORMAT, restore_session, snapshot_session
+
 __all__ = [
     "DEFAULT_EVENT_TTL",
     "DEFAULT_MAX_EVENTS_PER_STREAM",
     "DEFAULT_MAX_KEYS",
     "DEFAULT_MAX_STREAMS",
+    "SNAPSHOT_FORMAT",
     "TOPICS",
     "Deliver",
     "EventBus",
@@ -56,6 +60,8 @@ __all__ = [
     "SessionTable",
     "events_after",
     "parse_event_id",
+    "restore_session",
+    "snapshot_session",
 ]
 
 #: Events kept per stream: 1,000. A client resumes a stream it lost a moment ago (the SSE
