@@ -76,6 +76,7 @@ from .._codec import InvalidMessage, MessageKind
 from .._connection import ServerConnection
 from .._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
 from .._events import CancelRequested, ConnectionClosed, Event, RequestId
+from .._snapshot import restore_session, snapshot_session
 from .._state import State
 from .._stateless import META_PROTOCOL_VERSION, has_stateless_meta
 from .._versions import FEATURES, Era
@@ -92,6 +93,7 @@ from ._headers import (
     param_matches,
     param_value,
 )
+from ._shared import DropSession, Lookup, NumberedEvents, SaveSession, SharedEffect
 from ._sse import encode_comment, encode_event
 from ._store import EventStore, InMemoryEventStore
 from ._wire import (
@@ -272,6 +274,11 @@ class Session:
         self._expiry_at: float | None = None  # scheduled expiry check
         self._timer_at: float | None = None  # scheduled connection timer check
         self._done = False  # fully retired (ConnectionClosed delivered, or stateless done)
+        # A shared server (_shared.py): the record last saved and when; whether the session
+        # ends here only (another worker ended it).
+        self._saved: dict[str, Any] | None = None
+        self._saved_at = -math.inf
+        self._quiet = False
 
     def __repr__(self) -> str:
         # A session id is a bearer credential: a repr (which may reach a log) shows a short
@@ -294,7 +301,7 @@ class Session:
         return count
 
     def _new_stream(self, kind: _Kind) -> _Stream:
-        stream_id = f"{self._prefix}-{next(self._stream_numbers)}"
+        stream_id = f"{self._prefix}-{self._server.stream_tag}{next(self._stream_numbers)}"
         stream = _Stream(self, kind, stream_id)
         self._streams[stream_id] = stream
         return stream
@@ -326,6 +333,11 @@ class ServerChannel:
         self.auth: AccessInfo | None = None
         self._wall: float | None = None
         self._gone = False  # the server has reported the channel closed
+        # A shared server (_shared.py): the request waiting on the store, the request being
+        # handled, and the store's answers for it.
+        self._waiting: Lookup | None = None
+        self._request: HTTPRequest | None = None
+        self._answers: dict[tuple[str, str], Any] = {}
 
     def __repr__(self) -> str:
         return f"<ServerChannel at 0x{id(self):x}{' closed' if self.closed else ''}>"
@@ -468,6 +480,11 @@ class HTTPServer:
     :param legacy_post_path: the legacy transport's POST path.
     :param auth: make the endpoint a protected resource (see the module docstring); None
         serves everyone.
+    :param shared: sessions and SSE events live in a store several workers share
+        (:mod:`mcp_sansio.http._shared`): the server says what to store and look up as
+        effects (:meth:`shared_effects`, :meth:`resolve`) instead of keeping events itself.
+    :param stream_tag: this worker's mark in its stream ids (letters and digits), unique
+        among the workers sharing a store, so that two workers never number one stream.
     """
 
     def __init__(
@@ -496,8 +513,15 @@ class HTTPServer:
         legacy_sse_path: str | None = None,
         legacy_post_path: str = "/messages",
         auth: ProtectedResource | None = None,
+        shared: bool = False,
+        stream_tag: str = "",
     ) -> None:
         self.connection_factory = connection_factory
+        if not stream_tag.isalnum() and stream_tag:
+            raise ValueError("stream_tag must be letters and digits")
+        self.stream_tag = stream_tag
+        self.shared = shared
+        self._effects: list[SharedEffect] = []
         template = connection_factory()
         self._handshake_versions = tuple(v for v in template.versions
                                          if v in FEATURES and FEATURES[v].handshake)
@@ -522,6 +546,8 @@ class HTTPServer:
         self.event_store: EventStore | None = None
         if resumable:
             self.event_store = event_store if event_store is not None else InMemoryEventStore()
+            if shared:
+                self.event_store = NumberedEvents(self._effects)
         self.retry_ms = retry_ms
         self.keepalive_interval = keepalive_interval
         self.max_pending_messages = max_pending_messages
@@ -669,6 +695,85 @@ class HTTPServer:
             self._dirty[session] = None
         return count
 
+    # -- shared state (shared=True: see _shared.py) ----------------------------------------------
+
+    def shared_effects(self) -> list[SharedEffect]:
+        """What to store, drop and look up in the shared stores, in order (``shared``
+        servers; empty otherwise). Each :class:`~mcp_sansio.http._shared.Lookup` must be
+        answered with :meth:`resolve`; the others need no answer."""
+        effects = self._effects[:]
+        self._effects.clear()
+        return effects
+
+    def resolve(self, lookup: Lookup, answer: Any, *, now: float | None = None) -> None:
+        """The store's answer to ``lookup``: a session record (or None: unknown) or a
+        replay (``EventLog.replay``'s result). The waiting request is handled with it and
+        its connection read on; drain :meth:`next_event` and :meth:`data_to_send` after."""
+        self._clock(now)
+        channel = lookup.channel
+        if channel._waiting is not lookup:
+            return  # answered already, or the connection failed meanwhile
+        channel._waiting = None
+        if lookup.kind == "session" and answer is not None and lookup.key not in self._sessions:
+            try:
+                self._adopt(lookup.key, answer)
+            except ValueError:  # a record this server cannot serve: an unknown session
+                answer = None
+        channel._answers[(lookup.kind, lookup.key)] = answer
+        if not channel.wire.closed and channel.stream is None:
+            self._handle(channel, lookup.request)
+            if channel._waiting is None:
+                channel._answers.clear()
+        self._process_channel(channel)
+
+    def forget_session(self, session_id: str, *, now: float | None = None) -> None:
+        """Another worker ended ``session_id`` (the event bus said so): end this worker's
+        copy, without telling the store again."""
+        self._clock(now)
+        session = self._sessions.get(session_id)
+        if session is not None and session.ended is None:
+            session._quiet = True
+            self._end_session(session, SessionEnd.CLOSED)
+
+    def _wait_for(self, channel: ServerChannel, kind: str, key: str) -> bool:
+        """A shared server without the answer to (kind, key) for this request: ask the
+        adapter (a Lookup) and hold the channel; True when it now waits."""
+        if not self.shared or (kind, key) in channel._answers:
+            return False
+        assert channel._request is not None
+        channel._waiting = Lookup(kind, key, channel, channel._request)
+        self._effects.append(channel._waiting)
+        return True
+
+    def _adopt(self, session_id: str, record: Any) -> Session:
+        """Serve here a session another worker opened (its record from the table)."""
+        if len(self._sessions) >= self.max_sessions:
+            raise ValueError("too many sessions")
+        connection = restore_session(self.connection_factory(), record)
+        session = Session(self, session_id, connection, Era.HANDSHAKE)
+        session._standalone = _Stream(session, _Kind.STANDALONE,
+                                      f"{session._prefix}-{self.stream_tag}0")
+        session._standalone.resumable = self.event_store is not None
+        session._saved, session._saved_at = record, self._now
+        self._sessions[session_id] = session
+        return session
+
+    def _save(self, session: Session) -> None:
+        """Queue the session's record when it changed, or when a quarter of the idle timeout
+        passed since the last save: the table's deadline (the idle timeout after a save)
+        then falls between 3/4 and all of the timeout after the session's last activity."""
+        if session.id is None or session.ended is not None:
+            return
+        try:
+            record = snapshot_session(session.connection)
+        except ValueError:  # not (or no longer) a negotiated session
+            return
+        timeout = self.session_idle_timeout
+        stale = timeout is not None and self._now - session._saved_at >= timeout / 4
+        if record != session._saved or stale:
+            session._saved, session._saved_at = record, self._now
+            self._effects.append(SaveSession(session.id, record))
+
     # -- time ----------------------------------------------------------------------------------
 
     def _clock(self, now: float | None) -> float:
@@ -744,11 +849,14 @@ class HTTPServer:
 
     def _process_channel(self, channel: ServerChannel) -> None:
         wire = channel.wire
-        while channel.stream is None and not wire.closed:
+        while channel.stream is None and not wire.closed and channel._waiting is None:
             request = wire.next_request()
             if request is None:
                 break
+            channel._request = request
             self._handle(channel, request)
+            if channel._waiting is None:
+                channel._answers.clear()
         self._writable[channel] = None
 
     def _respond(
@@ -909,6 +1017,8 @@ class HTTPServer:
                         "Bad Request: the Mcp-Session-Id header is required")
             return None
         session = self._sessions.get(session_id)
+        if session is None and self._wait_for(channel, "session", session_id):
+            return None  # the store is asked; the request is handled again with its answer
         if session is None or session.ended is not None or session.legacy:
             self._error(channel, 404, ErrorCode.INVALID_REQUEST,
                         "Not Found: unknown or terminated session")
@@ -1028,7 +1138,8 @@ class HTTPServer:
             raise ValueError("new_session_id returned an id that is in use")
         session = Session(self, session_id, self.connection_factory(), era, legacy=legacy)
         self._sessions[session_id] = session
-        session._standalone = _Stream(session, _Kind.STANDALONE, f"{session._prefix}-0")
+        session._standalone = _Stream(session, _Kind.STANDALONE,
+                                      f"{session._prefix}-{self.stream_tag}0")
         session._standalone.resumable = self.event_store is not None and not legacy
         return session
 
@@ -1189,11 +1300,13 @@ class HTTPServer:
             return
         last_event_id = headers.get("last-event-id")
         resuming = last_event_id is not None and self.event_store is not None
+        if resuming and self._wait_for(channel, "replay", last_event_id or ""):
+            return
         if request.method == "HEAD":
             # RFC 9110 section 9.3.2: the status and header fields a GET would get, no
             # content -- and none of a GET's effects (HEAD is safe, section 9.2.1): no
             # stream is opened, resumed or taken over.
-            if resuming and self._replay(session, last_event_id or "") is None:
+            if resuming and self._replay(session, last_event_id or "", channel) is None:
                 self._unknown_event_id(channel)
             elif (not resuming and session._standalone is not None
                   and session._standalone.channel is not None):
@@ -1223,19 +1336,22 @@ class HTTPServer:
         self._error(channel, 400, ErrorCode.INVALID_REQUEST,
                     "Bad Request: unknown Last-Event-ID (events may have expired)")
 
-    def _replay(self, session: Session, last_event_id: str
+    def _replay(self, session: Session, last_event_id: str,
+                channel: ServerChannel | None = None,
                 ) -> tuple[str, list[tuple[str, bytes]]] | None:
         """The events after ``last_event_id`` if it names a stream of ``session``: an id of
         another session's stream is unknown here, whoever sends it -- a session replays its
         own streams only (stream ids start with the session's prefix)."""
         assert self.event_store is not None
-        found = self.event_store.replay(last_event_id)
+        found = (channel._answers.get(("replay", last_event_id))
+                 if self.shared and channel is not None
+                 else self.event_store.replay(last_event_id))
         if found is None or not found[0].startswith(f"{session._prefix}-"):
             return None
         return found
 
     def _resume(self, channel: ServerChannel, session: Session, last_event_id: str) -> None:
-        found = self._replay(session, last_event_id)
+        found = self._replay(session, last_event_id, channel)
         if found is None:
             self._unknown_event_id(channel)
             return
@@ -1337,6 +1453,10 @@ class HTTPServer:
         session.ended = reason
         if session.id is not None:
             self._sessions.pop(session.id, None)
+            if (self.shared and not session.legacy and not session._quiet
+                    and reason in (SessionEnd.DELETED, SessionEnd.CLOSED)):
+                # Ended for everyone; one that idled out here may live on elsewhere.
+                self._effects.append(DropSession(session.id))
         for stream in [*session._streams.values(), session._standalone]:
             if stream is None:
                 continue
@@ -1398,6 +1518,8 @@ class HTTPServer:
                         self._start_sse(stream)
         if session.era is Era.HANDSHAKE:
             self._update_timer(session)
+            if self.shared and not session.legacy:
+                self._save(session)
 
     def _stream_for(self, session: Session, message: Any, related: RequestId | None) -> (
         _Stream | None
