@@ -57,6 +57,7 @@ __all__ = [
     "MemoryEventLog",
     "MemoryKeyStore",
     "MemorySessionTable",
+    "MemoryStores",
     "SessionTable",
     "events_after",
     "parse_event_id",
@@ -320,3 +321,20 @@ class MemoryKeyStore:
         if not key:
             raise ValueError("a sealing key must not be empty")
         self._keys = [key, *(k for k in self._keys if k != key)][: self.max_keys]
+
+
+class MemoryStores:
+    """The four in-memory stores together: what ``start_http(stores=...)`` takes for one
+    worker (tests, or one process that wants the shared code path); several workers use
+    :class:`mcp_sansio.adapters.redis.RedisStores` instead."""
+
+    def __init__(self, *, max_events_per_stream: int = DEFAULT_MAX_EVENTS_PER_STREAM,
+                 event_ttl: float = DEFAULT_EVENT_TTL, max_keys: int = DEFAULT_MAX_KEYS) -> None:
+        self.sessions = MemorySessionTable()
+        self.events = MemoryEventLog(max_events_per_stream=max_events_per_stream,
+                                     ttl=event_ttl)
+        self.bus = MemoryEventBus()
+        self.keys = MemoryKeyStore(max_keys=max_keys)
+
+    async def aclose(self) -> None:
+        """Nothing to release (the same shape as the Redis stores)."""

@@ -1,0 +1,188 @@
+"""Two asyncio HTTP servers -- two workers -- sharing stores (start_http(stores=...)): the
+in-memory stores in one process, and a real Redis (tests/_redis.py). A session opened on one
+is served by the other, a GET with Last-Event-ID on the second replays what the first
+stored, a DELETE on one ends the session on both, and a list change on one reaches a GET
+stream on the other (the event bus)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import h11
+import pytest
+from mcp_sansio.adapters.asyncio import Server, start_http
+
+from mcp_sansio.http import SSEParser
+from mcp_sansio.stores import MemoryStores
+
+from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
+from .http_stories import add_tools
+from .http_util import init_body
+from .test_http_asyncio import Conn
+
+_prefixes = itertools.count()
+TIMEOUT = 60  # generous: the machine is shared
+
+
+@pytest.fixture(params=["memory", "redis"])
+def stores_factory(request: pytest.FixtureRequest) -> Any:
+    if request.param == "memory":
+        shared = MemoryStores()
+
+        @contextlib.asynccontextmanager
+        async def memory() -> AsyncIterator[Any]:
+            yield shared  # both workers share the one object
+        return memory
+    server: RedisServer = request.getfixturevalue("redis_server")
+    from mcp_sansio.adapters.redis import RedisStores
+
+    prefix = f"e{next(_prefixes)}:"
+
+    @contextlib.asynccontextmanager
+    async def redis() -> AsyncIterator[Any]:
+        stores = RedisStores.from_url(server.url, prefix=prefix)  # one client per worker
+        try:
+            yield stores
+        finally:
+            await stores.aclose()
+    return redis
+
+
+def make_server(release: asyncio.Event) -> Server:
+    server = Server("shared-test")
+
+    @server.tool()
+    async def slow(ctx: Any) -> str:
+        ctx.progress(1)
+        ctx.progress(2)
+        await release.wait()
+        return "done"
+
+    add_tools(server, "echo", "change")
+    return server
+
+
+@contextlib.asynccontextmanager
+async def two_workers(stores_factory: Any, release: asyncio.Event
+                      ) -> AsyncIterator[tuple[int, int]]:
+    async with stores_factory() as one, stores_factory() as two, \
+            start_http(make_server(release), stores=one) as a, \
+            start_http(make_server(release), stores=two) as b:
+        yield a.port, b.port
+
+
+def headers(sid: str, **extra: str) -> dict[str, str]:
+    return {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25", **extra}
+
+
+def call(n: int, name: str, arguments: dict[str, Any] | None = None,
+         progress: bool = False) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
+    if progress:
+        params["_meta"] = {"progressToken": "p"}
+    return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+
+
+async def open_session(port: int) -> str:
+    conn = await Conn.open(port)
+    status, got, _ = await conn.request("POST", init_body())
+    assert status == 200
+    sid = got["mcp-session-id"]
+    status, _, _ = await conn.request(
+        "POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers(sid))
+    assert status == 202
+    await conn.close()
+    return sid
+
+
+async def events_until(conn: Conn, parser: SSEParser, count: int) -> list[Any]:
+    """SSE events with data (id, message) until ``count`` arrived."""
+    got: list[Any] = []
+    while len(got) < count:
+        event = await conn.next()
+        assert isinstance(event, h11.Data), event
+        got += [(e.id, json.loads(e.data)) for e in parser.feed(event.data) if e.data]
+    return got
+
+
+def test_a_session_opened_on_one_worker_is_served_on_the_other(stores_factory: Any) -> None:
+    async def main() -> None:
+        async with two_workers(stores_factory, asyncio.Event()) as (pa, pb):
+            sid = await open_session(pa)
+            conn = await Conn.open(pb)
+            status, _, messages = await conn.request("POST", call(1, "echo", {"text": "hi"}),
+                                                     headers(sid))
+            assert status == 200
+            assert messages[-1]["result"]["content"][0]["text"] == "hi"
+            # DELETE on b; then a (which opened it) refuses it too, once the bus told it
+            status, _, _ = await conn.request("DELETE", None, headers(sid))
+            assert status == 200
+            other = await Conn.open(pa)
+            for _ in range(TIMEOUT * 10):
+                status, _, _ = await other.request("POST", call(2, "echo", {"text": "x"}),
+                                                   headers(sid))
+                if status == 404:
+                    break
+                await asyncio.sleep(0.1)
+            assert status == 404
+            await conn.close()
+            await other.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_get_with_last_event_id_on_the_other_worker_replays(stores_factory: Any) -> None:
+    async def main() -> None:
+        release = asyncio.Event()
+        async with two_workers(stores_factory, release) as (pa, pb):
+            sid = await open_session(pa)
+            conn = await Conn.open(pa)
+            await conn.send("POST", call(7, "slow", progress=True), headers(sid))
+            status, got = await conn.head()
+            assert status == 200 and got["content-type"] == "text/event-stream"
+            parser = SSEParser()
+            (first_id, first), (second_id, _) = await events_until(conn, parser, 2)
+            assert first["params"]["progress"] == 1
+            await conn.close()  # the stream broke after two progress events
+            # resume after the first on the other worker: the second is replayed
+            other = await Conn.open(pb)
+            for _ in range(TIMEOUT * 10):  # the first worker stores after it writes
+                await other.send("GET", None, headers(sid, **{"last-event-id": first_id}))
+                status, got = await other.head()
+                if status == 200:
+                    break
+                while not isinstance(await other.next(), h11.EndOfMessage):
+                    pass
+                other.h11.start_next_cycle()
+                await asyncio.sleep(0.1)
+            assert status == 200
+            replayed = await events_until(other, SSEParser(), 1)
+            assert replayed == [(second_id, replayed[0][1])]
+            assert replayed[0][1]["params"]["progress"] == 2
+            release.set()
+            await other.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_list_change_on_one_worker_reaches_a_stream_on_the_other(stores_factory: Any
+                                                                   ) -> None:
+    async def main() -> None:
+        async with two_workers(stores_factory, asyncio.Event()) as (pa, pb):
+            sid = await open_session(pa)
+            listener = await Conn.open(pb)
+            await listener.send("GET", None, headers(sid))
+            status, _ = await listener.head()
+            assert status == 200
+            caller = await Conn.open(pa)
+            status, _, _ = await caller.request("POST", call(1, "change"), headers(sid))
+            assert status == 200
+            parser = SSEParser()
+            messages = [m for _, m in await events_until(listener, parser, 1)]
+            assert messages[0]["method"] == "notifications/tools/list_changed"
+            await listener.close()
+            await caller.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
