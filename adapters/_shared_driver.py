@@ -11,8 +11,10 @@ stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStor
 
 * ``StoreEvent``/``ForgetStream`` -> the event log; ``SaveSession`` -> the session table,
   its deadline the idle timeout from now on the **wall clock** (``time.time()``: the store
-  is read by other processes, maybe other hosts); ``DropSession`` -> the table, and a
-  message on the bus's ``sessions`` topic so that every other worker ends its copy;
+  is read by other processes, maybe other hosts), and a message on the bus's ``sessions``
+  topic so that a worker holding a copy of the session brings it up to date (a
+  ``logging/setLevel`` on one worker holds on every worker); ``DropSession`` -> the table,
+  and a message there so that every other worker ends its copy;
 * a ``Lookup`` -> the table or the log, then :meth:`HTTPServer.resolve` and a pump. A store
   that fails (Redis unreachable) is logged and answered as "not found" -- the client is
   told 404 or 400 and starts afresh -- so a request never hangs on a store;
@@ -123,6 +125,9 @@ class SharedDriver:
             deadline = wall + (timeout if timeout is not None else _NO_TIMEOUT_DEADLINE)
             await stores.sessions.put(effect.session_id, effect.record, expires_at=deadline,
                                       wall_time=wall)
+            note = {"saved": effect.session_id, "by": self.http.stream_tag,
+                    "record": effect.record}
+            await stores.bus.publish("sessions", json.dumps(note).encode())
         elif isinstance(effect, DropSession):
             await stores.sessions.delete(effect.session_id)
             note = {"ended": effect.session_id, "by": self.http.stream_tag}
@@ -144,15 +149,23 @@ class SharedDriver:
     # -- the bus ----------------------------------------------------------------------------
 
     def _on_sessions(self, topic: str, message: bytes) -> None:
+        """Another worker ended a session (``ended``) or saved a newer record of it
+        (``saved``): this worker's copy, if it has one, follows."""
         try:
             note = json.loads(message)
-            session_id, by = note["ended"], note["by"]
-        except (ValueError, KeyError, TypeError):
+            by = note["by"]
+            ended, saved = note.get("ended"), note.get("saved")
+        except (ValueError, KeyError, TypeError, AttributeError):
             log.warning("a malformed message on the bus's sessions topic was ignored")
             return
-        if by != self.http.stream_tag and isinstance(session_id, str):
-            self.http.forget_session(session_id, now=self._loop.time())
-            self._safe_pump()
+        if by == self.http.stream_tag:
+            return
+        now = self._loop.time()
+        if isinstance(ended, str):
+            self.http.forget_session(ended, now=now)
+        elif isinstance(saved, str):
+            self.http.refresh_session(saved, note.get("record"), now=now)
+        self._safe_pump()
 
     def _on_broadcast(self, topic: str, message: bytes) -> None:
         try:

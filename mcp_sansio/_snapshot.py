@@ -29,7 +29,7 @@ from ._state import State
 from ._stateless import LOG_RANK
 from ._versions import FEATURES
 
-__all__ = ["SNAPSHOT_FORMAT", "restore_session", "snapshot_session"]
+__all__ = ["SNAPSHOT_FORMAT", "refresh_session", "restore_session", "snapshot_session"]
 
 #: The record's format number: a worker that reads a record of a format it does not know
 #: refuses it (and the client re-initializes) rather than guessing.
@@ -102,6 +102,33 @@ def snapshot_session(connection: ServerConnection) -> dict[str, Any]:
     }
 
 
+def _check(record: Any) -> None:
+    if type(record) is not dict or set(record) != set(FIELDS):
+        raise ValueError("not a session record (its fields differ)")
+    for field, (check, meaning) in FIELDS.items():
+        if not check(record[field]):
+            raise ValueError(f"session record field {field!r} is not {meaning}")
+
+
+def refresh_session(connection: ServerConnection, record: Mapping[str, Any]) -> None:
+    """Bring a copy of a session up to date with a newer record of it (another worker
+    saved it): the log level, the subscriptions, and ``initializing`` -> ``operating``.
+    What was negotiated at ``initialize`` never changes, so a record that disagrees on it
+    is of another session and refused.
+
+    :raises ValueError: a malformed record, or one that is not this session's.
+    """
+    _check(record)
+    current = snapshot_session(connection)
+    fixed = ("protocolVersion", "clientCapabilities", "clientInfo")
+    if any(record[field] != current[field] for field in fixed):
+        raise ValueError("the record is of another session")
+    connection.log_level = record["logLevel"]
+    connection.subscriptions = set(record["subscriptions"])
+    if record["state"] == "operating":
+        connection._state = State.OPERATING
+
+
 def restore_session(connection: ServerConnection, record: Mapping[str, Any]
                     ) -> ServerConnection:
     """Make ``connection`` -- fresh from the application's factory, nothing received yet --
@@ -112,11 +139,7 @@ def restore_session(connection: ServerConnection, record: Mapping[str, Any]
     """
     if connection.state is not State.IDLE or connection.protocol_version is not None:
         raise ValueError("restore_session needs a fresh connection")
-    if type(record) is not dict or set(record) != set(FIELDS):
-        raise ValueError("not a session record (its fields differ)")
-    for field, (check, meaning) in FIELDS.items():
-        if not check(record[field]):
-            raise ValueError(f"session record field {field!r} is not {meaning}")
+    _check(record)
     version = record["protocolVersion"]
     if version not in connection.versions or version not in FEATURES or (
             not FEATURES[version].handshake):

@@ -276,3 +276,21 @@ def test_initialize_that_fails_saves_nothing() -> None:
     assert r.status == 200 and "error" in r.json
     assert not any(isinstance(e, SaveSession) for e in a.done)
 
+
+
+def test_a_copy_follows_a_record_another_worker_saved() -> None:
+    a, b = workers()
+    sid = a.initialize()
+    b.conn().send(body=request(1, "ping"), headers=b.session_headers(sid))  # b has a copy
+    a.conn().send(body=request(2, "logging/setLevel", {"level": "error"}),
+                  headers=a.session_headers(sid))
+    saved = [e for e in a.done if isinstance(e, SaveSession)][-1]
+    assert saved.record["logLevel"] == "error"
+    b.server.refresh_session(sid, saved.record, now=b.now)
+    copy = b.server.session(sid)
+    assert copy is not None and copy.connection.log_level == "error"
+    # a record that does not fit the copy (another client's) ends the copy here
+    b.server.refresh_session(sid, {**saved.record, "clientInfo": {"name": "x"}}, now=b.now)
+    b.run()
+    assert b.server.session(sid) is None
+    assert not any(isinstance(e, DropSession) for e in b.done)

@@ -119,6 +119,21 @@ def test_a_session_opened_on_one_worker_is_served_on_the_other(stores_factory: A
                                                      headers(sid))
             assert status == 200
             assert messages[-1]["result"]["content"][0]["text"] == "hi"
+            assert messages[0]["method"] == "notifications/message"  # echo logs at info
+            # logging/setLevel on a: b's copy follows (the bus), and b stops sending info logs
+            first = await Conn.open(pa)
+            status, _, _ = await first.request(
+                "POST", {"jsonrpc": "2.0", "id": 9, "method": "logging/setLevel",
+                         "params": {"level": "error"}}, headers(sid))
+            assert status == 200
+            await first.close()
+            for n in range(TIMEOUT * 10):
+                status, _, messages = await conn.request(
+                    "POST", call(100 + n, "echo", {"text": "quiet"}), headers(sid))
+                if len(messages) == 1:
+                    break
+                await asyncio.sleep(0.1)
+            assert len(messages) == 1 and "result" in messages[0]
             # DELETE on b; then a (which opened it) refuses it too, once the bus told it
             status, _, _ = await conn.request("DELETE", None, headers(sid))
             assert status == 200

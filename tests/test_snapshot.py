@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from mcp_sansio import LocalProtocolError, Request, ServerConnection
 from mcp_sansio._errors import NEED_DATA
-from mcp_sansio._snapshot import FIELDS
+from mcp_sansio._snapshot import FIELDS, refresh_session
 from mcp_sansio._versions import FEATURES
 from mcp_sansio.stores import restore_session, snapshot_session
 
@@ -158,3 +158,23 @@ def test_records_with_missing_or_extra_fields_and_stale_connections_are_refused(
     narrow = ServerConnection(versions=["2025-06-18"])
     with pytest.raises(ValueError):
         restore_session(narrow, record)
+
+
+def test_refresh_brings_a_copy_up_to_date_and_refuses_another_sessions_record() -> None:
+    original = factory()
+    run(original, [request(0, "initialize", {"protocolVersion": "2025-11-25",
+                                             "capabilities": {},
+                                             "clientInfo": {"name": "c", "version": "1"}})], 0)
+    copy = restore_session(factory(), snapshot_session(original))
+    run(original, [{"jsonrpc": "2.0", "method": "notifications/initialized"},
+                   request(1, "logging/setLevel", {"level": "error"}),
+                   request(2, "resources/subscribe", {"uri": "file:///a"})], 1)
+    refresh_session(copy, snapshot_session(original))
+    assert snapshot_session(copy) == snapshot_session(original)
+    assert copy.state.value == "operating" and copy.log_level == "error"
+    other = snapshot_session(original)
+    other["clientInfo"] = {"name": "someone else", "version": "1"}
+    with pytest.raises(ValueError):
+        refresh_session(copy, other)
+    with pytest.raises(ValueError):
+        refresh_session(copy, {"format": 1})

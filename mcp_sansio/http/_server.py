@@ -76,7 +76,7 @@ from .._codec import InvalidMessage, MessageKind
 from .._connection import ServerConnection
 from .._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
 from .._events import CancelRequested, ConnectionClosed, Event, RequestId
-from .._snapshot import restore_session, snapshot_session
+from .._snapshot import refresh_session, restore_session, snapshot_session
 from .._state import State
 from .._stateless import META_PROTOCOL_VERSION, has_stateless_meta
 from .._versions import FEATURES, Era
@@ -734,6 +734,22 @@ class HTTPServer:
         if session is not None and session.ended is None:
             session._quiet = True
             self._end_session(session, SessionEnd.CLOSED)
+
+    def refresh_session(self, session_id: str, record: Any, *,
+                        now: float | None = None) -> None:
+        """Another worker saved a newer record of ``session_id`` (the event bus said so):
+        bring this worker's copy, if any, up to date (log level, subscriptions,
+        initialized). A record that does not fit the copy ends the copy here."""
+        self._clock(now)
+        session = self._sessions.get(session_id)
+        if session is None or session.ended is not None or session.legacy:
+            return
+        try:
+            refresh_session(session.connection, record)
+        except ValueError:
+            self.forget_session(session_id)
+            return
+        session._saved = record
 
     def _wait_for(self, channel: ServerChannel, kind: str, key: str) -> bool:
         """A shared server without the answer to (kind, key) for this request: ask the
