@@ -31,7 +31,7 @@ from mcp_sansio.http import HTTPServer, ServerChannel, Session
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
 from ._session import Server
-from ._shared_driver import SharedDriver
+from ._shared_driver import SharedDriver, sealing_key
 from .asyncio import ServerSession, _small_reads
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
@@ -326,12 +326,15 @@ async def start_http(
     ``stores`` (an object with ``sessions``, ``events`` and ``bus``:
     :class:`mcp_sansio.stores.MemoryStores`, :class:`mcp_sansio.adapters.redis.RedisStores`)
     makes the server *shared*: handshake-era sessions and resumable SSE events live there,
-    so that every worker using the same stores serves every session (:doc:`/stores`). The
-    caller owns the stores (close them after the block)."""
+    so that every worker using the same stores serves every session, and ``requestState``
+    is sealed with the store's newest key unless ``request_state_key`` is given
+    (:doc:`/stores`). The caller owns the stores (close them after the block)."""
     stores = http_options.pop("stores", None)
     if stores is not None:
         http_options.setdefault("shared", True)
         http_options.setdefault("stream_tag", secrets.token_hex(4))
+        if request_state_key is None:  # every worker seals with the store's newest key
+            request_state_key = await sealing_key(stores)
     http = new_http_server(server, request_state_key=request_state_key,
                            connection_options=connection_options,
                            new_session_id=new_session_id, http_options=http_options)

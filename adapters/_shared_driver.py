@@ -23,6 +23,14 @@ stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStor
 
 One task, in order: an event is appended before a later replay on this worker reads the
 log, and the record of a session is saved before its DELETE drops it.
+
+:func:`sealing_key` gives a shared server the key that seals 2026-07-28 ``requestState``:
+the newest of the store's key ring, so that a state sealed on one worker opens on every
+other. A store with no key gets one (32 random bytes) from the first worker that starts;
+workers that start at the same instant on an empty store may each add one and seal with
+different keys until they restart -- put a key in the store first (``add_key``) or give
+``request_state_key`` to every worker. (Opening with any key of the ring, so that rotation
+loses nothing, is the key ring's part: issue 18.)
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -45,7 +54,7 @@ from mcp_sansio.http._shared import (
     StoreEvent,
 )
 
-__all__ = ["SharedDriver"]
+__all__ = ["SharedDriver", "sealing_key"]
 
 log = logging.getLogger(__name__)
 
@@ -177,3 +186,13 @@ class SharedDriver:
         if isinstance(method, str) and (params is None or isinstance(params, dict)):
             self.http.broadcast(method, params)
             self._safe_pump()
+
+
+async def sealing_key(stores: Any) -> bytes:
+    """The newest key of ``stores.keys`` (one is added when there is none)."""
+    keys: list[bytes] = await stores.keys.get_keys()
+    if not keys:
+        await stores.keys.add_key(secrets.token_bytes(32))
+        keys = await stores.keys.get_keys()
+        log.info("the shared key store had no requestState sealing key: added one")
+    return keys[0]

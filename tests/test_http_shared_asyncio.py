@@ -21,7 +21,7 @@ from mcp_sansio.http import SSEParser
 from mcp_sansio.stores import MemoryStores
 
 from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
-from .http_stories import add_tools
+from .http_stories import add_tools, tool_call
 from .http_util import init_body
 from .test_http_asyncio import Conn
 
@@ -62,6 +62,12 @@ def make_server(release: asyncio.Event) -> Server:
         ctx.progress(2)
         await release.wait()
         return "done"
+
+    @server.tool()
+    async def two_rounds(ctx: Any) -> str:
+        if ctx.request_state is None:  # 2026-07-28: ask for a retry carrying sealed state
+            ctx.input_required(request_state="round-one")
+        return f"resumed {ctx.request_state}"
 
     add_tools(server, "echo", "change")
     return server
@@ -200,4 +206,40 @@ def test_a_list_change_on_one_worker_reaches_a_stream_on_the_other(stores_factor
             assert messages[0]["method"] == "notifications/tools/list_changed"
             await listener.close()
             await caller.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_request_state_sealed_on_one_worker_opens_on_the_other(stores_factory: Any) -> None:
+    async def main() -> None:
+        async with two_workers(stores_factory, asyncio.Event()) as (pa, pb):
+            first = await Conn.open(pa)
+            body, hdrs = tool_call("two_rounds", {}, 1)
+            status, _, messages = await first.request("POST", body, hdrs)
+            assert status == 200
+            result = messages[-1]["result"]
+            assert result["resultType"] == "input_required"
+            sealed = result["requestState"]
+            assert sealed != "round-one"  # sealed, not raw
+            second = await Conn.open(pb)
+            body, hdrs = tool_call("two_rounds", {"x": 1}, 2)
+            body["params"]["requestState"] = sealed
+            body["params"]["arguments"] = {}
+            status, _, messages = await second.request("POST", body, hdrs)
+            assert status == 200, messages
+            assert messages[-1]["result"]["content"][0]["text"] == "resumed round-one"
+            await first.close()
+            await second.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_workers_on_one_store_seal_with_its_newest_key(stores_factory: Any) -> None:
+    from mcp_sansio.adapters._shared_driver import sealing_key
+
+    async def main() -> None:
+        async with stores_factory() as stores:
+            key = await sealing_key(stores)
+            assert len(key) == 32 and await stores.keys.get_keys() == [key]
+            assert await sealing_key(stores) == key  # not added again
+            await stores.keys.add_key(b"r" * 32)  # rotation: the next worker seals anew
+            assert await sealing_key(stores) == b"r" * 32
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
