@@ -9,7 +9,8 @@ pump (:meth:`SharedDriver.kick`) and carries them out in order, in one task, aga
 stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStores`, or
 :class:`mcp_sansio.adapters.redis.RedisStores` for several workers):
 
-* ``StoreEvent``/``ForgetStream`` -> the event log; ``SaveSession`` -> the session table,
+* ``StoreEvent``/``ForgetStream`` -> the event log; ``SaveSession`` -> the session table
+  (then :meth:`HTTPServer.stored` lets out the answers that waited for it),
   its deadline the idle timeout from now on the **wall clock** (``time.time()``: the store
   is read by other processes, maybe other hosts), and a message on the bus's ``sessions``
   topic so that a worker holding a copy of the session brings it up to date (a
@@ -117,9 +118,13 @@ class SharedDriver:
                     await self._carry_out(effect)
                 except Exception:
                     log.exception("a shared store failed on %r", effect)
-                    if isinstance(effect, Lookup):  # answered "not found", never left hanging
+                    # Nothing is left hanging: a lookup is answered "not found", a held
+                    # initialize answer goes (the session then lives on this worker only).
+                    if isinstance(effect, Lookup):
                         self.http.resolve(effect, None, now=self._loop.time())
-                        self._safe_pump()
+                    elif isinstance(effect, SaveSession | DropSession):
+                        self.http.stored(effect, now=self._loop.time())
+                    self._safe_pump()
             effects = self.http.shared_effects()
 
     async def _carry_out(self, effect: SharedEffect) -> None:
@@ -134,11 +139,13 @@ class SharedDriver:
             deadline = wall + (timeout if timeout is not None else _NO_TIMEOUT_DEADLINE)
             await stores.sessions.put(effect.session_id, effect.record, expires_at=deadline,
                                       wall_time=wall)
+            self._release(effect)
             note = {"saved": effect.session_id, "by": self.http.stream_tag,
                     "record": effect.record}
             await stores.bus.publish("sessions", json.dumps(note).encode())
         elif isinstance(effect, DropSession):
             await stores.sessions.delete(effect.session_id)
+            self._release(effect)
             note = {"ended": effect.session_id, "by": self.http.stream_tag}
             await stores.bus.publish("sessions", json.dumps(note).encode())
         else:
@@ -147,6 +154,12 @@ class SharedDriver:
             else:
                 found = await stores.events.replay(effect.key, wall_time=wall)
             self.http.resolve(effect, found, now=self._loop.time())
+            self._safe_pump()
+
+    def _release(self, effect: SaveSession | DropSession) -> None:
+        """The table has it: the answers waiting for it may go."""
+        if effect.channels:
+            self.http.stored(effect, now=self._loop.time())
             self._safe_pump()
 
     def _safe_pump(self) -> None:

@@ -24,7 +24,7 @@ from mcp_sansio.http._shared import (
 )
 from mcp_sansio.stores import MemoryEventLog, MemorySessionTable
 
-from .http_util import Harness
+from .http_util import Harness, init_body
 from .test_http_server import Deferred, tools_call
 
 WALL = 1_800_000_000.0  # the wall clock at the harness's time 0
@@ -51,6 +51,8 @@ class Worker(Harness):
         self.log = log
         self.hold = False
         self.held: list[Lookup] = []
+        self.hold_saves = False
+        self.held_saves: list[SaveSession] = []
         self.done: list[Any] = []  # every effect carried out
 
     def run(self) -> None:
@@ -73,8 +75,13 @@ class Worker(Harness):
             timeout = self.server.session_idle_timeout or 3600.0
             drive(self.table.put(effect.session_id, effect.record, expires_at=wall + timeout,
                                  wall_time=wall))
+            if not self.hold_saves:
+                self.server.stored(effect, now=self.now)
+            elif effect.channels:
+                self.held_saves.append(effect)
         elif isinstance(effect, DropSession):
             drive(self.table.delete(effect.session_id))
+            self.server.stored(effect, now=self.now)
         elif self.hold:
             self.held.append(effect)
         else:
@@ -294,3 +301,61 @@ def test_a_copy_follows_a_record_another_worker_saved() -> None:
     b.run()
     assert b.server.session(sid) is None
     assert not any(isinstance(e, DropSession) for e in b.done)
+
+
+def test_the_initialize_answer_waits_until_the_record_is_saved() -> None:
+    a, b = workers()
+    a.hold_saves = True
+    conn = a.conn()
+    r = conn.send(body=init_body())
+    assert not r.done and r.status is None  # nothing written yet
+    save = a.held_saves.pop()
+    # the record is in the table before the client can know the id: any worker serves it
+    assert drive(a.table.get(save.session_id, wall_time=WALL)) is not None
+    a.server.stored(save, now=a.now)
+    a.run()
+    assert r.status == 200 and r.headers["mcp-session-id"] == save.session_id
+    assert b.conn().send(body=request(1, "ping"),
+                         headers=b.session_headers(save.session_id)).status == 200
+
+
+def test_answers_that_changed_the_record_wait_for_it_and_others_do_not() -> None:
+    a, b = workers()
+    sid = a.initialize()
+    b.conn().send(body=request(1, "ping"), headers=b.session_headers(sid))  # b has a copy
+    a.hold_saves = True
+    level = a.conn().send(body=request(2, "logging/setLevel", {"level": "error"}),
+                          headers=a.session_headers(sid))
+    assert not level.done  # the new level is not stored yet
+    ping = a.conn().send(body=request(3, "ping"), headers=a.session_headers(sid))
+    assert ping.status == 200  # nothing changed: not held
+    a.server.stored(a.held_saves.pop(), now=a.now)
+    a.run()
+    assert level.status == 200
+    # DELETE: its 200 waits until the drop is stored
+    delete = a.conn().send("DELETE", headers=a.session_headers(sid))
+    assert delete.status == 200  # (this worker's harness stores drops at once)
+    assert drive(a.table.get(sid, wall_time=WALL)) is None
+
+
+def test_initialized_on_another_worker_reaches_a_copy_that_doubts() -> None:
+    a, b = workers()
+    conn = a.conn()
+    sid = conn.send(body=init_body()).headers["mcp-session-id"]  # a: initializing
+    # the initialized notification goes to b (which adopts the session and saves it)
+    assert b.conn().send(body={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                         headers=b.session_headers(sid)).status == 202
+    assert drive(a.table.get(sid, wall_time=WALL))["state"] == "operating"
+    # a's copy still says initializing (no bus here): it reads the table again and serves
+    r = a.conn().send(body=request(5, "tools/list"), headers=a.session_headers(sid))
+    assert r.status == 200 and r.json["result"] == {"tools": []}
+    assert a.server.session(sid).connection.state.value == "operating"
+
+
+def test_a_failed_initialize_is_not_held() -> None:
+    a, = workers(1)
+    a.hold_saves = True
+    body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}
+    r = a.conn().send(body=body)
+    assert r.status == 200 and "error" in r.json
+    assert a.held_saves == []

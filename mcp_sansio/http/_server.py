@@ -278,6 +278,8 @@ class Session:
         # ends here only (another worker ended it).
         self._saved: dict[str, Any] | None = None
         self._saved_at = -math.inf
+        #: Channels whose answers wait until what their request changed is stored.
+        self._holding: list[ServerChannel] = []
         self._quiet = False
 
     def __repr__(self) -> str:
@@ -336,6 +338,7 @@ class ServerChannel:
         # A shared server (_shared.py): the request waiting on the store, the request being
         # handled, and the store's answers for it.
         self._waiting: Lookup | None = None
+        self._held = False  # its output waits for a store write (HTTPServer.stored)
         self._request: HTTPRequest | None = None
         self._answers: dict[tuple[str, str], Any] = {}
 
@@ -388,8 +391,10 @@ class ServerChannel:
     def events_to_send(self) -> list[ExchangeOutput]:
         """What the parser should write now (a channel from :meth:`HTTPServer.new_exchange`;
         the counterpart of :meth:`data_to_send`)."""
-        self._server._writable.pop(self, None)
         wire = self.wire
+        if self._held:
+            return []
+        self._server._writable.pop(self, None)
         return wire.events_to_send() if isinstance(wire, ExchangeWire) else []
 
     def _received(self, eof: bool) -> None:
@@ -436,6 +441,8 @@ class ServerChannel:
 
     def data_to_send(self) -> bytes:
         """What to write to this socket now."""
+        if self._held:
+            return b""
         self._server._writable.pop(self, None)
         return self.wire.data_to_send()
 
@@ -629,7 +636,11 @@ class HTTPServer:
         if self._dirty:
             self._flush_dirty()
         out: list[tuple[ServerChannel, bytes]] = []
+        held = []
         for channel in list(self._writable):
+            if channel._held:
+                held.append(channel)
+                continue
             data = channel.wire.data_to_send()
             if channel.wire.closed:
                 if channel._gone and not data:
@@ -641,6 +652,8 @@ class HTTPServer:
                 continue
             out.append((channel, data))
         self._writable.clear()
+        for channel in held:
+            self._writable[channel] = None
         return out
 
     def next_deadline(self) -> float | None:
@@ -714,17 +727,33 @@ class HTTPServer:
         if channel._waiting is not lookup:
             return  # answered already, or the connection failed meanwhile
         channel._waiting = None
-        if lookup.kind == "session" and answer is not None and lookup.key not in self._sessions:
-            try:
-                self._adopt(lookup.key, answer)
-            except ValueError:  # a record this server cannot serve: an unknown session
-                answer = None
+        if lookup.kind == "session" and answer is not None:
+            if lookup.key in self._sessions:  # a copy in doubt (_session_for): update it
+                self.refresh_session(lookup.key, answer)
+            else:
+                try:
+                    self._adopt(lookup.key, answer)
+                except ValueError:  # a record this server cannot serve: an unknown session
+                    answer = None
         channel._answers[(lookup.kind, lookup.key)] = answer
         if not channel.wire.closed and channel.stream is None:
             self._handle(channel, lookup.request)
             if channel._waiting is None:
                 channel._answers.clear()
         self._process_channel(channel)
+
+    def stored(self, effect: SaveSession | DropSession, *, now: float | None = None) -> None:
+        """``effect`` is done in the table (or the store failed: the session's state is then
+        this worker's only): release the answers it held; drain :meth:`data_to_send`
+        after."""
+        self._clock(now)
+        for channel in effect.channels:
+            self._release(channel)
+
+    def _release(self, channel: ServerChannel | None) -> None:
+        if channel is not None and channel._held:
+            channel._held = False
+            self._writable[channel] = None
 
     def forget_session(self, session_id: str, *, now: float | None = None) -> None:
         """Another worker ended ``session_id`` (the event bus said so): end this worker's
@@ -774,21 +803,39 @@ class HTTPServer:
         self._sessions[session_id] = session
         return session
 
+    def _hold(self, session: Session, channel: ServerChannel) -> None:
+        """A request that may change the session's record: its answer waits until the
+        change is stored (released at once by :meth:`_save` when nothing changed). A client
+        that has an answer may send its next request to any worker, which must then find
+        what this one did -- the session itself after initialize, the initialized state,
+        the log level."""
+        channel._held = True
+        session._holding.append(channel)
+
     def _save(self, session: Session) -> None:
         """Queue the session's record when it changed, or when a quarter of the idle timeout
         passed since the last save: the table's deadline (the idle timeout after a save)
         then falls between 3/4 and all of the timeout after the session's last activity."""
-        if session.id is None or session.ended is not None:
-            return
-        try:
-            record = snapshot_session(session.connection)
-        except ValueError:  # not (or no longer) a negotiated session
-            return
+        channels, session._holding = session._holding, []
+        record = None
+        if session.id is not None and session.ended is None:
+            try:
+                record = snapshot_session(session.connection)
+            except ValueError:  # not (or no longer) a negotiated session
+                record = None
         timeout = self.session_idle_timeout
         stale = timeout is not None and self._now - session._saved_at >= timeout / 4
-        if record != session._saved or stale:
-            session._saved, session._saved_at = record, self._now
-            self._effects.append(SaveSession(session.id, record))
+        if session.id is None or record is None or (record == session._saved and not stale):
+            for channel in channels:
+                self._release(channel)
+            return
+        changed = record != session._saved
+        session._saved, session._saved_at = record, self._now
+        if not changed:  # a refresh of the deadline: nobody needs to wait for it
+            for channel in channels:
+                self._release(channel)
+            channels = []
+        self._effects.append(SaveSession(session.id, record, tuple(channels)))
 
     # -- time ----------------------------------------------------------------------------------
 
@@ -1035,6 +1082,12 @@ class HTTPServer:
         session = self._sessions.get(session_id)
         if session is None and self._wait_for(channel, "session", session_id):
             return None  # the store is asked; the request is handled again with its answer
+        if (session is not None and self.shared and session.ended is None
+                and session.connection.state is State.INITIALIZING
+                and self._wait_for(channel, "session", session_id)):
+            # Its initialized notification may have gone to another worker, whose record
+            # says so before the bus does: read the table again.
+            return None
         if session is None or session.ended is not None or session.legacy:
             self._error(channel, 404, ErrorCode.INVALID_REQUEST,
                         "Not Found: unknown or terminated session")
@@ -1142,6 +1195,8 @@ class HTTPServer:
         session.auth = channel.auth
         stream = self._open_post_stream(session, channel, [request_id])
         stream.init = True
+        if self.shared:  # released once the record is stored, or when initialize fails
+            self._hold(session, channel)
         session.connection.receive_message(value, now=self._now)
         self._mark_ready(session)
 
@@ -1197,6 +1252,8 @@ class HTTPServer:
             self._open_post_stream(session, channel, ids)  # type: ignore[arg-type]
         else:
             self._respond(channel, 202)
+        if self.shared:
+            self._hold(session, channel)
         conn.receive_message(value, now=self._now)
         self._mark_ready(session)
         self._touch(session)
@@ -1407,6 +1464,8 @@ class HTTPServer:
         session = self._session_for(channel, request.headers)
         if session is None:
             return
+        if self.shared:  # the 200 waits until the drop is stored: no worker serves it after
+            self._hold(session, channel)
         self._end_session(session, SessionEnd.DELETED)
         self._respond(channel, 200)
 
@@ -1472,7 +1531,8 @@ class HTTPServer:
             if (self.shared and not session.legacy and not session._quiet
                     and reason in (SessionEnd.DELETED, SessionEnd.CLOSED)):
                 # Ended for everyone; one that idled out here may live on elsewhere.
-                self._effects.append(DropSession(session.id))
+                channels, session._holding = session._holding, []
+                self._effects.append(DropSession(session.id, tuple(channels)))
         for stream in [*session._streams.values(), session._standalone]:
             if stream is None:
                 continue
@@ -1629,6 +1689,9 @@ class HTTPServer:
 
     def _discard_session(self, session: Session) -> None:
         """initialize failed: the session never existed for the client."""
+        channels, session._holding = session._holding, []
+        for channel in channels:
+            self._release(channel)
         if session.id is not None and self._sessions.get(session.id) is session:
             del self._sessions[session.id]
         session.ended = SessionEnd.CLOSED

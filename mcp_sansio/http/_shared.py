@@ -17,7 +17,9 @@ built with ``shared=True`` says what it needs as *effects*, which the adapter ta
   ``resources/subscribe``...) or its activity should push its idle deadline on; or the
   session ended by ``DELETE`` or by the application (``SessionTable.put``/``delete``). A
   session that merely idled out *here* is not dropped: another worker may be serving it,
-  and the table's own deadline ends it everywhere;
+  and the table's own deadline ends it everywhere. The answers to the requests that made
+  the change wait until the adapter says it is stored (:meth:`HTTPServer.stored`): the
+  client's next request may go to any worker at once;
 * :class:`Lookup` -- a request the server cannot answer without the store: a session id it
   does not hold (``SessionTable.get``), or a ``Last-Event-ID`` to replay
   (``EventLog.replay``). Its channel *waits*: nothing more is read from that connection
@@ -65,17 +67,24 @@ class ForgetStream:
 @attrs.frozen
 class SaveSession:
     """Keep ``record`` for ``session_id`` (``SessionTable.put``), its deadline the session
-    idle timeout from now on the wall clock."""
+    idle timeout from now on the wall clock. The answers to the requests that changed the
+    record (``initialize``, ``notifications/initialized``, ``logging/setLevel``...) wait on
+    ``channels`` until the adapter calls :meth:`HTTPServer.stored`: a client that has an
+    answer may send its next request to any worker at once, and that worker must find what
+    this one did."""
 
     session_id: str = attrs.field(repr=lambda s: f"{s[:8]!r}...")
     record: dict[str, Any] = attrs.field(repr=False)
+    channels: tuple[Any, ...] = attrs.field(default=(), repr=False, eq=False)
 
 
 @attrs.frozen
 class DropSession:
-    """The session ended for good (``SessionTable.delete``)."""
+    """The session ended for good (``SessionTable.delete``); the answer to its ``DELETE``
+    waits on ``channels`` until :meth:`HTTPServer.stored`."""
 
     session_id: str = attrs.field(repr=lambda s: f"{s[:8]!r}...")
+    channels: tuple[Any, ...] = attrs.field(default=(), repr=False, eq=False)
 
 
 @attrs.define(eq=False)
