@@ -268,7 +268,7 @@ def test_the_shared_server_saves_only_changes_and_refreshes() -> None:
     sid = a.initialize()
     saves = lambda: [e for e in a.done if isinstance(e, SaveSession)]  # noqa: E731
     count = len(saves())
-    assert json.loads(json.dumps(saves()[-1].record))["state"] == "operating"
+    assert json.loads(json.dumps(saves()[-1].record))["session"]["state"] == "operating"
     a.conn().send(body=request(1, "ping"), headers=a.session_headers(sid))
     assert len(saves()) == count  # nothing changed, recently saved
     a.now += 30.0  # past a quarter of the idle timeout: activity refreshes the deadline
@@ -292,12 +292,13 @@ def test_a_copy_follows_a_record_another_worker_saved() -> None:
     a.conn().send(body=request(2, "logging/setLevel", {"level": "error"}),
                   headers=a.session_headers(sid))
     saved = [e for e in a.done if isinstance(e, SaveSession)][-1]
-    assert saved.record["logLevel"] == "error"
+    assert saved.record["session"]["logLevel"] == "error"
     b.server.refresh_session(sid, saved.record, now=b.now)
     copy = b.server.session(sid)
     assert copy is not None and copy.connection.log_level == "error"
     # a record that does not fit the copy (another client's) ends the copy here
-    b.server.refresh_session(sid, {**saved.record, "clientInfo": {"name": "x"}}, now=b.now)
+    b.server.refresh_session(sid, {**saved.record, "session": {
+        **saved.record["session"], "clientInfo": {"name": "x"}}}, now=b.now)
     b.run()
     assert b.server.session(sid) is None
     assert not any(isinstance(e, DropSession) for e in b.done)
@@ -345,7 +346,7 @@ def test_initialized_on_another_worker_reaches_a_copy_that_doubts() -> None:
     # the initialized notification goes to b (which adopts the session and saves it)
     assert b.conn().send(body={"jsonrpc": "2.0", "method": "notifications/initialized"},
                          headers=b.session_headers(sid)).status == 202
-    assert drive(a.table.get(sid, wall_time=WALL))["state"] == "operating"
+    assert drive(a.table.get(sid, wall_time=WALL))["session"]["state"] == "operating"
     # a's copy still says initializing (no bus here): it reads the table again and serves
     r = a.conn().send(body=request(5, "tools/list"), headers=a.session_headers(sid))
     assert r.status == 200 and r.json["result"] == {"tools": []}
@@ -359,3 +360,35 @@ def test_a_failed_initialize_is_not_held() -> None:
     r = a.conn().send(body=body)
     assert r.status == 200 and "error" in r.json
     assert a.held_saves == []
+
+
+def test_a_session_stays_bound_to_its_principal_on_every_worker() -> None:
+    from mcp_sansio.auth import ProtectedResource
+
+    from .test_auth_server_sansio import ISSUER, RESOURCE, Tokens
+
+    def auth() -> ProtectedResource:
+        return ProtectedResource(RESOURCE, [ISSUER], Tokens(), required_scopes=["mcp:read"])
+
+    a, b, c = workers(3, auth=auth())
+
+    def bearer(token: str, sid: str) -> list[tuple[str, str]]:
+        return [("authorization", f"Bearer {token}"), *a.session_headers(sid)]
+
+    conn = a.conn()
+    r = conn.send(body=init_body(), headers=[("authorization", "Bearer ada")])
+    sid = r.headers["mcp-session-id"]
+    assert conn.send(body={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                     headers=bearer("ada", sid)).status == 202
+    record = drive(a.table.get(sid, wall_time=WALL))
+    assert record["principal"] == ["ada", ISSUER]
+    # the same principal (a token with more scopes) on another worker: served
+    assert b.conn().send(body=request(1, "ping"), headers=bearer("ada-again", sid)).status == 200
+    # someone else, or the same subject from another issuer, on a worker that never saw it:
+    # 404, as for an unknown session
+    assert c.conn().send(body=request(2, "ping"), headers=bearer("bob", sid)).status == 404
+    assert b.conn().send(body=request(3, "ping"),
+                         headers=bearer("ada-elsewhere", sid)).status == 404
+    # a server without auth does not adopt a bound session (nor the other way round)
+    d = Worker("d", a.table, a.log)
+    assert d.conn().send(body=request(4, "ping"), headers=d.session_headers(sid)).status == 404

@@ -774,7 +774,9 @@ class HTTPServer:
         if session is None or session.ended is not None or session.legacy:
             return
         try:
-            refresh_session(session.connection, record)
+            if type(record) is not dict or record.get("principal") != _principal(session.auth):
+                raise ValueError("the record is of another principal's session")
+            refresh_session(session.connection, record.get("session", {}))
         except ValueError:
             self.forget_session(session_id)
             return
@@ -791,11 +793,27 @@ class HTTPServer:
         return True
 
     def _adopt(self, session_id: str, record: Any) -> Session:
-        """Serve here a session another worker opened (its record from the table)."""
+        """Serve here a session another worker opened (its record from the table: the
+        connection's snapshot and the principal the session is bound to)."""
         if len(self._sessions) >= self.max_sessions:
             raise ValueError("too many sessions")
-        connection = restore_session(self.connection_factory(), record)
+        if type(record) is not dict or set(record) != {"session", "principal"}:
+            raise ValueError("not a session table record")
+        principal = record["principal"]
+        if principal is not None and (
+                type(principal) is not list or len(principal) != 2
+                or type(principal[0]) is not str
+                or (principal[1] is not None and type(principal[1]) is not str)):
+            raise ValueError("not a principal")
+        if (principal is None) != (self.auth is None):
+            raise ValueError("a session of a server with other authorization")
+        connection = restore_session(self.connection_factory(), record["session"])
         session = Session(self, session_id, connection, Era.HANDSHAKE)
+        if principal is not None:
+            from ..auth._resource import AccessInfo
+
+            claims = {"iss": principal[1]} if principal[1] is not None else {}
+            session.auth = AccessInfo(subject=principal[0], claims=claims)
         session._standalone = _Stream(session, _Kind.STANDALONE,
                                       f"{session._prefix}-{self.stream_tag}0")
         session._standalone.resumable = self.event_store is not None
@@ -820,7 +838,8 @@ class HTTPServer:
         record = None
         if session.id is not None and session.ended is None:
             try:
-                record = snapshot_session(session.connection)
+                record = {"session": snapshot_session(session.connection),
+                          "principal": _principal(session.auth)}
             except ValueError:  # not (or no longer) a negotiated session
                 record = None
         timeout = self.session_idle_timeout
@@ -1815,6 +1834,15 @@ class HTTPServer:
             self._mark_ready(session)
             return
         self._touch(session)
+
+
+def _principal(auth: AccessInfo | None) -> list[str | None] | None:
+    """Who a session is bound to, as a session table record keeps it: what
+    ``ProtectedResource.same_principal`` compares (the subject and its issuer)."""
+    if auth is None:
+        return None
+    issuer = auth.claims.get("iss")
+    return [auth.subject, issuer if isinstance(issuer, str) else None]
 
 
 def _lookup(routes: dict[RequestId, _Stream], key: Any) -> _Stream | None:

@@ -74,6 +74,8 @@ class SaveSession:
     this one did."""
 
     session_id: str = attrs.field(repr=lambda s: f"{s[:8]!r}...")
+    #: ``{"session": snapshot_session(...), "principal": [subject, issuer] or None}``: the
+    #: negotiated state, and who the session is bound to (servers with ``auth``).
     record: dict[str, Any] = attrs.field(repr=False)
     channels: tuple[Any, ...] = attrs.field(default=(), repr=False, eq=False)
 
