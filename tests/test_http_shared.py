@@ -392,3 +392,16 @@ def test_a_session_stays_bound_to_its_principal_on_every_worker() -> None:
     # a server without auth does not adopt a bound session (nor the other way round)
     d = Worker("d", a.table, a.log)
     assert d.conn().send(body=request(4, "ping"), headers=d.session_headers(sid)).status == 404
+
+
+def test_a_connection_that_fails_while_its_answer_waits_is_not_left_waiting() -> None:
+    a, = workers(1)
+    a.hold_saves = True
+    conn = a.conn()
+    r = conn.send(body=init_body())
+    assert not r.done
+    conn.channel.fail()  # what an adapter does after an unexpected exception
+    a.run()
+    # what was written goes out, then the connection closes
+    assert r.done and r.status == 200
+    assert conn.channel in a.closed_channels

@@ -431,6 +431,7 @@ class ServerChannel:
         code working on this channel; :meth:`receive_data` does it before it raises."""
         server = self._server
         stream, self.stream = self.stream, None
+        self._held = False  # nothing it waited for matters now: what it has goes out
         self.wire.fail(500, "Internal Server Error")
         server._writable[self] = None
         if stream is not None and stream.channel is self:
