@@ -243,3 +243,29 @@ def test_workers_on_one_store_seal_with_its_newest_key(stores_factory: Any) -> N
             await stores.keys.add_key(b"r" * 32)  # rotation: the next worker seals anew
             assert await sealing_key(stores) == b"r" * 32
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_list_change_on_one_worker_reaches_a_listen_stream_on_the_other(
+        stores_factory: Any) -> None:
+    """2026-07-28: a subscriptions/listen stream held by one worker hears a change made by a
+    stateless request served on the other (the event bus)."""
+    from .http_stories import stateless
+
+    async def main() -> None:
+        async with two_workers(stores_factory, asyncio.Event()) as (pa, pb):
+            listener = await Conn.open(pb)
+            await listener.send("POST", *stateless(
+                "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, 1))
+            status, _ = await listener.head()
+            assert status == 200
+            parser = SSEParser()
+            (_, ack), = await events_until(listener, parser, 1)
+            assert ack["method"] == "notifications/subscriptions/acknowledged"
+            caller = await Conn.open(pa)
+            status, _, answer = await caller.request("POST", *tool_call("change", {}, 2))
+            assert status == 200 and answer[-1]["result"]["content"][0]["text"] == "changed"
+            (_, change), = await events_until(listener, parser, 1)
+            assert change["method"] == "notifications/tools/list_changed"
+            await listener.close()
+            await caller.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
