@@ -269,3 +269,50 @@ def test_a_list_change_on_one_worker_reaches_a_listen_stream_on_the_other(
             await listener.close()
             await caller.close()
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_store_that_fails_leaves_no_request_hanging(tmp_path: Any,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """Redis unreachable: every store call fails. initialize is still answered (the session
+    lives on that worker only), another worker answers 404 for it, a resumption 400."""
+    pytest.importorskip("redis")
+    from mcp_sansio.adapters.redis import RedisStores
+
+    url = f"unix://{tmp_path}/nobody-listens.sock"
+
+    async def main() -> None:
+        one, two = RedisStores.from_url(url), RedisStores.from_url(url)
+        server = make_server(asyncio.Event())
+        try:
+            # (no key in an unreachable store: give one)
+            async with start_http(server, stores=_NoBus(one), request_state_key=b"k" * 32) as a, \
+                    start_http(server, stores=_NoBus(two), request_state_key=b"k" * 32) as b:
+                sid = await open_session(a.port)  # answered although the save failed
+                conn = await Conn.open(a.port)
+                status, _, messages = await conn.request("POST", call(1, "echo", {"text": "a"}),
+                                                         headers(sid))
+                assert status == 200 and messages[-1]["result"]
+                other = await Conn.open(b.port)
+                status, _, _ = await other.request("POST", call(2, "echo", {"text": "b"}),
+                                                   headers(sid))
+                assert status == 404
+                await other.send("GET", None, headers(sid, **{"last-event-id": "x-1:0"}))
+                assert (await other.head())[0] == 404  # unknown session first
+                await conn.close()
+                await other.close()
+        finally:
+            await one.aclose()
+            await two.aclose()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+    failures = [r for r in caplog.records if "a shared store failed" in r.getMessage()]
+    assert failures  # logged, with the effect's repr: a session id's prefix only
+    assert all(len(r.getMessage()) < 200 for r in failures)
+
+
+class _NoBus:
+    """Stores whose bus is in memory (subscribing to an unreachable Redis would fail at
+    start, which is the right thing for a server but not what this test is about)."""
+
+    def __init__(self, stores: Any) -> None:
+        self.sessions, self.events, self.keys = stores.sessions, stores.events, stores.keys
+        self.bus = MemoryStores().bus

@@ -54,7 +54,7 @@ class StoreEvent:
     """Keep ``data`` as event ``event_id`` (``EventLog.append``)."""
 
     event_id: str
-    data: bytes
+    data: bytes = attrs.field(repr=False)  # a message: not for logs
 
 
 @attrs.frozen
