@@ -12,6 +12,8 @@ from collections.abc import Coroutine
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcp_sansio import Request
 from mcp_sansio.http import HTTPServer, ResponseMode
@@ -405,3 +407,90 @@ def test_a_connection_that_fails_while_its_answer_waits_is_not_left_waiting() ->
     # what was written goes out, then the connection closes
     assert r.done and r.status == 200
     assert conn.channel in a.closed_channels
+
+
+# -- several shared workers behave as one server (hypothesis) ---------------------------------
+
+
+class Cluster:
+    """Workers sharing the in-memory stores, with an ideal event bus: what one saves or
+    drops reaches every other's copy at once."""
+
+    def __init__(self, n: int) -> None:
+        self.workers = workers(n)
+        for worker in self.workers:
+            worker.cluster = self  # type: ignore[attr-defined]
+            worker.carry_out = self._carry_out(worker)  # type: ignore[method-assign]
+
+    def _carry_out(self, worker: Worker) -> Any:
+        plain = Worker.carry_out.__get__(worker)
+
+        def carry_out(effect: Any) -> None:
+            plain(effect)
+            for other in self.workers:
+                if other is worker:
+                    continue
+                if isinstance(effect, DropSession):
+                    other.server.forget_session(effect.session_id, now=other.now)
+                elif isinstance(effect, SaveSession):
+                    other.server.refresh_session(effect.session_id, effect.record,
+                                                 now=other.now)
+                else:
+                    continue
+                Harness.run(other)
+        return carry_out
+
+
+_op = st.one_of(
+    st.tuples(st.just("init"), st.sampled_from(["2025-03-26", "2025-06-18", "2025-11-25"])),
+    st.tuples(st.just("initialized"), st.integers(0, 3)),
+    st.tuples(st.just("ping"), st.integers(0, 3)),
+    st.tuples(st.just("tools/list"), st.integers(0, 3)),
+    st.tuples(st.just("setLevel"), st.integers(0, 3)),
+    st.tuples(st.just("delete"), st.integers(0, 3)),
+)
+
+
+def _play_on(pick: Any, ops: list[tuple[str, Any]], targets: list[int]) -> list[Any]:
+    """Send ``ops`` (each to the harness ``pick(i)`` chooses); what each answer was."""
+    sessions: list[tuple[str, str]] = []  # (id, version)
+    seen: list[Any] = []
+    for i, ((op, arg), target) in enumerate(zip(ops, targets, strict=True)):
+        h = pick(target)
+        if op == "init":
+            r = h.conn().send(body=init_body(arg, request_id=i))
+            if r.status == 200:
+                sessions.append((r.headers["mcp-session-id"], arg))
+            seen.append((r.status, r.json.get("result", {}).get("protocolVersion")))
+            continue
+        if arg >= len(sessions):
+            continue
+        sid, version = sessions[arg]
+        headers = h.session_headers(sid, version)
+        if op == "delete":
+            r = h.conn().send("DELETE", headers=headers)
+            seen.append((op, r.status))
+            continue
+        if op == "initialized":
+            body: dict[str, Any] = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        elif op == "setLevel":
+            body = request(i, "logging/setLevel", {"level": "error"})
+        else:
+            body = request(i, op)
+        r = h.conn().send(body=body, headers=headers)
+        answer = r.json if r.status == 200 and r.body else None
+        seen.append((op, r.status, None if answer is None else (
+            answer.get("result"), answer.get("error", {}).get("code"))))
+    return seen
+
+
+@settings(max_examples=100)
+@given(ops=st.lists(_op, min_size=1, max_size=14),
+       targets=st.lists(st.integers(0, 2), min_size=14, max_size=14))
+def test_three_shared_workers_answer_as_one_server(ops: list[tuple[str, Any]],
+                                                   targets: list[int]) -> None:
+    alone = Harness()
+    cluster = Cluster(3)
+    targets = targets[:len(ops)]
+    expected = _play_on(lambda _: alone, ops, targets)
+    assert _play_on(lambda t: cluster.workers[t], ops, targets) == expected
