@@ -84,8 +84,16 @@ def host_allow_list(allow_hosts: Sequence[str]) -> list[str]:
 
 def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.0.1",
                   port: int = 0, allow_hosts: Sequence[str] = (),
-                  sessionless: bool = False) -> int:
+                  sessionless: bool = False, store: str | None = None) -> int:
     if _missing_runtime(runtime, "serve-example"):
+        return 2
+    if sessionless and store is not None:
+        # Two answers to "several workers": keep no session, or share them (docs/stores.rst).
+        sys.stderr.write("mcp-sansio serve-example: --sessionless keeps no session and --store "
+                         "shares sessions between workers; choose one\n")
+        return 2
+    stores = _shared_stores(store, transport, runtime) if store is not None else None
+    if stores is False:
         return 2
     if transport == "http":
         if not is_loopback(host) and not allow_hosts:
@@ -107,6 +115,8 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
             options["allowed_hosts"] = host_allow_list(allow_hosts)
         if sessionless:  # handshake era with no session kept (mcp_sansio._sessionless)
             options["sessionless"] = True
+        if stores is not None:
+            options["stores"] = stores
         try:
             _serve(runtime, (host, port, options))
         except OSError as exc:  # the port is taken, the address is not this machine's...
@@ -123,6 +133,28 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
         sys.stderr.flush()
     _serve(runtime, None)
     return 0
+
+
+def _shared_stores(url: str, transport: str, runtime: str) -> Any:
+    """``--store URL``: the Redis stores every worker shares (docs/stores.rst), or False
+    after saying on stderr why there are none."""
+    problem = None
+    if transport != "http":
+        problem = "--store needs --transport http"
+    elif runtime != "asyncio":
+        problem = "--store needs --runtime asyncio (the Redis stores use redis-py's asyncio)"
+    if problem is None:
+        try:
+            from .redis import RedisStores
+        except ImportError:
+            problem = "--store needs the redis extra: pip install 'mcp-sansio[redis]'"
+        else:
+            try:
+                return RedisStores.from_url(url)
+            except ValueError as exc:
+                problem = f"--store {url!r} is not a Redis URL ({exc})"
+    sys.stderr.write(f"mcp-sansio serve-example: {problem}\n")
+    return False
 
 
 def _serve(runtime: str, http: tuple[str, int, dict[str, Any]] | None) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import sys
 import time
 import weakref
@@ -31,6 +32,7 @@ from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import asyncio_decider
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
 from ._session import Server
+from ._shared_driver import SharedDriver, sealing_key
 from .asyncio import ServerSession, _small_reads
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
@@ -187,12 +189,17 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
         self._listener: asyncio.Server | None = None
         self._closed = asyncio.Event()
         self.address = ("", 0)
+        #: Carries out the store effects of a server started with ``stores``.
+        self._shared: SharedDriver | None = None
+        self._publishing: set[asyncio.Task[None]] = set()
 
     # -- the pump --------------------------------------------------------------------------
 
     def _pump(self) -> None:
         if self._sync_drain():
             self._arm(self.http.next_deadline())
+        if self._shared is not None:  # a shared server's store effects (_shared_driver.py)
+            self._shared.kick()
 
     _kick = _pump
 
@@ -205,6 +212,15 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
             self._work_failed()
             with contextlib.suppress(Exception):  # the timers must go on
                 self._arm(self.http.next_deadline())
+
+    def _broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
+        if self._shared is None:
+            super()._broadcast(method, params)
+            return
+        # Every worker's sessions: through the bus (this worker hears it too).
+        task = self._loop.create_task(self._shared.broadcast(method, params))
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)
 
     def _new_logic(self, session: Session) -> _HTTPSession:
         return _HTTPSession(session.connection, self.server, self, session)
@@ -275,6 +291,8 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
         self._sessions.clear()
         for logic in logics:
             await logic._stop_tasks()
+        if self._shared is not None:
+            await self._shared.aclose()
         if self._listener is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._listener.wait_closed(), 1.0)
@@ -306,13 +324,29 @@ async def start_http(
     A connection the
     server closes lingers (half-closed, reading and discarding) for at most
     ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer (413, 400)
-    reaches a client that is still sending."""
+    reaches a client that is still sending.
+
+    ``stores`` (an object with ``sessions``, ``events`` and ``bus``:
+    :class:`mcp_sansio.stores.MemoryStores`, :class:`mcp_sansio.adapters.redis.RedisStores`)
+    makes the server *shared*: handshake-era sessions and resumable SSE events live there,
+    so that every worker using the same stores serves every session, and ``requestState``
+    is sealed with the store's newest key unless ``request_state_key`` is given
+    (:doc:`/stores`). The caller owns the stores (close them after the block)."""
+    stores = http_options.pop("stores", None)
+    if stores is not None:
+        http_options.setdefault("shared", True)
+        http_options.setdefault("stream_tag", secrets.token_hex(4))
+        if request_state_key is None:  # every worker seals with the store's newest key
+            request_state_key = await sealing_key(stores)
     http = new_http_server(server, request_state_key=request_state_key,
                            connection_options=connection_options,
                            new_session_id=new_session_id, http_options=http_options)
     service = HTTPService(server, http, max_write_buffer=max_write_buffer)
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
     http.on_decision_needed = asyncio_decider(service)  # parked exchanges (_http_decide)
+    if stores is not None:
+        service._shared = SharedDriver(http, stores, service._safe_pump)
+        await service._shared.start()
     await service._listen(host, port)
     try:
         yield service

@@ -194,6 +194,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--runtime", choices=runtimes, default="asyncio",
                        help="the runtime to serve with (default: %(default)s; trio needs "
                        "the trio extra)")
+    serve.add_argument("--store", metavar="URL", default=None,
+                       help="http: share sessions, SSE events, the event bus and the "
+                       "requestState keys with every server given the same Redis "
+                       "(redis://HOST:PORT/DB or unix:///PATH; asyncio; the redis extra)")
     serve.add_argument("--allow-host", action="append", default=[], metavar="HOST",
                        dest="allow_hosts",
                        help="http: a Host value clients use (a name, any port, or "
@@ -269,7 +273,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return int(_adapters_cli().serve_example(args.runtime, transport=args.transport,
                                                  host=args.host, port=args.port,
                                                  allow_hosts=args.allow_hosts,
-                                                 sessionless=args.sessionless))
+                                                 sessionless=args.sessionless,
+                                                 store=args.store))
     if args.command == "probe":
         command = args.server[1:] if args.server[:1] == ["--"] else args.server
         try:

@@ -70,6 +70,7 @@ MODULE_MARKERS: dict[str, tuple[str, str]] = {
     "test_example_server.py": ("slow", "serve-example on each runtime, tasks that sleep: ~8 s"),
     "test_http_reliability.py": ("slow", "many concurrent connections, slow and broken peers"),
     "test_http_processes.py": ("slow", "three server processes per launcher: ~5 s"),
+    "test_http_shared_processes.py": ("slow", "serve-example processes sharing a redis-server"),
     "test_benchmark_http_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_load_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_per_request_smoke.py": ("slow", "runs a benchmark script"),

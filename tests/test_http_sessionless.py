@@ -402,3 +402,13 @@ def test_a_task_augmented_call_is_served_normally_when_tasks_are_withdrawn() -> 
     assert "tasks" not in init["result"]["capabilities"]
     assert answer["result"]["content"][0]["text"] == "2"
     assert "task" not in answer["result"]
+
+
+def test_serve_example_refuses_sessionless_with_a_shared_store(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from mcp_sansio.adapters import _cli
+
+    code = _cli.serve_example("asyncio", transport="http", sessionless=True,
+                              store="redis://127.0.0.1:1/0")
+    assert code == 2
+    assert "choose one" in capsys.readouterr().err

@@ -89,6 +89,7 @@ from .._connection import ServerConnection
 from .._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
 from .._events import CancelRequested, ConnectionClosed, Event, RequestId
 from .._sessionless import UNVERSIONED_REVISION
+from .._snapshot import refresh_session, restore_session, snapshot_session
 from .._state import State
 from .._stateless import META_PROTOCOL_VERSION, has_stateless_meta, principal_key
 from .._versions import FEATURES, Era
@@ -106,6 +107,7 @@ from ._headers import (
     param_value,
 )
 from ._park import DEFAULT_DECISION_TIMEOUT, DecisionNeeded, Parked
+from ._shared import DropSession, Lookup, NumberedEvents, SaveSession, SharedEffect
 from ._sse import encode_comment, encode_event
 from ._store import EventStore, InMemoryEventStore
 from ._wire import (
@@ -291,6 +293,13 @@ class Session:
         self._expiry_at: float | None = None  # scheduled expiry check
         self._timer_at: float | None = None  # scheduled connection timer check
         self._done = False  # fully retired (ConnectionClosed delivered, or stateless done)
+        # A shared server (_shared.py): the record last saved and when; whether the session
+        # ends here only (another worker ended it).
+        self._saved: dict[str, Any] | None = None
+        self._saved_at = -math.inf
+        #: Channels whose answers wait until what their request changed is stored.
+        self._holding: list[ServerChannel] = []
+        self._quiet = False
 
     def __repr__(self) -> str:
         # A session id is a bearer credential: a repr (which may reach a log) shows a short
@@ -313,7 +322,7 @@ class Session:
         return count
 
     def _new_stream(self, kind: _Kind) -> _Stream:
-        stream_id = f"{self._prefix}-{next(self._stream_numbers)}"
+        stream_id = f"{self._prefix}-{self._server.stream_tag}{next(self._stream_numbers)}"
         stream = _Stream(self, kind, stream_id)
         self._streams[stream_id] = stream
         return stream
@@ -349,6 +358,12 @@ class ServerChannel:
         self._parked: Parked | None = None
         #: The authorization decision a parked exchange came back with.
         self._decision: AccessInfo | AuthRefusal | None = None
+        # A shared server (_shared.py): the request waiting on the store, the request being
+        # handled, and the store's answers for it.
+        self._waiting: Lookup | None = None
+        self._held = False  # its output waits for a store write (HTTPServer.stored)
+        self._request: HTTPRequest | None = None
+        self._answers: dict[tuple[str, str], Any] = {}
 
     def __repr__(self) -> str:
         return f"<ServerChannel at 0x{id(self):x}{' closed' if self.closed else ''}>"
@@ -400,8 +415,10 @@ class ServerChannel:
     def events_to_send(self) -> list[ExchangeOutput]:
         """What the parser should write now (a channel from :meth:`HTTPServer.new_exchange`;
         the counterpart of :meth:`data_to_send`)."""
-        self._server._writable.pop(self, None)
         wire = self.wire
+        if self._held:
+            return []
+        self._server._writable.pop(self, None)
         return wire.events_to_send() if isinstance(wire, ExchangeWire) else []
 
     def _received(self, eof: bool) -> None:
@@ -442,6 +459,7 @@ class ServerChannel:
         server = self._server
         self._unpark()
         stream, self.stream = self.stream, None
+        self._held = False  # nothing it waited for matters now: what it has goes out
         self.wire.fail(500, "Internal Server Error")
         server._writable[self] = None
         if stream is not None and stream.channel is self:
@@ -452,6 +470,8 @@ class ServerChannel:
 
     def data_to_send(self) -> bytes:
         """What to write to this socket now."""
+        if self._held:
+            return b""
         self._server._writable.pop(self, None)
         return self.wire.data_to_send()
 
@@ -517,6 +537,11 @@ class HTTPServer:
         revision its ``MCP-Protocol-Version`` header names, GET and DELETE are 405 -- so
         any process can serve any request. Requests to the client raise instead. Not with
         ``legacy_sse_path`` (HTTP+SSE is a session by construction).
+    :param shared: sessions and SSE events live in a store several workers share
+        (:mod:`mcp_sansio.http._shared`): the server says what to store and look up as
+        effects (:meth:`shared_effects`, :meth:`resolve`) instead of keeping events itself.
+    :param stream_tag: this worker's mark in its stream ids (letters and digits), unique
+        among the workers sharing a store, so that two workers never number one stream.
     """
 
     def __init__(
@@ -548,6 +573,8 @@ class HTTPServer:
         decision_timeout: float = DEFAULT_DECISION_TIMEOUT,
         tool_scopes: Callable[[str], Iterable[str] | None] | None = None,
         sessionless: bool = False,
+        shared: bool = False,
+        stream_tag: str = "",
     ) -> None:
         if sessionless and legacy_sse_path is not None:
             raise ValueError("the legacy HTTP+SSE transport needs sessions: "
@@ -555,6 +582,11 @@ class HTTPServer:
         #: The handshake era is served with no session kept (see ``sessionless`` above).
         self.sessionless = sessionless
         self.connection_factory = connection_factory
+        if not stream_tag.isalnum() and stream_tag:
+            raise ValueError("stream_tag must be letters and digits")
+        self.stream_tag = stream_tag
+        self.shared = shared
+        self._effects: list[SharedEffect] = []
         template = connection_factory()
         self._handshake_versions = tuple(v for v in template.versions
                                          if v in FEATURES and FEATURES[v].handshake)
@@ -579,6 +611,8 @@ class HTTPServer:
         self.event_store: EventStore | None = None
         if resumable:
             self.event_store = event_store if event_store is not None else InMemoryEventStore()
+            if shared:
+                self.event_store = NumberedEvents(self._effects)
         self.retry_ms = retry_ms
         self.keepalive_interval = keepalive_interval
         self.max_pending_messages = max_pending_messages
@@ -668,7 +702,11 @@ class HTTPServer:
         if self._dirty:
             self._flush_dirty()
         out: list[tuple[ServerChannel, bytes]] = []
+        held = []
         for channel in list(self._writable):
+            if channel._held:
+                held.append(channel)
+                continue
             data = channel.wire.data_to_send()
             if channel.wire.closed:
                 if channel._gone and not data:
@@ -680,6 +718,8 @@ class HTTPServer:
                 continue
             out.append((channel, data))
         self._writable.clear()
+        for channel in held:
+            self._writable[channel] = None
         return out
 
     def next_deadline(self) -> float | None:
@@ -791,6 +831,153 @@ class HTTPServer:
                 except Exception:  # a bug: this channel alone ends (as receive_data)
                     channel.fail()
                     raise
+    # -- shared state (shared=True: see _shared.py) ----------------------------------------------
+
+    def shared_effects(self) -> list[SharedEffect]:
+        """What to store, drop and look up in the shared stores, in order (``shared``
+        servers; empty otherwise). Each :class:`~mcp_sansio.http._shared.Lookup` must be
+        answered with :meth:`resolve`; the others need no answer."""
+        effects = self._effects[:]
+        self._effects.clear()
+        return effects
+
+    def resolve(self, lookup: Lookup, answer: Any, *, now: float | None = None) -> None:
+        """The store's answer to ``lookup``: a session record (or None: unknown) or a
+        replay (``EventLog.replay``'s result). The waiting request is handled with it and
+        its connection read on; drain :meth:`next_event` and :meth:`data_to_send` after."""
+        self._clock(now)
+        channel = lookup.channel
+        if channel._waiting is not lookup:
+            return  # answered already, or the connection failed meanwhile
+        channel._waiting = None
+        if lookup.kind == "session" and answer is not None:
+            if lookup.key in self._sessions:  # a copy in doubt (_session_for): update it
+                self.refresh_session(lookup.key, answer)
+            else:
+                try:
+                    self._adopt(lookup.key, answer)
+                except ValueError:  # a record this server cannot serve: an unknown session
+                    answer = None
+        channel._answers[(lookup.kind, lookup.key)] = answer
+        if not channel.wire.closed and channel.stream is None:
+            self._handle(channel, lookup.request)
+            if channel._waiting is None:
+                channel._answers.clear()
+        self._process_channel(channel)
+
+    def stored(self, effect: SaveSession | DropSession, *, now: float | None = None) -> None:
+        """``effect`` is done in the table (or the store failed: the session's state is then
+        this worker's only): release the answers it held; drain :meth:`data_to_send`
+        after."""
+        self._clock(now)
+        for channel in effect.channels:
+            self._release(channel)
+
+    def _release(self, channel: ServerChannel | None) -> None:
+        if channel is not None and channel._held:
+            channel._held = False
+            self._writable[channel] = None
+
+    def forget_session(self, session_id: str, *, now: float | None = None) -> None:
+        """Another worker ended ``session_id`` (the event bus said so): end this worker's
+        copy, without telling the store again."""
+        self._clock(now)
+        session = self._sessions.get(session_id)
+        if session is not None and session.ended is None:
+            session._quiet = True
+            self._end_session(session, SessionEnd.CLOSED)
+
+    def refresh_session(self, session_id: str, record: Any, *,
+                        now: float | None = None) -> None:
+        """Another worker saved a newer record of ``session_id`` (the event bus said so):
+        bring this worker's copy, if any, up to date (log level, subscriptions,
+        initialized). A record that does not fit the copy ends the copy here."""
+        self._clock(now)
+        session = self._sessions.get(session_id)
+        if session is None or session.ended is not None or session.legacy:
+            return
+        try:
+            if type(record) is not dict or record.get("principal") != _principal(session.auth):
+                raise ValueError("the record is of another principal's session")
+            refresh_session(session.connection, record.get("session", {}))
+        except ValueError:
+            self.forget_session(session_id)
+            return
+        session._saved = record
+
+    def _wait_for(self, channel: ServerChannel, kind: str, key: str) -> bool:
+        """A shared server without the answer to (kind, key) for this request: ask the
+        adapter (a Lookup) and hold the channel; True when it now waits."""
+        if not self.shared or (kind, key) in channel._answers:
+            return False
+        assert channel._request is not None
+        channel._waiting = Lookup(kind, key, channel, channel._request)
+        self._effects.append(channel._waiting)
+        return True
+
+    def _adopt(self, session_id: str, record: Any) -> Session:
+        """Serve here a session another worker opened (its record from the table: the
+        connection's snapshot and the principal the session is bound to)."""
+        if len(self._sessions) >= self.max_sessions:
+            raise ValueError("too many sessions")
+        if type(record) is not dict or set(record) != {"session", "principal"}:
+            raise ValueError("not a session table record")
+        principal = record["principal"]
+        if principal is not None and (
+                type(principal) is not list or len(principal) != 2
+                or type(principal[0]) is not str
+                or (principal[1] is not None and type(principal[1]) is not str)):
+            raise ValueError("not a principal")
+        if (principal is None) != (self.auth is None):
+            raise ValueError("a session of a server with other authorization")
+        connection = restore_session(self.connection_factory(), record["session"])
+        session = Session(self, session_id, connection, Era.HANDSHAKE)
+        if principal is not None:
+            from ..auth._resource import AccessInfo
+
+            claims = {"iss": principal[1]} if principal[1] is not None else {}
+            session.auth = AccessInfo(subject=principal[0], claims=claims)
+        session._standalone = _Stream(session, _Kind.STANDALONE,
+                                      f"{session._prefix}-{self.stream_tag}0")
+        session._standalone.resumable = self.event_store is not None
+        session._saved, session._saved_at = record, self._now
+        self._sessions[session_id] = session
+        return session
+
+    def _hold(self, session: Session, channel: ServerChannel) -> None:
+        """A request that may change the session's record: its answer waits until the
+        change is stored (released at once by :meth:`_save` when nothing changed). A client
+        that has an answer may send its next request to any worker, which must then find
+        what this one did -- the session itself after initialize, the initialized state,
+        the log level."""
+        channel._held = True
+        session._holding.append(channel)
+
+    def _save(self, session: Session) -> None:
+        """Queue the session's record when it changed, or when a quarter of the idle timeout
+        passed since the last save: the table's deadline (the idle timeout after a save)
+        then falls between 3/4 and all of the timeout after the session's last activity."""
+        channels, session._holding = session._holding, []
+        record = None
+        if session.id is not None and session.ended is None:
+            try:
+                record = {"session": snapshot_session(session.connection),
+                          "principal": _principal(session.auth)}
+            except ValueError:  # not (or no longer) a negotiated session
+                record = None
+        timeout = self.session_idle_timeout
+        stale = timeout is not None and self._now - session._saved_at >= timeout / 4
+        if session.id is None or record is None or (record == session._saved and not stale):
+            for channel in channels:
+                self._release(channel)
+            return
+        changed = record != session._saved
+        session._saved, session._saved_at = record, self._now
+        if not changed:  # a refresh of the deadline: nobody needs to wait for it
+            for channel in channels:
+                self._release(channel)
+            channels = []
+        self._effects.append(SaveSession(session.id, record, tuple(channels)))
 
     # -- time ----------------------------------------------------------------------------------
 
@@ -867,11 +1054,15 @@ class HTTPServer:
 
     def _process_channel(self, channel: ServerChannel) -> None:
         wire = channel.wire
-        while channel.stream is None and channel._parked is None and not wire.closed:
+        while (channel.stream is None and channel._parked is None and channel._waiting is None
+               and not wire.closed):
             request = wire.next_request()
             if request is None:
                 break
+            channel._request = request
             self._handle(channel, request)
+            if channel._waiting is None:
+                channel._answers.clear()
         self._writable[channel] = None
 
     def _respond(
@@ -1094,6 +1285,14 @@ class HTTPServer:
                         "Bad Request: the Mcp-Session-Id header is required")
             return None
         session = self._sessions.get(session_id)
+        if session is None and self._wait_for(channel, "session", session_id):
+            return None  # the store is asked; the request is handled again with its answer
+        if (session is not None and self.shared and session.ended is None
+                and session.connection.state is State.INITIALIZING
+                and self._wait_for(channel, "session", session_id)):
+            # Its initialized notification may have gone to another worker, whose record
+            # says so before the bus does: read the table again.
+            return None
         if session is None or session.ended is not None or session.legacy:
             self._error(channel, 404, ErrorCode.INVALID_REQUEST,
                         "Not Found: unknown or terminated session")
@@ -1255,6 +1454,8 @@ class HTTPServer:
         session.auth = channel.auth
         stream = self._open_post_stream(session, channel, [request_id])
         stream.init = True
+        if self.shared:  # released once the record is stored, or when initialize fails
+            self._hold(session, channel)
         session.connection.receive_message(value, now=self._now)
         self._mark_ready(session)
 
@@ -1267,7 +1468,8 @@ class HTTPServer:
             raise ValueError("new_session_id returned an id that is in use")
         session = Session(self, session_id, self.connection_factory(), era, legacy=legacy)
         self._sessions[session_id] = session
-        session._standalone = _Stream(session, _Kind.STANDALONE, f"{session._prefix}-0")
+        session._standalone = _Stream(session, _Kind.STANDALONE,
+                                      f"{session._prefix}-{self.stream_tag}0")
         session._standalone.resumable = self.event_store is not None and not legacy
         return session
 
@@ -1309,6 +1511,8 @@ class HTTPServer:
             self._open_post_stream(session, channel, ids)  # type: ignore[arg-type]
         else:
             self._respond(channel, 202)
+        if self.shared:
+            self._hold(session, channel)
         conn.receive_message(value, now=self._now)
         self._mark_ready(session)
         self._touch(session)
@@ -1441,11 +1645,13 @@ class HTTPServer:
             return
         last_event_id = headers.get("last-event-id")
         resuming = last_event_id is not None and self.event_store is not None
+        if resuming and self._wait_for(channel, "replay", last_event_id or ""):
+            return
         if request.method == "HEAD":
             # RFC 9110 section 9.3.2: the status and header fields a GET would get, no
             # content -- and none of a GET's effects (HEAD is safe, section 9.2.1): no
             # stream is opened, resumed or taken over.
-            if resuming and self._replay(session, last_event_id or "") is None:
+            if resuming and self._replay(session, last_event_id or "", channel) is None:
                 self._unknown_event_id(channel)
             elif (not resuming and session._standalone is not None
                   and session._standalone.channel is not None):
@@ -1475,19 +1681,22 @@ class HTTPServer:
         self._error(channel, 400, ErrorCode.INVALID_REQUEST,
                     "Bad Request: unknown Last-Event-ID (events may have expired)")
 
-    def _replay(self, session: Session, last_event_id: str
+    def _replay(self, session: Session, last_event_id: str,
+                channel: ServerChannel | None = None,
                 ) -> tuple[str, list[tuple[str, bytes]]] | None:
         """The events after ``last_event_id`` if it names a stream of ``session``: an id of
         another session's stream is unknown here, whoever sends it -- a session replays its
         own streams only (stream ids start with the session's prefix)."""
         assert self.event_store is not None
-        found = self.event_store.replay(last_event_id)
+        found = (channel._answers.get(("replay", last_event_id))
+                 if self.shared and channel is not None
+                 else self.event_store.replay(last_event_id))
         if found is None or not found[0].startswith(f"{session._prefix}-"):
             return None
         return found
 
     def _resume(self, channel: ServerChannel, session: Session, last_event_id: str) -> None:
-        found = self._replay(session, last_event_id)
+        found = self._replay(session, last_event_id, channel)
         if found is None:
             self._unknown_event_id(channel)
             return
@@ -1527,6 +1736,8 @@ class HTTPServer:
         session = self._session_for(channel, request.headers)
         if session is None:
             return
+        if self.shared:  # the 200 waits until the drop is stored: no worker serves it after
+            self._hold(session, channel)
         self._end_session(session, SessionEnd.DELETED)
         self._respond(channel, 200)
 
@@ -1589,6 +1800,11 @@ class HTTPServer:
         session.ended = reason
         if session.id is not None:
             self._sessions.pop(session.id, None)
+            if (self.shared and not session.legacy and not session._quiet
+                    and reason in (SessionEnd.DELETED, SessionEnd.CLOSED)):
+                # Ended for everyone; one that idled out here may live on elsewhere.
+                channels, session._holding = session._holding, []
+                self._effects.append(DropSession(session.id, tuple(channels)))
         for stream in [*session._streams.values(), session._standalone]:
             if stream is None:
                 continue
@@ -1650,6 +1866,8 @@ class HTTPServer:
                         self._start_sse(stream)
         if session.era is Era.HANDSHAKE:
             self._update_timer(session)
+            if self.shared and not session.legacy:
+                self._save(session)
 
     def _stream_for(self, session: Session, message: Any, related: RequestId | None) -> (
         _Stream | None
@@ -1750,6 +1968,9 @@ class HTTPServer:
 
     def _discard_session(self, session: Session) -> None:
         """initialize failed: the session never existed for the client."""
+        channels, session._holding = session._holding, []
+        for channel in channels:
+            self._release(channel)
         if session.id is not None and self._sessions.get(session.id) is session:
             del self._sessions[session.id]
         session.ended = SessionEnd.CLOSED
@@ -1881,6 +2102,13 @@ def _is_response(value: Any) -> bool:
     from ..auth._http import HTTPResponse
 
     return isinstance(value, HTTPResponse)
+def _principal(auth: AccessInfo | None) -> list[str | None] | None:
+    """Who a session is bound to, as a session table record keeps it: what
+    ``ProtectedResource.same_principal`` compares (the subject and its issuer)."""
+    if auth is None:
+        return None
+    issuer = auth.claims.get("iss")
+    return [auth.subject, issuer if isinstance(issuer, str) else None]
 
 
 def _lookup(routes: dict[RequestId, _Stream], key: Any) -> _Stream | None:

@@ -12,7 +12,12 @@ stream and the events after an id (``replay``), and to drop a stream when its se
 (``forget``). :class:`InMemoryEventStore` is the default: ids are ``<stream id>:<sequence>``
 and memory is bounded by ``max_events`` across all streams, the oldest going first. A store
 that has dropped events a client still needs answers ``None`` rather than replay with a gap.
-A store shared by several server processes (behind a load balancer) can be plugged in.
+
+The server calls an :class:`EventStore` synchronously, in the middle of its work: a store
+here must be pure and quick, like the in-memory one. A store several server processes
+share (behind a load balancer) is a network round trip, which must not block an event
+loop: that is :class:`mcp_sansio.stores.EventLog`, asynchronous, driven by the adapter of a
+server built with ``shared=True`` (:mod:`mcp_sansio.http._shared`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,211 @@
+"""The asyncio side of a shared HTTP server: carries out its store effects and listens on the
+event bus.
+
+Theory of operation
+-------------------
+An :class:`~mcp_sansio.http.HTTPServer` built with ``shared=True`` never calls a store; it
+queues effects (:mod:`mcp_sansio.http._shared`). :class:`SharedDriver` takes them after every
+pump (:meth:`SharedDriver.kick`) and carries them out in order, in one task, against the
+stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStores`, or
+:class:`mcp_sansio.adapters.redis.RedisStores` for several workers):
+
+* ``StoreEvent``/``ForgetStream`` -> the event log; ``SaveSession`` -> the session table
+  (then :meth:`HTTPServer.stored` lets out the answers that waited for it),
+  its deadline the idle timeout from now on the **wall clock** (``time.time()``: the store
+  is read by other processes, maybe other hosts), and a message on the bus's ``sessions``
+  topic so that a worker holding a copy of the session brings it up to date (a
+  ``logging/setLevel`` on one worker holds on every worker); ``DropSession`` -> the table,
+  and a message there so that every other worker ends its copy;
+* a ``Lookup`` -> the table or the log, then :meth:`HTTPServer.resolve` and a pump. A store
+  that fails (Redis unreachable) is logged and answered as "not found" -- the client is
+  told 404 or 400 and starts afresh -- so a request never hangs on a store;
+* the bus's ``broadcast`` topic: a server-wide notification (a list changed) published by
+  any worker is offered to this worker's sessions and listen streams.
+
+One task, in order: an event is appended before a later replay on this worker reads the
+log, and the record of a session is saved before its DELETE drops it.
+
+:func:`sealing_key` gives a shared server the key that seals 2026-07-28 ``requestState``:
+the newest of the store's key ring, so that a state sealed on one worker opens on every
+other. A store with no key gets one (32 random bytes) from the first worker that starts;
+workers that start at the same instant on an empty store may each add one and seal with
+different keys until they restart -- put a key in the store first (``add_key``) or give
+``request_state_key`` to every worker. (Opening with any key of the ring, so that rotation
+loses nothing, is the key ring's part: issue 18.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from mcp_sansio.http import HTTPServer
+from mcp_sansio.http._shared import (
+    DropSession,
+    ForgetStream,
+    Lookup,
+    SaveSession,
+    SharedEffect,
+    StoreEvent,
+)
+
+__all__ = ["SharedDriver", "sealing_key"]
+
+log = logging.getLogger(__name__)
+
+#: The session idle deadline a record gets when the server has no idle timeout: a day. The
+#: table must forget a session some time; a client idle for longer re-initializes (404).
+_NO_TIMEOUT_DEADLINE = 86_400.0
+
+
+class SharedDriver:
+    """Carries out ``http``'s shared effects against ``stores`` (an object with
+    ``sessions``, ``events`` and ``bus``); ``pump`` runs the service's pump."""
+
+    def __init__(self, http: HTTPServer, stores: Any, pump: Callable[[], None]) -> None:
+        self.http = http
+        self.stores = stores
+        self._pump = pump
+        self._loop = asyncio.get_running_loop()
+        self._task: asyncio.Task[None] | None = None
+        self._unsubscribe: list[Callable[[], Awaitable[None]]] = []
+        self._closed = False
+
+    async def start(self) -> None:
+        """Subscribe to the bus topics every worker listens on."""
+        bus = self.stores.bus
+        self._unsubscribe.append(await bus.subscribe("sessions", self._on_sessions))
+        self._unsubscribe.append(await bus.subscribe("broadcast", self._on_broadcast))
+
+    def kick(self) -> None:
+        """After a pump: start carrying out what the server queued (if it queued anything
+        and the task is not already at it)."""
+        if self._closed or (self._task is not None and not self._task.done()):
+            return
+        effects = self.http.shared_effects()
+        if effects:
+            self._task = self._loop.create_task(self._run(effects))
+
+    async def broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
+        """Offer a notification to every session of every worker (through the bus)."""
+        message = {"method": method, "params": dict(params) if params is not None else None}
+        await self.stores.bus.publish("broadcast", json.dumps(message).encode())
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for unsubscribe in self._unsubscribe:
+            with contextlib.suppress(Exception):
+                await unsubscribe()
+        task = self._task
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), 5.0)
+            except (TimeoutError, Exception):
+                task.cancel()
+
+    # -- effects --------------------------------------------------------------------------
+
+    async def _run(self, effects: list[SharedEffect]) -> None:
+        while effects:
+            for effect in effects:
+                try:
+                    await self._carry_out(effect)
+                except Exception:
+                    log.exception("a shared store failed on %r", effect)
+                    # Nothing is left hanging: a lookup is answered "not found", a held
+                    # initialize answer goes (the session then lives on this worker only).
+                    if isinstance(effect, Lookup):
+                        self.http.resolve(effect, None, now=self._loop.time())
+                    elif isinstance(effect, SaveSession | DropSession):
+                        self.http.stored(effect, now=self._loop.time())
+                    self._safe_pump()
+            effects = self.http.shared_effects()
+
+    async def _carry_out(self, effect: SharedEffect) -> None:
+        stores = self.stores
+        wall = time.time()
+        if isinstance(effect, StoreEvent):
+            await stores.events.append(effect.event_id, effect.data, wall_time=wall)
+        elif isinstance(effect, ForgetStream):
+            await stores.events.forget(effect.stream_id)
+        elif isinstance(effect, SaveSession):
+            timeout = self.http.session_idle_timeout
+            deadline = wall + (timeout if timeout is not None else _NO_TIMEOUT_DEADLINE)
+            await stores.sessions.put(effect.session_id, effect.record, expires_at=deadline,
+                                      wall_time=wall)
+            self._release(effect)
+            note = {"saved": effect.session_id, "by": self.http.stream_tag,
+                    "record": effect.record}
+            await stores.bus.publish("sessions", json.dumps(note).encode())
+        elif isinstance(effect, DropSession):
+            await stores.sessions.delete(effect.session_id)
+            self._release(effect)
+            note = {"ended": effect.session_id, "by": self.http.stream_tag}
+            await stores.bus.publish("sessions", json.dumps(note).encode())
+        else:
+            if effect.kind == "session":
+                found = await stores.sessions.get(effect.key, wall_time=wall)
+            else:
+                found = await stores.events.replay(effect.key, wall_time=wall)
+            self.http.resolve(effect, found, now=self._loop.time())
+            self._safe_pump()
+
+    def _release(self, effect: SaveSession | DropSession) -> None:
+        """The table has it: the answers waiting for it may go."""
+        if effect.channels:
+            self.http.stored(effect, now=self._loop.time())
+            self._safe_pump()
+
+    def _safe_pump(self) -> None:
+        try:
+            self._pump()
+        except Exception:
+            log.exception("the HTTP server's pump failed after a store answer")
+
+    # -- the bus ----------------------------------------------------------------------------
+
+    def _on_sessions(self, topic: str, message: bytes) -> None:
+        """Another worker ended a session (``ended``) or saved a newer record of it
+        (``saved``): this worker's copy, if it has one, follows."""
+        try:
+            note = json.loads(message)
+            by = note["by"]
+            ended, saved = note.get("ended"), note.get("saved")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            log.warning("a malformed message on the bus's sessions topic was ignored")
+            return
+        if by == self.http.stream_tag:
+            return
+        now = self._loop.time()
+        if isinstance(ended, str):
+            self.http.forget_session(ended, now=now)
+        elif isinstance(saved, str):
+            self.http.refresh_session(saved, note.get("record"), now=now)
+        self._safe_pump()
+
+    def _on_broadcast(self, topic: str, message: bytes) -> None:
+        try:
+            note = json.loads(message)
+            method, params = note["method"], note["params"]
+        except (ValueError, KeyError, TypeError):
+            log.warning("a malformed message on the bus's broadcast topic was ignored")
+            return
+        if isinstance(method, str) and (params is None or isinstance(params, dict)):
+            self.http.broadcast(method, params)
+            self._safe_pump()
+
+
+async def sealing_key(stores: Any) -> bytes:
+    """The newest key of ``stores.keys`` (one is added when there is none)."""
+    keys: list[bytes] = await stores.keys.get_keys()
+    if not keys:
+        await stores.keys.add_key(secrets.token_bytes(32))
+        keys = await stores.keys.get_keys()
+        log.info("the shared key store had no requestState sealing key: added one")
+    return keys[0]

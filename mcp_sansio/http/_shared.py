@@ -1,0 +1,129 @@
+"""The HTTP server's shared state as effects: what the adapter stores, looks up and answers.
+
+Theory of operation
+-------------------
+A server whose sessions and SSE events live in a store shared by several workers
+(:mod:`mcp_sansio.stores`) cannot call that store: it is asynchronous (a network round trip
+must not block the loop) and the core does no I/O. So an :class:`~mcp_sansio.http.HTTPServer`
+built with ``shared=True`` says what it needs as *effects*, which the adapter takes with
+:meth:`HTTPServer.shared_effects` and carries out in order:
+
+* :class:`StoreEvent` -- keep an SSE event of a resumable stream (``EventLog.append``). The
+  server numbers the events itself (``<stream id>:<sequence>``, as the in-memory store does),
+  so the event goes out to the client at once and the write has no answer to wait for;
+* :class:`ForgetStream` -- a session ended: its streams' events may go (``EventLog.forget``);
+* :class:`SaveSession` / :class:`DropSession` -- a handshake-era session's record changed
+  (initialize answered, ``notifications/initialized``, ``logging/setLevel``,
+  ``resources/subscribe``...) or its activity should push its idle deadline on; or the
+  session ended by ``DELETE`` or by the application (``SessionTable.put``/``delete``). A
+  session that merely idled out *here* is not dropped: another worker may be serving it,
+  and the table's own deadline ends it everywhere. The answers to the requests that made
+  the change wait until the adapter says it is stored (:meth:`HTTPServer.stored`): the
+  client's next request may go to any worker at once;
+* :class:`Lookup` -- a request the server cannot answer without the store: a session id it
+  does not hold (``SessionTable.get``), or a ``Last-Event-ID`` to replay
+  (``EventLog.replay``). Its channel *waits*: nothing more is read from that connection
+  until the adapter answers with :meth:`HTTPServer.resolve` (the record or None; the
+  replay or None), and then the request is handled as if the answer had always been there.
+
+:class:`NumberedEvents` is the synchronous :class:`~mcp_sansio.http.EventStore` the server
+uses in that mode: it numbers events and queues effects, and refuses to replay (a replay is
+a :class:`Lookup`). Stream ids carry the worker's ``stream_tag`` so that two workers writing
+streams of one session never pick the same id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "DropSession",
+    "ForgetStream",
+    "Lookup",
+    "NumberedEvents",
+    "SaveSession",
+    "SharedEffect",
+    "StoreEvent",
+]
+
+
+@attrs.frozen
+class StoreEvent:
+    """Keep ``data`` as event ``event_id`` (``EventLog.append``)."""
+
+    event_id: str
+    data: bytes = attrs.field(repr=False)  # a message: not for logs
+
+
+@attrs.frozen
+class ForgetStream:
+    """Drop what is kept for ``stream_id`` (``EventLog.forget``)."""
+
+    stream_id: str
+
+
+@attrs.frozen
+class SaveSession:
+    """Keep ``record`` for ``session_id`` (``SessionTable.put``), its deadline the session
+    idle timeout from now on the wall clock. The answers to the requests that changed the
+    record (``initialize``, ``notifications/initialized``, ``logging/setLevel``...) wait on
+    ``channels`` until the adapter calls :meth:`HTTPServer.stored`: a client that has an
+    answer may send its next request to any worker at once, and that worker must find what
+    this one did."""
+
+    session_id: str = attrs.field(repr=lambda s: f"{s[:8]!r}...")
+    #: ``{"session": snapshot_session(...), "principal": [subject, issuer] or None}``: the
+    #: negotiated state, and who the session is bound to (servers with ``auth``).
+    record: dict[str, Any] = attrs.field(repr=False)
+    channels: tuple[Any, ...] = attrs.field(default=(), repr=False, eq=False)
+
+
+@attrs.frozen
+class DropSession:
+    """The session ended for good (``SessionTable.delete``); the answer to its ``DELETE``
+    waits on ``channels`` until :meth:`HTTPServer.stored`."""
+
+    session_id: str = attrs.field(repr=lambda s: f"{s[:8]!r}...")
+    channels: tuple[Any, ...] = attrs.field(default=(), repr=False, eq=False)
+
+
+@attrs.define(eq=False)
+class Lookup:
+    """A request waiting on the store: ``kind`` is ``"session"`` (``key`` a session id:
+    answer with its record or None) or ``"replay"`` (``key`` a ``Last-Event-ID``: answer with
+    ``EventLog.replay``'s result). Answer with :meth:`HTTPServer.resolve`, exactly once."""
+
+    kind: str
+    key: str = attrs.field(repr=lambda s: f"{s[:8]!r}...")
+    channel: Any = attrs.field(repr=False)
+    request: Any = attrs.field(repr=False)
+
+
+#: Everything :meth:`HTTPServer.shared_effects` hands out.
+SharedEffect = StoreEvent | ForgetStream | SaveSession | DropSession | Lookup
+
+
+class NumberedEvents:
+    """The event store of a ``shared`` server: numbers each stream's events and queues a
+    :class:`StoreEvent` for each; :meth:`replay` is never answered here (it is a
+    :class:`Lookup`)."""
+
+    def __init__(self, effects: list[SharedEffect]) -> None:
+        self._effects = effects
+        self._next: dict[str, int] = {}
+
+    def store(self, stream_id: str, data: bytes) -> str:
+        seq = self._next.get(stream_id, 0)
+        self._next[stream_id] = seq + 1
+        event_id = f"{stream_id}:{seq}"
+        self._effects.append(StoreEvent(event_id, data))
+        return event_id
+
+    def replay(self, last_event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
+        raise AssertionError("a shared server replays through a Lookup")  # pragma: no cover
+
+    def forget(self, stream_id: str) -> None:
+        self._next.pop(stream_id, None)
+        self._effects.append(ForgetStream(stream_id))

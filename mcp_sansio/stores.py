@@ -1,0 +1,340 @@
+"""Shared state behind small interfaces: what every worker of one service must see.
+
+Theory of operation
+-------------------
+One process serving MCP keeps its sessions, its SSE events and its sealing keys in memory.
+Several workers (processes, machines) behind a load balancer without sticky sessions must
+share them, or a request that lands on another worker finds nothing ("unknown session",
+"unknown Last-Event-ID", a ``requestState`` it cannot open). Each thing shared sits behind
+one small asynchronous interface here, with an in-memory default in this module and a Redis
+implementation in :mod:`mcp_sansio.adapters.redis`:
+
+* :class:`SessionTable` -- session id -> the record a worker needs to serve a handshake-era
+  session it did not open (:func:`snapshot_session` makes it, :func:`restore_session`
+  applies it to a fresh connection), with an idle
+  deadline on the **wall clock** (seconds since the epoch), the one clock every host agrees
+  on: a monotonic reading means nothing in another process's boot;
+* :class:`EventLog` -- the SSE events of resumable streams (``Last-Event-ID``,
+  ``basic/transports.mdx`` "Resumability and Redelivery", 2025-03-26 .. 2025-11-25), bounded
+  per stream and kept for a time to live; the *server* numbers the events (``<stream
+  id>:<sequence>``), so storing one is a write with no answer to wait for, and the adapter
+  can do it after the bytes went out;
+* :class:`EventBus` -- publish on one worker, delivered on every worker (one topic per
+  kind of message, :data:`TOPICS`): list-changed fan-out to listen streams today, task
+  cancels/updates and answers to server requests later (issue 18);
+* :class:`KeyStore` -- the sealing keys of 2026-07-28 ``requestState`` (``basic/patterns/
+  mrtr.mdx``): a key ring, newest first, so that a state sealed with any recent key opens
+  on any worker, and a new key is added without downtime (seal with the newest, open with
+  any).
+
+The interfaces are ``async`` because a network store must not block an event loop; the
+in-memory defaults never await anything and hold no lock, clock or socket: time comes in as
+``wall_time`` and everything they do is plain data. They serve one process (tests, a single
+worker), and they are the reference the Redis implementations are tested against (one
+contract test suite, ``tests/test_stores.py``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+from ._snapshot import SNAPSHOT_FORMAT, restore_session, snapshot_session
+
+__all__ = [
+    "DEFAULT_EVENT_TTL",
+    "DEFAULT_MAX_EVENTS_PER_STREAM",
+    "DEFAULT_MAX_KEYS",
+    "DEFAULT_MAX_STREAMS",
+    "SNAPSHOT_FORMAT",
+    "TOPICS",
+    "Deliver",
+    "EventBus",
+    "EventLog",
+    "KeyStore",
+    "MemoryEventBus",
+    "MemoryEventLog",
+    "MemoryKeyStore",
+    "MemorySessionTable",
+    "MemoryStores",
+    "SessionTable",
+    "events_after",
+    "parse_event_id",
+    "restore_session",
+    "snapshot_session",
+]
+
+#: Events kept per stream: 1,000. A client resumes a stream it lost a moment ago (the SSE
+#: ``retry`` default is one second), so it needs the last few events, not the stream's
+#: history; a stream of progress notifications for one long tool call is the longest there
+#: is, and a thousand of them is minutes of progress at any sane rate. Beyond it the oldest
+#: go, and a resumption that needs them is refused (400) rather than replayed with a gap.
+DEFAULT_MAX_EVENTS_PER_STREAM = 1000
+#: Seconds an event stays resumable: 300. Five minutes covers a client's reconnect after a
+#: network change or a laptop lid, far beyond the one-second retry; past it, the events are
+#: dropped by the store itself (Redis expires the key), so a crashed worker leaks nothing.
+DEFAULT_EVENT_TTL = 300.0
+#: Streams the in-memory event log keeps: 10,000 (the oldest stream goes first). With the
+#: per-stream bound this caps one process's memory; Redis bounds by TTL instead.
+DEFAULT_MAX_STREAMS = 10_000
+#: Sealing keys kept in a key ring: 4. Rotation adds one at a time; a state sealed with a key
+#: three rotations old still opens, which at any rotation period longer than a
+#: ``requestState``'s lifetime (minutes) loses nothing.
+DEFAULT_MAX_KEYS = 4
+
+#: The event bus's topics: what is published on each, and who listens (issue 14 and 18).
+TOPICS: Mapping[str, str] = {
+    # A server-initiated notification for every session that may receive it (e.g.
+    # notifications/tools/list_changed): JSON {"method", "params"}; every worker offers it
+    # to its own sessions and listen streams (HTTPServer.broadcast).
+    "broadcast": "notifications every worker fans out to its sessions and listen streams",
+    # A message for one session's standalone (GET) stream, wherever that stream is open:
+    # JSON {"session", "message"}.
+    "session": "messages for one session's GET stream, delivered where the stream is open",
+    # Later (issue 18): a task's cancel/update reaching the worker that runs it, and a
+    # client's answer to a server request reaching the worker whose handler waits.
+    "tasks": "task cancels and updates for the worker that runs the task",
+    "answers": "answers to server-to-client requests, for the worker whose handler waits",
+}
+
+
+def parse_event_id(event_id: str) -> tuple[str, int] | None:
+    """``<stream id>:<sequence>`` -> (stream id, sequence), or None for anything else (an id
+    a client sends is attacker input: it is parsed, never trusted)."""
+    stream_id, sep, number = event_id.rpartition(":")
+    if not sep or not stream_id or not number.isdigit() or len(number) > 18:
+        return None
+    return stream_id, int(number)
+
+
+# -- interfaces ---------------------------------------------------------------------------------
+
+
+class SessionTable(Protocol):
+    """Session id -> the record of a handshake-era session, until its idle deadline."""
+
+    async def put(self, session_id: str, record: Mapping[str, Any], *,
+                  expires_at: float, wall_time: float) -> None:
+        """Keep ``record`` (JSON-able) for ``session_id`` until ``expires_at`` (wall clock,
+        seconds since the epoch; ``wall_time`` is now on it), replacing what was there."""
+
+    async def get(self, session_id: str, *, wall_time: float) -> dict[str, Any] | None:
+        """The record, or None if unknown, deleted or past its deadline at ``wall_time``."""
+
+    async def touch(self, session_id: str, *, expires_at: float, wall_time: float) -> bool:
+        """Move a live session's deadline to ``expires_at``; False if it is gone."""
+
+    async def delete(self, session_id: str) -> bool:
+        """Forget the session (DELETE, end); True if it was there."""
+
+
+class EventLog(Protocol):
+    """The SSE events of resumable streams, numbered by the server."""
+
+    async def append(self, event_id: str, data: bytes, *, wall_time: float) -> None:
+        """Keep ``data`` (one JSON-RPC message; ``b""`` for a priming event) as event
+        ``event_id`` (``<stream id>:<sequence>``, sequences counting up from 0 per stream)."""
+
+    async def replay(self, last_event_id: str, *, wall_time: float
+                     ) -> tuple[str, list[tuple[str, bytes]]] | None:
+        """The stream ``last_event_id`` belongs to and every event kept after it, oldest
+        first; None if the id is unknown or events after it are lost (bound or TTL)."""
+
+    async def forget(self, stream_id: str) -> None:
+        """Drop everything kept for ``stream_id`` (its session ended)."""
+
+
+#: What a subscriber is called with: (topic, message).
+Deliver = Callable[[str, bytes], None]
+
+
+class EventBus(Protocol):
+    """Publish on one worker, delivered on every worker subscribed to the topic (the
+    publisher's own subscribers included, so one code path serves one worker and many)."""
+
+    async def publish(self, topic: str, message: bytes) -> None:
+        """Deliver ``message`` to every subscriber of ``topic``, on every worker."""
+
+    async def subscribe(self, topic: str, deliver: Deliver) -> Callable[[], Awaitable[None]]:
+        """Call ``deliver(topic, message)`` for each message published on ``topic`` from
+        now on (in publication order per publisher); returns the coroutine function that
+        unsubscribes. ``deliver`` runs on the subscriber's loop and must not block."""
+
+
+class KeyStore(Protocol):
+    """Where a key ring's keys live: newest first, at most a few."""
+
+    async def get_keys(self) -> list[bytes]:
+        """Every kept key, newest first (empty if none was ever added)."""
+
+    async def add_key(self, key: bytes) -> None:
+        """Make ``key`` the newest; the oldest beyond the store's bound is dropped."""
+
+
+# -- in-memory defaults -------------------------------------------------------------------------
+
+
+class MemorySessionTable:
+    """A :class:`SessionTable` in a dict (one process). Deadlines are judged when read:
+    an expired record is dropped by the :meth:`get` that finds it."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, tuple[dict[str, Any], float]] = {}
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    async def put(self, session_id: str, record: Mapping[str, Any], *,
+                  expires_at: float, wall_time: float) -> None:
+        self._records[session_id] = (dict(record), expires_at)
+
+    async def get(self, session_id: str, *, wall_time: float) -> dict[str, Any] | None:
+        found = self._records.get(session_id)
+        if found is None:
+            return None
+        if found[1] <= wall_time:
+            del self._records[session_id]
+            return None
+        return dict(found[0])
+
+    async def touch(self, session_id: str, *, expires_at: float, wall_time: float) -> bool:
+        if await self.get(session_id, wall_time=wall_time) is None:
+            return False
+        self._records[session_id] = (self._records[session_id][0], expires_at)
+        return True
+
+    async def delete(self, session_id: str) -> bool:
+        return self._records.pop(session_id, None) is not None
+
+
+class MemoryEventLog:
+    """An :class:`EventLog` in memory (one process).
+
+    :param max_events_per_stream: events kept per stream (the oldest go first).
+    :param ttl: seconds an event stays resumable (judged at ``wall_time``).
+    :param max_streams: streams kept (the least recently written goes first).
+    """
+
+    def __init__(self, *, max_events_per_stream: int = DEFAULT_MAX_EVENTS_PER_STREAM,
+                 ttl: float = DEFAULT_EVENT_TTL, max_streams: int = DEFAULT_MAX_STREAMS) -> None:
+        if max_events_per_stream < 1 or max_streams < 1 or ttl <= 0:
+            raise ValueError("bounds and ttl must be positive")
+        self.max_events_per_stream = max_events_per_stream
+        self.ttl = ttl
+        self.max_streams = max_streams
+        # stream id -> events (sequence, data, stored at); most recently written last
+        self._streams: OrderedDict[str, deque[tuple[int, bytes, float]]] = OrderedDict()
+
+    async def append(self, event_id: str, data: bytes, *, wall_time: float) -> None:
+        parsed = parse_event_id(event_id)
+        if parsed is None:
+            raise ValueError(f"not a server event id: {event_id!r}")
+        stream_id, seq = parsed
+        events = self._streams.pop(stream_id, None)
+        if events is None:
+            events = deque(maxlen=self.max_events_per_stream)
+        self._streams[stream_id] = events
+        events.append((seq, data, wall_time))
+        while len(self._streams) > self.max_streams:
+            self._streams.popitem(last=False)
+
+    async def replay(self, last_event_id: str, *, wall_time: float
+                     ) -> tuple[str, list[tuple[str, bytes]]] | None:
+        parsed = parse_event_id(last_event_id)
+        if parsed is None:
+            return None
+        stream_id, seq = parsed
+        events = self._streams.get(stream_id)
+        if events is None:
+            return None
+        horizon = wall_time - self.ttl
+        while events and events[0][2] <= horizon:
+            events.popleft()
+        if not events:
+            del self._streams[stream_id]
+            return None
+        return events_after(stream_id, seq, [(s, d) for s, d, _ in events])
+
+    async def forget(self, stream_id: str) -> None:
+        self._streams.pop(stream_id, None)
+
+
+def events_after(stream_id: str, seq: int, kept: list[tuple[int, bytes]]
+           ) -> tuple[str, list[tuple[str, bytes]]] | None:
+    """The replay rule both implementations share: ``seq`` must be an event that was stored
+    (not past the newest), and nothing between it and the oldest kept may be lost."""
+    if not kept or seq > kept[-1][0] or kept[0][0] > seq + 1:
+        return None
+    return stream_id, [(f"{stream_id}:{s}", d) for s, d in kept if s > seq]
+
+
+class MemoryEventBus:
+    """An :class:`EventBus` for one process: :meth:`publish` calls every subscriber of the
+    topic at once, in subscription order. A subscriber that raises does not stop the
+    others; the first exception is raised from :meth:`publish` once all were called."""
+
+    def __init__(self) -> None:
+        self._subscribers: dict[str, dict[int, Deliver]] = {}
+        self._next = 0
+
+    async def publish(self, topic: str, message: bytes) -> None:
+        error: BaseException | None = None
+        for deliver in list(self._subscribers.get(topic, {}).values()):
+            try:
+                deliver(topic, message)
+            except Exception as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+
+    async def subscribe(self, topic: str, deliver: Deliver) -> Callable[[], Awaitable[None]]:
+        token = self._next
+        self._next += 1
+        self._subscribers.setdefault(topic, {})[token] = deliver
+
+        async def unsubscribe() -> None:
+            subscribers = self._subscribers.get(topic, {})
+            subscribers.pop(token, None)
+            if not subscribers:
+                self._subscribers.pop(topic, None)
+
+        return unsubscribe
+
+
+class MemoryKeyStore:
+    """A :class:`KeyStore` in a list (one process).
+
+    :param max_keys: keys kept; adding beyond it drops the oldest.
+    """
+
+    def __init__(self, *, max_keys: int = DEFAULT_MAX_KEYS) -> None:
+        if max_keys < 1:
+            raise ValueError("max_keys must be positive")
+        self.max_keys = max_keys
+        self._keys: list[bytes] = []
+
+    async def get_keys(self) -> list[bytes]:
+        return list(self._keys)
+
+    async def add_key(self, key: bytes) -> None:
+        if not key:
+            raise ValueError("a sealing key must not be empty")
+        self._keys = [key, *(k for k in self._keys if k != key)][: self.max_keys]
+
+
+class MemoryStores:
+    """The four in-memory stores together: what ``start_http(stores=...)`` takes for one
+    worker (tests, or one process that wants the shared code path); several workers use
+    :class:`mcp_sansio.adapters.redis.RedisStores` instead."""
+
+    def __init__(self, *, max_events_per_stream: int = DEFAULT_MAX_EVENTS_PER_STREAM,
+                 event_ttl: float = DEFAULT_EVENT_TTL, max_keys: int = DEFAULT_MAX_KEYS) -> None:
+        self.sessions = MemorySessionTable()
+        self.events = MemoryEventLog(max_events_per_stream=max_events_per_stream,
+                                     ttl=event_ttl)
+        self.bus = MemoryEventBus()
+        self.keys = MemoryKeyStore(max_keys=max_keys)
+
+    async def aclose(self) -> None:
+        """Nothing to release (the same shape as the Redis stores)."""

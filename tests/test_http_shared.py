@@ -1,0 +1,496 @@
+"""A shared HTTPServer (shared=True): sessions and SSE events go through the stores as
+effects the adapter drives, so a second server object -- another worker -- serves a session
+the first opened, replays what the first stored, and sees a DELETE made on the first. Here
+the workers are sans-IO servers in one test, sharing the in-memory stores; the effects are
+carried out synchronously between pumps (tests/test_http_redis.py does it over real sockets
+and a real Redis)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Coroutine
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcp_sansio import Request
+from mcp_sansio.http import HTTPServer, ResponseMode
+from mcp_sansio.http._shared import (
+    DropSession,
+    ForgetStream,
+    Lookup,
+    SaveSession,
+    StoreEvent,
+)
+from mcp_sansio.stores import MemoryEventLog, MemorySessionTable
+
+from .http_util import Harness, init_body
+from .test_http_server import Deferred, tools_call
+
+WALL = 1_800_000_000.0  # the wall clock at the harness's time 0
+
+
+def drive(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run an in-memory store's coroutine: it never suspends (no I/O)."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    raise AssertionError("an in-memory store suspended")
+
+
+class Worker(Harness):
+    """A Harness whose server is shared: after each pump it carries out the effects against
+    the stores -- holding lookups back while ``hold`` is set."""
+
+    def __init__(self, tag: str, table: MemorySessionTable, log: MemoryEventLog,
+                 **options: Any) -> None:
+        options.setdefault("new_session_id", lambda: f"sid-{tag}-{next(_ids)}")
+        super().__init__(shared=True, stream_tag=tag, **options)
+        self.table = table
+        self.log = log
+        self.hold = False
+        self.held: list[Lookup] = []
+        self.hold_saves = False
+        self.held_saves: list[SaveSession] = []
+        self.done: list[Any] = []  # every effect carried out
+
+    def run(self) -> None:
+        while True:
+            super().run()
+            effects = self.server.shared_effects()
+            if not effects:
+                return
+            for effect in effects:
+                self.carry_out(effect)
+
+    def carry_out(self, effect: Any) -> None:
+        self.done.append(effect)
+        wall = WALL + self.now
+        if isinstance(effect, StoreEvent):
+            drive(self.log.append(effect.event_id, effect.data, wall_time=wall))
+        elif isinstance(effect, ForgetStream):
+            drive(self.log.forget(effect.stream_id))
+        elif isinstance(effect, SaveSession):
+            timeout = self.server.session_idle_timeout or 3600.0
+            drive(self.table.put(effect.session_id, effect.record, expires_at=wall + timeout,
+                                 wall_time=wall))
+            if not self.hold_saves:
+                self.server.stored(effect, now=self.now)
+            elif effect.channels:
+                self.held_saves.append(effect)
+        elif isinstance(effect, DropSession):
+            drive(self.table.delete(effect.session_id))
+            self.server.stored(effect, now=self.now)
+        elif self.hold:
+            self.held.append(effect)
+        else:
+            self.answer(effect)
+
+    def answer(self, lookup: Lookup) -> None:
+        wall = WALL + self.now
+        if lookup.kind == "session":
+            found = drive(self.table.get(lookup.key, wall_time=wall))
+        else:
+            found = drive(self.log.replay(lookup.key, wall_time=wall))
+        self.server.resolve(lookup, found, now=self.now)
+
+
+_ids = iter(range(1, 10**6))
+
+
+def workers(n: int = 2, **options: Any) -> list[Worker]:
+    table, log = MemorySessionTable(), MemoryEventLog()
+    return [Worker(f"w{i}", table, log, **options) for i in range(n)]
+
+
+def request(n: int, method: str, params: Any = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": n, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def test_a_session_opened_on_one_worker_is_served_by_another() -> None:
+    a, b = workers()
+    sid = a.initialize()
+    assert any(isinstance(e, SaveSession) for e in a.done)
+    r = b.conn().send(body=request(1, "tools/list"), headers=b.session_headers(sid))
+    assert r.status == 200 and r.json["result"] == {"tools": []}
+    assert b.server.session(sid) is not None  # adopted: the next request is local
+    assert [type(e) for e in b.done].count(Lookup) == 1
+    r = b.conn().send(body=request(2, "ping"), headers=b.session_headers(sid))
+    assert r.status == 200
+    assert [type(e) for e in b.done].count(Lookup) == 1
+
+
+def test_an_unknown_session_is_404_on_every_worker() -> None:
+    a, b = workers()
+    a.initialize()
+    r = b.conn().send(body=request(1, "ping"), headers=b.session_headers("nobody"))
+    assert r.status == 404
+    assert b.server.sessions == {}
+
+
+def test_the_negotiated_state_travels_setlevel_included() -> None:
+    a, b, c = workers(3)
+    sid = a.initialize(version="2025-06-18")
+    r = b.conn().send(body=request(1, "logging/setLevel", {"level": "error"}),
+                      headers=b.session_headers(sid, "2025-06-18"))
+    assert r.status == 200
+    c.conn().send(body=request(2, "ping"), headers=c.session_headers(sid, "2025-06-18"))
+    adopted = c.server.session(sid)
+    assert adopted is not None
+    assert adopted.connection.log_level == "error"
+    assert adopted.connection.protocol_version == "2025-06-18"
+
+
+def test_delete_on_another_worker_ends_the_session_everywhere_it_is_asked() -> None:
+    a, b, c = workers(3)
+    sid = a.initialize()
+    r = b.conn().send("DELETE", headers=b.session_headers(sid))
+    assert r.status == 200
+    assert any(isinstance(e, DropSession) for e in b.done)
+    # a worker that never held it asks the table: gone
+    assert c.conn().send(body=request(1, "ping"), headers=c.session_headers(sid)).status == 404
+    # the worker that opened it still holds a copy until the bus says so (forget_session)
+    a.server.forget_session(sid, now=a.now)
+    a.run()
+    assert a.conn().send(body=request(1, "ping"), headers=a.session_headers(sid)).status == 404
+    # forgetting is local: it does not drop the record again
+    assert not any(isinstance(e, DropSession) for e in a.done)
+
+
+def test_idle_expiry_here_does_not_drop_the_shared_record() -> None:
+    a, b = workers(session_idle_timeout=60.0)
+    sid = a.initialize()
+    a.advance(61.0)
+    assert a.server.session(sid) is None
+    assert not any(isinstance(e, DropSession) for e in a.done)
+    # the table keeps its own deadline (the wall clock): within it, b serves the session
+    assert b.conn().send(body=request(1, "ping"), headers=b.session_headers(sid)).status == 200
+    # past it, nobody does
+    b.now = a.now = 10_000.0
+    assert a.conn().send(body=request(2, "ping"), headers=a.session_headers(sid)).status == 404
+
+
+def test_resumption_on_another_worker_replays_what_the_first_stored() -> None:
+    app = Deferred()
+    table, log = MemorySessionTable(), MemoryEventLog()
+    a = Worker("a", table, log, handler=app)
+    b = Worker("b", table, log)
+    sid = a.initialize()
+    conn = a.conn()
+    r = conn.send(body=tools_call(1, progress=True), headers=a.session_headers(sid))
+    priming = r.events[0].id
+    assert priming is not None and priming.startswith(f"{a.server.session(sid)._prefix}-a")
+    session, req = app.requests[0]
+    for i in (1, 2):
+        session.connection.send_progress(req.request_id, i)
+    session.flush()
+    a.run()
+    conn.close()  # the client's connection broke after two progress events
+    stored = [e.event_id for e in a.done if isinstance(e, StoreEvent)]
+    assert priming in stored and len(stored) >= 3
+    resumed = b.conn().send("GET", headers=[*b.session_headers(sid), ("last-event-id", priming)])
+    assert resumed.status == 200
+    assert [m["params"]["progress"] for m in resumed.messages] == [1, 2]
+    assert [e.id for e in resumed.events] == stored[-2:]
+    # after the latest id there is nothing to replay
+    again = b.conn().send("GET", headers=[*b.session_headers(sid),
+                                          ("last-event-id", stored[-1])])
+    assert again.status == 200 and again.messages == []
+    # an id of another session's stream is unknown here, as without a shared store
+    other = a.initialize()
+    assert b.conn().send("GET", headers=[*b.session_headers(other),
+                                         ("last-event-id", priming)]).status == 400
+
+
+def _raw(sid: str, body: dict[str, Any]) -> bytes:
+    data = json.dumps(body).encode()
+    return (b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            b"accept: application/json, text/event-stream\r\nmcp-session-id: " + sid.encode()
+            + b"\r\nmcp-protocol-version: 2025-11-25\r\ncontent-length: %d\r\n\r\n" % len(data)
+            + data)
+
+
+def test_a_request_waits_for_the_store_and_the_next_one_waits_behind_it() -> None:
+    a, b = workers()
+    sid = a.initialize()
+    b.hold = True
+    channel = b.server.new_channel(now=b.now)
+    # two pipelined requests on one connection
+    channel.receive_data(_raw(sid, request(1, "tools/list")) + _raw(sid, request(2, "ping")),
+                         now=b.now)
+    b.run()
+    assert len(b.held) == 1  # one lookup: the second request is not read yet
+    assert bytes(b.raw_out.get(channel, b"")) == b""
+    b.hold = False
+    b.answer(b.held.pop())
+    b.run()
+    out = bytes(b.raw_out[channel])
+    assert out.count(b"HTTP/1.1 200") == 2
+    assert out.index(b'"id":1') < out.index(b'"id":2')
+
+
+def test_a_client_that_leaves_while_its_request_waits() -> None:
+    a, b = workers()
+    sid = a.initialize()
+    b.hold = True
+    conn = b.conn()
+    conn.send(body=request(1, "tools/list"), headers=b.session_headers(sid))
+    conn.close()
+    b.hold = False
+    b.answer(b.held.pop())  # the answer comes late: nothing to do, nothing breaks
+    b.run()
+    assert b.events_of(Request) == []
+
+
+def test_stream_ids_carry_the_worker_tag_and_tags_are_checked() -> None:
+    with pytest.raises(ValueError):
+        HTTPServer(lambda: None, new_session_id=str, stream_tag="a:b")  # type: ignore[arg-type, return-value]
+    a, = workers(1, response_mode=ResponseMode.SSE, handler=Deferred())
+    sid = a.initialize()
+    r = a.conn().send(body=tools_call(1), headers=a.session_headers(sid))
+    # the session prefix, the worker tag, the stream number (initialize had stream 1)
+    assert r.events[0].id.split(":")[0].endswith("-w02")
+
+
+def test_a_record_this_worker_cannot_serve_is_an_unknown_session() -> None:
+    table, log = MemorySessionTable(), MemoryEventLog()
+    b = Worker("b", table, log)
+    drive(table.put("bad", {"format": 99}, expires_at=WALL + 100, wall_time=WALL))
+    assert b.conn().send(body=request(1, "ping"), headers=b.session_headers("bad")).status == 404
+
+
+def test_the_shared_server_saves_only_changes_and_refreshes() -> None:
+    a, = workers(1, session_idle_timeout=100.0)
+    sid = a.initialize()
+    saves = lambda: [e for e in a.done if isinstance(e, SaveSession)]  # noqa: E731
+    count = len(saves())
+    assert json.loads(json.dumps(saves()[-1].record))["session"]["state"] == "operating"
+    a.conn().send(body=request(1, "ping"), headers=a.session_headers(sid))
+    assert len(saves()) == count  # nothing changed, recently saved
+    a.now += 30.0  # past a quarter of the idle timeout: activity refreshes the deadline
+    a.conn().send(body=request(2, "ping"), headers=a.session_headers(sid))
+    assert len(saves()) == count + 1
+
+
+def test_initialize_that_fails_saves_nothing() -> None:
+    a, = workers(1)
+    body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}
+    r = a.conn().send(body=body)
+    assert r.status == 200 and "error" in r.json
+    assert not any(isinstance(e, SaveSession) for e in a.done)
+
+
+
+def test_a_copy_follows_a_record_another_worker_saved() -> None:
+    a, b = workers()
+    sid = a.initialize()
+    b.conn().send(body=request(1, "ping"), headers=b.session_headers(sid))  # b has a copy
+    a.conn().send(body=request(2, "logging/setLevel", {"level": "error"}),
+                  headers=a.session_headers(sid))
+    saved = [e for e in a.done if isinstance(e, SaveSession)][-1]
+    assert saved.record["session"]["logLevel"] == "error"
+    b.server.refresh_session(sid, saved.record, now=b.now)
+    copy = b.server.session(sid)
+    assert copy is not None and copy.connection.log_level == "error"
+    # a record that does not fit the copy (another client's) ends the copy here
+    b.server.refresh_session(sid, {**saved.record, "session": {
+        **saved.record["session"], "clientInfo": {"name": "x"}}}, now=b.now)
+    b.run()
+    assert b.server.session(sid) is None
+    assert not any(isinstance(e, DropSession) for e in b.done)
+
+
+def test_the_initialize_answer_waits_until_the_record_is_saved() -> None:
+    a, b = workers()
+    a.hold_saves = True
+    conn = a.conn()
+    r = conn.send(body=init_body())
+    assert not r.done and r.status is None  # nothing written yet
+    save = a.held_saves.pop()
+    # the record is in the table before the client can know the id: any worker serves it
+    assert drive(a.table.get(save.session_id, wall_time=WALL)) is not None
+    a.server.stored(save, now=a.now)
+    a.run()
+    assert r.status == 200 and r.headers["mcp-session-id"] == save.session_id
+    assert b.conn().send(body=request(1, "ping"),
+                         headers=b.session_headers(save.session_id)).status == 200
+
+
+def test_answers_that_changed_the_record_wait_for_it_and_others_do_not() -> None:
+    a, b = workers()
+    sid = a.initialize()
+    b.conn().send(body=request(1, "ping"), headers=b.session_headers(sid))  # b has a copy
+    a.hold_saves = True
+    level = a.conn().send(body=request(2, "logging/setLevel", {"level": "error"}),
+                          headers=a.session_headers(sid))
+    assert not level.done  # the new level is not stored yet
+    ping = a.conn().send(body=request(3, "ping"), headers=a.session_headers(sid))
+    assert ping.status == 200  # nothing changed: not held
+    a.server.stored(a.held_saves.pop(), now=a.now)
+    a.run()
+    assert level.status == 200
+    # DELETE: its 200 waits until the drop is stored
+    delete = a.conn().send("DELETE", headers=a.session_headers(sid))
+    assert delete.status == 200  # (this worker's harness stores drops at once)
+    assert drive(a.table.get(sid, wall_time=WALL)) is None
+
+
+def test_initialized_on_another_worker_reaches_a_copy_that_doubts() -> None:
+    a, b = workers()
+    conn = a.conn()
+    sid = conn.send(body=init_body()).headers["mcp-session-id"]  # a: initializing
+    # the initialized notification goes to b (which adopts the session and saves it)
+    assert b.conn().send(body={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                         headers=b.session_headers(sid)).status == 202
+    assert drive(a.table.get(sid, wall_time=WALL))["session"]["state"] == "operating"
+    # a's copy still says initializing (no bus here): it reads the table again and serves
+    r = a.conn().send(body=request(5, "tools/list"), headers=a.session_headers(sid))
+    assert r.status == 200 and r.json["result"] == {"tools": []}
+    assert a.server.session(sid).connection.state.value == "operating"
+
+
+def test_a_failed_initialize_is_not_held() -> None:
+    a, = workers(1)
+    a.hold_saves = True
+    body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}
+    r = a.conn().send(body=body)
+    assert r.status == 200 and "error" in r.json
+    assert a.held_saves == []
+
+
+def test_a_session_stays_bound_to_its_principal_on_every_worker() -> None:
+    from mcp_sansio.auth import ProtectedResource
+
+    from .test_auth_server_sansio import ISSUER, RESOURCE, Tokens
+
+    def auth() -> ProtectedResource:
+        return ProtectedResource(RESOURCE, [ISSUER], Tokens(), required_scopes=["mcp:read"])
+
+    a, b, c = workers(3, auth=auth())
+
+    def bearer(token: str, sid: str) -> list[tuple[str, str]]:
+        return [("authorization", f"Bearer {token}"), *a.session_headers(sid)]
+
+    conn = a.conn()
+    r = conn.send(body=init_body(), headers=[("authorization", "Bearer ada")])
+    sid = r.headers["mcp-session-id"]
+    assert conn.send(body={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                     headers=bearer("ada", sid)).status == 202
+    record = drive(a.table.get(sid, wall_time=WALL))
+    assert record["principal"] == ["ada", ISSUER]
+    # the same principal (a token with more scopes) on another worker: served
+    assert b.conn().send(body=request(1, "ping"), headers=bearer("ada-again", sid)).status == 200
+    # someone else, or the same subject from another issuer, on a worker that never saw it:
+    # 404, as for an unknown session
+    assert c.conn().send(body=request(2, "ping"), headers=bearer("bob", sid)).status == 404
+    assert b.conn().send(body=request(3, "ping"),
+                         headers=bearer("ada-elsewhere", sid)).status == 404
+    # a server without auth does not adopt a bound session (nor the other way round)
+    d = Worker("d", a.table, a.log)
+    assert d.conn().send(body=request(4, "ping"), headers=d.session_headers(sid)).status == 404
+
+
+def test_a_connection_that_fails_while_its_answer_waits_is_not_left_waiting() -> None:
+    a, = workers(1)
+    a.hold_saves = True
+    conn = a.conn()
+    r = conn.send(body=init_body())
+    assert not r.done
+    conn.channel.fail()  # what an adapter does after an unexpected exception
+    a.run()
+    # what was written goes out, then the connection closes
+    assert r.done and r.status == 200
+    assert conn.channel in a.closed_channels
+
+
+# -- several shared workers behave as one server (hypothesis) ---------------------------------
+
+
+class Cluster:
+    """Workers sharing the in-memory stores, with an ideal event bus: what one saves or
+    drops reaches every other's copy at once."""
+
+    def __init__(self, n: int) -> None:
+        self.workers = workers(n)
+        for worker in self.workers:
+            worker.cluster = self  # type: ignore[attr-defined]
+            worker.carry_out = self._carry_out(worker)  # type: ignore[method-assign]
+
+    def _carry_out(self, worker: Worker) -> Any:
+        plain = Worker.carry_out.__get__(worker)
+
+        def carry_out(effect: Any) -> None:
+            plain(effect)
+            for other in self.workers:
+                if other is worker:
+                    continue
+                if isinstance(effect, DropSession):
+                    other.server.forget_session(effect.session_id, now=other.now)
+                elif isinstance(effect, SaveSession):
+                    other.server.refresh_session(effect.session_id, effect.record,
+                                                 now=other.now)
+                else:
+                    continue
+                Harness.run(other)
+        return carry_out
+
+
+_op = st.one_of(
+    st.tuples(st.just("init"), st.sampled_from(["2025-03-26", "2025-06-18", "2025-11-25"])),
+    st.tuples(st.just("initialized"), st.integers(0, 3)),
+    st.tuples(st.just("ping"), st.integers(0, 3)),
+    st.tuples(st.just("tools/list"), st.integers(0, 3)),
+    st.tuples(st.just("setLevel"), st.integers(0, 3)),
+    st.tuples(st.just("delete"), st.integers(0, 3)),
+)
+
+
+def _play_on(pick: Any, ops: list[tuple[str, Any]], targets: list[int]) -> list[Any]:
+    """Send ``ops`` (each to the harness ``pick(i)`` chooses); what each answer was."""
+    sessions: list[tuple[str, str]] = []  # (id, version)
+    seen: list[Any] = []
+    for i, ((op, arg), target) in enumerate(zip(ops, targets, strict=True)):
+        h = pick(target)
+        if op == "init":
+            r = h.conn().send(body=init_body(arg, request_id=i))
+            if r.status == 200:
+                sessions.append((r.headers["mcp-session-id"], arg))
+            seen.append((r.status, r.json.get("result", {}).get("protocolVersion")))
+            continue
+        if arg >= len(sessions):
+            continue
+        sid, version = sessions[arg]
+        headers = h.session_headers(sid, version)
+        if op == "delete":
+            r = h.conn().send("DELETE", headers=headers)
+            seen.append((op, r.status))
+            continue
+        if op == "initialized":
+            body: dict[str, Any] = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        elif op == "setLevel":
+            body = request(i, "logging/setLevel", {"level": "error"})
+        else:
+            body = request(i, op)
+        r = h.conn().send(body=body, headers=headers)
+        answer = r.json if r.status == 200 and r.body else None
+        seen.append((op, r.status, None if answer is None else (
+            answer.get("result"), answer.get("error", {}).get("code"))))
+    return seen
+
+
+@settings(max_examples=100)
+@given(ops=st.lists(_op, min_size=1, max_size=14),
+       targets=st.lists(st.integers(0, 2), min_size=14, max_size=14))
+def test_three_shared_workers_answer_as_one_server(ops: list[tuple[str, Any]],
+                                                   targets: list[int]) -> None:
+    alone = Harness()
+    cluster = Cluster(3)
+    targets = targets[:len(ops)]
+    expected = _play_on(lambda _: alone, ops, targets)
+    assert _play_on(lambda t: cluster.workers[t], ops, targets) == expected

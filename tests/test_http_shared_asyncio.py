@@ -1,0 +1,318 @@
+"""Two asyncio HTTP servers -- two workers -- sharing stores (start_http(stores=...)): the
+in-memory stores in one process, and a real Redis (tests/_redis.py). A session opened on one
+is served by the other, a GET with Last-Event-ID on the second replays what the first
+stored, a DELETE on one ends the session on both, and a list change on one reaches a GET
+stream on the other (the event bus)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import h11
+import pytest
+from mcp_sansio.adapters.asyncio import Server, start_http
+
+from mcp_sansio.http import SSEParser
+from mcp_sansio.stores import MemoryStores
+
+from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
+from .http_stories import add_tools, tool_call
+from .http_util import init_body
+from .test_http_asyncio import Conn
+
+_prefixes = itertools.count()
+TIMEOUT = 60  # generous: the machine is shared
+
+
+@pytest.fixture(params=["memory", "redis"])
+def stores_factory(request: pytest.FixtureRequest) -> Any:
+    if request.param == "memory":
+        shared = MemoryStores()
+
+        @contextlib.asynccontextmanager
+        async def memory() -> AsyncIterator[Any]:
+            yield shared  # both workers share the one object
+        return memory
+    server: RedisServer = request.getfixturevalue("redis_server")
+    from mcp_sansio.adapters.redis import RedisStores
+
+    prefix = f"e{next(_prefixes)}:"
+
+    @contextlib.asynccontextmanager
+    async def redis() -> AsyncIterator[Any]:
+        stores = RedisStores.from_url(server.url, prefix=prefix)  # one client per worker
+        try:
+            yield stores
+        finally:
+            await stores.aclose()
+    return redis
+
+
+def make_server(release: asyncio.Event) -> Server:
+    server = Server("shared-test")
+
+    @server.tool()
+    async def slow(ctx: Any) -> str:
+        ctx.progress(1)
+        ctx.progress(2)
+        await release.wait()
+        return "done"
+
+    @server.tool()
+    async def two_rounds(ctx: Any) -> str:
+        if ctx.request_state is None:  # 2026-07-28: ask for a retry carrying sealed state
+            ctx.input_required(request_state="round-one")
+        return f"resumed {ctx.request_state}"
+
+    add_tools(server, "echo", "change")
+    return server
+
+
+@contextlib.asynccontextmanager
+async def two_workers(stores_factory: Any, release: asyncio.Event
+                      ) -> AsyncIterator[tuple[int, int]]:
+    async with stores_factory() as one, stores_factory() as two, \
+            start_http(make_server(release), stores=one) as a, \
+            start_http(make_server(release), stores=two) as b:
+        yield a.port, b.port
+
+
+def headers(sid: str, **extra: str) -> dict[str, str]:
+    return {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25", **extra}
+
+
+def call(n: int, name: str, arguments: dict[str, Any] | None = None,
+         progress: bool = False) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
+    if progress:
+        params["_meta"] = {"progressToken": "p"}
+    return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+
+
+async def open_session(port: int) -> str:
+    conn = await Conn.open(port)
+    status, got, _ = await conn.request("POST", init_body())
+    assert status == 200
+    sid = got["mcp-session-id"]
+    status, _, _ = await conn.request(
+        "POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers(sid))
+    assert status == 202
+    await conn.close()
+    return sid
+
+
+async def events_until(conn: Conn, parser: SSEParser, count: int) -> list[Any]:
+    """SSE events with data (id, message) until ``count`` arrived."""
+    got: list[Any] = []
+    while len(got) < count:
+        event = await conn.next()
+        assert isinstance(event, h11.Data), event
+        got += [(e.id, json.loads(e.data)) for e in parser.feed(event.data) if e.data]
+    return got
+
+
+def test_a_session_opened_on_one_worker_is_served_on_the_other(stores_factory: Any) -> None:
+    async def main() -> None:
+        async with two_workers(stores_factory, asyncio.Event()) as (pa, pb):
+            sid = await open_session(pa)
+            conn = await Conn.open(pb)
+            status, _, messages = await conn.request("POST", call(1, "echo", {"text": "hi"}),
+                                                     headers(sid))
+            assert status == 200
+            assert messages[-1]["result"]["content"][0]["text"] == "hi"
+            assert messages[0]["method"] == "notifications/message"  # echo logs at info
+            # logging/setLevel on a: b's copy follows (the bus), and b stops sending info logs
+            first = await Conn.open(pa)
+            status, _, _ = await first.request(
+                "POST", {"jsonrpc": "2.0", "id": 9, "method": "logging/setLevel",
+                         "params": {"level": "error"}}, headers(sid))
+            assert status == 200
+            await first.close()
+            for n in range(TIMEOUT * 10):
+                status, _, messages = await conn.request(
+                    "POST", call(100 + n, "echo", {"text": "quiet"}), headers(sid))
+                if len(messages) == 1:
+                    break
+                await asyncio.sleep(0.1)
+            assert len(messages) == 1 and "result" in messages[0]
+            # DELETE on b; then a (which opened it) refuses it too, once the bus told it
+            status, _, _ = await conn.request("DELETE", None, headers(sid))
+            assert status == 200
+            other = await Conn.open(pa)
+            for _ in range(TIMEOUT * 10):
+                status, _, _ = await other.request("POST", call(2, "echo", {"text": "x"}),
+                                                   headers(sid))
+                if status == 404:
+                    break
+                await asyncio.sleep(0.1)
+            assert status == 404
+            await conn.close()
+            await other.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_get_with_last_event_id_on_the_other_worker_replays(stores_factory: Any) -> None:
+    async def main() -> None:
+        release = asyncio.Event()
+        async with two_workers(stores_factory, release) as (pa, pb):
+            sid = await open_session(pa)
+            conn = await Conn.open(pa)
+            await conn.send("POST", call(7, "slow", progress=True), headers(sid))
+            status, got = await conn.head()
+            assert status == 200 and got["content-type"] == "text/event-stream"
+            parser = SSEParser()
+            (first_id, first), (second_id, _) = await events_until(conn, parser, 2)
+            assert first["params"]["progress"] == 1
+            await conn.close()  # the stream broke after two progress events
+            # resume after the first on the other worker: the second is replayed
+            other = await Conn.open(pb)
+            for _ in range(TIMEOUT * 10):  # the first worker stores after it writes
+                await other.send("GET", None, headers(sid, **{"last-event-id": first_id}))
+                status, got = await other.head()
+                if status == 200:
+                    break
+                while not isinstance(await other.next(), h11.EndOfMessage):
+                    pass
+                other.h11.start_next_cycle()
+                await asyncio.sleep(0.1)
+            assert status == 200
+            replayed = await events_until(other, SSEParser(), 1)
+            assert replayed == [(second_id, replayed[0][1])]
+            assert replayed[0][1]["params"]["progress"] == 2
+            release.set()
+            await other.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_list_change_on_one_worker_reaches_a_stream_on_the_other(stores_factory: Any
+                                                                   ) -> None:
+    async def main() -> None:
+        async with two_workers(stores_factory, asyncio.Event()) as (pa, pb):
+            sid = await open_session(pa)
+            listener = await Conn.open(pb)
+            await listener.send("GET", None, headers(sid))
+            status, _ = await listener.head()
+            assert status == 200
+            caller = await Conn.open(pa)
+            status, _, _ = await caller.request("POST", call(1, "change"), headers(sid))
+            assert status == 200
+            parser = SSEParser()
+            messages = [m for _, m in await events_until(listener, parser, 1)]
+            assert messages[0]["method"] == "notifications/tools/list_changed"
+            await listener.close()
+            await caller.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_request_state_sealed_on_one_worker_opens_on_the_other(stores_factory: Any) -> None:
+    async def main() -> None:
+        async with two_workers(stores_factory, asyncio.Event()) as (pa, pb):
+            first = await Conn.open(pa)
+            body, hdrs = tool_call("two_rounds", {}, 1)
+            status, _, messages = await first.request("POST", body, hdrs)
+            assert status == 200
+            result = messages[-1]["result"]
+            assert result["resultType"] == "input_required"
+            sealed = result["requestState"]
+            assert sealed != "round-one"  # sealed, not raw
+            second = await Conn.open(pb)
+            body, hdrs = tool_call("two_rounds", {"x": 1}, 2)
+            body["params"]["requestState"] = sealed
+            body["params"]["arguments"] = {}
+            status, _, messages = await second.request("POST", body, hdrs)
+            assert status == 200, messages
+            assert messages[-1]["result"]["content"][0]["text"] == "resumed round-one"
+            await first.close()
+            await second.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_workers_on_one_store_seal_with_its_newest_key(stores_factory: Any) -> None:
+    from mcp_sansio.adapters._shared_driver import sealing_key
+
+    async def main() -> None:
+        async with stores_factory() as stores:
+            key = await sealing_key(stores)
+            assert len(key) == 32 and await stores.keys.get_keys() == [key]
+            assert await sealing_key(stores) == key  # not added again
+            await stores.keys.add_key(b"r" * 32)  # rotation: the next worker seals anew
+            assert await sealing_key(stores) == b"r" * 32
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_list_change_on_one_worker_reaches_a_listen_stream_on_the_other(
+        stores_factory: Any) -> None:
+    """2026-07-28: a subscriptions/listen stream held by one worker hears a change made by a
+    stateless request served on the other (the event bus)."""
+    from .http_stories import stateless
+
+    async def main() -> None:
+        async with two_workers(stores_factory, asyncio.Event()) as (pa, pb):
+            listener = await Conn.open(pb)
+            await listener.send("POST", *stateless(
+                "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, 1))
+            status, _ = await listener.head()
+            assert status == 200
+            parser = SSEParser()
+            (_, ack), = await events_until(listener, parser, 1)
+            assert ack["method"] == "notifications/subscriptions/acknowledged"
+            caller = await Conn.open(pa)
+            status, _, answer = await caller.request("POST", *tool_call("change", {}, 2))
+            assert status == 200 and answer[-1]["result"]["content"][0]["text"] == "changed"
+            (_, change), = await events_until(listener, parser, 1)
+            assert change["method"] == "notifications/tools/list_changed"
+            await listener.close()
+            await caller.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_store_that_fails_leaves_no_request_hanging(tmp_path: Any,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """Redis unreachable: every store call fails. initialize is still answered (the session
+    lives on that worker only), another worker answers 404 for it, a resumption 400."""
+    pytest.importorskip("redis")
+    from mcp_sansio.adapters.redis import RedisStores
+
+    url = f"unix://{tmp_path}/nobody-listens.sock"
+
+    async def main() -> None:
+        one, two = RedisStores.from_url(url), RedisStores.from_url(url)
+        server = make_server(asyncio.Event())
+        try:
+            # (no key in an unreachable store: give one)
+            async with start_http(server, stores=_NoBus(one), request_state_key=b"k" * 32) as a, \
+                    start_http(server, stores=_NoBus(two), request_state_key=b"k" * 32) as b:
+                sid = await open_session(a.port)  # answered although the save failed
+                conn = await Conn.open(a.port)
+                status, _, messages = await conn.request("POST", call(1, "echo", {"text": "a"}),
+                                                         headers(sid))
+                assert status == 200 and messages[-1]["result"]
+                other = await Conn.open(b.port)
+                status, _, _ = await other.request("POST", call(2, "echo", {"text": "b"}),
+                                                   headers(sid))
+                assert status == 404
+                await other.send("GET", None, headers(sid, **{"last-event-id": "x-1:0"}))
+                assert (await other.head())[0] == 404  # unknown session first
+                await conn.close()
+                await other.close()
+        finally:
+            await one.aclose()
+            await two.aclose()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+    failures = [r for r in caplog.records if "a shared store failed" in r.getMessage()]
+    assert failures  # logged, with the effect's repr: a session id's prefix only
+    assert all(len(r.getMessage()) < 200 for r in failures)
+
+
+class _NoBus:
+    """Stores whose bus is in memory (subscribing to an unreachable Redis would fail at
+    start, which is the right thing for a server but not what this test is about)."""
+
+    def __init__(self, stores: Any) -> None:
+        self.sessions, self.events, self.keys = stores.sessions, stores.events, stores.keys
+        self.bus = MemoryStores().bus
