@@ -26,7 +26,7 @@ from mcp_sansio import (
     ServerConnection,
 )
 from mcp_sansio.http import HTTPClient, HTTPServer, Session
-from mcp_sansio.http._client import TransportFailed
+from mcp_sansio.http._client import SessionRenewed, Transport, TransportFailed
 from mcp_sansio.http._client_exchange import ClientExchangeWire
 from mcp_sansio.http._exchange import (
     ClientExchangeInput,
@@ -58,13 +58,15 @@ class EventNetwork:
     """An events-only :class:`HTTPClient` and an :class:`HTTPServer` whose channels are
     exchanges: each client channel gets a server exchange, and only exchange events cross."""
 
-    def __init__(self, *, client_versions: list[str], handler: Any = None,
+    def __init__(self, *, client_versions: list[str], handler: Any = None, url: str = URL,
+                 server_options: dict[str, Any] | None = None,
                  **client_options: Any) -> None:
+        ids = itertools.count(1)
         self.server = HTTPServer(
             lambda: ServerConnection(info=SERVER_INFO, capabilities={"tools": {}}),
-            new_session_id=lambda: "session-1")
+            new_session_id=lambda: f"session-{next(ids)}", **(server_options or {}))
         self.client = HTTPClient(
-            ClientConnection(info=CLIENT_INFO, versions=client_versions), URL, events=True,
+            ClientConnection(info=CLIENT_INFO, versions=client_versions), url, events=True,
             **client_options)
         self.handler = handler if handler is not None else self.answer
         self.now = 0.0
@@ -147,6 +149,32 @@ def test_a_handshake_era_session_runs_on_events_only() -> None:
     assert [e.method for _, e in net.sent if isinstance(e, RequestStarted)][-1] == "DELETE"
     assert "session-1" not in net.server.sessions
     assert all(c.closed for c in net.pairs)
+
+
+def test_a_forgotten_session_is_renewed_over_events() -> None:
+    net = EventNetwork(client_versions=[HS])
+    net.client.connect(now=0)
+    net.run()
+    net.server.end_session("session-1")
+    net.run()
+    rid = net.client.connection.send_request("tools/list", now=net.now)
+    net.run()
+    assert net.of(SessionRenewed) == [SessionRenewed(previous_session_id="session-1",
+                                                     session_id="session-2")]
+    assert [e.request_id for e in net.of(Response)] == [rid]
+
+
+def test_the_legacy_http_sse_fallback_runs_over_events() -> None:
+    net = EventNetwork(client_versions=["2024-11-05"], url="http://localhost:8000/sse",
+                       server_options={"legacy_sse_path": "/sse"})
+    net.client.connect(now=0)
+    net.run()
+    assert net.client.transport is Transport.LEGACY
+    assert net.of(Initialized)[0].protocol_version == "2024-11-05"
+    rid = net.client.connection.send_request("tools/list", now=net.now)
+    net.run()
+    assert [e.request_id for e in net.of(Response)] == [rid]
+    assert next(iter(net.server.sessions.values())).legacy
 
 
 def test_a_stateless_call_with_progress_streams_over_events() -> None:

@@ -16,7 +16,15 @@ input:
 * exchanges run on *channels*, one per TCP connection, HTTP/1.1 with keep-alive, at most one
   exchange at a time each. The adapter opens a socket for each new channel it sees in
   :meth:`HTTPClient.data_to_send` (to :attr:`HTTPClient.host`, :attr:`HTTPClient.port`),
-  feeds back what it reads, and closes it when the channel says so.
+  feeds back what it reads, and closes it when the channel says so;
+* everything below reads a response only as the exchange events of
+  :mod:`~mcp_sansio.http._exchange` (a head, body pieces, an end, the peer closing), so it
+  does not know which parser fed it: a channel's wire is the h11
+  :class:`~mcp_sansio.http._wire.ClientWire` for a socket's bytes, or, with
+  ``events=True``, a :class:`~mcp_sansio.http._client_exchange.ClientExchangeWire` that
+  hands requests to the application's own HTTP library as events
+  (:meth:`HTTPClient.events_to_send`) and takes its responses back
+  (:meth:`ClientChannel.receive_event`).
 
 What the spec asks of a client around that:
 

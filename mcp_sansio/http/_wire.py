@@ -816,8 +816,8 @@ class ClientWire:
                 length = None
                 pairs = []
                 for name, value in event.headers:  # h11 lower-cases the names
-                    if name == b"content-length":
-                        length = int(value)  # h11 checked it is one number
+                    if name == b"content-length" and value.isdigit():  # h11 checked it
+                        length = int(value)
                     pairs.append((name.decode("latin-1"), value.decode("latin-1")))
                 return ResponseStarted(status=event.status_code, headers=tuple(pairs),
                                        content_length=length)
