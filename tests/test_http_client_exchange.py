@@ -74,6 +74,7 @@ class EventNetwork:
         self.reverse: dict[ServerChannel, Any] = {}
         self.client_events: list[Event] = []
         self.sent: list[tuple[Any, ClientExchangeOutput]] = []  # what the client sent
+        self.heads: list[ResponseStarted] = []  # the response heads it received
         self.requests: list[tuple[Session, Request]] = []
 
     def answer(self, session: Session, event: Any) -> None:
@@ -110,8 +111,10 @@ class EventNetwork:
                     progressed = True
                     if isinstance(out, CloseConnection):
                         channel.receive_event(PeerClosed(), now=self.now)
-                    else:
-                        channel.receive_event(out, now=self.now)
+                        continue
+                    if isinstance(out, ResponseStarted):
+                        self.heads.append(out)
+                    channel.receive_event(out, now=self.now)
             if not progressed:
                 return
         raise AssertionError("the network did not settle")
@@ -192,6 +195,9 @@ def test_a_stateless_call_with_progress_streams_over_events() -> None:
     net.run()
     assert [e.progress for e in net.of(Progress)] == [1]
     assert [e.request_id for e in net.of(Response)] == [rid]
+    # The answer came on an SSE stream (progress first), read as it streamed.
+    assert ("content-type", "text/event-stream") in net.heads[-1].headers
+    assert net.heads[-1].content_length is None
     head = [e for _, e in net.sent if isinstance(e, RequestStarted)][-1]
     assert head.headers.get("mcp-method") == "tools/call"
     assert head.headers.get("mcp-name") == "echo"
