@@ -16,7 +16,15 @@ input:
 * exchanges run on *channels*, one per TCP connection, HTTP/1.1 with keep-alive, at most one
   exchange at a time each. The adapter opens a socket for each new channel it sees in
   :meth:`HTTPClient.data_to_send` (to :attr:`HTTPClient.host`, :attr:`HTTPClient.port`),
-  feeds back what it reads, and closes it when the channel says so.
+  feeds back what it reads, and closes it when the channel says so;
+* everything below reads a response only as the exchange events of
+  :mod:`~mcp_sansio.http._exchange` (a head, body pieces, an end, the peer closing), so it
+  does not know which parser fed it: a channel's wire is the h11
+  :class:`~mcp_sansio.http._wire.ClientWire` for a socket's bytes, or, with
+  ``events=True``, a :class:`~mcp_sansio.http._client_exchange.ClientExchangeWire` that
+  hands requests to the application's own HTTP library as events
+  (:meth:`HTTPClient.events_to_send`) and takes its responses back
+  (:meth:`ClientChannel.receive_event`).
 
 What the spec asks of a client around that:
 
@@ -70,6 +78,15 @@ from .._events import Event, RequestId
 from .._state import State
 from .._stateless import META_PROTOCOL_VERSION
 from .._versions import Era, judge_probe
+from ._client_exchange import ClientExchangeWire
+from ._exchange import (
+    ClientExchangeInput,
+    ClientExchangeOutput,
+    PeerClosed,
+    ResponseData,
+    ResponseEnded,
+    ResponseStarted,
+)
 from ._headers import (
     encode_header_value,
     media_type,
@@ -78,14 +95,7 @@ from ._headers import (
     param_value,
 )
 from ._sse import DEFAULT_MAX_EVENT_SIZE, SSEError, SSEParser
-from ._wire import (
-    DEFAULT_MAX_HEADER_SIZE,
-    ClientWire,
-    ResponseBody,
-    ResponseEnd,
-    ResponseHead,
-    WireClosed,
-)
+from ._wire import DEFAULT_MAX_HEADER_SIZE, ClientWire
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
@@ -207,11 +217,21 @@ class _Exchange:
 class ClientChannel:
     """One TCP connection of the client. The adapter opens a socket for it when it first
     appears in :meth:`HTTPClient.data_to_send`, feeds :meth:`receive_data` what it reads,
-    and closes it once :attr:`closed` is true and its data is written."""
+    and closes it once :attr:`closed` is true and its data is written.
+
+    On a client made with ``events=True`` it is one connection of the application's own
+    HTTP library instead: send what :meth:`HTTPClient.events_to_send` gives for it, feed
+    :meth:`receive_event` the response, drop it on ``CloseConnection``."""
 
     def __init__(self, client: HTTPClient) -> None:
         self._client = client
-        self.wire = ClientWire(max_header_size=client.max_header_size)
+        #: What frames this connection's requests and responses: the h11 wire for a socket's
+        #: bytes, or a :class:`~mcp_sansio.http._client_exchange.ClientExchangeWire` for an
+        #: HTTP library that takes and gives exchange events. The client reads only the
+        #: exchange events both produce (``next_exchange_event``).
+        self.wire: ClientWire | ClientExchangeWire = (
+            ClientExchangeWire() if client.events
+            else ClientWire(max_header_size=client.max_header_size))
         self.exchange: _Exchange | None = None
         self.used = False  # has carried an exchange before (keep-alive reuse)
         self._gone = False
@@ -229,6 +249,26 @@ class ClientChannel:
         client._clock(now)
         self.wire.receive_data(data)
         client._read(self)
+
+    def receive_event(self, event: ClientExchangeInput, *, now: float | None = None) -> None:
+        """A response event from the HTTP library (a client made with ``events=True``): the
+        head, body pieces as they arrive (an SSE body may be cut anywhere), the end, or
+        :class:`~mcp_sansio.http._exchange.PeerClosed` when the connection closed or broke.
+        Out-of-order events are answered as a broken connection, never raised."""
+        wire = self.wire
+        if not isinstance(wire, ClientExchangeWire):
+            raise TypeError("receive_event needs a client made with events=True")
+        client = self._client
+        client._clock(now)
+        wire.receive_event(event)
+        client._read(self)
+
+    def events_to_send(self) -> list[ClientExchangeOutput]:
+        """What the HTTP library should send on this connection now (``events=True``; the
+        counterpart of :meth:`data_to_send`)."""
+        self._client._writable.pop(self, None)
+        wire = self.wire
+        return wire.events_to_send() if isinstance(wire, ClientExchangeWire) else []
 
     def connection_lost(self, *, now: float | None = None) -> None:
         """The socket could not be opened, or broke."""
@@ -266,6 +306,11 @@ class HTTPClient:
     :param max_reconnects: attempts to resume one broken stream.
     :param reconnect_delay: delay before resuming when the server gave no ``retry``.
     :param max_reconnect_delay: the longest backoff.
+    :param events: the application's own HTTP library carries the exchanges, not sockets:
+        take requests as exchange events from :meth:`events_to_send` and give responses back
+        with :meth:`ClientChannel.receive_event` (:mod:`mcp_sansio.http._exchange`; "Bring
+        your own HTTP client" in :doc:`/http`). ``max_header_size`` is then the library's
+        business.
     """
 
     def __init__(
@@ -282,8 +327,11 @@ class HTTPClient:
         max_reconnects: int = DEFAULT_MAX_RECONNECTS,
         reconnect_delay: float = DEFAULT_RECONNECT_DELAY,
         max_reconnect_delay: float = DEFAULT_MAX_RECONNECT_DELAY,
+        events: bool = False,
     ) -> None:
         self.connection = connection
+        #: Whether the channels speak exchange events (``events=True``) rather than bytes.
+        self.events = events
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -374,6 +422,8 @@ class HTTPClient:
         """``(channel, bytes)`` to write; a channel seen for the first time needs a new
         socket to (:attr:`host`, :attr:`port`); ``(channel, b"")`` with ``channel.closed``: close
         it."""
+        if self.events:
+            raise TypeError("a client made with events=True sends events: use events_to_send")
         self._pump()
         out: list[tuple[ClientChannel, bytes]] = []
         for channel in list(self._writable):
@@ -387,6 +437,32 @@ class HTTPClient:
             elif not data:
                 continue
             out.append((channel, data))
+        self._writable.clear()
+        return out
+
+    def events_to_send(self) -> list[tuple[ClientChannel, list[ClientExchangeOutput]]]:
+        """``(channel, events)`` for the HTTP library to send, on a client made with
+        ``events=True`` (the counterpart of :meth:`data_to_send`): a channel seen for the first
+        time is a new connection to (:attr:`host`, :attr:`port`); its requests come as
+        ``RequestStarted``, ``RequestData`` and ``RequestEnded``; ``CloseConnection`` (or
+        ``(channel, [])`` with ``channel.closed``, once) means drop that connection, the
+        response under way included."""
+        if not self.events:
+            raise TypeError("events_to_send needs a client made with events=True")
+        self._pump()
+        out: list[tuple[ClientChannel, list[ClientExchangeOutput]]] = []
+        for channel in list(self._writable):
+            wire = channel.wire
+            events = wire.events_to_send() if isinstance(wire, ClientExchangeWire) else []
+            if channel.closed:
+                if channel._gone and not events:
+                    continue
+                channel._gone = True
+                if channel in self._channels:
+                    self._channels.remove(channel)
+            elif not events:
+                continue
+            out.append((channel, events))
         self._writable.clear()
         return out
 
@@ -649,23 +725,24 @@ class HTTPClient:
     # -- incoming ------------------------------------------------------------------------------
 
     def _read(self, channel: ClientChannel) -> None:
+        """Read the channel's response events (whichever wire produced them)."""
         wire = channel.wire
         while True:
-            event = wire.next_event()
+            event = wire.next_exchange_event()
             if event is None:
                 break
             exchange = channel.exchange
             if exchange is None:
                 continue
-            if isinstance(event, ResponseHead):
+            if isinstance(event, ResponseData):
+                self._on_body(exchange, event.data)
+            elif isinstance(event, ResponseStarted):
                 exchange.got_bytes = True
                 self._on_head(exchange, event)
-            elif isinstance(event, ResponseBody):
-                self._on_body(exchange, event.data)
-            elif isinstance(event, ResponseEnd):
+            elif isinstance(event, ResponseEnded):
                 self._on_end(exchange, broken=False)
                 self._free(channel)
-            elif isinstance(event, WireClosed):
+            elif isinstance(event, PeerClosed):
                 exchange.got_bytes = exchange.got_bytes or wire.received > 0
                 self._on_end(exchange, broken=True)
                 self._free(channel)
@@ -681,23 +758,22 @@ class HTTPClient:
             self._on_end(exchange, broken=True)
         self._free(channel)
 
-    def _on_head(self, exchange: _Exchange, head: ResponseHead) -> None:
+    def _on_head(self, exchange: _Exchange, head: ResponseStarted) -> None:
         exchange.status = head.status
         if head.status >= 400:
-            exchange.error_headers = tuple(
-                (k.decode("latin-1"), v.decode("latin-1")) for k, v in head.headers.raw)
+            exchange.error_headers = tuple((k.lower(), v) for k, v in head.headers)
         if exchange.kind is _Kind.STANDALONE and head.status == 200:
             exchange.attempts = 0  # reopened: a later break starts a fresh backoff
         if self.transport is None and exchange.kind is _Kind.POST and 200 <= head.status < 300:
             self.transport = Transport.STREAMABLE
         if exchange.kind in (_Kind.POST, _Kind.REINIT) and head.status == 200:
-            session_id = head.headers.get("mcp-session-id")
+            session_id = _header(head.headers, "mcp-session-id")
             if session_id is not None:
                 if exchange.kind is _Kind.REINIT:
                     exchange.session_id = session_id
                 elif exchange.ids and exchange.ids[0] == self._init_id:
                     self.session_id = session_id
-        ctype = media_type(head.headers.get("content-type"))
+        ctype = media_type(_header(head.headers, "content-type"))
         if 200 <= head.status < 300 and ctype == "text/event-stream":
             exchange.sse = SSEParser(max_event_size=self.max_body_size)
         else:
@@ -1155,6 +1231,16 @@ AUTH_CHALLENGE_STATUSES = frozenset({401, 403})
 def _is_auth_challenge(exchange: _Exchange, status: int) -> bool:
     return status in AUTH_CHALLENGE_STATUSES and any(
         name.lower() == "www-authenticate" for name, _ in exchange.error_headers)
+
+
+def _header(headers: tuple[tuple[str, str], ...], name: str) -> str | None:
+    """The first value of the header ``name`` (lower-case) in a response head: a scan, since
+    the client reads two headers of a response of a few; an HTTP library may give the names
+    in any case (RFC 9110 section 5.1: they are case-insensitive)."""
+    for key, value in headers:
+        if key == name or key.lower() == name:
+            return value
+    return None
 
 
 def _is_stateless_error(value: Any) -> bool:

@@ -30,6 +30,22 @@ events (:meth:`~mcp_sansio.http._wire.ServerWire.next_event`) and a consumer of 
 ones (:meth:`~mcp_sansio.http._wire.ServerWire.send`). :meth:`HTTPServer.new_exchange
 <mcp_sansio.http.HTTPServer.new_exchange>` gives a channel on an exchange.
 
+The client side of the seam speaks the same events the other way round
+(:class:`~mcp_sansio.http._client_exchange.ClientExchangeWire`, ``HTTPClient(...,
+events=True)``): out, to the HTTP library that sends them, a request as
+:class:`RequestStarted` (``content_length`` is the body's length, which the client always
+knows; None for a ``GET``, which has none), :class:`RequestData` and :class:`RequestEnded`,
+and :class:`CloseConnection` when the client is done with a connection (a 2026-07-28
+request's stream closed is its cancellation); in, from that library, the response as
+:class:`ResponseStarted` (header names in any case; its ``content_length`` is informational
+there), :class:`ResponseData` (an SSE body as it streams), :class:`ResponseEnded`, and
+:class:`PeerClosed` when the server closed the connection or it broke (before
+:class:`ResponseEnded`, the response is cut short). :data:`ClientExchangeOutput` and
+:data:`ClientExchangeInput` name the two directions; the h11
+:class:`~mcp_sansio.http._wire.ClientWire` consumes the first
+(:meth:`~mcp_sansio.http._wire.ClientWire.send`) and produces the second
+(:meth:`~mcp_sansio.http._wire.ClientWire.next_exchange_event`).
+
 What stays with the parser: everything that is a fact of one HTTP version -- message framing
 (Content-Length, chunked), keep-alive and ``Connection: close``, pipelining (hand over the next
 request only after :class:`ResponseEnded`), the head limits and request-target checks of RFC
@@ -47,6 +63,8 @@ import attrs
 from ._headers import Headers
 
 __all__ = [
+    "ClientExchangeInput",
+    "ClientExchangeOutput",
     "CloseConnection",
     "ExchangeInput",
     "ExchangeOutput",
@@ -62,12 +80,15 @@ __all__ = [
 
 @attrs.frozen(kw_only=True, slots=True)
 class RequestStarted:
-    """A request's head: what came before its body."""
+    """A request's head: what came before its body. ``content_length``: the body's length
+    when the sender knows it (the client always does: an HTTP library frames the request with
+    it); a server-side parser may leave it None, the headers carrying what was received."""
 
     method: str
     target: str
     headers: Headers
     http_version: str = "1.1"
+    content_length: int | None = None
 
 
 @attrs.frozen(slots=True)
@@ -84,7 +105,8 @@ class RequestEnded:
 
 @attrs.frozen(slots=True)
 class PeerClosed:
-    """The client closed the connection (or it broke)."""
+    """The peer closed the connection (or it broke): the client, on a server's exchange;
+    the server, on a client's."""
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -112,8 +134,13 @@ class ResponseEnded:
 @attrs.frozen(slots=True)
 class CloseConnection:
     """Close the connection after writing what came before: the server is done with it (an
-    error answered with ``Connection: close``, a stream handed over or cut short)."""
+    error answered with ``Connection: close``, a stream handed over or cut short), or the
+    client is (a stream it stops reading, the session's end)."""
 
 
 ExchangeInput = RequestStarted | RequestData | RequestEnded | PeerClosed
 ExchangeOutput = ResponseStarted | ResponseData | ResponseEnded | CloseConnection
+#: What a client sends through an HTTP library (the seam's client side, module docstring).
+ClientExchangeOutput = RequestStarted | RequestData | RequestEnded | CloseConnection
+#: What an HTTP library hands a client back.
+ClientExchangeInput = ResponseStarted | ResponseData | ResponseEnded | PeerClosed

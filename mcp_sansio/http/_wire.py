@@ -23,7 +23,13 @@ These two classes sit on it and deal in *whole* things, which is what the MCP la
   ``next_request`` gathers the former, and ``respond`` and the streaming calls are the
   direct path for the latter.
 * :class:`ClientWire` writes requests and yields the response as a head, body chunks and an
-  end, so that an SSE body can be parsed while it streams.
+  end, so that an SSE body can be parsed while it streams. It too speaks the seam's events,
+  the client's way round: :meth:`~ClientWire.send` writes a request given as
+  :class:`~mcp_sansio.http._exchange.RequestStarted`, ``RequestData`` and ``RequestEnded``
+  (``send_request`` is the direct path), and :meth:`~ClientWire.next_exchange_event` yields
+  the response as ``ResponseStarted``, ``ResponseData``, ``ResponseEnded`` and
+  ``PeerClosed``, which is what the HTTP client reads (:meth:`~ClientWire.next_event` gives
+  the same in this module's older shapes).
 
 What the server wire refuses
 ----------------------------
@@ -55,6 +61,8 @@ import attrs
 import h11
 
 from ._exchange import (
+    ClientExchangeInput,
+    ClientExchangeOutput,
     CloseConnection,
     ExchangeInput,
     ExchangeOutput,
@@ -63,6 +71,7 @@ from ._exchange import (
     RequestEnded,
     RequestStarted,
     ResponseData,
+    ResponseEnded,
     ResponseStarted,
 )
 from ._headers import Headers
@@ -702,6 +711,7 @@ class WireClosed:
 
 ClientWireEvent = ResponseHead | ResponseBody | ResponseEnd | WireClosed
 _END = ResponseEnd()
+_RESPONSE_ENDED = ResponseEnded()
 
 
 class ClientWire:
@@ -716,15 +726,23 @@ class ClientWire:
         self.busy = False
         #: Bytes received since the last request was sent.
         self.received = 0
+        #: Why the connection ended early (with the last ``PeerClosed``).
+        self.detail = ""
         self._eof = False
 
     def send_request(
         self, method: str, target: str, headers: Iterable[tuple[str, str]], body: bytes = b"",
     ) -> None:
         length = len(body) if method != "GET" or body else None
-        pairs = tuple(headers)
-        key = (method, target, length, pairs)
+        self._send_head(method, target, tuple(headers), length)
         conn = self._h11
+        if body:
+            self._out.append(conn.send(h11.Data(data=body)))
+        self._out.append(conn.send(h11.EndOfMessage()))
+
+    def _send_head(self, method: str, target: str, pairs: tuple[tuple[str, str], ...],
+                   length: int | None) -> None:
+        key = (method, target, length, pairs)
         known = _REQUEST_HEADS.get(key)
         if known is not None:
             event = h11.Request(method=method, target=target, headers=known)
@@ -732,14 +750,32 @@ class ClientWire:
             items = _header_list(pairs)
             if length is not None:
                 items.append((b"content-length", b"%d" % length))
+            elif method not in ("GET", "HEAD"):
+                # A body of unknown length (RFC 9112 section 7.1); ours are always known.
+                items.append((b"transfer-encoding", b"chunked"))
             event = h11.Request(method=method, target=target, headers=items)
             _REQUEST_HEADS.keep(key, event.headers)
-        self._out.append(conn.send(event))
-        if body:
-            self._out.append(conn.send(h11.Data(data=body)))
-        self._out.append(conn.send(h11.EndOfMessage()))
+        self._out.append(self._h11.send(event))
         self.busy = True
         self.received = 0
+
+    def send(self, event: ClientExchangeOutput) -> None:
+        """Write one exchange event of a request (:mod:`~mcp_sansio.http._exchange`): the h11
+        wire as a consumer of the client's side of the seam. ``RequestStarted`` frames the
+        body with its ``content_length`` (chunked when None, except for ``GET`` and ``HEAD``,
+        which then have no body); ``CloseConnection`` is :meth:`close`."""
+        if isinstance(event, CloseConnection):
+            self.close()
+        elif self.closed:
+            return
+        elif isinstance(event, RequestStarted):
+            self._send_head(event.method, event.target, tuple(event.headers.items()),
+                            event.content_length)
+        elif isinstance(event, RequestData):
+            if event.data:
+                self._out.append(self._h11.send(h11.Data(data=event.data)))
+        else:
+            self._out.append(self._h11.send(h11.EndOfMessage()))
 
     def receive_data(self, data: bytes) -> None:
         if self._eof:
@@ -749,8 +785,12 @@ class ClientWire:
         self.received += len(data)
         self._h11.receive_data(data)
 
-    def next_event(self) -> ClientWireEvent | None:
-        """The next piece of the response, or None when more data is needed."""
+    def next_exchange_event(self) -> ClientExchangeInput | None:
+        """The next piece of the response as an exchange event (``ResponseStarted`` with the
+        header names lower-cased and ``content_length`` from ``Content-Length`` when there is
+        one, ``ResponseData``, ``ResponseEnded``, or ``PeerClosed`` when the connection ended
+        before the response did or the response was malformed), or None when more data is
+        needed."""
         if self.closed:
             return None
         conn = self._h11
@@ -766,28 +806,51 @@ class ClientWire:
             except h11.RemoteProtocolError as exc:
                 self.closed = True
                 self.busy = False
-                return WireClosed(detail=str(exc) or "malformed response")
+                self.detail = str(exc) or "malformed response"
+                return _PEER_CLOSED
             if event is h11.NEED_DATA or event is h11.PAUSED:
                 return None
             if isinstance(event, h11.InformationalResponse):
                 continue
             if isinstance(event, h11.Response):
-                return ResponseHead(status=event.status_code,
-                                    headers=Headers.from_raw(event.headers.raw_items()))
+                length = None
+                pairs = []
+                for name, value in event.headers:  # h11 lower-cases the names
+                    if name == b"content-length" and value.isdigit():  # h11 checked it
+                        length = int(value)
+                    pairs.append((name.decode("latin-1"), value.decode("latin-1")))
+                return ResponseStarted(status=event.status_code, headers=tuple(pairs),
+                                       content_length=length)
             if isinstance(event, h11.Data):
-                return ResponseBody(data=bytes(event.data))
+                return ResponseData(bytes(event.data))
             if isinstance(event, h11.EndOfMessage):
                 self.busy = False
                 if conn.our_state is h11.DONE and conn.their_state is h11.DONE:
                     conn.start_next_cycle()
                 else:
                     self.closed = True
-                return _END
+                return _RESPONSE_ENDED
             if isinstance(event, h11.ConnectionClosed):
                 self.closed = True
                 was_busy, self.busy = self.busy, False
-                return WireClosed(detail="the server closed the connection") if was_busy \
-                    else None
+                if not was_busy:
+                    return None
+                self.detail = "the server closed the connection"
+                return _PEER_CLOSED
+
+    def next_event(self) -> ClientWireEvent | None:
+        """The next piece of the response, or None when more data is needed: what
+        :meth:`next_exchange_event` gives, in this module's own shapes."""
+        event = self.next_exchange_event()
+        if event is None:
+            return None
+        if isinstance(event, ResponseStarted):
+            return ResponseHead(status=event.status, headers=Headers.from_pairs(event.headers))
+        if isinstance(event, ResponseData):
+            return ResponseBody(data=event.data)
+        if isinstance(event, ResponseEnded):
+            return _END
+        return WireClosed(detail=self.detail)
 
     def close(self) -> None:
         """Stop using this connection (the caller closes the socket)."""
