@@ -56,7 +56,7 @@ EventHandler = Callable[[Session, Event], None]
 class Exchange:
     """One ASGI request: the output events waiting for its coroutine to send them."""
 
-    __slots__ = ("channel", "gone", "out", "queued", "wake")
+    __slots__ = ("channel", "gone", "out", "queued", "scope", "wake")
 
     def __init__(self, channel: ServerChannel) -> None:
         self.channel = channel
@@ -66,6 +66,14 @@ class Exchange:
         #: The client is gone (or reads too slowly): nothing more is queued.
         self.gone = False
         self.wake = anyio.Event()
+        #: Where the request's coroutine sends the answer: cancelled when it is dropped (a
+        #: client that does not read has its ``send`` waiting for ever).
+        self.scope = anyio.CancelScope()
+
+    def drop(self) -> None:
+        """Give up on the answer: nothing more is queued or sent."""
+        self.gone = True
+        self.scope.cancel()
 
     def push(self, events: list[ExchangeOutput]) -> None:
         if not events:
@@ -126,8 +134,7 @@ class Routing:
         if not channel.closed and exchange.queued > self.max_write_buffer:
             log.info("dropping an HTTP response: %d bytes unread by its client",
                      exchange.queued)
-            exchange.gone = True
-            exchange.wake.set()
+            exchange.drop()
             channel.connection_lost(now=self._now())
             self._more()
 

@@ -186,7 +186,8 @@ class ASGIApp:
                 http_version=scope.get("http_version", "1.1")))
             async with anyio.create_task_group() as group:
                 group.start_soon(_read, service, channel, receive)
-                await _respond(service, exchange, send, http2)
+                with exchange.scope:
+                    await _respond(service, exchange, send, http2)
                 group.cancel_scope.cancel()
         finally:
             service._exchanges.pop(channel, None)
