@@ -83,8 +83,13 @@ def host_allow_list(allow_hosts: Sequence[str]) -> list[str]:
 
 
 def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.0.1",
-                  port: int = 0, allow_hosts: Sequence[str] = ()) -> int:
+                  port: int = 0, allow_hosts: Sequence[str] = (), engine: str | None = None,
+                  workers: int = 1) -> int:
     if _missing_runtime(runtime, "serve-example"):
+        return 2
+    if (engine is not None or workers != 1) and (
+            refused := _engine_refused(runtime, transport, engine, workers)):
+        sys.stderr.write(f"mcp-sansio serve-example: {refused}\n")
         return 2
     if transport == "http":
         if not is_loopback(host) and not allow_hosts:
@@ -105,6 +110,11 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
         if allow_hosts:
             options["allowed_hosts"] = host_allow_list(allow_hosts)
         try:
+            if engine is not None:  # an ASGI engine (adapters/_asgi_serve.py)
+                from ._asgi_serve import serve_engine
+
+                serve_engine(engine, runtime, host, port, workers=workers, options=options)
+                return 0
             _serve(runtime, (host, port, options))
         except OSError as exc:  # the port is taken, the address is not this machine's...
             sys.stderr.write(f"mcp-sansio serve-example: cannot listen on "
@@ -120,6 +130,20 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
         sys.stderr.flush()
     _serve(runtime, None)
     return 0
+
+
+def _engine_refused(runtime: str, transport: str, engine: str | None,
+                    workers: int) -> str | None:
+    """Why ``--engine``/``--workers`` cannot be honoured (one line), or None."""
+    if engine is None:
+        return "--workers needs --engine (our own HTTP servers run one process)"
+    if transport != "http":
+        return "--engine needs --transport http"
+    if workers < 1:
+        return "--workers must be at least 1"
+    from ._asgi_serve import missing
+
+    return missing(engine, runtime)
 
 
 def _serve(runtime: str, http: tuple[str, int, dict[str, Any]] | None) -> None:

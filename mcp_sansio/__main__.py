@@ -200,6 +200,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "NAME:PORT); repeatable. Required with a --host other clients can "
                        "reach: requests naming any other host are refused (403) against DNS "
                        "rebinding")
+    serve.add_argument("--engine", choices=["uvicorn", "hypercorn", "granian"], default=None,
+                       help="http: serve the ASGI application on this engine (each needs "
+                       "its extra, e.g. mcp-sansio[uvicorn]); --runtime trio selects "
+                       "hypercorn's trio worker")
+    serve.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="with --engine: worker processes (default: %(default)s); they "
+                       "share one requestState key, from $MCP_SANSIO_REQUEST_STATE_KEY or "
+                       "generated at start")
     probe = sub.add_parser(
         "probe",
         help="connect to a stdio or HTTP server and print what it offers",
@@ -264,7 +272,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "serve-example":
         return int(_adapters_cli().serve_example(args.runtime, transport=args.transport,
                                                  host=args.host, port=args.port,
-                                                 allow_hosts=args.allow_hosts))
+                                                 allow_hosts=args.allow_hosts,
+                                                 engine=args.engine, workers=args.workers))
     if args.command == "probe":
         command = args.server[1:] if args.server[:1] == ["--"] else args.server
         try:
