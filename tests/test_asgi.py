@@ -407,3 +407,25 @@ def test_app_takes_one_of_server_and_handler() -> None:
     with pytest.raises(TypeError):
         asgi.ASGIApp(http)
     assert CLIENT_INFO  # the helpers' client identity is what the requests above carry
+
+
+def test_serve_example_says_when_an_engine_cannot_run(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    import importlib.util
+
+    from mcp_sansio.adapters import _cli
+
+    assert _cli.serve_example("asyncio", transport="http", workers=2) == 2
+    assert "--workers needs --engine" in capsys.readouterr().err
+    assert _cli.serve_example("asyncio", engine="uvicorn") == 2
+    assert "--engine needs --transport http" in capsys.readouterr().err
+    assert _cli.serve_example("trio", transport="http", engine="granian") == 2
+    assert "hypercorn's trio worker only" in capsys.readouterr().err
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "granian" else real(name, *a))
+    assert _cli.serve_example("asyncio", transport="http", engine="granian") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1  # one line
+    assert "needs granian: pip install 'mcp-sansio[granian]'" in err
