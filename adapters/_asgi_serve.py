@@ -125,9 +125,9 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
         config.application_path = _APP + "()"  # hypercorn evaluates the name: a call
         config.bind = [f"{shown}:{port}"]
         config.worker_class = runtime
-        # Worker processes even for one: hypercorn's parent turns SIGINT/SIGTERM into a
-        # graceful stop; served in this process (workers = 0), its trio worker has no signal
-        # handling of its own and Ctrl-C does not stop it.
+        # Worker processes even for one: hypercorn's parent turns SIGINT and SIGTERM into a
+        # graceful stop; served in this process (workers = 0) its workers stop on Ctrl-C
+        # only (KeyboardInterrupt), not on SIGTERM, which is what supervisors send.
         config.workers = workers
         config.loglevel = level.upper()
         run(config)
