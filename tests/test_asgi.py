@@ -284,10 +284,10 @@ def test_mounted_at_a_prefix(backend: str) -> None:
         # Starlette's Mount("/tools"): root_path is the prefix, path the whole path
         await handshake(app, root_path="/tools", path="/tools/mcp")
         # a proxy that strips the prefix: the wire's raw_path has no prefix
-        call = Call(app, scope("POST", "/tools/mcp", root_path="/tools"), [b""])
+        call = post(app, init_body(), root_path="/tools", path="/tools/mcp")
         call.scope["raw_path"] = b"/mcp"
         await call.run()
-        assert call.status != 404
+        assert call.status == 200 and "mcp-session-id" in call.headers
         call = await post(app, init_body(), root_path="/tools", path="/tools/other").run()
         assert call.status == 404
         call = await post(app, init_body(), path="/mcp", query=b"a=1").run()
@@ -429,3 +429,17 @@ def test_serve_example_says_when_an_engine_cannot_run(monkeypatch: pytest.Monkey
     err = capsys.readouterr().err
     assert err.count("\n") == 1  # one line
     assert "needs granian: pip install 'mcp-sansio[granian]'" in err
+
+
+@pytest.mark.parametrize("version", ["1.1", "2"])
+def test_connection_fields_only_on_http1(backend: str, version: str) -> None:
+    async def main() -> None:
+        app = asgi.app(make_server(Probe()), max_body_size=10)
+        call = Call(app, scope("POST"), [b"x" * 100])
+        call.scope["http_version"] = version
+        await call.run()
+        assert call.status == 413
+        # HTTP/2 forbids connection-specific fields (RFC 9113 section 8.2.2)
+        assert ("connection" in call.headers) is (version == "1.1")
+        await app.aclose()
+    run(backend, main)
