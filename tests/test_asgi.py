@@ -443,3 +443,17 @@ def test_connection_fields_only_on_http1(backend: str, version: str) -> None:
         assert ("connection" in call.headers) is (version == "1.1")
         await app.aclose()
     run(backend, main)
+
+
+def test_timers_run_on_the_running_loop(backend: str) -> None:
+    """An idle session expires with no request to drive the server: the HTTP server's
+    timer is armed on the loop the application runs on (asyncio or trio)."""
+    async def main() -> None:
+        app = asgi.app(make_server(Probe()), session_idle_timeout=0.05)
+        sid = await handshake(app)
+        assert sid in app.http.sessions
+        with anyio.fail_after(TIMEOUT):
+            while sid in app.http.sessions:
+                await anyio.sleep(0.02)
+        await app.aclose()
+    run(backend, main)
