@@ -42,10 +42,11 @@ from mcp_sansio.http._exchange import (
     ExchangeOutput,
     ResponseData,
 )
+from mcp_sansio.http._exchange_wire import ExchangeWire
 
 from ._session import Server
 
-__all__ = ["Exchange", "Routing", "new_service"]
+__all__ = ["Exchange", "Routing", "SignallingWire", "new_service"]
 
 log = logging.getLogger("mcp_sansio.adapters.asgi")
 
@@ -89,6 +90,16 @@ class Exchange:
             await self.wake.wait()
 
 
+class SignallingWire(ExchangeWire):
+    """An exchange wire whose ``data_to_send`` is a one-byte marker while output events
+    wait: the HTTP server's ``data_to_send`` lists a channel that has bytes to write (or has
+    closed), so a request with new events is listed -- and routed by ``_write`` -- without
+    the service polling every open request after every drain."""
+
+    def data_to_send(self) -> bytes:
+        return b"." if self._out else b""
+
+
 class Routing:
     """Mixed in before a runtime's HTTP service: output goes to the ASGI requests'
     :class:`Exchange` queues instead of sockets, and a bare HTTP server's events go to the
@@ -111,14 +122,13 @@ class Routing:
         raise NotImplementedError
 
     def _write(self, channel: ServerChannel, data: bytes) -> None:
-        # The HTTP server lists an exchange's channel here only once it closed (its output
-        # is events, not bytes): the rest is picked up by _collect after every drain.
+        # A request's channel is listed by the HTTP server's data_to_send when it has output
+        # (the marker of SignallingWire) or closed: move its events to the request's queue.
         self._route(channel)
 
-    def _collect(self) -> None:
-        """After a drain: move every request's new output events to its queue."""
-        for channel in list(self._exchanges):
-            self._route(channel)
+    def new_channel(self) -> ServerChannel:
+        """The channel of one ASGI request (on the exchange seam)."""
+        return ServerChannel(self.http, SignallingWire(max_body_size=self.http.max_body_size))
 
     def _route(self, channel: ServerChannel) -> None:
         exchange = self._exchanges.get(channel)
@@ -176,14 +186,6 @@ def _asyncio_service(server: Server | None, http: HTTPServer, max_write_buffer: 
                 self._contain(channel)
                 self._loop.call_soon(self._safe_pump)
 
-        def _sync_drain(self) -> bool:
-            while HTTPService._sync_drain(self):
-                self._again = False
-                self._collect()
-                if not self._again:  # a request dropped by _collect needs one more drain
-                    return True
-            return False
-
         async def aclose(self) -> None:
             await HTTPService.aclose(self)
 
@@ -214,12 +216,6 @@ def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int
             except Exception:  # a bug: this request alone ends (_http_service.py)
                 self._contain(channel)
                 self._safe_wake()
-
-        def _drained_all(self) -> None:
-            self._collect()
-            HTTPService._drained_all(self)
-            if self._work:  # a request dropped by _collect: the pump task drains again
-                self._wakeup.unpark_all()
 
         async def start(self) -> None:
             ready = trio.Event()

@@ -175,7 +175,7 @@ class ASGIApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         service = await self._ensure()
-        channel = self.http.new_exchange(now=service._now())
+        channel = service.new_channel()
         exchange = Exchange(channel)
         service._exchanges[channel] = exchange
         http2 = scope.get("http_version", "1.1") not in ("1.0", "1.1")
