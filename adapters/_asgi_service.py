@@ -11,8 +11,10 @@ tasks are the runtime's own HTTP service's (``adapters/_http_asyncio.py`` on asy
 ``adapters/_http_trio.py`` on trio): the classes here subclass them and change only where
 output goes. Instead of a socket, each ASGI request has an :class:`Exchange` -- the queue of
 :mod:`~mcp_sansio.http._exchange` output events the request's coroutine sends as
-``http.response.*`` messages -- and each request's input is fed to the channel
-:meth:`HTTPServer.new_exchange <mcp_sansio.http.HTTPServer.new_exchange>` gave it.
+``http.response.*`` messages -- and each request's input is fed to a channel of its own on
+the exchange seam (as :meth:`HTTPServer.new_exchange
+<mcp_sansio.http.HTTPServer.new_exchange>` makes, with a :class:`SignallingWire`; keep-alive
+is the engine's business, so one request is one channel).
 
 Which runtime: the one the ASGI server runs the application on (asyncio under uvicorn,
 granian and hypercorn's asyncio worker; trio under hypercorn's trio worker), read with
