@@ -84,7 +84,8 @@ def host_allow_list(allow_hosts: Sequence[str]) -> list[str]:
 
 def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.0.1",
                   port: int = 0, allow_hosts: Sequence[str] = (),
-                  sessionless: bool = False, store: str | None = None) -> int:
+                  sessionless: bool = False, store: str | None = None,
+                  engine: str | None = None, workers: int = 1) -> int:
     if _missing_runtime(runtime, "serve-example"):
         return 2
     if sessionless and store is not None:
@@ -92,6 +93,22 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
         sys.stderr.write("mcp-sansio serve-example: --sessionless keeps no session and --store "
                          "shares sessions between workers; choose one\n")
         return 2
+    if (engine is not None or workers != 1) and (
+            refused := _engine_refused(runtime, transport, engine, workers)):
+        sys.stderr.write(f"mcp-sansio serve-example: {refused}\n")
+        return 2
+    if engine is not None and store is not None:
+        sys.stderr.write("mcp-sansio serve-example: --store is served by our own asyncio "
+                         "server in this version, not on an --engine\n")
+        return 2
+    if workers > 1 and store is None and not sessionless:
+        # Issue 14: several workers and nothing shared -- a handshake-era session opened on
+        # one worker would be unknown to the others, so keep none (docs/deploying.rst).
+        sessionless = True
+        sys.stderr.write(
+            f"mcp-sansio serve-example: {workers} workers share no store, so handshake-era "
+            "clients are served sessionless (no GET stream, no requests to the client, no "
+            "resumption); give --store to keep sessions\n")
     stores = _shared_stores(store, transport, runtime) if store is not None else None
     if stores is False:
         return 2
@@ -118,6 +135,11 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
         if stores is not None:
             options["stores"] = stores
         try:
+            if engine is not None:  # an ASGI engine (adapters/_asgi_serve.py)
+                from ._asgi_serve import serve_engine
+
+                serve_engine(engine, runtime, host, port, workers=workers, options=options)
+                return 0
             _serve(runtime, (host, port, options))
         except OSError as exc:  # the port is taken, the address is not this machine's...
             sys.stderr.write(f"mcp-sansio serve-example: cannot listen on "
@@ -155,6 +177,20 @@ def _shared_stores(url: str, transport: str, runtime: str) -> Any:
                 problem = f"--store {url!r} is not a Redis URL ({exc})"
     sys.stderr.write(f"mcp-sansio serve-example: {problem}\n")
     return False
+
+
+def _engine_refused(runtime: str, transport: str, engine: str | None,
+                    workers: int) -> str | None:
+    """Why ``--engine``/``--workers`` cannot be honoured (one line), or None."""
+    if engine is None:
+        return "--workers needs --engine (our own HTTP servers run one process)"
+    if transport != "http":
+        return "--engine needs --transport http"
+    if workers < 1:
+        return "--workers must be at least 1"
+    from ._asgi_serve import missing
+
+    return missing(engine, runtime)
 
 
 def _serve(runtime: str, http: tuple[str, int, dict[str, Any]] | None) -> None:

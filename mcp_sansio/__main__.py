@@ -208,6 +208,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="http: serve handshake-era clients with no session kept, so "
                        "that any process can serve any request (no GET stream, no requests "
                        "to the client; see docs/http.rst, Sessionless mode)")
+    serve.add_argument("--engine", choices=["uvicorn", "hypercorn", "granian"], default=None,
+                       help="http: serve the ASGI application on this engine (each needs "
+                       "its extra, e.g. mcp-sansio[uvicorn]); --runtime trio selects "
+                       "hypercorn's trio worker")
+    serve.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="with --engine: worker processes (default: %(default)s); they "
+                       "share one requestState key ring, from $MCP_SANSIO_STATE_KEYS or "
+                       "drawn at start (docs/keys.rst); without --store, handshake-era "
+                       "clients are served sessionless")
     probe = sub.add_parser(
         "probe",
         help="connect to a stdio or HTTP server and print what it offers",
@@ -274,7 +283,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                                                  host=args.host, port=args.port,
                                                  allow_hosts=args.allow_hosts,
                                                  sessionless=args.sessionless,
-                                                 store=args.store))
+                                                 store=args.store,
+                                                 engine=args.engine, workers=args.workers))
     if args.command == "probe":
         command = args.server[1:] if args.server[:1] == ["--"] else args.server
         try:

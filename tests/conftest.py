@@ -79,12 +79,15 @@ MODULE_MARKERS: dict[str, tuple[str, str]] = {
     "test_benchmarks_smoke.py": ("slow", "runs the benchmark scripts"),
     "test_types_benchmark_smoke.py": ("slow", "runs a benchmark script"),
     "test_fresh_clone.py": ("slow", "clones the repository and runs pytest there: ~10 s"),
+    "test_asgi_engines.py": ("slow", "uvicorn, hypercorn and granian server processes: ~10 s"),
     "test_interop.py": ("interop", "the official SDK over stdio"),
     "test_http_interop.py": ("interop", "the official SDK over Streamable HTTP"),
     "test_testing_kit.py": ("harness", "the kit's strategies and peer machine: ~40 s"),
 }
 #: Single tests (module, function name) that leave the quick run although their module stays.
 TEST_MARKERS: dict[tuple[str, str], tuple[str, str]] = {
+    ("test_asgi_engines.py", "test_the_sdk_client_against_uvicorn"):
+        ("interop", "the official SDK's client against the ASGI app under uvicorn"),
     ("test_capabilities.py", "test_random_capabilities_incoming"):
         ("slow", "random capability sets per revision: ~9 s"),
     ("test_capabilities.py", "test_random_capabilities_outgoing"):

@@ -1,0 +1,140 @@
+"""``mcp-sansio serve-example --engine ENGINE [--workers N]``: the example server's ASGI
+application on uvicorn, hypercorn or granian.
+
+Theory of operation
+-------------------
+An engine with several workers imports the application in each worker process (spawned, not
+forked, by hypercorn; forked or spawned by the others), so the application is named by an
+import string -- :func:`example_app`, a factory -- and what the command line chose reaches
+the workers through the environment, set by the parent before the engine starts:
+:data:`OPTIONS_ENV` (the HTTP server's options, JSON) and the ``requestState`` key ring
+(:func:`mcp_sansio.adapters.keys.worker_environment`: the configured ring, inherited, or one
+key drawn by the parent for all its workers; docs/keys.rst), so a ``requestState`` sealed by
+one worker opens on every other (what a 2026-07-28 client needs when its requests land on
+different workers).
+
+The URL is printed on stdout, as on our own servers, once the port accepts connections (the
+parent polls it: with several workers no single one knows it is the first). Port 0 is
+resolved first by binding a socket to it and reading the port back (the engines bind by
+number; a port taken in between fails the start, loudly). ``--runtime trio`` selects
+hypercorn's trio worker; uvicorn and granian run asyncio only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+__all__ = ["ENGINES", "OPTIONS_ENV", "example_app", "missing", "serve_engine"]
+
+#: The engines, each with the extra that installs it.
+ENGINES = {"uvicorn": "uvicorn", "hypercorn": "hypercorn", "granian": "granian"}
+#: The HTTP server's options for every worker (JSON), set by :func:`serve_engine`.
+OPTIONS_ENV = "MCP_SANSIO_EXAMPLE_HTTP_OPTIONS"
+#: Seconds the parent waits for the engine to accept connections before giving up on
+#: printing the URL: 60 s (a cold start of several spawned workers on a loaded machine
+#: takes seconds; beyond a minute something is wrong and the engine's own log says what).
+READY_TIMEOUT = 60.0
+_APP = "mcp_sansio.adapters._asgi_serve:example_app"
+
+
+def example_app() -> Any:
+    """The example server as an ASGI application, configured from the environment (the
+    factory every worker calls)."""
+    import anyio
+
+    from . import _example_server, asgi
+
+    _example_server._log_to_stderr()
+    server = _example_server.build(anyio.sleep)  # asyncio or trio, whichever runs it
+    options: dict[str, Any] = json.loads(os.environ.get(OPTIONS_ENV) or "{}")
+    # The key ring comes from the environment the parent prepared (adapters/keys.py).
+    return asgi.app(server, **options)
+
+
+def missing(engine: str, runtime: str) -> str | None:
+    """Why ``engine`` cannot serve on ``runtime`` here (one line), or None."""
+    if engine not in ENGINES:
+        return f"unknown engine {engine!r} (one of {', '.join(ENGINES)})"
+    if runtime == "trio" and engine != "hypercorn":
+        return f"--runtime trio runs on hypercorn's trio worker only, not on {engine}"
+    if runtime not in ("asyncio", "trio"):
+        return f"--engine {engine} serves with asyncio or trio, not {runtime}"
+    needed = [engine, "anyio", "sniffio"] + (["trio"] if runtime == "trio" else [])
+    absent = [name for name in needed if importlib.util.find_spec(name) is None]
+    if absent:
+        extra = ENGINES[engine] + (",trio" if runtime == "trio" else "")
+        return (f"--engine {engine} needs {', '.join(absent)}: "
+                f"pip install 'mcp-sansio[{extra}]'")
+    return None
+
+
+def _free_port(host: str) -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _announce(host: str, port: int, url: str) -> None:
+    """Print ``url`` once ``host:port`` accepts connections (a thread of the parent)."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    target = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((target, port), timeout=1.0):
+                break
+        except OSError:
+            time.sleep(0.05)
+    else:
+        return
+    sys.stdout.write(f"{url}\n")
+    sys.stdout.flush()
+
+
+def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: int,
+                 options: dict[str, Any]) -> None:
+    """Run the example server's ASGI application on ``engine`` until it is stopped."""
+    if port == 0:
+        port = _free_port(host)
+    os.environ[OPTIONS_ENV] = json.dumps(options)
+    from .keys import worker_environment
+
+    os.environ.update(worker_environment(workers))
+    shown = f"[{host}]" if ":" in host else host
+    threading.Thread(target=_announce, args=(host, port, f"http://{shown}:{port}/mcp"),
+                     daemon=True).start()
+    level = "warning"
+    if engine == "uvicorn":
+        import uvicorn
+
+        uvicorn.run(_APP, factory=True, host=host, port=port, workers=workers,
+                    log_level=level, lifespan="on")
+    elif engine == "hypercorn":
+        from hypercorn.config import Config
+        from hypercorn.run import run
+
+        config = Config()
+        config.application_path = _APP + "()"  # hypercorn evaluates the name: a call
+        config.bind = [f"{shown}:{port}"]
+        config.worker_class = runtime
+        # Worker processes even for one: hypercorn's parent turns SIGINT and SIGTERM into a
+        # graceful stop; served in this process (workers = 0) its workers stop on Ctrl-C
+        # only (KeyboardInterrupt), not on SIGTERM, which is what supervisors send.
+        config.workers = workers
+        config.loglevel = level.upper()
+        run(config)
+    else:
+        from granian import Granian
+        from granian.constants import Interfaces
+        from granian.log import LogLevels
+
+        Granian(_APP, factory=True, address=host, port=port, interface=Interfaces.ASGI,
+                workers=workers, log_level=LogLevels.warning).serve()
+

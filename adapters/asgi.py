@@ -1,0 +1,332 @@
+"""The MCP server as an ASGI 3 application, for uvicorn, hypercorn, granian, Starlette, FastAPI.
+
+Theory of operation
+-------------------
+:class:`ASGIApp` serves Streamable HTTP (both eras, and the legacy HTTP+SSE endpoints when
+asked) the way our own HTTP servers do, with the ASGI server doing the HTTP/1.1 (or 2)
+parsing. Each ``http`` scope is one request: its head (method, path relative to the mount
+point plus the query string, headers, HTTP version) and its ``http.request`` body chunks are
+fed, as they arrive, to a :class:`~mcp_sansio.http.ServerChannel` on the parser-neutral
+exchange (:mod:`mcp_sansio.http._exchange`); the answer comes back as exchange events, sent
+as ``http.response.start`` and ``http.response.body`` (``more_body`` for every piece of an
+SSE stream). ``http.disconnect`` is the client leaving: the request's stream is detached
+from it (in 2026-07-28, where a request lives on its stream, that cancels the request;
+in the handshake era a resumable stream's events wait for ``Last-Event-ID``). One sans-IO
+:class:`~mcp_sansio.http.HTTPServer` serves every request of the worker process, its timers
+armed on the running loop (``adapters/_asgi_service.py``).
+
+The ``lifespan`` scope starts the service before the first request and, at shutdown, cancels
+the handlers still running. An application mounted where no ``lifespan`` reaches it (a
+Starlette ``Mount`` passes none down) starts the same service on its first request.
+
+Mounting: the HTTP server's ``path`` (``/mcp`` by default) is relative to the mount point:
+``Mount("/tools", app=app)`` serves ``/tools/mcp`` (the ASGI ``root_path``, the prefix, is
+taken off ``path``). The OAuth protected-resource metadata (``auth=``) lives at
+``/.well-known/...`` on the host (RFC 9728 section 3.1), which a mounted application does not
+see; :attr:`ASGIApp.well_known_paths` are the paths to route to the same application (their
+full path is matched, whatever the prefix). ``ProtectedResource.resource`` is the public URL,
+prefix included.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import Any
+from urllib.parse import quote, unquote
+
+import anyio
+import sniffio
+
+from mcp_sansio.http import HTTPServer
+from mcp_sansio.http._exchange import (
+    CloseConnection,
+    PeerClosed,
+    RequestData,
+    RequestEnded,
+    RequestStarted,
+    ResponseData,
+    ResponseEnded,
+    ResponseStarted,
+)
+from mcp_sansio.http._headers import Headers
+
+from ._asgi_service import EventHandler, Exchange, Routing, new_service
+from ._http_service import new_http_server
+from ._session import Server
+
+__all__ = ["DEFAULT_MAX_WRITE_BUFFER", "ASGIApp", "app", "http_app"]
+
+log = logging.getLogger("mcp_sansio.adapters.asgi")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+#: Response bytes queued for one request that its client has not read before the request is
+#: dropped: 16 MiB, as on our own sockets (far above any one answer; a client that does not
+#: read an SSE stream is stuck).
+DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
+
+#: Header fields that belong to one HTTP/1.1 connection (RFC 9110 section 7.6.1); HTTP/2 and
+#: HTTP/3 forbid them (RFC 9113 section 8.2.2), so they are dropped from answers there.
+_CONNECTION_FIELDS = frozenset({b"connection", b"keep-alive", b"transfer-encoding"})
+#: Characters left as they are when a decoded path is encoded again (RFC 3986 section 3.3).
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
+
+
+class ASGIApp:
+    """An ASGI 3 application serving an MCP server (module docstring).
+
+    Build it from a high-level :class:`~mcp_sansio.adapters._session.Server` (what
+    :func:`app` does) or from a bare sans-IO :class:`~mcp_sansio.http.HTTPServer` and a
+    handler of its events (:func:`http_app`).
+
+    :param max_write_buffer: response bytes queued for a client that does not read before
+        its request is dropped (:data:`DEFAULT_MAX_WRITE_BUFFER`).
+    """
+
+    def __init__(self, http: HTTPServer, *, server: Server | None = None,
+                 on_event: EventHandler | None = None,
+                 max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER) -> None:
+        if (server is None) == (on_event is None):
+            raise TypeError("give exactly one of server= and on_event=")
+        #: The sans-IO HTTP server (one per worker process).
+        self.http = http
+        self.server = server
+        self.max_write_buffer = max_write_buffer
+        self._on_event = on_event
+        self._service: Routing | None = None
+        self._token: object = None  # the loop (or trio run) the service belongs to
+        self._starting: anyio.Event | None = None
+
+    # -- what a deployment needs -------------------------------------------------------------
+
+    @property
+    def well_known_paths(self) -> tuple[str, ...]:
+        """Paths (from the host's root) of the protected-resource metadata, when the server
+        has ``auth``: route them to this application too when it is mounted at a prefix."""
+        auth = self.http.auth
+        return auth.metadata_paths if auth is not None else ()
+
+    def wake(self) -> None:
+        """For a bare HTTP server's handler that answered outside a dispatch (after
+        ``session.flush()``): route what it sent now."""
+        if self._service is not None:
+            self._service.wake()
+
+    async def aclose(self) -> None:
+        """Cancel the handlers still running and forget the service (the ``lifespan``
+        shutdown does this)."""
+        service, self._service, self._token = self._service, None, None
+        if service is not None:
+            await service.aclose()
+
+    # -- ASGI --------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket":  # MCP has no WebSocket transport: the handshake is refused
+            await send({"type": "websocket.close", "code": 1000})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self._ensure()
+                except Exception as exc:
+                    log.exception("the MCP ASGI application could not start")
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _ensure(self) -> Routing:
+        """The service of the running loop, started on first use."""
+        library = sniffio.current_async_library()
+        token = _loop_token(library)
+        while self._starting is not None:  # another request is starting it
+            await self._starting.wait()
+        service = self._service
+        if service is not None and self._token is token:
+            return service
+        self._starting = starting = anyio.Event()
+        try:
+            # A service of another loop (an application reused across asyncio.run calls,
+            # as tests do) is dropped: its tasks and timers belong to that loop.
+            service = new_service(library, self.server, self.http,
+                                  max_write_buffer=self.max_write_buffer,
+                                  on_event=self._on_event)
+            await service.start()
+            self._service, self._token = service, token
+            return service
+        finally:
+            self._starting = None
+            starting.set()
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        service = await self._ensure()
+        channel = service.new_channel()
+        exchange = Exchange(channel)
+        service._exchanges[channel] = exchange
+        http2 = scope.get("http_version", "1.1") not in ("1.0", "1.1")
+        try:
+            await service.feed(channel, RequestStarted(
+                method=scope["method"], target=self._target(scope),
+                headers=Headers(list(scope.get("headers") or ())),
+                http_version=scope.get("http_version", "1.1")))
+            async with anyio.create_task_group() as group:
+                group.start_soon(_read, service, channel, receive)
+                with exchange.scope:
+                    await _respond(service, exchange, send, http2)
+                group.cancel_scope.cancel()
+        finally:
+            service._exchanges.pop(channel, None)
+            if not channel.closed:
+                # The request is over for this application (answered, or given up on): its
+                # channel is released, and a stream still on it detached.
+                with anyio.CancelScope(shield=True):
+                    await service.feed(channel, PeerClosed())
+
+    def _target(self, scope: Scope) -> str:
+        """The request-target for the HTTP server: the path below the mount point (or the
+        whole path for the metadata's well-known paths) and the query string."""
+        path: str = scope.get("path") or "/"
+        root: str = scope.get("root_path") or ""
+        if root and path not in self.well_known_paths and path.startswith(root):
+            relative = path[len(root):] or "/"
+        else:
+            relative, root = path, ""
+        raw = scope.get("raw_path")
+        target = None
+        if raw:
+            # raw_path keeps the client's percent-encoding; it may or may not include the
+            # prefix (a proxy that strips the prefix leaves it out).
+            wire = raw.decode("latin-1")
+            decoded = unquote(wire)
+            if decoded == relative:
+                target = wire
+            elif root and decoded == path and wire.startswith(quote(root, safe=_PATH_SAFE)):
+                target = wire[len(quote(root, safe=_PATH_SAFE)):] or "/"
+        if target is None:
+            target = quote(relative, safe=_PATH_SAFE + "%")
+        query: bytes = scope.get("query_string") or b""
+        return f"{target}?{query.decode('latin-1')}" if query else target
+
+
+def _loop_token(library: str) -> object:
+    if library == "asyncio":
+        import asyncio
+
+        return asyncio.get_running_loop()
+    import trio
+
+    return trio.lowlevel.current_root_task()
+
+
+async def _read(service: Routing, channel: Any, receive: Receive) -> None:
+    """Feed the request body as it arrives, then wait for the client to leave."""
+    body_done = False
+    while True:
+        message = await receive()
+        kind = message.get("type")
+        if kind == "http.request" and not body_done:
+            body = message.get("body") or b""
+            if body and not channel.closed:
+                await service.feed(channel, RequestData(bytes(body)))
+            if not message.get("more_body", False):
+                body_done = True
+                if not channel.closed:
+                    await service.feed(channel, RequestEnded())
+            if channel.closed:  # refused (413): the rest of the body is not read
+                return
+        elif kind == "http.disconnect":
+            if not channel.closed:
+                await service.feed(channel, PeerClosed())
+            return
+
+
+async def _respond(service: Routing, exchange: Exchange, send: Send, http2: bool) -> None:
+    """Send the request's answer as it comes; return once it is complete or cut short."""
+    out = exchange.out
+    while True:
+        if not out:
+            if exchange.gone:
+                return
+            await exchange.wait()
+            continue
+        event = out.popleft()
+        message: Message
+        last = False
+        if isinstance(event, ResponseStarted):
+            headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                       for k, v in event.headers]
+            if http2:
+                headers = [(k, v) for k, v in headers if k not in _CONNECTION_FIELDS]
+            if event.content_length is not None and not any(
+                    k == b"content-length" for k, _ in headers):
+                headers.append((b"content-length", str(event.content_length).encode()))
+            message = {"type": "http.response.start", "status": event.status,
+                       "headers": headers}
+        elif isinstance(event, ResponseData):
+            exchange.queued -= len(event.data)
+            last = bool(out) and isinstance(out[0], ResponseEnded)
+            if last:
+                out.popleft()
+            message = {"type": "http.response.body", "body": event.data, "more_body": not last}
+        elif isinstance(event, ResponseEnded):
+            last = True
+            message = {"type": "http.response.body", "body": b"", "more_body": False}
+        else:
+            assert isinstance(event, CloseConnection)
+            return  # cut short (or already complete): the ASGI server closes the connection
+        try:
+            await send(message)
+        except Exception as exc:  # the client is gone (ASGI servers raise their own kinds)
+            log.debug("an ASGI send failed: %r", exc)
+            if not exchange.channel.closed:
+                await service.feed(exchange.channel, PeerClosed())
+            return
+        if last:
+            return
+
+
+def app(
+    server: Server, *, request_state_key: bytes | None = None,
+    connection_options: Mapping[str, Any] | None = None,
+    new_session_id: Callable[[], str] | None = None,
+    max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER, **http_options: Any,
+) -> ASGIApp:
+    """An ASGI application serving ``server`` over Streamable HTTP (both eras).
+
+    The options are those of every runtime's ``start_http``: ``http_options`` go to
+    :class:`~mcp_sansio.http.HTTPServer` (``path``, ``response_mode``, ``allowed_hosts``,
+    ``allowed_origins``, limits, ``auth``, ``legacy_sse_path``, ...);
+    ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`;
+    ``request_state_key`` seals stateless-era ``requestState`` (random by default: valid
+    for this worker process only -- give every worker the same key so that a
+    ``requestState`` sealed by one opens on another)."""
+    http = new_http_server(server, request_state_key=request_state_key,
+                           connection_options=connection_options,
+                           new_session_id=new_session_id, http_options=http_options)
+    return ASGIApp(http, server=server, max_write_buffer=max_write_buffer)
+
+
+def http_app(http: HTTPServer, on_event: EventHandler, *,
+             max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER) -> ASGIApp:
+    """An ASGI application over a bare :class:`~mcp_sansio.http.HTTPServer`: ``on_event``
+    gets every ``(session, event)`` pair, as from
+    :meth:`~mcp_sansio.http.HTTPServer.next_event`, and answers through
+    ``session.connection``; an answer given later (outside ``on_event``) needs
+    ``session.flush()`` and :meth:`ASGIApp.wake`."""
+    return ASGIApp(http, on_event=on_event, max_write_buffer=max_write_buffer)
+
