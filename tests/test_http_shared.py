@@ -494,3 +494,22 @@ def test_three_shared_workers_answer_as_one_server(ops: list[tuple[str, Any]],
     targets = targets[:len(ops)]
     expected = _play_on(lambda _: alone, ops, targets)
     assert _play_on(lambda t: cluster.workers[t], ops, targets) == expected
+
+
+def test_session_ids_carry_the_workers_routing_tag() -> None:
+    """issue 14: a gateway routing by Mcp-Session-Id reads the tag; any worker still serves
+    any session (the tag routes, it does not gate)."""
+    table, log = MemorySessionTable(), MemoryEventLog()
+    a = Worker("w0", table, log, session_id_prefix="hostA.")
+    b = Worker("w1", table, log, session_id_prefix="hostB.")
+    sid_a, sid_b = a.initialize(), b.initialize()
+    assert sid_a.startswith("hostA.") and sid_b.startswith("hostB.")
+    assert sid_a.removeprefix("hostA.")  # the unguessable part follows the tag
+    r = b.conn().send(body=request(1, "ping"), headers=b.session_headers(sid_a))
+    assert r.status == 200
+
+
+@pytest.mark.parametrize("prefix", ["has space", "tab\t", "é", "x" * 65])
+def test_a_routing_tag_that_is_no_header_token_is_refused_at_construction(prefix: str) -> None:
+    with pytest.raises(ValueError, match="session_id_prefix"):
+        Harness(session_id_prefix=prefix)

@@ -133,6 +133,7 @@ __all__ = [
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_RETRY_MS",
     "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "MAX_SESSION_ID_PREFIX",
     "HTTPServer",
     "ResponseMode",
     "ServerChannel",
@@ -151,6 +152,10 @@ DEFAULT_MAX_SESSIONS = 10_000
 #: A session with no request and no open stream for this long ends (one hour). Clients are
 #: required to re-initialize when their session is gone (404), so expiry is always safe.
 DEFAULT_SESSION_IDLE_TIMEOUT: float | None = 3600.0
+#: Longest routing tag in front of a session id: 64 characters. A tag names a worker or a
+#: host (a few characters); the bound keeps ids short enough for any header limit, since
+#: the unguessable part (43 characters from ``secrets.token_urlsafe(32)``) follows it.
+MAX_SESSION_ID_PREFIX = 64
 #: The SSE ``retry`` field (milliseconds) sent at the start of resumable streams: how long a
 #: client waits before resuming a broken stream. One second: quick recovery, no hammering.
 DEFAULT_RETRY_MS: int | None = 1000
@@ -542,6 +547,11 @@ class HTTPServer:
         effects (:meth:`shared_effects`, :meth:`resolve`) instead of keeping events itself.
     :param stream_tag: this worker's mark in its stream ids (letters and digits), unique
         among the workers sharing a store, so that two workers never number one stream.
+    :param session_id_prefix: put in front of every session id this server issues
+        (visible ASCII, at most :data:`MAX_SESSION_ID_PREFIX` characters): the routing tag
+        a gateway that routes by ``Mcp-Session-Id`` reads to send a session's requests to
+        the worker that opened it (see "Routing by session id" in :doc:`/stores`). The id
+        stays unguessable: the prefix is added to what ``new_session_id`` returns.
     """
 
     def __init__(
@@ -575,6 +585,7 @@ class HTTPServer:
         sessionless: bool = False,
         shared: bool = False,
         stream_tag: str = "",
+        session_id_prefix: str = "",
     ) -> None:
         if sessionless and legacy_sse_path is not None:
             raise ValueError("the legacy HTTP+SSE transport needs sessions: "
@@ -585,6 +596,12 @@ class HTTPServer:
         if not stream_tag.isalnum() and stream_tag:
             raise ValueError("stream_tag must be letters and digits")
         self.stream_tag = stream_tag
+        if (len(session_id_prefix) > MAX_SESSION_ID_PREFIX
+                or any(not 0x21 <= ord(c) <= 0x7E for c in session_id_prefix)):
+            raise ValueError("session_id_prefix must be visible ASCII (0x21-0x7E), at most "
+                             f"{MAX_SESSION_ID_PREFIX} characters")
+        #: The routing tag in front of every session id issued here.
+        self.session_id_prefix = session_id_prefix
         self.shared = shared
         self._effects: list[SharedEffect] = []
         template = connection_factory()
@@ -1462,7 +1479,10 @@ class HTTPServer:
     def _open_session(self, era: Era, *, legacy: bool = False) -> Session:
         assert self.new_session_id is not None
         session_id = self.new_session_id()
-        if not session_id or any(not 0x21 <= ord(c) <= 0x7E for c in session_id):
+        if not session_id:
+            raise ValueError("a session id must be non-empty visible ASCII (0x21-0x7E)")
+        session_id = self.session_id_prefix + session_id
+        if any(not 0x21 <= ord(c) <= 0x7E for c in session_id):
             raise ValueError("a session id must be non-empty visible ASCII (0x21-0x7E)")
         if session_id in self._sessions:
             raise ValueError("new_session_id returned an id that is in use")
