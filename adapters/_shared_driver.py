@@ -25,13 +25,9 @@ stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStor
 One task, in order: an event is appended before a later replay on this worker reads the
 log, and the record of a session is saved before its DELETE drops it.
 
-:func:`sealing_key` gives a shared server the key that seals 2026-07-28 ``requestState``:
-the newest of the store's key ring, so that a state sealed on one worker opens on every
-other. A store with no key gets one (32 random bytes) from the first worker that starts;
-workers that start at the same instant on an empty store may each add one and seal with
-different keys until they restart -- put a key in the store first (``add_key``) or give
-``request_state_key`` to every worker. (Opening with any key of the ring, so that rotation
-loses nothing, is the key ring's part: issue 18.)
+:mod:`._shared_keys` gives a shared server its ``requestState`` key ring from the store's;
+the driver keeps it current (a read every ``refresh_interval``, and one at once on the bus's
+``keys`` topic).
 """
 
 from __future__ import annotations
@@ -40,7 +36,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -55,7 +50,9 @@ from mcp_sansio.http._shared import (
     StoreEvent,
 )
 
-__all__ = ["SharedDriver", "sealing_key"]
+from ._shared_keys import StoreKeys
+
+__all__ = ["SharedDriver"]
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +65,12 @@ class SharedDriver:
     """Carries out ``http``'s shared effects against ``stores`` (an object with
     ``sessions``, ``events`` and ``bus``); ``pump`` runs the service's pump."""
 
-    def __init__(self, http: HTTPServer, stores: Any, pump: Callable[[], None]) -> None:
+    def __init__(self, http: HTTPServer, stores: Any, pump: Callable[[], None], *,
+                 keys: StoreKeys | None = None) -> None:
         self.http = http
+        #: The key ring's source to keep current (None: the keys were given, not stored).
+        self.keys = keys
+        self._key_tasks: set[asyncio.Task[None]] = set()
         self.stores = stores
         self._pump = pump
         self._loop = asyncio.get_running_loop()
@@ -82,6 +83,9 @@ class SharedDriver:
         bus = self.stores.bus
         self._unsubscribe.append(await bus.subscribe("sessions", self._on_sessions))
         self._unsubscribe.append(await bus.subscribe("broadcast", self._on_broadcast))
+        if self.keys is not None:
+            self._unsubscribe.append(await bus.subscribe("keys", self._on_keys))
+            self._spawn(self._refresh_keys_forever())
 
     def kick(self) -> None:
         """After a pump: start carrying out what the server queued (if it queued anything
@@ -99,6 +103,8 @@ class SharedDriver:
 
     async def aclose(self) -> None:
         self._closed = True
+        for key_task in list(self._key_tasks):
+            key_task.cancel()
         for unsubscribe in self._unsubscribe:
             with contextlib.suppress(Exception):
                 await unsubscribe()
@@ -189,6 +195,32 @@ class SharedDriver:
             self.http.refresh_session(saved, note.get("record"), now=now)
         self._safe_pump()
 
+    # -- the key ring ------------------------------------------------------------------------
+
+    def _spawn(self, coro: Any) -> None:
+        task = self._loop.create_task(coro)
+        self._key_tasks.add(task)
+        task.add_done_callback(self._key_tasks.discard)
+
+    async def _refresh_keys(self) -> None:
+        assert self.keys is not None
+        try:
+            await self.keys.refresh()
+        except Exception:  # the keys in hand stay; the next refresh tries again
+            log.exception("reading the shared key store failed")
+
+    async def _refresh_keys_forever(self) -> None:
+        assert self.keys is not None
+        while not self._closed:
+            await asyncio.sleep(self.keys.refresh_interval)
+            await self._refresh_keys()
+
+    def _on_keys(self, topic: str, message: bytes) -> None:
+        """A key was added to the store (``rotate_key``): read the ring now, not at the next
+        refresh, so that this worker opens with it as early as possible."""
+        if not self._closed:
+            self._spawn(self._refresh_keys())
+
     def _on_broadcast(self, topic: str, message: bytes) -> None:
         try:
             note = json.loads(message)
@@ -200,12 +232,3 @@ class SharedDriver:
             self.http.broadcast(method, params)
             self._safe_pump()
 
-
-async def sealing_key(stores: Any) -> bytes:
-    """The newest key of ``stores.keys`` (one is added when there is none)."""
-    keys: list[bytes] = await stores.keys.get_keys()
-    if not keys:
-        await stores.keys.add_key(secrets.token_bytes(32))
-        keys = await stores.keys.get_keys()
-        log.info("the shared key store had no requestState sealing key: added one")
-    return keys[0]

@@ -171,6 +171,11 @@ class KeyStore(Protocol):
     async def add_key(self, key: bytes) -> None:
         """Make ``key`` the newest; the oldest beyond the store's bound is dropped."""
 
+    async def ensure_key(self, key: bytes) -> list[bytes]:
+        """Every kept key, newest first, after adding ``key`` *if the store had none* -- in
+        one atomic step, so that of several workers starting at once on an empty store one
+        key wins and every worker gets that one."""
+
 
 # -- in-memory defaults -------------------------------------------------------------------------
 
@@ -321,6 +326,13 @@ class MemoryKeyStore:
         if not key:
             raise ValueError("a sealing key must not be empty")
         self._keys = [key, *(k for k in self._keys if k != key)][: self.max_keys]
+
+    async def ensure_key(self, key: bytes) -> list[bytes]:
+        if not key:
+            raise ValueError("a sealing key must not be empty")
+        if not self._keys:  # no await between the test and the write: atomic on one loop
+            self._keys = [key]
+        return list(self._keys)
 
 
 class MemoryStores:

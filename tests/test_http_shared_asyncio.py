@@ -232,16 +232,63 @@ def test_request_state_sealed_on_one_worker_opens_on_the_other(stores_factory: A
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
 
 
-def test_workers_on_one_store_seal_with_its_newest_key(stores_factory: Any) -> None:
-    from mcp_sansio.adapters._shared_driver import sealing_key
+def test_workers_on_one_store_share_its_key_ring(stores_factory: Any) -> None:
+    from mcp_sansio.adapters._shared_keys import store_key_ring
 
     async def main() -> None:
         async with stores_factory() as stores:
-            key = await sealing_key(stores)
+            ring, _ = await store_key_ring(stores)
+            key = ring.sealing_key()[1]
             assert len(key) == 32 and await stores.keys.get_keys() == [key]
-            assert await sealing_key(stores) == key  # not added again
-            await stores.keys.add_key(b"r" * 32)  # rotation: the next worker seals anew
-            assert await sealing_key(stores) == b"r" * 32
+            again, _ = await store_key_ring(stores)
+            assert again.keys() == (key,)  # not added again
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_key_rotation_during_traffic_loses_no_request_state(stores_factory: Any) -> None:
+    """issue 18: states sealed on one worker keep opening on the other while keys rotate
+    (twice), and both workers end up sealing with the newest key."""
+    from mcp_sansio.adapters._shared_keys import rotate_key
+
+    async def seal(port: int, n: int) -> str:
+        conn = await Conn.open(port)
+        status, _, messages = await conn.request("POST", *tool_call("two_rounds", {}, n))
+        await conn.close()
+        assert status == 200
+        state: str = messages[-1]["result"]["requestState"]
+        return state
+
+    async def open_(port: int, n: int, state: str) -> None:
+        conn = await Conn.open(port)
+        body, hdrs = tool_call("two_rounds", {}, n)
+        body["params"]["requestState"] = state
+        status, _, messages = await conn.request("POST", body, hdrs)
+        await conn.close()
+        assert status == 200, messages
+        assert messages[-1]["result"]["content"][0]["text"] == "resumed round-one", messages
+
+    async def main() -> None:
+        release = asyncio.Event()
+        async with stores_factory() as one, stores_factory() as two, \
+                start_http(make_server(release), stores=one, key_refresh_interval=0.05) as a, \
+                start_http(make_server(release), stores=two, key_refresh_interval=0.05) as b:
+            new_keys = []
+            kept = await seal(a.port, 1000)  # sealed before any rotation, opened after both
+            for n in range(60):
+                if n in (10, 35):
+                    new_keys.append(await rotate_key(one))
+                sealer, opener = (a, b) if n % 2 else (b, a)
+                await open_(opener.port, 2 * n + 1, await seal(sealer.port, 2 * n))
+                await asyncio.sleep(0.01)
+            for service in (a, b):
+                assert service._shared is not None and service._shared.keys is not None
+                for _ in range(TIMEOUT * 20):  # it seals with the newest once it is ripe
+                    if service._shared.keys.keys()[0] == new_keys[-1]:
+                        break
+                    await asyncio.sleep(0.05)
+                assert service._shared.keys.keys()[0] == new_keys[-1]
+            await open_(b.port, 1001, kept)  # the old key still opens on every worker
+            assert set(await one.keys.get_keys()) >= set(new_keys)
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
 
 
