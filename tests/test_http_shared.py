@@ -409,6 +409,40 @@ def test_a_connection_that_fails_while_its_answer_waits_is_not_left_waiting() ->
     assert conn.channel in a.closed_channels
 
 
+def test_a_lookup_is_a_parked_exchange_bounded_answered_once_released_on_close() -> None:
+    """One waiting mechanism (issue 18): a store lookup parks its exchange like a token
+    decision -- no answer within decision_timeout is "not found", the first answer counts,
+    a client that leaves releases it."""
+    a, b = workers(decision_timeout=5.0)
+    sid = a.initialize()
+    b.hold = True
+    r = b.conn().send(body=request(1, "ping"), headers=b.session_headers(sid))
+    (lookup,) = b.held
+    assert not r.done and b.server.pending_decisions() == []  # not a token question
+    b.advance(4.9)
+    assert not r.done
+    b.advance(0.2)  # the store never answered: the session is unknown here
+    assert r.done and r.status == 404
+    assert b.server.resolve(lookup, drive(b.table.get(sid, wall_time=WALL)), now=b.now) is False
+    # answered once: the second answer is refused
+    b.held.clear()
+    r = b.conn().send(body=request(2, "ping"), headers=b.session_headers(sid))
+    (lookup,) = b.held
+    record = drive(b.table.get(sid, wall_time=WALL + b.now))
+    assert b.server.resolve(lookup, record, now=b.now) is True
+    b.run()
+    assert r.done and r.status == 200
+    assert b.server.decide(lookup.handle, None, now=b.now) is False
+    # a client that leaves while its lookup waits releases it
+    b.held.clear()
+    conn = b.conn()
+    conn.send(body=request(3, "ping"), headers=b.session_headers("other-" + sid))
+    (lookup,) = b.held
+    conn.close()
+    assert b.server.resolve(lookup, None, now=b.now) is False
+    assert not b.server._parked
+
+
 # -- several shared workers behave as one server (hypothesis) ---------------------------------
 
 

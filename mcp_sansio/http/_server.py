@@ -124,7 +124,6 @@ if TYPE_CHECKING:
     # package is not paid for by every server start.
     from ..auth._deferred import VerificationPending
     from ..auth._resource import AccessInfo, ProtectedResource
-    from ..auth._resource import Refusal as AuthRefusal
 
 __all__ = [
     "DEFAULT_KEEPALIVE_INTERVAL",
@@ -359,16 +358,14 @@ class ServerChannel:
         self.auth: AccessInfo | None = None
         self._wall: float | None = None
         self._gone = False  # the server has reported the channel closed
-        #: The exchange waiting on an asynchronous decision, if any (http/_park.py).
+        #: The exchange waiting on an asynchronous answer, if any (http/_park.py): a token
+        #: decision, a session record, a replay. Nothing more is read meanwhile.
         self._parked: Parked | None = None
-        #: The authorization decision a parked exchange came back with.
-        self._decision: AccessInfo | AuthRefusal | None = None
-        # A shared server (_shared.py): the request waiting on the store, the request being
-        # handled, and the store's answers for it.
-        self._waiting: Lookup | None = None
-        self._held = False  # its output waits for a store write (HTTPServer.stored)
-        self._request: HTTPRequest | None = None
+        #: The answers the request being handled came back with, by (kind, key): handling
+        #: starts over with them in hand, and they are dropped once it is handled.
         self._answers: dict[tuple[str, str], Any] = {}
+        self._request: HTTPRequest | None = None
+        self._held = False  # its output waits for a store write (HTTPServer.stored)
 
     def __repr__(self) -> str:
         return f"<ServerChannel at 0x{id(self):x}{' closed' if self.closed else ''}>"
@@ -481,12 +478,12 @@ class ServerChannel:
         return self.wire.data_to_send()
 
     def _unpark(self) -> None:
-        """The client left while its exchange waited on a decision: forget it (a later
+        """The client left while its exchange waited on an answer: forget it (a later
         answer is ignored)."""
         parked, self._parked = self._parked, None
         if parked is not None:
             self._server._parked.pop(parked.need.handle, None)
-            self._decision = None
+            self._answers.clear()
 
 
 class HTTPServer:
@@ -826,15 +823,18 @@ class HTTPServer:
         return True
 
     def _park(self, channel: ServerChannel, question: Any, resume: Callable[[Any], None],
-              expire: Callable[[], None]) -> None:
-        """Park ``channel``'s exchange until ``question`` is answered (module http/_park)."""
+              expire: Callable[[], None], *, announce: bool = True) -> DecisionNeeded:
+        """Park ``channel``'s exchange until ``question`` is answered (module http/_park).
+        ``announce``: hand the need out as a decision (else the caller hands the question
+        out its own way: a shared server's Lookup goes with the store effects, in order)."""
         need = DecisionNeeded(next(self._handles), question, self._now + self.decision_timeout)
         channel._parked = self._parked[need.handle] = Parked(channel, need, resume, expire)
         self._schedule(need.deadline, None, "decision")
-        if self.on_decision_needed is not None:
+        if announce and self.on_decision_needed is not None:
             self.on_decision_needed(need)
-        else:
+        elif announce:
             self._needs.append(need)
+        return need
 
     def _expire_decisions(self, now: float) -> None:
         for handle, parked in list(self._parked.items()):
@@ -858,15 +858,19 @@ class HTTPServer:
         self._effects.clear()
         return effects
 
-    def resolve(self, lookup: Lookup, answer: Any, *, now: float | None = None) -> None:
+    def resolve(self, lookup: Lookup, answer: Any, *, now: float | None = None) -> bool:
         """The store's answer to ``lookup``: a session record (or None: unknown) or a
         replay (``EventLog.replay``'s result). The waiting request is handled with it and
-        its connection read on; drain :meth:`next_event` and :meth:`data_to_send` after."""
-        self._clock(now)
+        its connection read on; drain :meth:`next_event` and :meth:`data_to_send` after.
+        A lookup is a parked exchange like any other (:meth:`decide` with its ``handle``
+        does the same): False when it no longer waits (answered already, timed out -- it
+        was then answered "not found" -- or its client left)."""
+        return self.decide(lookup.handle, answer, now=now)
+
+    def _looked_up(self, lookup: Lookup, answer: Any) -> None:
+        """The store's answer to ``lookup`` (None when none came in time): handle the
+        request again with it in hand."""
         channel = lookup.channel
-        if channel._waiting is not lookup:
-            return  # answered already, or the connection failed meanwhile
-        channel._waiting = None
         if lookup.kind == "session" and answer is not None:
             if lookup.key in self._sessions:  # a copy in doubt (_session_for): update it
                 self.refresh_session(lookup.key, answer)
@@ -878,9 +882,8 @@ class HTTPServer:
         channel._answers[(lookup.kind, lookup.key)] = answer
         if not channel.wire.closed and channel.stream is None:
             self._handle(channel, lookup.request)
-            if channel._waiting is None:
+            if channel._parked is None:
                 channel._answers.clear()
-        self._process_channel(channel)
 
     def stored(self, effect: SaveSession | DropSession, *, now: float | None = None) -> None:
         """``effect`` is done in the table (or the store failed: the session's state is then
@@ -928,8 +931,12 @@ class HTTPServer:
         if not self.shared or (kind, key) in channel._answers:
             return False
         assert channel._request is not None
-        channel._waiting = Lookup(kind, key, channel, channel._request)
-        self._effects.append(channel._waiting)
+        lookup = Lookup(kind, key, channel, channel._request)
+        # Bounded like every parked exchange: a store that never answers is "not found".
+        need = self._park(channel, lookup, lambda answer: self._looked_up(lookup, answer),
+                          lambda: self._looked_up(lookup, None), announce=False)
+        lookup.handle = need.handle
+        self._effects.append(lookup)
         return True
 
     def _adopt(self, session_id: str, record: Any) -> Session:
@@ -1071,14 +1078,13 @@ class HTTPServer:
 
     def _process_channel(self, channel: ServerChannel) -> None:
         wire = channel.wire
-        while (channel.stream is None and channel._parked is None and channel._waiting is None
-               and not wire.closed):
+        while channel.stream is None and channel._parked is None and not wire.closed:
             request = wire.next_request()
             if request is None:
                 break
             channel._request = request
             self._handle(channel, request)
-            if channel._waiting is None:
+            if channel._parked is None:
                 channel._answers.clear()
         self._writable[channel] = None
 
@@ -1190,7 +1196,7 @@ class HTTPServer:
 
         auth = self.auth
         assert auth is not None
-        decision, channel._decision = channel._decision, None
+        decision = channel._answers.pop(("token", ""), None)
         if decision is None:
             try:
                 decision = auth.authorize(
@@ -1224,11 +1230,12 @@ class HTTPServer:
         wall = channel._wall if channel._wall is not None else self._now
         if not isinstance(answer, BaseException) and not _is_response(answer):
             answer = TypeError(f"not an answer to a token question: {type(answer).__name__}")
-        channel._decision = auth.conclude(pending, answer, wall)
+        channel._answers[("token", "")] = auth.conclude(pending, answer, wall)
         try:
             self._handle(channel, request)
         finally:
-            channel._decision = None  # used by that request, or by none: never by the next
+            # used by that request, or by none: never by the next
+            channel._answers.pop(("token", ""), None)
 
     def _tool_scope_refused(
         self, channel: ServerChannel,

@@ -22,9 +22,12 @@ built with ``shared=True`` says what it needs as *effects*, which the adapter ta
   client's next request may go to any worker at once;
 * :class:`Lookup` -- a request the server cannot answer without the store: a session id it
   does not hold (``SessionTable.get``), or a ``Last-Event-ID`` to replay
-  (``EventLog.replay``). Its channel *waits*: nothing more is read from that connection
-  until the adapter answers with :meth:`HTTPServer.resolve` (the record or None; the
-  replay or None), and then the request is handled as if the answer had always been there.
+  (``EventLog.replay``). Its exchange is *parked* as one waiting on a token decision is
+  (:mod:`mcp_sansio.http._park`: the one waiting mechanism): nothing more is read from that
+  connection until the adapter answers with :meth:`HTTPServer.resolve` (the record or None;
+  the replay or None), and then the request is handled as if the answer had always been
+  there. No answer within ``decision_timeout`` counts as "not found"; a client that leaves
+  releases it; a second answer is ignored.
 
 :class:`NumberedEvents` is the synchronous :class:`~mcp_sansio.http.EventStore` the server
 uses in that mode: it numbers events and queues effects, and refuses to replay (a replay is
@@ -93,12 +96,17 @@ class DropSession:
 class Lookup:
     """A request waiting on the store: ``kind`` is ``"session"`` (``key`` a session id:
     answer with its record or None) or ``"replay"`` (``key`` a ``Last-Event-ID``: answer with
-    ``EventLog.replay``'s result). Answer with :meth:`HTTPServer.resolve`, exactly once."""
+    ``EventLog.replay``'s result). Answer with :meth:`HTTPServer.resolve` (or
+    :meth:`HTTPServer.decide` with ``handle``): it is a parked exchange (:mod:`._park`), so
+    the first answer counts, and none within the server's ``decision_timeout`` counts as
+    "not found"."""
 
     kind: str
     key: str = attrs.field(repr=lambda s: f"{s[:8]!r}...")
     channel: Any = attrs.field(repr=False)
     request: Any = attrs.field(repr=False)
+    #: The parked exchange's handle (:class:`~mcp_sansio.http._park.DecisionNeeded`).
+    handle: int = 0
 
 
 #: Everything :meth:`HTTPServer.shared_effects` hands out.
