@@ -19,6 +19,9 @@ stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStor
 * a ``Lookup`` -> the table or the log, then :meth:`HTTPServer.resolve` and a pump. A store
   that fails (Redis unreachable) is logged and answered as "not found" -- the client is
   told 404 or 400 and starts afresh -- so a request never hangs on a store;
+* every stored event is also published on the bus's ``events`` topic (after the append);
+  each worker hands it to :meth:`HTTPServer.relay_event`, which sends it on if a client
+  resumed that stream on this worker (``Last-Event-ID``) and drops it otherwise;
 * the bus's ``broadcast`` topic: a server-wide notification (a list changed) published by
   any worker is offered to this worker's sessions and listen streams.
 
@@ -83,6 +86,7 @@ class SharedDriver:
         bus = self.stores.bus
         self._unsubscribe.append(await bus.subscribe("sessions", self._on_sessions))
         self._unsubscribe.append(await bus.subscribe("broadcast", self._on_broadcast))
+        self._unsubscribe.append(await bus.subscribe("events", self._on_event))
         if self.keys is not None:
             self._unsubscribe.append(await bus.subscribe("keys", self._on_keys))
             self._spawn(self._refresh_keys_forever())
@@ -138,6 +142,10 @@ class SharedDriver:
         wall = time.time()
         if isinstance(effect, StoreEvent):
             await stores.events.append(effect.event_id, effect.data, wall_time=wall)
+            # After the append: a worker that read the log before it gets the event here,
+            # one that read it after sees it twice and drops the copy (by its sequence).
+            event = {"id": effect.event_id, "data": effect.data.decode("latin-1")}
+            await stores.bus.publish("events", json.dumps(event).encode())
         elif isinstance(effect, ForgetStream):
             await stores.events.forget(effect.stream_id)
         elif isinstance(effect, SaveSession):
@@ -146,8 +154,8 @@ class SharedDriver:
             await stores.sessions.put(effect.session_id, effect.record, expires_at=deadline,
                                       wall_time=wall)
             self._release(effect)
-            note = {"saved": effect.session_id, "by": self.http.stream_tag,
-                    "record": effect.record}
+            note: dict[str, Any] = {"saved": effect.session_id, "by": self.http.stream_tag,
+                                    "record": effect.record}
             await stores.bus.publish("sessions", json.dumps(note).encode())
         elif isinstance(effect, DropSession):
             await stores.sessions.delete(effect.session_id)
@@ -220,6 +228,18 @@ class SharedDriver:
         refresh, so that this worker opens with it as early as possible."""
         if not self._closed:
             self._spawn(self._refresh_keys())
+
+    def _on_event(self, topic: str, message: bytes) -> None:
+        """An event another worker stored: relayed if a client resumed its stream here."""
+        try:
+            note = json.loads(message)
+            event_id, data = note["id"], note["data"].encode("latin-1")
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeEncodeError):
+            log.warning("a malformed message on the bus's events topic was ignored")
+            return
+        if isinstance(event_id, str) and self.http.relay_event(event_id, data,
+                                                               now=self._loop.time()):
+            self._safe_pump()
 
     def _on_broadcast(self, topic: str, message: bytes) -> None:
         try:

@@ -92,6 +92,11 @@ TOPICS: Mapping[str, str] = {
     # A message for one session's standalone (GET) stream, wherever that stream is open:
     # JSON {"session", "message"}.
     "session": "messages for one session's GET stream, delivered where the stream is open",
+    # Every SSE event a worker stores, JSON {"id", "data"} (data as latin-1 text): a worker
+    # where a client resumed that stream relays it (HTTPServer.relay_event).
+    "events": "stored SSE events, relayed by a worker where a client resumed their stream",
+    # A key was added to the key store: every worker re-reads the ring (adapters.keys).
+    "keys": "a new sealing key: every worker re-reads the key ring",
     # Later (issue 18): a task's cancel/update reaching the worker that runs it, and a
     # client's answer to a server request reaching the worker whose handler waits.
     "tasks": "task cancels and updates for the worker that runs the task",

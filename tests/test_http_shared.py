@@ -208,6 +208,87 @@ def test_resumption_on_another_worker_replays_what_the_first_stored() -> None:
                                          ("last-event-id", priming)]).status == 400
 
 
+def _bus(source: Worker, target: Worker, start: int = 0) -> int:
+    """Publish ``source``'s stored events from ``start`` on to ``target`` (an ideal bus);
+    returns where the next call starts."""
+    stored = [e for e in source.done if isinstance(e, StoreEvent)]
+    for effect in stored[start:]:
+        target.server.relay_event(effect.event_id, effect.data, now=target.now)
+    target.run()
+    return len(stored)
+
+
+def test_a_stream_resumed_on_another_worker_is_relayed_live_without_gap_or_repeat() -> None:
+    """issue 18: an event the first worker stores while the second reads its replay is
+    kept and sent after the replay, once; later ones are relayed as they come; the
+    stream's end marker ends the response and is never sent."""
+    from mcp_sansio.http._shared import STREAM_END
+
+    app = Deferred()
+    table, log = MemorySessionTable(), MemoryEventLog()
+    a = Worker("a", table, log, handler=app)
+    b = Worker("b", table, log)
+    sid = a.initialize()
+    conn = a.conn()
+    r = conn.send(body=tools_call(1, progress=True), headers=a.session_headers(sid))
+    priming = r.events[0].id
+    assert priming is not None
+    session, req = app.requests[0]
+    session.connection.send_progress(req.request_id, 1)
+    session.flush()
+    a.run()
+    conn.close()
+    published = _bus(a, b)  # published before anyone followed: dropped
+    assert b.conn().send(body=request(9, "ping"), headers=b.session_headers(sid)).status == 200
+    b.hold = True
+    resumed = b.conn().send("GET", headers=[*b.session_headers(sid), ("last-event-id", priming)])
+    (lookup,) = b.held
+    stale = drive(log.replay(priming, wall_time=WALL))  # the store is read now...
+    session.connection.send_progress(req.request_id, 2)  # ...and then this is stored
+    session.flush()
+    a.run()
+    published = _bus(a, b, published)
+    assert not resumed.events  # kept while the replay is read
+    b.server.resolve(lookup, stale, now=b.now)
+    b.run()
+    assert [m["params"]["progress"] for m in resumed.messages] == [1, 2]
+    session.connection.send_progress(req.request_id, 3)
+    session.connection.send_response(req.request_id, {"content": [], "isError": False})
+    session.flush()
+    a.run()
+    assert any(e.data == STREAM_END for e in a.done if isinstance(e, StoreEvent))
+    _bus(a, b)  # everything again, duplicates included
+    assert [m.get("params", {}).get("progress") for m in resumed.messages] == [1, 2, 3, None]
+    assert resumed.messages[-1]["id"] == 1 and resumed.done
+    ids = [e.id for e in resumed.events if e.data]
+    assert len(ids) == len(set(ids)) == 4
+    assert not b.server._relays and not b.server._following
+    # resumed after it finished: the replay ends at the marker
+    late = b.conn().send("GET", headers=[*b.session_headers(sid), ("last-event-id", priming)])
+    b.answer(b.held.pop())  # (b still holds its lookups)
+    b.run()
+    assert late.done and len(late.messages) == 4
+
+
+def test_a_client_that_leaves_a_relay_ends_it() -> None:
+    app = Deferred()
+    table, log = MemorySessionTable(), MemoryEventLog()
+    a = Worker("a", table, log, handler=app)
+    b = Worker("b", table, log)
+    sid = a.initialize()
+    conn = a.conn()
+    r = conn.send(body=tools_call(1, progress=True), headers=a.session_headers(sid))
+    conn.close()
+    getter = b.conn()
+    resumed = getter.send("GET", headers=[*b.session_headers(sid),
+                                          ("last-event-id", r.events[0].id or "")])
+    assert resumed.status == 200 and not resumed.done and b.server._relays
+    getter.close()
+    b.run()
+    assert not b.server._relays
+    assert b.server.session(sid) is not None and not b.server.session(sid)._streams
+
+
 def _raw(sid: str, body: dict[str, Any]) -> bytes:
     data = json.dumps(body).encode()
     return (b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"

@@ -189,6 +189,51 @@ def test_a_get_with_last_event_id_on_the_other_worker_replays(stores_factory: An
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
 
 
+def test_a_stream_resumed_on_the_other_worker_carries_on_live(stores_factory: Any) -> None:
+    """issue 18: a GET with Last-Event-ID landing on the worker that does not run the
+    request replays what the store holds, then relays what the first worker writes after
+    (the bus), in order, each event once, and ends when the stream ends there."""
+    async def main() -> None:
+        release = asyncio.Event()
+        async with two_workers(stores_factory, release) as (pa, pb):
+            sid = await open_session(pa)
+            conn = await Conn.open(pa)
+            await conn.send("POST", call(7, "slow", progress=True), headers(sid))
+            status, _ = await conn.head()
+            assert status == 200
+            (first_id, _), (second_id, _) = await events_until(conn, SSEParser(), 2)
+            await conn.close()
+            other = await Conn.open(pb)
+            for _ in range(TIMEOUT * 10):  # the first worker stores after it writes
+                await other.send("GET", None, headers(sid, **{"last-event-id": first_id}))
+                status, _ = await other.head()
+                if status == 200:
+                    break
+                while not isinstance(await other.next(), h11.EndOfMessage):
+                    pass
+                other.h11.start_next_cycle()
+                await asyncio.sleep(0.1)
+            assert status == 200
+            parser = SSEParser()
+            got = await events_until(other, parser, 1)
+            assert [event_id for event_id, _ in got] == [second_id]
+            release.set()  # the tool finishes on the first worker: its answer comes here
+            got += await events_until(other, parser, 1)
+            (_, answer) = got[-1]
+            assert answer["id"] == 7 and answer["result"]["content"][0]["text"] == "done"
+            seqs = [int(event_id.rpartition(":")[2]) for event_id, _ in got]
+            assert seqs == sorted(set(seqs))  # in order, no duplicates
+            assert got[-1][0].rpartition(":")[0] == second_id.rpartition(":")[0]
+            while True:  # the stream ended there: the response ends here
+                event = await other.next()
+                if isinstance(event, h11.EndOfMessage):
+                    break
+                assert isinstance(event, h11.Data)
+                assert not [e for e in parser.feed(event.data) if e.data]
+            await other.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
 def test_a_list_change_on_one_worker_reaches_a_stream_on_the_other(stores_factory: Any
                                                                    ) -> None:
     async def main() -> None:

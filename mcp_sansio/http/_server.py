@@ -93,6 +93,7 @@ from .._snapshot import refresh_session, restore_session, snapshot_session
 from .._state import State
 from .._stateless import META_PROTOCOL_VERSION, has_stateless_meta, principal_key
 from .._versions import FEATURES, Era
+from ..stores import parse_event_id
 from ._exchange import ExchangeInput, ExchangeOutput, PeerClosed
 from ._exchange_wire import ExchangeWire
 from ._headers import (
@@ -107,7 +108,14 @@ from ._headers import (
     param_value,
 )
 from ._park import DEFAULT_DECISION_TIMEOUT, DecisionNeeded, Parked
-from ._shared import DropSession, Lookup, NumberedEvents, SaveSession, SharedEffect
+from ._shared import (
+    STREAM_END,
+    DropSession,
+    Lookup,
+    NumberedEvents,
+    SaveSession,
+    SharedEffect,
+)
 from ._sse import encode_comment, encode_event
 from ._store import EventStore, InMemoryEventStore
 from ._wire import (
@@ -230,7 +238,7 @@ class _Stream:
 
     __slots__ = (
         "channel", "finished", "id", "init", "kind", "open_at", "pending", "processed",
-        "resumable", "sent", "session", "started",
+        "relayed", "resumable", "sent", "session", "started",
     )
 
     def __init__(self, session: Session, kind: _Kind, stream_id: str) -> None:
@@ -249,6 +257,9 @@ class _Stream:
         #: A deferred SSE start (2026-07-28, SSE mode): when the head goes out if no
         #: message came by then (see HTTPServer._defer_sse).
         self.open_at: float | None = None
+        #: A shared server's relay of a stream another worker writes (resumed here): the
+        #: sequence number of the last event sent on it; None for a stream of this worker.
+        self.relayed: int | None = None
 
 
 class Session:
@@ -484,6 +495,9 @@ class ServerChannel:
         if parked is not None:
             self._server._parked.pop(parked.need.handle, None)
             self._answers.clear()
+            question = parked.need.question
+            if isinstance(question, Lookup) and question.kind == "replay":
+                self._server._unfollow(self, question.key)
 
 
 class HTTPServer:
@@ -644,6 +658,11 @@ class HTTPServer:
         self._pending_channels: dict[ServerChannel, None] = {}
         self._writable: dict[ServerChannel, None] = {}
         self._listening: dict[Session, None] = {}  # stateless sessions with a listen stream
+        # A shared server's relays (streams another worker writes, resumed here), by stream
+        # id; and the events the bus brought for a stream whose replay is being read, by
+        # stream id and waiting channel (see relay_event).
+        self._relays: dict[str, _Stream] = {}
+        self._following: dict[str, dict[ServerChannel, list[tuple[int, bytes]]]] = {}
         self._sse: dict[_Stream, None] = {}  # SSE streams open on a channel (keep-alives)
         self._timers: list[tuple[float, int, Session | None, str]] = []
         self._dead_timers = 0  # sessions retired since _timers was last rebuilt
@@ -871,6 +890,8 @@ class HTTPServer:
         """The store's answer to ``lookup`` (None when none came in time): handle the
         request again with it in hand."""
         channel = lookup.channel
+        if lookup.kind == "replay":
+            channel._answers[("follow", lookup.key)] = self._unfollow(channel, lookup.key)
         if lookup.kind == "session" and answer is not None:
             if lookup.key in self._sessions:  # a copy in doubt (_session_for): update it
                 self.refresh_session(lookup.key, answer)
@@ -925,6 +946,60 @@ class HTTPServer:
             return
         session._saved = record
 
+    def relay_event(self, event_id: str, data: bytes, *, now: float | None = None) -> bool:
+        """An event another worker stored (the bus's ``events`` topic): if this worker
+        relays that stream -- a client resumed it here with ``Last-Event-ID`` -- send it on
+        (in sequence order, each once: the event ids order them), or keep it for a replay
+        being read. True when it was wanted here. Drain :meth:`data_to_send` after."""
+        self._clock(now)
+        parsed = parse_event_id(event_id)
+        if parsed is None:
+            return False
+        stream_id, seq = parsed
+        waiting = self._following.get(stream_id)
+        if waiting:
+            for buffer in waiting.values():
+                if len(buffer) < self.max_pending_messages:  # bounded, like a backlog
+                    buffer.append((seq, data))
+        relay = self._relays.get(stream_id)
+        if relay is not None:
+            self._relay(relay, [(seq, data)])
+        return bool(waiting) or relay is not None
+
+    def _unfollow(self, channel: ServerChannel, last_event_id: str
+                  ) -> list[tuple[int, bytes]]:
+        parsed = parse_event_id(last_event_id)
+        if parsed is None:
+            return []
+        waiting = self._following.get(parsed[0], {})
+        buffer = waiting.pop(channel, [])
+        if not waiting:
+            self._following.pop(parsed[0], None)
+        return buffer
+
+    def _relay(self, relay: _Stream, events: Iterable[tuple[int, bytes]]) -> None:
+        """Send on a relay the events past the last it sent, in order; the end marker
+        ends it (the stream was finished by the worker writing it)."""
+        channel = relay.channel
+        for seq, data in sorted(events, key=lambda event: event[0]):
+            assert relay.relayed is not None
+            if seq <= relay.relayed or channel is None:
+                continue
+            relay.relayed = seq
+            if data == STREAM_END:
+                self._end_relay(relay)
+                return
+            if data:
+                channel.wire.send_body(encode_event(data, id=f"{relay.id}:{seq}"))
+                self._writable[channel] = None
+
+    def _end_relay(self, relay: _Stream) -> None:
+        self._relays.pop(relay.id, None)
+        relay.session._streams.pop(relay.id, None)
+        relay.finished = True
+        self._close_response(relay)
+        self._touch(relay.session)
+
     def _wait_for(self, channel: ServerChannel, kind: str, key: str) -> bool:
         """A shared server without the answer to (kind, key) for this request: ask the
         adapter (a Lookup) and hold the channel; True when it now waits."""
@@ -937,6 +1012,12 @@ class HTTPServer:
                           lambda: self._looked_up(lookup, None), announce=False)
         lookup.handle = need.handle
         self._effects.append(lookup)
+        if kind == "replay":
+            # From now on, what the bus brings for that stream is kept for this channel: an
+            # event written after the store is read is then not lost (relay_event).
+            parsed = parse_event_id(key)
+            if parsed is not None:
+                self._following.setdefault(parsed[0], {})[channel] = []
         return True
 
     def _adopt(self, session_id: str, record: Any) -> Session:
@@ -1731,6 +1812,9 @@ class HTTPServer:
         standalone = session._standalone
         assert standalone is not None
         stream = standalone if stream_id == standalone.id else session._streams.get(stream_id)
+        if self.shared and stream is None:
+            self._resume_relay(channel, session, last_event_id, stream_id, events)
+            return
         if stream is not None and stream.channel is not None:
             # The client resumed while we still write to the old connection: hand over.
             old = stream.channel
@@ -1740,7 +1824,7 @@ class HTTPServer:
             self._writable[old] = None
         channel.wire.start_response(200, _SSE_HEADERS)
         for event_id, data in events:
-            if data:
+            if data and data != STREAM_END:
                 channel.wire.send_body(encode_event(data, id=event_id))
         self._writable[channel] = None
         if stream is None or stream.finished:
@@ -1753,6 +1837,38 @@ class HTTPServer:
         self._arm_keepalive()
         if stream is standalone:
             self._drain_backlog(session)
+        self._touch(session)
+
+    def _resume_relay(self, channel: ServerChannel, session: Session, last_event_id: str,
+                      stream_id: str, events: list[tuple[str, bytes]]) -> None:
+        """A shared server resumes a stream another worker writes (or wrote): what the
+        store holds, then what that worker stores after -- the bus brings it, and the
+        events that came while the store was read were kept -- until the stream's end
+        marker, or the client leaves."""
+        parsed = parse_event_id(last_event_id)
+        assert parsed is not None  # the store answered for it
+        relay = _Stream(session, _Kind.POST, stream_id)
+        relay.relayed = parsed[1]
+        relay.resumable = True
+        relay.channel = channel
+        channel.stream = relay
+        relay.started = relay.sent = True
+        channel.wire.start_response(200, _SSE_HEADERS)
+        self._writable[channel] = None
+        old = self._relays.get(stream_id)
+        if old is not None:  # resumed again here: the newer connection takes the stream
+            self._end_relay(old)
+        self._relays[stream_id] = relay
+        session._streams[stream_id] = relay
+        self._sse[relay] = None
+        self._arm_keepalive()
+        replayed: list[tuple[int, bytes]] = []
+        for event_id, data in events:
+            found = parse_event_id(event_id)
+            if found is not None:
+                replayed.append((found[1], data))
+        kept = channel._answers.get(("follow", last_event_id), [])
+        self._relay(relay, [*replayed, *kept])
         self._touch(session)
 
     def _delete(self, channel: ServerChannel, request: HTTPRequest) -> None:
@@ -1846,7 +1962,9 @@ class HTTPServer:
                                 "Not Found: the session has ended")
                     self._pending_channels[channel] = None
             stream.finished = True
-            if self.event_store is not None and stream.resumable and stream.sent:
+            if stream.relayed is not None:  # another worker's stream: not ours to forget
+                self._relays.pop(stream.id, None)
+            elif self.event_store is not None and stream.resumable and stream.sent:
                 self.event_store.forget(stream.id)
         session._streams.clear()
         session._routes.clear()
@@ -2082,6 +2200,11 @@ class HTTPServer:
     def _finish(self, stream: _Stream) -> None:
         if stream.finished:
             return
+        if (self.shared and stream.resumable and stream.sent and stream.relayed is None
+                and self.event_store is not None):
+            # Its end, for a worker relaying it (a client resumed it there): the marker
+            # goes to the log and the bus like any event (_shared.STREAM_END).
+            self.event_store.store(stream.id, STREAM_END)
         stream.finished = True
         session = stream.session
         session._streams.pop(stream.id, None)
@@ -2106,6 +2229,9 @@ class HTTPServer:
         channel.stream = None
         self._sse.pop(stream, None)
         session = stream.session
+        if stream.relayed is not None:  # the client left a relay: nothing is left to send
+            self._end_relay(stream)
+            return
         if session.legacy:
             if session.ended is None:
                 self._end_session(session, SessionEnd.DISCONNECTED)

@@ -10,7 +10,10 @@ built with ``shared=True`` says what it needs as *effects*, which the adapter ta
 
 * :class:`StoreEvent` -- keep an SSE event of a resumable stream (``EventLog.append``). The
   server numbers the events itself (``<stream id>:<sequence>``, as the in-memory store does),
-  so the event goes out to the client at once and the write has no answer to wait for;
+  so the event goes out to the client at once and the write has no answer to wait for. The
+  adapter then publishes it on the bus's ``events`` topic: a worker where the client resumed
+  that stream (``Last-Event-ID`` landing elsewhere) relays it (:meth:`HTTPServer.relay_event`,
+  in sequence order, each event once). A finished stream stores :data:`STREAM_END` last;
 * :class:`ForgetStream` -- a session ended: its streams' events may go (``EventLog.forget``);
 * :class:`SaveSession` / :class:`DropSession` -- a handshake-era session's record changed
   (initialize answered, ``notifications/initialized``, ``logging/setLevel``,
@@ -42,6 +45,7 @@ from typing import Any
 import attrs
 
 __all__ = [
+    "STREAM_END",
     "DropSession",
     "ForgetStream",
     "Lookup",
@@ -50,6 +54,13 @@ __all__ = [
     "SharedEffect",
     "StoreEvent",
 ]
+
+
+#: The data of the last event a finished stream stores: not a JSON-RPC message (no JSON text
+#: starts with NUL), never sent to a client. A worker relaying the stream (a client resumed
+#: it there, ``HTTPServer.relay_event``) ends its response on it, and a replay that holds it
+#: ends after the events before it.
+STREAM_END = b"\x00end"
 
 
 @attrs.frozen
