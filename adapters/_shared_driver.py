@@ -19,6 +19,9 @@ stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStor
 * a ``Lookup`` -> the table or the log, then :meth:`HTTPServer.resolve` and a pump. A store
   that fails (Redis unreachable) is logged and answered as "not found" -- the client is
   told 404 or 400 and starts afresh -- so a request never hangs on a store;
+* a ``ForwardAnswer`` (a client answered, here, a request another worker sent) -> the
+  bus's ``answers`` topic; the worker the answer is for (its tag is in the request id)
+  hands it to its copy of the session (:meth:`HTTPServer.deliver_answer`);
 * every stored event is also published on the bus's ``events`` topic (after the append);
   each worker hands it to :meth:`HTTPServer.relay_event`, which sends it on if a client
   resumed that stream on this worker (``Last-Event-ID``) and drops it otherwise;
@@ -47,6 +50,7 @@ from mcp_sansio.http import HTTPServer
 from mcp_sansio.http._shared import (
     DropSession,
     ForgetStream,
+    ForwardAnswer,
     Lookup,
     SaveSession,
     SharedEffect,
@@ -87,6 +91,7 @@ class SharedDriver:
         self._unsubscribe.append(await bus.subscribe("sessions", self._on_sessions))
         self._unsubscribe.append(await bus.subscribe("broadcast", self._on_broadcast))
         self._unsubscribe.append(await bus.subscribe("events", self._on_event))
+        self._unsubscribe.append(await bus.subscribe("answers", self._on_answer))
         if self.keys is not None:
             self._unsubscribe.append(await bus.subscribe("keys", self._on_keys))
             self._spawn(self._refresh_keys_forever())
@@ -157,6 +162,10 @@ class SharedDriver:
             note: dict[str, Any] = {"saved": effect.session_id, "by": self.http.stream_tag,
                                     "record": effect.record}
             await stores.bus.publish("sessions", json.dumps(note).encode())
+        elif isinstance(effect, ForwardAnswer):
+            note = {"session": effect.session_id, "to": effect.worker,
+                    "message": effect.message}
+            await stores.bus.publish("answers", json.dumps(note).encode())
         elif isinstance(effect, DropSession):
             await stores.sessions.delete(effect.session_id)
             self._release(effect)
@@ -228,6 +237,22 @@ class SharedDriver:
         refresh, so that this worker opens with it as early as possible."""
         if not self._closed:
             self._spawn(self._refresh_keys())
+
+    def _on_answer(self, topic: str, message: bytes) -> None:
+        """A client's answer to one of this worker's requests, posted on another worker."""
+        try:
+            note = json.loads(message)
+            session_id, to, answer = note["session"], note["to"], note["message"]
+        except (ValueError, KeyError, TypeError):
+            log.warning("a malformed message on the bus's answers topic was ignored")
+            return
+        if to != self.http.stream_tag or not isinstance(session_id, str):
+            return
+        if self.http.deliver_answer(session_id, answer, now=self._loop.time()):
+            self._safe_pump()
+        else:  # as on one server, an answer nobody waits for is dropped (with a trace)
+            log.warning("an answer forwarded for session %s... found no copy of it here",
+                        session_id[:8])
 
     def _on_event(self, topic: str, message: bytes) -> None:
         """An event another worker stored: relayed if a client resumed its stream here."""

@@ -97,10 +97,11 @@ TOPICS: Mapping[str, str] = {
     "events": "stored SSE events, relayed by a worker where a client resumed their stream",
     # A key was added to the key store: every worker re-reads the ring (adapters.keys).
     "keys": "a new sealing key: every worker re-reads the key ring",
-    # Later (issue 18): a task's cancel/update reaching the worker that runs it, and a
-    # client's answer to a server request reaching the worker whose handler waits.
-    "tasks": "task cancels and updates for the worker that runs the task",
+    # A client's answer to a server-to-client request, posted on a worker other than the
+    # one whose handler waits: JSON {"session", "to" (the worker's tag), "message"}.
     "answers": "answers to server-to-client requests, for the worker whose handler waits",
+    # Later (issue 18): a task's cancel/update reaching the worker that runs it.
+    "tasks": "task cancels and updates for the worker that runs the task",
 }
 
 

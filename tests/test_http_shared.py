@@ -20,6 +20,7 @@ from mcp_sansio.http import HTTPServer, ResponseMode
 from mcp_sansio.http._shared import (
     DropSession,
     ForgetStream,
+    ForwardAnswer,
     Lookup,
     SaveSession,
     StoreEvent,
@@ -84,6 +85,8 @@ class Worker(Harness):
         elif isinstance(effect, DropSession):
             drive(self.table.delete(effect.session_id))
             self.server.stored(effect, now=self.now)
+        elif isinstance(effect, ForwardAnswer):
+            pass  # a bus: the test delivers it (HTTPServer.deliver_answer)
         elif self.hold:
             self.held.append(effect)
         else:
@@ -287,6 +290,54 @@ def test_a_client_that_leaves_a_relay_ends_it() -> None:
     b.run()
     assert not b.server._relays
     assert b.server.session(sid) is not None and not b.server.session(sid)._streams
+
+
+def test_an_answer_posted_on_another_worker_is_forwarded_to_the_one_that_asked() -> None:
+    """The request id carries the asking worker's tag; the worker the answer lands on
+    forwards it (ForwardAnswer) and keeps the rest of a batch; the asking worker delivers
+    it to the session's connection."""
+    from mcp_sansio import Response
+    from mcp_sansio.http._shared import answer_worker
+
+    app = Deferred()
+    table, log = MemorySessionTable(), MemoryEventLog()
+    a = Worker("a", table, log, handler=app)
+    b = Worker("b", table, log)
+    sid = a.initialize(version="2025-03-26")  # batches: one answer for a, one for b
+    conn = a.conn()
+    conn.send(body=tools_call(1), headers=a.session_headers(sid, "2025-03-26"))
+    session, req = app.requests[0]
+    asked = session.connection.send_request("ping", related_request_id=req.request_id)
+    session.flush()
+    a.run()
+    assert asked == "a-1" and answer_worker(asked) == "a"
+    b.conn().send(body=request(5, "ping"), headers=b.session_headers(sid, "2025-03-26"))
+    b_copy = b.server.session(sid)
+    assert b_copy is not None
+    own = b_copy.connection.send_request("ping")
+    assert own == "b-1"
+    b_copy.flush()
+    b.run()
+    batch = [{"jsonrpc": "2.0", "id": asked, "result": {}},
+             {"jsonrpc": "2.0", "id": own, "result": {}}]
+    r = b.conn().send(body=batch, headers=b.session_headers(sid, "2025-03-26"))
+    assert r.status == 202
+    (forward,) = [e for e in b.done if isinstance(e, ForwardAnswer)]
+    assert forward.worker == "a" and forward.message == batch[0]
+    assert [e.request_id for e in b.events_of(Response)] == [own]  # kept its own
+    assert a.server.deliver_answer(forward.session_id, forward.message, now=a.now)
+    a.run()
+    assert [e.request_id for e in a.events_of(Response)] == [asked]
+    assert not a.server.deliver_answer("nobody", forward.message, now=a.now)
+
+
+@pytest.mark.parametrize(("request_id", "worker"), [
+    ("a1-3", "a1"), ("a-1", "a"), (3, None), ("a-", None), ("-3", None), ("a-b", None),
+    ("a.b-3", None), (True, None)])
+def test_answer_worker_reads_only_tagged_ids(request_id: Any, worker: str | None) -> None:
+    from mcp_sansio.http._shared import answer_worker
+
+    assert answer_worker(request_id) == worker
 
 
 def _raw(sid: str, body: dict[str, Any]) -> bytes:

@@ -69,7 +69,7 @@ def make_server(release: asyncio.Event) -> Server:
             ctx.input_required(request_state="round-one")
         return f"resumed {ctx.request_state}"
 
-    add_tools(server, "echo", "change")
+    add_tools(server, "echo", "change", "ask_name")
     return server
 
 
@@ -94,9 +94,12 @@ def call(n: int, name: str, arguments: dict[str, Any] | None = None,
     return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
 
 
-async def open_session(port: int) -> str:
+async def open_session(port: int, capabilities: dict[str, Any] | None = None) -> str:
     conn = await Conn.open(port)
-    status, got, _ = await conn.request("POST", init_body())
+    body = init_body()
+    if capabilities is not None:
+        body["params"]["capabilities"] = capabilities
+    status, got, _ = await conn.request("POST", body)
     assert status == 200
     sid = got["mcp-session-id"]
     status, _, _ = await conn.request(
@@ -231,6 +234,39 @@ def test_a_stream_resumed_on_the_other_worker_carries_on_live(stores_factory: An
                 assert isinstance(event, h11.Data)
                 assert not [e for e in parser.feed(event.data) if e.data]
             await other.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_an_answer_to_an_elicitation_posted_on_the_other_worker_reaches_the_tool(
+        stores_factory: Any) -> None:
+    """issue 18: the tool runs on one worker and elicits; the client posts its answer on a
+    connection to the other worker; the answer crosses the bus and the tool finishes.
+    The request's id names the worker that sent it; an answer to an id no worker waits
+    for is accepted (202) and dropped, as on one server."""
+    from .http_stories import elicit
+
+    async def main() -> None:
+        async with two_workers(stores_factory, asyncio.Event()) as (pa, pb):
+            sid = await open_session(pa, {"elicitation": {}})
+            caller = await Conn.open(pa)
+            await caller.send("POST", call(3, "ask_name"), headers(sid))
+            status, _ = await caller.head()
+            assert status == 200
+            parser = SSEParser()
+            (_, ask), = await events_until(caller, parser, 1)
+            assert ask["method"] == "elicitation/create"
+            assert isinstance(ask["id"], str) and "-" in ask["id"]  # <worker tag>-<n>
+            other = await Conn.open(pb)
+            answer = {"jsonrpc": "2.0", "id": ask["id"], "result": elicit(ask["params"])}
+            status, _, _ = await other.request("POST", answer, headers(sid))
+            assert status == 202
+            (_, done), = await events_until(caller, parser, 1)
+            assert done["id"] == 3 and done["result"]["content"][0]["text"] == "hello Ada"
+            stray = {"jsonrpc": "2.0", "id": "nobody-7", "result": {}}
+            status, _, _ = await other.request("POST", stray, headers(sid))
+            assert status == 202
+            await other.close()
+            await caller.close()
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
 
 

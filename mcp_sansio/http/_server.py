@@ -111,10 +111,12 @@ from ._park import DEFAULT_DECISION_TIMEOUT, DecisionNeeded, Parked
 from ._shared import (
     STREAM_END,
     DropSession,
+    ForwardAnswer,
     Lookup,
     NumberedEvents,
     SaveSession,
     SharedEffect,
+    answer_worker,
 )
 from ._sse import encode_comment, encode_event
 from ._store import EventStore, InMemoryEventStore
@@ -1000,6 +1002,48 @@ class HTTPServer:
         self._close_response(relay)
         self._touch(relay.session)
 
+    def _tag_requests(self, session: Session) -> None:
+        """A shared server's requests to the client carry this worker's tag in their ids
+        (``<stream_tag>-<n>``): unique across the copies of one session, and the worker an
+        answer landing elsewhere goes to (ForwardAnswer)."""
+        if self.shared and self.stream_tag and not session.legacy:
+            session.connection.request_id_prefix = f"{self.stream_tag}-"
+
+    def deliver_answer(self, session_id: str, message: Any, *,
+                       now: float | None = None) -> bool:
+        """A client's answer to one of this worker's requests, posted on another worker
+        (the bus's ``answers`` topic, :class:`~mcp_sansio.http._shared.ForwardAnswer`):
+        handed to the session's connection, which matches it to the request waiting (an id
+        it does not know is an ``UnexpectedResponse`` event, as on one server). False when
+        this worker has no live copy of the session."""
+        self._clock(now)
+        session = self._sessions.get(session_id)
+        if session is None or session.ended is not None or type(message) is not dict:
+            return False
+        session.connection.receive_message(message, now=self._now)
+        self._mark_ready(session)
+        return True
+
+    def _forward_answers(self, session: Session, value: Any,
+                         items: list[tuple[MessageKind, RequestId | None, str | None, Any]],
+                         ) -> tuple[Any, list[tuple[MessageKind, RequestId | None, str | None,
+                                                    Any]]]:
+        """A shared server: answers to requests another worker sent go there (a
+        ForwardAnswer each); what is left is this worker's."""
+        raw = value if type(value) is list else [value]
+        kept_raw, kept = [], []
+        for message, item in zip(raw, items, strict=True):
+            worker = (answer_worker(item[1])
+                      if item[0] in (MessageKind.RESULT, MessageKind.ERROR) else None)
+            if worker is not None and worker != self.stream_tag and session.id is not None:
+                self._effects.append(ForwardAnswer(session.id, worker, message))
+            else:
+                kept_raw.append(message)
+                kept.append(item)
+        if type(value) is not list:
+            return (kept_raw[0] if kept_raw else None), kept
+        return kept_raw, kept
+
     def _wait_for(self, channel: ServerChannel, kind: str, key: str) -> bool:
         """A shared server without the answer to (kind, key) for this request: ask the
         adapter (a Lookup) and hold the channel; True when it now waits."""
@@ -1037,6 +1081,7 @@ class HTTPServer:
             raise ValueError("a session of a server with other authorization")
         connection = restore_session(self.connection_factory(), record["session"])
         session = Session(self, session_id, connection, Era.HANDSHAKE)
+        self._tag_requests(session)
         if principal is not None:
             from ..auth._resource import AccessInfo
 
@@ -1575,6 +1620,7 @@ class HTTPServer:
         if session_id in self._sessions:
             raise ValueError("new_session_id returned an id that is in use")
         session = Session(self, session_id, self.connection_factory(), era, legacy=legacy)
+        self._tag_requests(session)
         self._sessions[session_id] = session
         session._standalone = _Stream(session, _Kind.STANDALONE,
                                       f"{session._prefix}-{self.stream_tag}0")
@@ -1603,6 +1649,8 @@ class HTTPServer:
         items: list[tuple[MessageKind, RequestId | None, str | None, Any]],
     ) -> None:
         conn = session.connection
+        if self.shared and session.id is not None:
+            value, items = self._forward_answers(session, value, items)
         ids = [item[1] for item in items if item[0] is MessageKind.REQUEST]
         if type(value) is list:
             refusal = batch_refusal(conn.protocol_version, conn.revision)
@@ -1621,7 +1669,8 @@ class HTTPServer:
             self._respond(channel, 202)
         if self.shared:
             self._hold(session, channel)
-        conn.receive_message(value, now=self._now)
+        if items:  # (all of it may have been forwarded to other workers)
+            conn.receive_message(value, now=self._now)
         self._mark_ready(session)
         self._touch(session)
 

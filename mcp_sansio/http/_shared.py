@@ -23,6 +23,13 @@ built with ``shared=True`` says what it needs as *effects*, which the adapter ta
   and the table's own deadline ends it everywhere. The answers to the requests that made
   the change wait until the adapter says it is stored (:meth:`HTTPServer.stored`): the
   client's next request may go to any worker at once;
+* :class:`ForwardAnswer` -- a client answered a server-to-client request (2025-era
+  elicitation, sampling, roots) on a worker other than the one whose handler waits: the ids
+  of a shared server's requests carry its worker tag (``<stream_tag>-<n>``, unique across
+  workers), so the worker the answer lands on sees whose it is and forwards it on the bus
+  (``answers``); that worker hands it to its copy of the session
+  (:meth:`HTTPServer.deliver_answer`). An answer no worker waits for ends as on one server:
+  an ``UnexpectedResponse`` event where it lands;
 * :class:`Lookup` -- a request the server cannot answer without the store: a session id it
   does not hold (``SessionTable.get``), or a ``Last-Event-ID`` to replay
   (``EventLog.replay``). Its exchange is *parked* as one waiting on a token decision is
@@ -48,6 +55,7 @@ __all__ = [
     "STREAM_END",
     "DropSession",
     "ForgetStream",
+    "ForwardAnswer",
     "Lookup",
     "NumberedEvents",
     "SaveSession",
@@ -120,8 +128,31 @@ class Lookup:
     handle: int = 0
 
 
+@attrs.frozen
+class ForwardAnswer:
+    """A client's answer to a request another worker sent (its id carries that worker's
+    tag: ``<worker>-<n>``): publish it on the bus's ``answers`` topic for ``worker``, which
+    hands it to the session's connection there (:meth:`HTTPServer.deliver_answer`). No
+    answer to wait for: the POST that carried it was answered 202, as every answer is."""
+
+    session_id: str = attrs.field(repr=lambda s: f"{s[:8]!r}...")
+    worker: str
+    message: dict[str, Any] = attrs.field(repr=False)  # the client's data: not for logs
+
+
+def answer_worker(request_id: Any) -> str | None:
+    """The worker tag in the id of a request a shared server sent (``<tag>-<n>``), or None
+    for an id of another form (the client's answer is then the local connection's)."""
+    if type(request_id) is not str:
+        return None
+    tag, sep, number = request_id.partition("-")
+    if not sep or not tag.isalnum() or not number.isdigit():
+        return None
+    return tag
+
+
 #: Everything :meth:`HTTPServer.shared_effects` hands out.
-SharedEffect = StoreEvent | ForgetStream | SaveSession | DropSession | Lookup
+SharedEffect = StoreEvent | ForgetStream | SaveSession | DropSession | Lookup | ForwardAnswer
 
 
 class NumberedEvents:
