@@ -20,8 +20,9 @@ implementation in :mod:`mcp_sansio.adapters.redis`:
   id>:<sequence>``), so storing one is a write with no answer to wait for, and the adapter
   can do it after the bytes went out;
 * :class:`EventBus` -- publish on one worker, delivered on every worker (one topic per
-  kind of message, :data:`TOPICS`): list-changed fan-out to listen streams today, task
-  cancels/updates and answers to server requests later (issue 18);
+  kind of message, :data:`TOPICS`): list-changed fan-out to listen streams, session
+  records, stored events for live resumption, answers to server requests, new keys (task
+  cancels/updates later);
 * :class:`KeyStore` -- the sealing keys of 2026-07-28 ``requestState`` (``basic/patterns/
   mrtr.mdx``): a key ring, newest first, so that a state sealed with any recent key opens
   on any worker, and a new key is added without downtime (seal with the newest, open with
