@@ -326,6 +326,39 @@ def test_a_relayed_stream_has_every_event_once_in_order_whatever_the_timing(
     assert len(set(ids)) == n
 
 
+def test_a_relay_whose_waiting_buffer_overflowed_ends_so_the_client_resumes() -> None:
+    app = Deferred()
+    table, log = MemorySessionTable(), MemoryEventLog()
+    a = Worker("a", table, log, handler=app)
+    b = Worker("b", table, log, max_pending_messages=2)
+    sid = a.initialize()
+    assert b.conn().send(body=request(9, "ping"), headers=b.session_headers(sid)).status == 200
+    conn = a.conn()
+    r = conn.send(body=tools_call(1, progress=True), headers=a.session_headers(sid))
+    priming = r.events[0].id or ""
+    conn.close()
+    session, req = app.requests[0]
+    published = _bus(a, b)  # before anyone followed
+    b.hold = True
+    resumed = b.conn().send("GET", headers=[*b.session_headers(sid),
+                                            ("last-event-id", priming)])
+    (lookup,) = b.held
+    stale = drive(log.replay(priming, wall_time=WALL))
+    for i in (1, 2, 3):
+        session.connection.send_progress(req.request_id, i)
+    session.flush()
+    a.run()
+    _bus(a, b, published)
+    b.server.resolve(lookup, stale, now=b.now)
+    b.run()
+    assert resumed.done  # ended after the two it kept, in order
+    assert [m["params"]["progress"] for m in resumed.messages] == [1, 2]
+    b.hold = False
+    again = b.conn().send("GET", headers=[*b.session_headers(sid),
+                                          ("last-event-id", resumed.events[-1].id or "")])
+    assert [m["params"]["progress"] for m in again.messages] == [3]
+
+
 def test_a_client_that_leaves_a_relay_ends_it() -> None:
     app = Deferred()
     table, log = MemorySessionTable(), MemoryEventLog()

@@ -1918,6 +1918,12 @@ class HTTPServer:
                 replayed.append((found[1], data))
         kept = channel._answers.get(("follow", last_event_id), [])
         self._relay(relay, [*replayed, *kept])
+        if len(kept) >= self.max_pending_messages and relay.relayed is not None:
+            # More came while the store was read than was kept: what was dropped is in the
+            # log, so the response ends here and the client resumes from its last id
+            # (basic/transports.mdx, "Resumability and Redelivery") rather than miss it.
+            self._end_relay(relay)
+            return
         self._touch(session)
 
     def _delete(self, channel: ServerChannel, request: HTTPRequest) -> None:
