@@ -64,6 +64,14 @@ adapter brings the answer -- the general "exchange waits on an asynchronous deci
 of :mod:`mcp_sansio.http._park` (:meth:`HTTPServer.pending_decisions`,
 :meth:`HTTPServer.decide`, ``decision_timeout``).
 
+Shared mode (``shared=True``, :mod:`mcp_sansio.http._shared`): sessions and SSE events live
+in stores several workers share, reached through effects the adapter carries out. A store
+lookup parks its exchange through the same hook as a token decision (one waiting
+mechanism). A stream resumed on a worker that does not write it is relayed from the bus
+(:meth:`HTTPServer.relay_event`); a client's answer to another worker's request is
+forwarded there (:meth:`HTTPServer.deliver_answer`); session ids may carry a routing tag
+(``session_id_prefix``).
+
 Time is an argument (``now=``), as in the core: it drives idle-session expiry, SSE
 keep-alive comments and the connections' own timers (:meth:`HTTPServer.next_deadline`,
 :meth:`HTTPServer.handle_timeout`).
