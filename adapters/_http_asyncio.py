@@ -32,7 +32,8 @@ from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import asyncio_decider
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
 from ._session import Server
-from ._shared_driver import SharedDriver, sealing_key
+from ._shared_driver import SharedDriver
+from ._shared_keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
 from .asyncio import ServerSession, _small_reads
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
@@ -330,14 +331,18 @@ async def start_http(
     :class:`mcp_sansio.stores.MemoryStores`, :class:`mcp_sansio.adapters.redis.RedisStores`)
     makes the server *shared*: handshake-era sessions and resumable SSE events live there,
     so that every worker using the same stores serves every session, and ``requestState``
-    is sealed with the store's newest key unless ``request_state_key`` is given
-    (:doc:`/stores`). The caller owns the stores (close them after the block)."""
+    is sealed and opened with the store's key ring unless ``request_state_key`` is given,
+    re-read every ``key_refresh_interval`` seconds (:doc:`/stores`). The caller owns the
+    stores (close them after the block)."""
     stores = http_options.pop("stores", None)
+    key_refresh = http_options.pop("key_refresh_interval", DEFAULT_KEY_REFRESH_INTERVAL)
+    key_source: StoreKeys | None = None
     if stores is not None:
         http_options.setdefault("shared", True)
         http_options.setdefault("stream_tag", secrets.token_hex(4))
-        if request_state_key is None:  # every worker seals with the store's newest key
-            request_state_key = await sealing_key(stores)
+        if request_state_key is None:  # the store's key ring, kept current (_shared_keys)
+            request_state_key, key_source = await store_key_ring(
+                stores, refresh_interval=key_refresh)
     http = new_http_server(server, request_state_key=request_state_key,
                            connection_options=connection_options,
                            new_session_id=new_session_id, http_options=http_options)
@@ -345,7 +350,7 @@ async def start_http(
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
     http.on_decision_needed = asyncio_decider(service)  # parked exchanges (_http_decide)
     if stores is not None:
-        service._shared = SharedDriver(http, stores, service._safe_pump)
+        service._shared = SharedDriver(http, stores, service._safe_pump, keys=key_source)
         await service._shared.start()
     await service._listen(host, port)
     try:

@@ -19,19 +19,21 @@ stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStor
 * a ``Lookup`` -> the table or the log, then :meth:`HTTPServer.resolve` and a pump. A store
   that fails (Redis unreachable) is logged and answered as "not found" -- the client is
   told 404 or 400 and starts afresh -- so a request never hangs on a store;
+* a ``ForwardAnswer`` (a client answered, here, a request another worker sent) -> the
+  bus's ``answers`` topic; the worker the answer is for (its tag is in the request id)
+  hands it to its copy of the session (:meth:`HTTPServer.deliver_answer`);
+* every stored event is also published on the bus's ``events`` topic (after the append);
+  each worker hands it to :meth:`HTTPServer.relay_event`, which sends it on if a client
+  resumed that stream on this worker (``Last-Event-ID``) and drops it otherwise;
 * the bus's ``broadcast`` topic: a server-wide notification (a list changed) published by
   any worker is offered to this worker's sessions and listen streams.
 
 One task, in order: an event is appended before a later replay on this worker reads the
 log, and the record of a session is saved before its DELETE drops it.
 
-:func:`sealing_key` gives a shared server the key that seals 2026-07-28 ``requestState``:
-the newest of the store's key ring, so that a state sealed on one worker opens on every
-other. A store with no key gets one (32 random bytes) from the first worker that starts;
-workers that start at the same instant on an empty store may each add one and seal with
-different keys until they restart -- put a key in the store first (``add_key``) or give
-``request_state_key`` to every worker. (Opening with any key of the ring, so that rotation
-loses nothing, is the key ring's part: issue 18.)
+:mod:`._shared_keys` gives a shared server its ``requestState`` key ring from the store's;
+the driver keeps it current (a read every ``refresh_interval``, and one at once on the bus's
+``keys`` topic).
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -49,13 +50,16 @@ from mcp_sansio.http import HTTPServer
 from mcp_sansio.http._shared import (
     DropSession,
     ForgetStream,
+    ForwardAnswer,
     Lookup,
     SaveSession,
     SharedEffect,
     StoreEvent,
 )
 
-__all__ = ["SharedDriver", "sealing_key"]
+from ._shared_keys import StoreKeys
+
+__all__ = ["SharedDriver"]
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +72,12 @@ class SharedDriver:
     """Carries out ``http``'s shared effects against ``stores`` (an object with
     ``sessions``, ``events`` and ``bus``); ``pump`` runs the service's pump."""
 
-    def __init__(self, http: HTTPServer, stores: Any, pump: Callable[[], None]) -> None:
+    def __init__(self, http: HTTPServer, stores: Any, pump: Callable[[], None], *,
+                 keys: StoreKeys | None = None) -> None:
         self.http = http
+        #: The key ring's source to keep current (None: the keys were given, not stored).
+        self.keys = keys
+        self._key_tasks: set[asyncio.Task[None]] = set()
         self.stores = stores
         self._pump = pump
         self._loop = asyncio.get_running_loop()
@@ -82,6 +90,11 @@ class SharedDriver:
         bus = self.stores.bus
         self._unsubscribe.append(await bus.subscribe("sessions", self._on_sessions))
         self._unsubscribe.append(await bus.subscribe("broadcast", self._on_broadcast))
+        self._unsubscribe.append(await bus.subscribe("events", self._on_event))
+        self._unsubscribe.append(await bus.subscribe("answers", self._on_answer))
+        if self.keys is not None:
+            self._unsubscribe.append(await bus.subscribe("keys", self._on_keys))
+            self._spawn(self._refresh_keys_forever())
 
     def kick(self) -> None:
         """After a pump: start carrying out what the server queued (if it queued anything
@@ -99,6 +112,8 @@ class SharedDriver:
 
     async def aclose(self) -> None:
         self._closed = True
+        for key_task in list(self._key_tasks):
+            key_task.cancel()
         for unsubscribe in self._unsubscribe:
             with contextlib.suppress(Exception):
                 await unsubscribe()
@@ -132,6 +147,10 @@ class SharedDriver:
         wall = time.time()
         if isinstance(effect, StoreEvent):
             await stores.events.append(effect.event_id, effect.data, wall_time=wall)
+            # After the append: a worker that read the log before it gets the event here,
+            # one that read it after sees it twice and drops the copy (by its sequence).
+            event = {"id": effect.event_id, "data": effect.data.decode("latin-1")}
+            await stores.bus.publish("events", json.dumps(event).encode())
         elif isinstance(effect, ForgetStream):
             await stores.events.forget(effect.stream_id)
         elif isinstance(effect, SaveSession):
@@ -140,9 +159,13 @@ class SharedDriver:
             await stores.sessions.put(effect.session_id, effect.record, expires_at=deadline,
                                       wall_time=wall)
             self._release(effect)
-            note = {"saved": effect.session_id, "by": self.http.stream_tag,
-                    "record": effect.record}
+            note: dict[str, Any] = {"saved": effect.session_id, "by": self.http.stream_tag,
+                                    "record": effect.record}
             await stores.bus.publish("sessions", json.dumps(note).encode())
+        elif isinstance(effect, ForwardAnswer):
+            note = {"session": effect.session_id, "to": effect.worker,
+                    "message": effect.message}
+            await stores.bus.publish("answers", json.dumps(note).encode())
         elif isinstance(effect, DropSession):
             await stores.sessions.delete(effect.session_id)
             self._release(effect)
@@ -189,6 +212,60 @@ class SharedDriver:
             self.http.refresh_session(saved, note.get("record"), now=now)
         self._safe_pump()
 
+    # -- the key ring ------------------------------------------------------------------------
+
+    def _spawn(self, coro: Any) -> None:
+        task = self._loop.create_task(coro)
+        self._key_tasks.add(task)
+        task.add_done_callback(self._key_tasks.discard)
+
+    async def _refresh_keys(self) -> None:
+        assert self.keys is not None
+        try:
+            await self.keys.refresh()
+        except Exception:  # the keys in hand stay; the next refresh tries again
+            log.exception("reading the shared key store failed")
+
+    async def _refresh_keys_forever(self) -> None:
+        assert self.keys is not None
+        while not self._closed:
+            await asyncio.sleep(self.keys.refresh_interval)
+            await self._refresh_keys()
+
+    def _on_keys(self, topic: str, message: bytes) -> None:
+        """A key was added to the store (``rotate_key``): read the ring now, not at the next
+        refresh, so that this worker opens with it as early as possible."""
+        if not self._closed:
+            self._spawn(self._refresh_keys())
+
+    def _on_answer(self, topic: str, message: bytes) -> None:
+        """A client's answer to one of this worker's requests, posted on another worker."""
+        try:
+            note = json.loads(message)
+            session_id, to, answer = note["session"], note["to"], note["message"]
+        except (ValueError, KeyError, TypeError):
+            log.warning("a malformed message on the bus's answers topic was ignored")
+            return
+        if to != self.http.stream_tag or not isinstance(session_id, str):
+            return
+        if self.http.deliver_answer(session_id, answer, now=self._loop.time()):
+            self._safe_pump()
+        else:  # as on one server, an answer nobody waits for is dropped (with a trace)
+            log.warning("an answer forwarded for session %s... found no copy of it here",
+                        session_id[:8])
+
+    def _on_event(self, topic: str, message: bytes) -> None:
+        """An event another worker stored: relayed if a client resumed its stream here."""
+        try:
+            note = json.loads(message)
+            event_id, data = note["id"], note["data"].encode("latin-1")
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeEncodeError):
+            log.warning("a malformed message on the bus's events topic was ignored")
+            return
+        if isinstance(event_id, str) and self.http.relay_event(event_id, data,
+                                                               now=self._loop.time()):
+            self._safe_pump()
+
     def _on_broadcast(self, topic: str, message: bytes) -> None:
         try:
             note = json.loads(message)
@@ -200,12 +277,3 @@ class SharedDriver:
             self.http.broadcast(method, params)
             self._safe_pump()
 
-
-async def sealing_key(stores: Any) -> bytes:
-    """The newest key of ``stores.keys`` (one is added when there is none)."""
-    keys: list[bytes] = await stores.keys.get_keys()
-    if not keys:
-        await stores.keys.add_key(secrets.token_bytes(32))
-        keys = await stores.keys.get_keys()
-        log.info("the shared key store had no requestState sealing key: added one")
-    return keys[0]

@@ -39,8 +39,11 @@ from pathlib import Path
 
 from mcp_sansio import KeyRing
 
-__all__ = ["ENV_KEYS", "ENV_KEYS_FILE", "ENV_KEYS_REQUIRED", "FileKeySource",
-           "KeyConfigurationError", "configured_key_ring", "request_state_keys", "shares_state",
+from ._shared_keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, rotate_key, store_key_ring
+
+__all__ = ["DEFAULT_KEY_REFRESH_INTERVAL", "ENV_KEYS", "ENV_KEYS_FILE", "ENV_KEYS_REQUIRED",
+           "FileKeySource", "KeyConfigurationError", "StoreKeys", "configured_key_ring",
+           "request_state_keys", "rotate_key", "shares_state", "store_key_ring",
            "worker_environment"]
 
 log = logging.getLogger("mcp_sansio.adapters.keys")

@@ -230,6 +230,13 @@ class RedisEventBus:
         self._confirmed.clear()
 
 
+#: Adds ARGV[1] to the key list KEYS[1] when it is empty; answers the whole list.
+_ENSURE_KEY = """
+if redis.call('LLEN', KEYS[1]) == 0 then redis.call('LPUSH', KEYS[1], ARGV[1]) end
+return redis.call('LRANGE', KEYS[1], 0, -1)
+"""
+
+
 class RedisKeyStore:
     """A :class:`~mcp_sansio.stores.KeyStore` in Redis: one list, newest first.
 
@@ -255,6 +262,15 @@ class RedisKeyStore:
             pipe.lpush(self._key, key)
             pipe.ltrim(self._key, 0, self.max_keys - 1)
             await pipe.execute()
+
+    async def ensure_key(self, key: bytes) -> list[bytes]:
+        if not key:
+            raise ValueError("a sealing key must not be empty")
+        # One script: Redis runs it atomically, so between two workers starting at once on
+        # an empty store the second sees the first's key (an LLEN then an LPUSH from the
+        # client would let both write).
+        keys = await self._client.eval(_ENSURE_KEY, 1, self._key, cast(Any, key))
+        return [cast(bytes, k) for k in keys]
 
 
 class RedisStores:

@@ -260,8 +260,9 @@ class Connection:
         "capabilities", "close_reason", "discovery", "info", "instructions", "log_level",
         "max_depth", "max_incoming_requests", "max_message_size", "max_outgoing_requests",
         "max_request_time", "peer_capabilities", "peer_info", "progress_resets_timeout",
-        "protocol_version", "request_state_key", "request_state_principal", "request_state_skew",
-        "request_timeout", "server_instructions", "sessionless", "strict_capabilities",
+        "protocol_version", "request_id_prefix", "request_state_key",
+        "request_state_principal", "request_state_skew", "request_timeout",
+        "server_instructions", "sessionless", "strict_capabilities",
         "subscriptions", "versions")
 
     role: Role
@@ -336,6 +337,11 @@ class Connection:
         self._events_at = 0
         self._outbox: list[OutgoingMessage] = []
         self._next_id = 1
+        #: When set, the ids of our requests are strings, this prefix then the counter:
+        #: a shared HTTP server puts its worker's tag here, so that ids of one session's
+        #: copies on several workers never collide and an answer names the worker whose
+        #: handler waits for it (mcp_sansio.http._shared, ForwardAnswer).
+        self.request_id_prefix: str | None = None
         self._outgoing: dict[RequestId, Outgoing] = {}
         self._incoming: dict[RequestId, Incoming] = {}
         self._progress_tokens: dict[str | int, RequestId] = {}
@@ -658,7 +664,9 @@ class Connection:
             raise LocalProtocolError(
                 f"too many requests in flight (limit {self.max_outgoing_requests})"
             )
-        request_id = self._next_id
+        request_id: RequestId = self._next_id
+        if self.request_id_prefix is not None:
+            request_id = f"{self.request_id_prefix}{self._next_id}"
         body = dict(params) if params is not None else None
         token: str | int | None = None
         if progress:

@@ -20,8 +20,9 @@ implementation in :mod:`mcp_sansio.adapters.redis`:
   id>:<sequence>``), so storing one is a write with no answer to wait for, and the adapter
   can do it after the bytes went out;
 * :class:`EventBus` -- publish on one worker, delivered on every worker (one topic per
-  kind of message, :data:`TOPICS`): list-changed fan-out to listen streams today, task
-  cancels/updates and answers to server requests later (issue 18);
+  kind of message, :data:`TOPICS`): list-changed fan-out to listen streams, session
+  records, stored events for live resumption, answers to server requests, new keys (task
+  cancels/updates later);
 * :class:`KeyStore` -- the sealing keys of 2026-07-28 ``requestState`` (``basic/patterns/
   mrtr.mdx``): a key ring, newest first, so that a state sealed with any recent key opens
   on any worker, and a new key is added without downtime (seal with the newest, open with
@@ -92,10 +93,16 @@ TOPICS: Mapping[str, str] = {
     # A message for one session's standalone (GET) stream, wherever that stream is open:
     # JSON {"session", "message"}.
     "session": "messages for one session's GET stream, delivered where the stream is open",
-    # Later (issue 18): a task's cancel/update reaching the worker that runs it, and a
-    # client's answer to a server request reaching the worker whose handler waits.
-    "tasks": "task cancels and updates for the worker that runs the task",
+    # Every SSE event a worker stores, JSON {"id", "data"} (data as latin-1 text): a worker
+    # where a client resumed that stream relays it (HTTPServer.relay_event).
+    "events": "stored SSE events, relayed by a worker where a client resumed their stream",
+    # A key was added to the key store: every worker re-reads the ring (adapters.keys).
+    "keys": "a new sealing key: every worker re-reads the key ring",
+    # A client's answer to a server-to-client request, posted on a worker other than the
+    # one whose handler waits: JSON {"session", "to" (the worker's tag), "message"}.
     "answers": "answers to server-to-client requests, for the worker whose handler waits",
+    # Later (issue 18): a task's cancel/update reaching the worker that runs it.
+    "tasks": "task cancels and updates for the worker that runs the task",
 }
 
 
@@ -170,6 +177,11 @@ class KeyStore(Protocol):
 
     async def add_key(self, key: bytes) -> None:
         """Make ``key`` the newest; the oldest beyond the store's bound is dropped."""
+
+    async def ensure_key(self, key: bytes) -> list[bytes]:
+        """Every kept key, newest first, after adding ``key`` *if the store had none* -- in
+        one atomic step, so that of several workers starting at once on an empty store one
+        key wins and every worker gets that one."""
 
 
 # -- in-memory defaults -------------------------------------------------------------------------
@@ -321,6 +333,13 @@ class MemoryKeyStore:
         if not key:
             raise ValueError("a sealing key must not be empty")
         self._keys = [key, *(k for k in self._keys if k != key)][: self.max_keys]
+
+    async def ensure_key(self, key: bytes) -> list[bytes]:
+        if not key:
+            raise ValueError("a sealing key must not be empty")
+        if not self._keys:  # no await between the test and the write: atomic on one loop
+            self._keys = [key]
+        return list(self._keys)
 
 
 class MemoryStores:

@@ -20,6 +20,7 @@ from mcp_sansio.http import HTTPServer, ResponseMode
 from mcp_sansio.http._shared import (
     DropSession,
     ForgetStream,
+    ForwardAnswer,
     Lookup,
     SaveSession,
     StoreEvent,
@@ -84,6 +85,8 @@ class Worker(Harness):
         elif isinstance(effect, DropSession):
             drive(self.table.delete(effect.session_id))
             self.server.stored(effect, now=self.now)
+        elif isinstance(effect, ForwardAnswer):
+            pass  # a bus: the test delivers it (HTTPServer.deliver_answer)
         elif self.hold:
             self.held.append(effect)
         else:
@@ -206,6 +209,221 @@ def test_resumption_on_another_worker_replays_what_the_first_stored() -> None:
     other = a.initialize()
     assert b.conn().send("GET", headers=[*b.session_headers(other),
                                          ("last-event-id", priming)]).status == 400
+
+
+def _bus(source: Worker, target: Worker, start: int = 0) -> int:
+    """Publish ``source``'s stored events from ``start`` on to ``target`` (an ideal bus);
+    returns where the next call starts."""
+    stored = [e for e in source.done if isinstance(e, StoreEvent)]
+    for effect in stored[start:]:
+        target.server.relay_event(effect.event_id, effect.data, now=target.now)
+    target.run()
+    return len(stored)
+
+
+def test_a_stream_resumed_on_another_worker_is_relayed_live_without_gap_or_repeat() -> None:
+    """issue 18: an event the first worker stores while the second reads its replay is
+    kept and sent after the replay, once; later ones are relayed as they come; the
+    stream's end marker ends the response and is never sent."""
+    from mcp_sansio.http._shared import STREAM_END
+
+    app = Deferred()
+    table, log = MemorySessionTable(), MemoryEventLog()
+    a = Worker("a", table, log, handler=app)
+    b = Worker("b", table, log)
+    sid = a.initialize()
+    conn = a.conn()
+    r = conn.send(body=tools_call(1, progress=True), headers=a.session_headers(sid))
+    priming = r.events[0].id
+    assert priming is not None
+    session, req = app.requests[0]
+    session.connection.send_progress(req.request_id, 1)
+    session.flush()
+    a.run()
+    conn.close()
+    published = _bus(a, b)  # published before anyone followed: dropped
+    assert b.conn().send(body=request(9, "ping"), headers=b.session_headers(sid)).status == 200
+    b.hold = True
+    resumed = b.conn().send("GET", headers=[*b.session_headers(sid), ("last-event-id", priming)])
+    (lookup,) = b.held
+    stale = drive(log.replay(priming, wall_time=WALL))  # the store is read now...
+    session.connection.send_progress(req.request_id, 2)  # ...and then this is stored
+    session.flush()
+    a.run()
+    published = _bus(a, b, published)
+    assert not resumed.events  # kept while the replay is read
+    b.server.resolve(lookup, stale, now=b.now)
+    b.run()
+    assert [m["params"]["progress"] for m in resumed.messages] == [1, 2]
+    session.connection.send_progress(req.request_id, 3)
+    session.connection.send_response(req.request_id, {"content": [], "isError": False})
+    session.flush()
+    a.run()
+    assert any(e.data == STREAM_END for e in a.done if isinstance(e, StoreEvent))
+    _bus(a, b)  # everything again, duplicates included
+    assert [m.get("params", {}).get("progress") for m in resumed.messages] == [1, 2, 3, None]
+    assert resumed.messages[-1]["id"] == 1 and resumed.done
+    ids = [e.id for e in resumed.events if e.data]
+    assert len(ids) == len(set(ids)) == 4
+    assert not b.server._relays and not b.server._following
+    # resumed after it finished: the replay ends at the marker
+    late = b.conn().send("GET", headers=[*b.session_headers(sid), ("last-event-id", priming)])
+    b.answer(b.held.pop())  # (b still holds its lookups)
+    b.run()
+    assert late.done and len(late.messages) == 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_relayed_stream_has_every_event_once_in_order_whatever_the_timing(
+        data: st.DataObject) -> None:
+    """Property: the writing worker stores n events; the other starts following the stream
+    after f of them, reads the store after k, and gets the bus's messages (those published
+    once it followed, in publication order) split at any point around the store's answer.
+    The client sees events 1..n, in order, once each."""
+    n = data.draw(st.integers(1, 8))
+    f = data.draw(st.integers(0, n))
+    k = data.draw(st.integers(f, n))
+    app = Deferred()
+    table, log = MemorySessionTable(), MemoryEventLog()
+    a = Worker("a", table, log, handler=app)
+    b = Worker("b", table, log)
+    sid = a.initialize()
+    assert b.conn().send(body=request(9, "ping"), headers=b.session_headers(sid)).status == 200
+    conn = a.conn()
+    r = conn.send(body=tools_call(1, progress=True), headers=a.session_headers(sid))
+    priming = r.events[0].id or ""
+    conn.close()
+    session, req = app.requests[0]
+
+    def progress(i: int) -> None:
+        session.connection.send_progress(req.request_id, i)
+        session.flush()
+        a.run()
+
+    for i in range(1, f + 1):
+        progress(i)
+    published = len([e for e in a.done if isinstance(e, StoreEvent)])
+    b.hold = True
+    resumed = b.conn().send("GET", headers=[*b.session_headers(sid),
+                                            ("last-event-id", priming)])
+    (lookup,) = b.held
+    for i in range(f + 1, k + 1):
+        progress(i)
+    stale = drive(log.replay(priming, wall_time=WALL))
+    for i in range(k + 1, n + 1):
+        progress(i)
+    bus = [e for e in a.done if isinstance(e, StoreEvent)][published:]
+    early = data.draw(st.integers(0, len(bus)))
+    for effect in bus[:early]:
+        b.server.relay_event(effect.event_id, effect.data, now=b.now)
+    b.server.resolve(lookup, stale, now=b.now)
+    for effect in bus[early:]:
+        b.server.relay_event(effect.event_id, effect.data, now=b.now)
+    b.run()
+    assert [m["params"]["progress"] for m in resumed.messages] == list(range(1, n + 1))
+    ids = [e.id for e in resumed.events if e.data]
+    assert len(set(ids)) == n
+
+
+def test_a_relay_whose_waiting_buffer_overflowed_ends_so_the_client_resumes() -> None:
+    app = Deferred()
+    table, log = MemorySessionTable(), MemoryEventLog()
+    a = Worker("a", table, log, handler=app)
+    b = Worker("b", table, log, max_pending_messages=2)
+    sid = a.initialize()
+    assert b.conn().send(body=request(9, "ping"), headers=b.session_headers(sid)).status == 200
+    conn = a.conn()
+    r = conn.send(body=tools_call(1, progress=True), headers=a.session_headers(sid))
+    priming = r.events[0].id or ""
+    conn.close()
+    session, req = app.requests[0]
+    published = _bus(a, b)  # before anyone followed
+    b.hold = True
+    resumed = b.conn().send("GET", headers=[*b.session_headers(sid),
+                                            ("last-event-id", priming)])
+    (lookup,) = b.held
+    stale = drive(log.replay(priming, wall_time=WALL))
+    for i in (1, 2, 3):
+        session.connection.send_progress(req.request_id, i)
+    session.flush()
+    a.run()
+    _bus(a, b, published)
+    b.server.resolve(lookup, stale, now=b.now)
+    b.run()
+    assert resumed.done  # ended after the two it kept, in order
+    assert [m["params"]["progress"] for m in resumed.messages] == [1, 2]
+    b.hold = False
+    again = b.conn().send("GET", headers=[*b.session_headers(sid),
+                                          ("last-event-id", resumed.events[-1].id or "")])
+    assert [m["params"]["progress"] for m in again.messages] == [3]
+
+
+def test_a_client_that_leaves_a_relay_ends_it() -> None:
+    app = Deferred()
+    table, log = MemorySessionTable(), MemoryEventLog()
+    a = Worker("a", table, log, handler=app)
+    b = Worker("b", table, log)
+    sid = a.initialize()
+    conn = a.conn()
+    r = conn.send(body=tools_call(1, progress=True), headers=a.session_headers(sid))
+    conn.close()
+    getter = b.conn()
+    resumed = getter.send("GET", headers=[*b.session_headers(sid),
+                                          ("last-event-id", r.events[0].id or "")])
+    assert resumed.status == 200 and not resumed.done and b.server._relays
+    getter.close()
+    b.run()
+    assert not b.server._relays
+    assert b.server.session(sid) is not None and not b.server.session(sid)._streams
+
+
+def test_an_answer_posted_on_another_worker_is_forwarded_to_the_one_that_asked() -> None:
+    """The request id carries the asking worker's tag; the worker the answer lands on
+    forwards it (ForwardAnswer) and keeps the rest of a batch; the asking worker delivers
+    it to the session's connection."""
+    from mcp_sansio import Response
+    from mcp_sansio.http._shared import answer_worker
+
+    app = Deferred()
+    table, log = MemorySessionTable(), MemoryEventLog()
+    a = Worker("a", table, log, handler=app)
+    b = Worker("b", table, log)
+    sid = a.initialize(version="2025-03-26")  # batches: one answer for a, one for b
+    conn = a.conn()
+    conn.send(body=tools_call(1), headers=a.session_headers(sid, "2025-03-26"))
+    session, req = app.requests[0]
+    asked = session.connection.send_request("ping", related_request_id=req.request_id)
+    session.flush()
+    a.run()
+    assert asked == "a-1" and answer_worker(asked) == "a"
+    b.conn().send(body=request(5, "ping"), headers=b.session_headers(sid, "2025-03-26"))
+    b_copy = b.server.session(sid)
+    assert b_copy is not None
+    own = b_copy.connection.send_request("ping")
+    assert own == "b-1"
+    b_copy.flush()
+    b.run()
+    batch = [{"jsonrpc": "2.0", "id": asked, "result": {}},
+             {"jsonrpc": "2.0", "id": own, "result": {}}]
+    r = b.conn().send(body=batch, headers=b.session_headers(sid, "2025-03-26"))
+    assert r.status == 202
+    (forward,) = [e for e in b.done if isinstance(e, ForwardAnswer)]
+    assert forward.worker == "a" and forward.message == batch[0]
+    assert [e.request_id for e in b.events_of(Response)] == [own]  # kept its own
+    assert a.server.deliver_answer(forward.session_id, forward.message, now=a.now)
+    a.run()
+    assert [e.request_id for e in a.events_of(Response)] == [asked]
+    assert not a.server.deliver_answer("nobody", forward.message, now=a.now)
+
+
+@pytest.mark.parametrize(("request_id", "worker"), [
+    ("a1-3", "a1"), ("a-1", "a"), (3, None), ("a-", None), ("-3", None), ("a-b", None),
+    ("a.b-3", None), (True, None)])
+def test_answer_worker_reads_only_tagged_ids(request_id: Any, worker: str | None) -> None:
+    from mcp_sansio.http._shared import answer_worker
+
+    assert answer_worker(request_id) == worker
 
 
 def _raw(sid: str, body: dict[str, Any]) -> bytes:
@@ -409,6 +627,40 @@ def test_a_connection_that_fails_while_its_answer_waits_is_not_left_waiting() ->
     assert conn.channel in a.closed_channels
 
 
+def test_a_lookup_is_a_parked_exchange_bounded_answered_once_released_on_close() -> None:
+    """One waiting mechanism (issue 18): a store lookup parks its exchange like a token
+    decision -- no answer within decision_timeout is "not found", the first answer counts,
+    a client that leaves releases it."""
+    a, b = workers(decision_timeout=5.0)
+    sid = a.initialize()
+    b.hold = True
+    r = b.conn().send(body=request(1, "ping"), headers=b.session_headers(sid))
+    (lookup,) = b.held
+    assert not r.done and b.server.pending_decisions() == []  # not a token question
+    b.advance(4.9)
+    assert not r.done
+    b.advance(0.2)  # the store never answered: the session is unknown here
+    assert r.done and r.status == 404
+    assert b.server.resolve(lookup, drive(b.table.get(sid, wall_time=WALL)), now=b.now) is False
+    # answered once: the second answer is refused
+    b.held.clear()
+    r = b.conn().send(body=request(2, "ping"), headers=b.session_headers(sid))
+    (lookup,) = b.held
+    record = drive(b.table.get(sid, wall_time=WALL + b.now))
+    assert b.server.resolve(lookup, record, now=b.now) is True
+    b.run()
+    assert r.done and r.status == 200
+    assert b.server.decide(lookup.handle, None, now=b.now) is False
+    # a client that leaves while its lookup waits releases it
+    b.held.clear()
+    conn = b.conn()
+    conn.send(body=request(3, "ping"), headers=b.session_headers("other-" + sid))
+    (lookup,) = b.held
+    conn.close()
+    assert b.server.resolve(lookup, None, now=b.now) is False
+    assert not b.server._parked
+
+
 # -- several shared workers behave as one server (hypothesis) ---------------------------------
 
 
@@ -494,3 +746,22 @@ def test_three_shared_workers_answer_as_one_server(ops: list[tuple[str, Any]],
     targets = targets[:len(ops)]
     expected = _play_on(lambda _: alone, ops, targets)
     assert _play_on(lambda t: cluster.workers[t], ops, targets) == expected
+
+
+def test_session_ids_carry_the_workers_routing_tag() -> None:
+    """issue 14: a gateway routing by Mcp-Session-Id reads the tag; any worker still serves
+    any session (the tag routes, it does not gate)."""
+    table, log = MemorySessionTable(), MemoryEventLog()
+    a = Worker("w0", table, log, session_id_prefix="hostA.")
+    b = Worker("w1", table, log, session_id_prefix="hostB.")
+    sid_a, sid_b = a.initialize(), b.initialize()
+    assert sid_a.startswith("hostA.") and sid_b.startswith("hostB.")
+    assert sid_a.removeprefix("hostA.")  # the unguessable part follows the tag
+    r = b.conn().send(body=request(1, "ping"), headers=b.session_headers(sid_a))
+    assert r.status == 200
+
+
+@pytest.mark.parametrize("prefix", ["has space", "tab\t", "é", "x" * 65])
+def test_a_routing_tag_that_is_no_header_token_is_refused_at_construction(prefix: str) -> None:
+    with pytest.raises(ValueError, match="session_id_prefix"):
+        Harness(session_id_prefix=prefix)

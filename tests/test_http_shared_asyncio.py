@@ -69,7 +69,7 @@ def make_server(release: asyncio.Event) -> Server:
             ctx.input_required(request_state="round-one")
         return f"resumed {ctx.request_state}"
 
-    add_tools(server, "echo", "change")
+    add_tools(server, "echo", "change", "ask_name")
     return server
 
 
@@ -94,9 +94,12 @@ def call(n: int, name: str, arguments: dict[str, Any] | None = None,
     return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
 
 
-async def open_session(port: int) -> str:
+async def open_session(port: int, capabilities: dict[str, Any] | None = None) -> str:
     conn = await Conn.open(port)
-    status, got, _ = await conn.request("POST", init_body())
+    body = init_body()
+    if capabilities is not None:
+        body["params"]["capabilities"] = capabilities
+    status, got, _ = await conn.request("POST", body)
     assert status == 200
     sid = got["mcp-session-id"]
     status, _, _ = await conn.request(
@@ -189,6 +192,84 @@ def test_a_get_with_last_event_id_on_the_other_worker_replays(stores_factory: An
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
 
 
+def test_a_stream_resumed_on_the_other_worker_carries_on_live(stores_factory: Any) -> None:
+    """issue 18: a GET with Last-Event-ID landing on the worker that does not run the
+    request replays what the store holds, then relays what the first worker writes after
+    (the bus), in order, each event once, and ends when the stream ends there."""
+    async def main() -> None:
+        release = asyncio.Event()
+        async with two_workers(stores_factory, release) as (pa, pb):
+            sid = await open_session(pa)
+            conn = await Conn.open(pa)
+            await conn.send("POST", call(7, "slow", progress=True), headers(sid))
+            status, _ = await conn.head()
+            assert status == 200
+            (first_id, _), (second_id, _) = await events_until(conn, SSEParser(), 2)
+            await conn.close()
+            other = await Conn.open(pb)
+            for _ in range(TIMEOUT * 10):  # the first worker stores after it writes
+                await other.send("GET", None, headers(sid, **{"last-event-id": first_id}))
+                status, _ = await other.head()
+                if status == 200:
+                    break
+                while not isinstance(await other.next(), h11.EndOfMessage):
+                    pass
+                other.h11.start_next_cycle()
+                await asyncio.sleep(0.1)
+            assert status == 200
+            parser = SSEParser()
+            got = await events_until(other, parser, 1)
+            assert [event_id for event_id, _ in got] == [second_id]
+            release.set()  # the tool finishes on the first worker: its answer comes here
+            got += await events_until(other, parser, 1)
+            (_, answer) = got[-1]
+            assert answer["id"] == 7 and answer["result"]["content"][0]["text"] == "done"
+            seqs = [int(event_id.rpartition(":")[2]) for event_id, _ in got]
+            assert seqs == sorted(set(seqs))  # in order, no duplicates
+            assert got[-1][0].rpartition(":")[0] == second_id.rpartition(":")[0]
+            while True:  # the stream ended there: the response ends here
+                event = await other.next()
+                if isinstance(event, h11.EndOfMessage):
+                    break
+                assert isinstance(event, h11.Data)
+                assert not [e for e in parser.feed(event.data) if e.data]
+            await other.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_an_answer_to_an_elicitation_posted_on_the_other_worker_reaches_the_tool(
+        stores_factory: Any) -> None:
+    """issue 18: the tool runs on one worker and elicits; the client posts its answer on a
+    connection to the other worker; the answer crosses the bus and the tool finishes.
+    The request's id names the worker that sent it; an answer to an id no worker waits
+    for is accepted (202) and dropped, as on one server."""
+    from .http_stories import elicit
+
+    async def main() -> None:
+        async with two_workers(stores_factory, asyncio.Event()) as (pa, pb):
+            sid = await open_session(pa, {"elicitation": {}})
+            caller = await Conn.open(pa)
+            await caller.send("POST", call(3, "ask_name"), headers(sid))
+            status, _ = await caller.head()
+            assert status == 200
+            parser = SSEParser()
+            (_, ask), = await events_until(caller, parser, 1)
+            assert ask["method"] == "elicitation/create"
+            assert isinstance(ask["id"], str) and "-" in ask["id"]  # <worker tag>-<n>
+            other = await Conn.open(pb)
+            answer = {"jsonrpc": "2.0", "id": ask["id"], "result": elicit(ask["params"])}
+            status, _, _ = await other.request("POST", answer, headers(sid))
+            assert status == 202
+            (_, done), = await events_until(caller, parser, 1)
+            assert done["id"] == 3 and done["result"]["content"][0]["text"] == "hello Ada"
+            stray = {"jsonrpc": "2.0", "id": "nobody-7", "result": {}}
+            status, _, _ = await other.request("POST", stray, headers(sid))
+            assert status == 202
+            await other.close()
+            await caller.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
 def test_a_list_change_on_one_worker_reaches_a_stream_on_the_other(stores_factory: Any
                                                                    ) -> None:
     async def main() -> None:
@@ -232,16 +313,63 @@ def test_request_state_sealed_on_one_worker_opens_on_the_other(stores_factory: A
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
 
 
-def test_workers_on_one_store_seal_with_its_newest_key(stores_factory: Any) -> None:
-    from mcp_sansio.adapters._shared_driver import sealing_key
+def test_workers_on_one_store_share_its_key_ring(stores_factory: Any) -> None:
+    from mcp_sansio.adapters._shared_keys import store_key_ring
 
     async def main() -> None:
         async with stores_factory() as stores:
-            key = await sealing_key(stores)
+            ring, _ = await store_key_ring(stores)
+            key = ring.sealing_key()[1]
             assert len(key) == 32 and await stores.keys.get_keys() == [key]
-            assert await sealing_key(stores) == key  # not added again
-            await stores.keys.add_key(b"r" * 32)  # rotation: the next worker seals anew
-            assert await sealing_key(stores) == b"r" * 32
+            again, _ = await store_key_ring(stores)
+            assert again.keys() == (key,)  # not added again
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_key_rotation_during_traffic_loses_no_request_state(stores_factory: Any) -> None:
+    """issue 18: states sealed on one worker keep opening on the other while keys rotate
+    (twice), and both workers end up sealing with the newest key."""
+    from mcp_sansio.adapters._shared_keys import rotate_key
+
+    async def seal(port: int, n: int) -> str:
+        conn = await Conn.open(port)
+        status, _, messages = await conn.request("POST", *tool_call("two_rounds", {}, n))
+        await conn.close()
+        assert status == 200
+        state: str = messages[-1]["result"]["requestState"]
+        return state
+
+    async def open_(port: int, n: int, state: str) -> None:
+        conn = await Conn.open(port)
+        body, hdrs = tool_call("two_rounds", {}, n)
+        body["params"]["requestState"] = state
+        status, _, messages = await conn.request("POST", body, hdrs)
+        await conn.close()
+        assert status == 200, messages
+        assert messages[-1]["result"]["content"][0]["text"] == "resumed round-one", messages
+
+    async def main() -> None:
+        release = asyncio.Event()
+        async with stores_factory() as one, stores_factory() as two, \
+                start_http(make_server(release), stores=one, key_refresh_interval=0.05) as a, \
+                start_http(make_server(release), stores=two, key_refresh_interval=0.05) as b:
+            new_keys = []
+            kept = await seal(a.port, 1000)  # sealed before any rotation, opened after both
+            for n in range(60):
+                if n in (10, 35):
+                    new_keys.append(await rotate_key(one))
+                sealer, opener = (a, b) if n % 2 else (b, a)
+                await open_(opener.port, 2 * n + 1, await seal(sealer.port, 2 * n))
+                await asyncio.sleep(0.01)
+            for service in (a, b):
+                assert service._shared is not None and service._shared.keys is not None
+                for _ in range(TIMEOUT * 20):  # it seals with the newest once it is ripe
+                    if service._shared.keys.keys()[0] == new_keys[-1]:
+                        break
+                    await asyncio.sleep(0.05)
+                assert service._shared.keys.keys()[0] == new_keys[-1]
+            await open_(b.port, 1001, kept)  # the old key still opens on every worker
+            assert set(await one.keys.get_keys()) >= set(new_keys)
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
 
 

@@ -192,6 +192,23 @@ def test_event_log_refuses_an_id_it_did_not_make(open_kit: Opener) -> None:
 # -- key store ----------------------------------------------------------------------------------
 
 
+def test_ensure_key_adds_only_to_an_empty_store_and_one_of_a_race_wins(
+        open_kit: Opener) -> None:
+    """issue 18: workers starting at once on an empty store all end with the same key."""
+    async def main() -> None:
+        async with open_kit() as kit:
+            first = [b"a" * 32, b"b" * 32, b"c" * 32, b"d" * 32]
+            answers = await asyncio.gather(*(kit.keys.ensure_key(k) for k in first))
+            assert len(answers[0]) == 1 and answers[0][0] in first
+            assert all(answer == answers[0] for answer in answers)
+            assert await kit.keys.get_keys() == answers[0]
+            await kit.keys.add_key(b"e" * 32)
+            assert await kit.keys.ensure_key(b"f" * 32) == [b"e" * 32, answers[0][0]]
+            with pytest.raises(ValueError):
+                await kit.keys.ensure_key(b"")
+    asyncio.run(main())
+
+
 def test_key_store_newest_first_bounded(open_kit: Opener) -> None:
     async def main() -> None:
         async with open_kit(max_keys=3) as kit:

@@ -64,6 +64,14 @@ adapter brings the answer -- the general "exchange waits on an asynchronous deci
 of :mod:`mcp_sansio.http._park` (:meth:`HTTPServer.pending_decisions`,
 :meth:`HTTPServer.decide`, ``decision_timeout``).
 
+Shared mode (``shared=True``, :mod:`mcp_sansio.http._shared`): sessions and SSE events live
+in stores several workers share, reached through effects the adapter carries out. A store
+lookup parks its exchange through the same hook as a token decision (one waiting
+mechanism). A stream resumed on a worker that does not write it is relayed from the bus
+(:meth:`HTTPServer.relay_event`); a client's answer to another worker's request is
+forwarded there (:meth:`HTTPServer.deliver_answer`); session ids may carry a routing tag
+(``session_id_prefix``).
+
 Time is an argument (``now=``), as in the core: it drives idle-session expiry, SSE
 keep-alive comments and the connections' own timers (:meth:`HTTPServer.next_deadline`,
 :meth:`HTTPServer.handle_timeout`).
@@ -93,6 +101,7 @@ from .._snapshot import refresh_session, restore_session, snapshot_session
 from .._state import State
 from .._stateless import META_PROTOCOL_VERSION, has_stateless_meta, principal_key
 from .._versions import FEATURES, Era
+from ..stores import parse_event_id
 from ._exchange import ExchangeInput, ExchangeOutput, PeerClosed
 from ._exchange_wire import ExchangeWire
 from ._headers import (
@@ -107,7 +116,16 @@ from ._headers import (
     param_value,
 )
 from ._park import DEFAULT_DECISION_TIMEOUT, DecisionNeeded, Parked
-from ._shared import DropSession, Lookup, NumberedEvents, SaveSession, SharedEffect
+from ._shared import (
+    STREAM_END,
+    DropSession,
+    ForwardAnswer,
+    Lookup,
+    NumberedEvents,
+    SaveSession,
+    SharedEffect,
+    answer_worker,
+)
 from ._sse import encode_comment, encode_event
 from ._store import EventStore, InMemoryEventStore
 from ._wire import (
@@ -124,7 +142,6 @@ if TYPE_CHECKING:
     # package is not paid for by every server start.
     from ..auth._deferred import VerificationPending
     from ..auth._resource import AccessInfo, ProtectedResource
-    from ..auth._resource import Refusal as AuthRefusal
 
 __all__ = [
     "DEFAULT_KEEPALIVE_INTERVAL",
@@ -133,6 +150,7 @@ __all__ = [
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_RETRY_MS",
     "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "MAX_SESSION_ID_PREFIX",
     "HTTPServer",
     "ResponseMode",
     "ServerChannel",
@@ -151,6 +169,10 @@ DEFAULT_MAX_SESSIONS = 10_000
 #: A session with no request and no open stream for this long ends (one hour). Clients are
 #: required to re-initialize when their session is gone (404), so expiry is always safe.
 DEFAULT_SESSION_IDLE_TIMEOUT: float | None = 3600.0
+#: Longest routing tag in front of a session id: 64 characters. A tag names a worker or a
+#: host (a few characters); the bound keeps ids short enough for any header limit, since
+#: the unguessable part (43 characters from ``secrets.token_urlsafe(32)``) follows it.
+MAX_SESSION_ID_PREFIX = 64
 #: The SSE ``retry`` field (milliseconds) sent at the start of resumable streams: how long a
 #: client waits before resuming a broken stream. One second: quick recovery, no hammering.
 DEFAULT_RETRY_MS: int | None = 1000
@@ -226,7 +248,7 @@ class _Stream:
 
     __slots__ = (
         "channel", "finished", "id", "init", "kind", "open_at", "pending", "processed",
-        "resumable", "sent", "session", "started",
+        "relayed", "resumable", "sent", "session", "started",
     )
 
     def __init__(self, session: Session, kind: _Kind, stream_id: str) -> None:
@@ -245,6 +267,9 @@ class _Stream:
         #: A deferred SSE start (2026-07-28, SSE mode): when the head goes out if no
         #: message came by then (see HTTPServer._defer_sse).
         self.open_at: float | None = None
+        #: A shared server's relay of a stream another worker writes (resumed here): the
+        #: sequence number of the last event sent on it; None for a stream of this worker.
+        self.relayed: int | None = None
 
 
 class Session:
@@ -354,16 +379,14 @@ class ServerChannel:
         self.auth: AccessInfo | None = None
         self._wall: float | None = None
         self._gone = False  # the server has reported the channel closed
-        #: The exchange waiting on an asynchronous decision, if any (http/_park.py).
+        #: The exchange waiting on an asynchronous answer, if any (http/_park.py): a token
+        #: decision, a session record, a replay. Nothing more is read meanwhile.
         self._parked: Parked | None = None
-        #: The authorization decision a parked exchange came back with.
-        self._decision: AccessInfo | AuthRefusal | None = None
-        # A shared server (_shared.py): the request waiting on the store, the request being
-        # handled, and the store's answers for it.
-        self._waiting: Lookup | None = None
-        self._held = False  # its output waits for a store write (HTTPServer.stored)
-        self._request: HTTPRequest | None = None
+        #: The answers the request being handled came back with, by (kind, key): handling
+        #: starts over with them in hand, and they are dropped once it is handled.
         self._answers: dict[tuple[str, str], Any] = {}
+        self._request: HTTPRequest | None = None
+        self._held = False  # its output waits for a store write (HTTPServer.stored)
 
     def __repr__(self) -> str:
         return f"<ServerChannel at 0x{id(self):x}{' closed' if self.closed else ''}>"
@@ -476,12 +499,15 @@ class ServerChannel:
         return self.wire.data_to_send()
 
     def _unpark(self) -> None:
-        """The client left while its exchange waited on a decision: forget it (a later
+        """The client left while its exchange waited on an answer: forget it (a later
         answer is ignored)."""
         parked, self._parked = self._parked, None
         if parked is not None:
             self._server._parked.pop(parked.need.handle, None)
-            self._decision = None
+            self._answers.clear()
+            question = parked.need.question
+            if isinstance(question, Lookup) and question.kind == "replay":
+                self._server._unfollow(self, question.key)
 
 
 class HTTPServer:
@@ -542,6 +568,11 @@ class HTTPServer:
         effects (:meth:`shared_effects`, :meth:`resolve`) instead of keeping events itself.
     :param stream_tag: this worker's mark in its stream ids (letters and digits), unique
         among the workers sharing a store, so that two workers never number one stream.
+    :param session_id_prefix: put in front of every session id this server issues
+        (visible ASCII, at most :data:`MAX_SESSION_ID_PREFIX` characters): the routing tag
+        a gateway that routes by ``Mcp-Session-Id`` reads to send a session's requests to
+        the worker that opened it (see "Routing by session id" in :doc:`/stores`). The id
+        stays unguessable: the prefix is added to what ``new_session_id`` returns.
     """
 
     def __init__(
@@ -575,6 +606,7 @@ class HTTPServer:
         sessionless: bool = False,
         shared: bool = False,
         stream_tag: str = "",
+        session_id_prefix: str = "",
     ) -> None:
         if sessionless and legacy_sse_path is not None:
             raise ValueError("the legacy HTTP+SSE transport needs sessions: "
@@ -585,6 +617,12 @@ class HTTPServer:
         if not stream_tag.isalnum() and stream_tag:
             raise ValueError("stream_tag must be letters and digits")
         self.stream_tag = stream_tag
+        if (len(session_id_prefix) > MAX_SESSION_ID_PREFIX
+                or any(not 0x21 <= ord(c) <= 0x7E for c in session_id_prefix)):
+            raise ValueError("session_id_prefix must be visible ASCII (0x21-0x7E), at most "
+                             f"{MAX_SESSION_ID_PREFIX} characters")
+        #: The routing tag in front of every session id issued here.
+        self.session_id_prefix = session_id_prefix
         self.shared = shared
         self._effects: list[SharedEffect] = []
         template = connection_factory()
@@ -630,6 +668,11 @@ class HTTPServer:
         self._pending_channels: dict[ServerChannel, None] = {}
         self._writable: dict[ServerChannel, None] = {}
         self._listening: dict[Session, None] = {}  # stateless sessions with a listen stream
+        # A shared server's relays (streams another worker writes, resumed here), by stream
+        # id; and the events the bus brought for a stream whose replay is being read, by
+        # stream id and waiting channel (see relay_event).
+        self._relays: dict[str, _Stream] = {}
+        self._following: dict[str, dict[ServerChannel, list[tuple[int, bytes]]]] = {}
         self._sse: dict[_Stream, None] = {}  # SSE streams open on a channel (keep-alives)
         self._timers: list[tuple[float, int, Session | None, str]] = []
         self._dead_timers = 0  # sessions retired since _timers was last rebuilt
@@ -809,15 +852,18 @@ class HTTPServer:
         return True
 
     def _park(self, channel: ServerChannel, question: Any, resume: Callable[[Any], None],
-              expire: Callable[[], None]) -> None:
-        """Park ``channel``'s exchange until ``question`` is answered (module http/_park)."""
+              expire: Callable[[], None], *, announce: bool = True) -> DecisionNeeded:
+        """Park ``channel``'s exchange until ``question`` is answered (module http/_park).
+        ``announce``: hand the need out as a decision (else the caller hands the question
+        out its own way: a shared server's Lookup goes with the store effects, in order)."""
         need = DecisionNeeded(next(self._handles), question, self._now + self.decision_timeout)
         channel._parked = self._parked[need.handle] = Parked(channel, need, resume, expire)
         self._schedule(need.deadline, None, "decision")
-        if self.on_decision_needed is not None:
+        if announce and self.on_decision_needed is not None:
             self.on_decision_needed(need)
-        else:
+        elif announce:
             self._needs.append(need)
+        return need
 
     def _expire_decisions(self, now: float) -> None:
         for handle, parked in list(self._parked.items()):
@@ -841,15 +887,21 @@ class HTTPServer:
         self._effects.clear()
         return effects
 
-    def resolve(self, lookup: Lookup, answer: Any, *, now: float | None = None) -> None:
+    def resolve(self, lookup: Lookup, answer: Any, *, now: float | None = None) -> bool:
         """The store's answer to ``lookup``: a session record (or None: unknown) or a
         replay (``EventLog.replay``'s result). The waiting request is handled with it and
-        its connection read on; drain :meth:`next_event` and :meth:`data_to_send` after."""
-        self._clock(now)
+        its connection read on; drain :meth:`next_event` and :meth:`data_to_send` after.
+        A lookup is a parked exchange like any other (:meth:`decide` with its ``handle``
+        does the same): False when it no longer waits (answered already, timed out -- it
+        was then answered "not found" -- or its client left)."""
+        return self.decide(lookup.handle, answer, now=now)
+
+    def _looked_up(self, lookup: Lookup, answer: Any) -> None:
+        """The store's answer to ``lookup`` (None when none came in time): handle the
+        request again with it in hand."""
         channel = lookup.channel
-        if channel._waiting is not lookup:
-            return  # answered already, or the connection failed meanwhile
-        channel._waiting = None
+        if lookup.kind == "replay":
+            channel._answers[("follow", lookup.key)] = self._unfollow(channel, lookup.key)
         if lookup.kind == "session" and answer is not None:
             if lookup.key in self._sessions:  # a copy in doubt (_session_for): update it
                 self.refresh_session(lookup.key, answer)
@@ -861,9 +913,8 @@ class HTTPServer:
         channel._answers[(lookup.kind, lookup.key)] = answer
         if not channel.wire.closed and channel.stream is None:
             self._handle(channel, lookup.request)
-            if channel._waiting is None:
+            if channel._parked is None:
                 channel._answers.clear()
-        self._process_channel(channel)
 
     def stored(self, effect: SaveSession | DropSession, *, now: float | None = None) -> None:
         """``effect`` is done in the table (or the store failed: the session's state is then
@@ -905,14 +956,120 @@ class HTTPServer:
             return
         session._saved = record
 
+    def relay_event(self, event_id: str, data: bytes, *, now: float | None = None) -> bool:
+        """An event another worker stored (the bus's ``events`` topic): if this worker
+        relays that stream -- a client resumed it here with ``Last-Event-ID`` -- send it on
+        (in sequence order, each once: the event ids order them), or keep it for a replay
+        being read. True when it was wanted here. Drain :meth:`data_to_send` after."""
+        self._clock(now)
+        parsed = parse_event_id(event_id)
+        if parsed is None:
+            return False
+        stream_id, seq = parsed
+        waiting = self._following.get(stream_id)
+        if waiting:
+            for buffer in waiting.values():
+                if len(buffer) < self.max_pending_messages:  # bounded, like a backlog
+                    buffer.append((seq, data))
+        relay = self._relays.get(stream_id)
+        if relay is not None:
+            self._relay(relay, [(seq, data)])
+        return bool(waiting) or relay is not None
+
+    def _unfollow(self, channel: ServerChannel, last_event_id: str
+                  ) -> list[tuple[int, bytes]]:
+        parsed = parse_event_id(last_event_id)
+        if parsed is None:
+            return []
+        waiting = self._following.get(parsed[0], {})
+        buffer = waiting.pop(channel, [])
+        if not waiting:
+            self._following.pop(parsed[0], None)
+        return buffer
+
+    def _relay(self, relay: _Stream, events: Iterable[tuple[int, bytes]]) -> None:
+        """Send on a relay the events past the last it sent, in order; the end marker
+        ends it (the stream was finished by the worker writing it)."""
+        channel = relay.channel
+        for seq, data in sorted(events, key=lambda event: event[0]):
+            assert relay.relayed is not None
+            if seq <= relay.relayed or channel is None:
+                continue
+            relay.relayed = seq
+            if data == STREAM_END:
+                self._end_relay(relay)
+                return
+            if data:
+                channel.wire.send_body(encode_event(data, id=f"{relay.id}:{seq}"))
+                self._writable[channel] = None
+
+    def _end_relay(self, relay: _Stream) -> None:
+        self._relays.pop(relay.id, None)
+        relay.session._streams.pop(relay.id, None)
+        relay.finished = True
+        self._close_response(relay)
+        self._touch(relay.session)
+
+    def _tag_requests(self, session: Session) -> None:
+        """A shared server's requests to the client carry this worker's tag in their ids
+        (``<stream_tag>-<n>``): unique across the copies of one session, and the worker an
+        answer landing elsewhere goes to (ForwardAnswer)."""
+        if self.shared and self.stream_tag and not session.legacy:
+            session.connection.request_id_prefix = f"{self.stream_tag}-"
+
+    def deliver_answer(self, session_id: str, message: Any, *,
+                       now: float | None = None) -> bool:
+        """A client's answer to one of this worker's requests, posted on another worker
+        (the bus's ``answers`` topic, :class:`~mcp_sansio.http._shared.ForwardAnswer`):
+        handed to the session's connection, which matches it to the request waiting (an id
+        it does not know is an ``UnexpectedResponse`` event, as on one server). False when
+        this worker has no live copy of the session."""
+        self._clock(now)
+        session = self._sessions.get(session_id)
+        if session is None or session.ended is not None or type(message) is not dict:
+            return False
+        session.connection.receive_message(message, now=self._now)
+        self._mark_ready(session)
+        return True
+
+    def _forward_answers(self, session: Session, value: Any,
+                         items: list[tuple[MessageKind, RequestId | None, str | None, Any]],
+                         ) -> tuple[Any, list[tuple[MessageKind, RequestId | None, str | None,
+                                                    Any]]]:
+        """A shared server: answers to requests another worker sent go there (a
+        ForwardAnswer each); what is left is this worker's."""
+        raw = value if type(value) is list else [value]
+        kept_raw, kept = [], []
+        for message, item in zip(raw, items, strict=True):
+            worker = (answer_worker(item[1])
+                      if item[0] in (MessageKind.RESULT, MessageKind.ERROR) else None)
+            if worker is not None and worker != self.stream_tag and session.id is not None:
+                self._effects.append(ForwardAnswer(session.id, worker, message))
+            else:
+                kept_raw.append(message)
+                kept.append(item)
+        if type(value) is not list:
+            return (kept_raw[0] if kept_raw else None), kept
+        return kept_raw, kept
+
     def _wait_for(self, channel: ServerChannel, kind: str, key: str) -> bool:
         """A shared server without the answer to (kind, key) for this request: ask the
         adapter (a Lookup) and hold the channel; True when it now waits."""
         if not self.shared or (kind, key) in channel._answers:
             return False
         assert channel._request is not None
-        channel._waiting = Lookup(kind, key, channel, channel._request)
-        self._effects.append(channel._waiting)
+        lookup = Lookup(kind, key, channel, channel._request)
+        # Bounded like every parked exchange: a store that never answers is "not found".
+        need = self._park(channel, lookup, lambda answer: self._looked_up(lookup, answer),
+                          lambda: self._looked_up(lookup, None), announce=False)
+        lookup.handle = need.handle
+        self._effects.append(lookup)
+        if kind == "replay":
+            # From now on, what the bus brings for that stream is kept for this channel: an
+            # event written after the store is read is then not lost (relay_event).
+            parsed = parse_event_id(key)
+            if parsed is not None:
+                self._following.setdefault(parsed[0], {})[channel] = []
         return True
 
     def _adopt(self, session_id: str, record: Any) -> Session:
@@ -932,6 +1089,7 @@ class HTTPServer:
             raise ValueError("a session of a server with other authorization")
         connection = restore_session(self.connection_factory(), record["session"])
         session = Session(self, session_id, connection, Era.HANDSHAKE)
+        self._tag_requests(session)
         if principal is not None:
             from ..auth._resource import AccessInfo
 
@@ -1054,14 +1212,13 @@ class HTTPServer:
 
     def _process_channel(self, channel: ServerChannel) -> None:
         wire = channel.wire
-        while (channel.stream is None and channel._parked is None and channel._waiting is None
-               and not wire.closed):
+        while channel.stream is None and channel._parked is None and not wire.closed:
             request = wire.next_request()
             if request is None:
                 break
             channel._request = request
             self._handle(channel, request)
-            if channel._waiting is None:
+            if channel._parked is None:
                 channel._answers.clear()
         self._writable[channel] = None
 
@@ -1173,7 +1330,7 @@ class HTTPServer:
 
         auth = self.auth
         assert auth is not None
-        decision, channel._decision = channel._decision, None
+        decision = channel._answers.pop(("token", ""), None)
         if decision is None:
             try:
                 decision = auth.authorize(
@@ -1207,11 +1364,12 @@ class HTTPServer:
         wall = channel._wall if channel._wall is not None else self._now
         if not isinstance(answer, BaseException) and not _is_response(answer):
             answer = TypeError(f"not an answer to a token question: {type(answer).__name__}")
-        channel._decision = auth.conclude(pending, answer, wall)
+        channel._answers[("token", "")] = auth.conclude(pending, answer, wall)
         try:
             self._handle(channel, request)
         finally:
-            channel._decision = None  # used by that request, or by none: never by the next
+            # used by that request, or by none: never by the next
+            channel._answers.pop(("token", ""), None)
 
     def _tool_scope_refused(
         self, channel: ServerChannel,
@@ -1462,11 +1620,15 @@ class HTTPServer:
     def _open_session(self, era: Era, *, legacy: bool = False) -> Session:
         assert self.new_session_id is not None
         session_id = self.new_session_id()
-        if not session_id or any(not 0x21 <= ord(c) <= 0x7E for c in session_id):
+        if not session_id:
+            raise ValueError("a session id must be non-empty visible ASCII (0x21-0x7E)")
+        session_id = self.session_id_prefix + session_id
+        if any(not 0x21 <= ord(c) <= 0x7E for c in session_id):
             raise ValueError("a session id must be non-empty visible ASCII (0x21-0x7E)")
         if session_id in self._sessions:
             raise ValueError("new_session_id returned an id that is in use")
         session = Session(self, session_id, self.connection_factory(), era, legacy=legacy)
+        self._tag_requests(session)
         self._sessions[session_id] = session
         session._standalone = _Stream(session, _Kind.STANDALONE,
                                       f"{session._prefix}-{self.stream_tag}0")
@@ -1495,6 +1657,8 @@ class HTTPServer:
         items: list[tuple[MessageKind, RequestId | None, str | None, Any]],
     ) -> None:
         conn = session.connection
+        if self.shared and session.id is not None:
+            value, items = self._forward_answers(session, value, items)
         ids = [item[1] for item in items if item[0] is MessageKind.REQUEST]
         if type(value) is list:
             refusal = batch_refusal(conn.protocol_version, conn.revision)
@@ -1513,7 +1677,8 @@ class HTTPServer:
             self._respond(channel, 202)
         if self.shared:
             self._hold(session, channel)
-        conn.receive_message(value, now=self._now)
+        if items:  # (all of it may have been forwarded to other workers)
+            conn.receive_message(value, now=self._now)
         self._mark_ready(session)
         self._touch(session)
 
@@ -1704,6 +1869,9 @@ class HTTPServer:
         standalone = session._standalone
         assert standalone is not None
         stream = standalone if stream_id == standalone.id else session._streams.get(stream_id)
+        if self.shared and stream is None:
+            self._resume_relay(channel, session, last_event_id, stream_id, events)
+            return
         if stream is not None and stream.channel is not None:
             # The client resumed while we still write to the old connection: hand over.
             old = stream.channel
@@ -1713,7 +1881,7 @@ class HTTPServer:
             self._writable[old] = None
         channel.wire.start_response(200, _SSE_HEADERS)
         for event_id, data in events:
-            if data:
+            if data and data != STREAM_END:
                 channel.wire.send_body(encode_event(data, id=event_id))
         self._writable[channel] = None
         if stream is None or stream.finished:
@@ -1726,6 +1894,44 @@ class HTTPServer:
         self._arm_keepalive()
         if stream is standalone:
             self._drain_backlog(session)
+        self._touch(session)
+
+    def _resume_relay(self, channel: ServerChannel, session: Session, last_event_id: str,
+                      stream_id: str, events: list[tuple[str, bytes]]) -> None:
+        """A shared server resumes a stream another worker writes (or wrote): what the
+        store holds, then what that worker stores after -- the bus brings it, and the
+        events that came while the store was read were kept -- until the stream's end
+        marker, or the client leaves."""
+        parsed = parse_event_id(last_event_id)
+        assert parsed is not None  # the store answered for it
+        relay = _Stream(session, _Kind.POST, stream_id)
+        relay.relayed = parsed[1]
+        relay.resumable = True
+        relay.channel = channel
+        channel.stream = relay
+        relay.started = relay.sent = True
+        channel.wire.start_response(200, _SSE_HEADERS)
+        self._writable[channel] = None
+        old = self._relays.get(stream_id)
+        if old is not None:  # resumed again here: the newer connection takes the stream
+            self._end_relay(old)
+        self._relays[stream_id] = relay
+        session._streams[stream_id] = relay
+        self._sse[relay] = None
+        self._arm_keepalive()
+        replayed: list[tuple[int, bytes]] = []
+        for event_id, data in events:
+            found = parse_event_id(event_id)
+            if found is not None:
+                replayed.append((found[1], data))
+        kept = channel._answers.get(("follow", last_event_id), [])
+        self._relay(relay, [*replayed, *kept])
+        if len(kept) >= self.max_pending_messages and relay.relayed is not None:
+            # More came while the store was read than was kept: what was dropped is in the
+            # log, so the response ends here and the client resumes from its last id
+            # (basic/transports.mdx, "Resumability and Redelivery") rather than miss it.
+            self._end_relay(relay)
+            return
         self._touch(session)
 
     def _delete(self, channel: ServerChannel, request: HTTPRequest) -> None:
@@ -1819,7 +2025,9 @@ class HTTPServer:
                                 "Not Found: the session has ended")
                     self._pending_channels[channel] = None
             stream.finished = True
-            if self.event_store is not None and stream.resumable and stream.sent:
+            if stream.relayed is not None:  # another worker's stream: not ours to forget
+                self._relays.pop(stream.id, None)
+            elif self.event_store is not None and stream.resumable and stream.sent:
                 self.event_store.forget(stream.id)
         session._streams.clear()
         session._routes.clear()
@@ -2055,6 +2263,11 @@ class HTTPServer:
     def _finish(self, stream: _Stream) -> None:
         if stream.finished:
             return
+        if (self.shared and stream.resumable and stream.sent and stream.relayed is None
+                and self.event_store is not None):
+            # Its end, for a worker relaying it (a client resumed it there): the marker
+            # goes to the log and the bus like any event (_shared.STREAM_END).
+            self.event_store.store(stream.id, STREAM_END)
         stream.finished = True
         session = stream.session
         session._streams.pop(stream.id, None)
@@ -2079,6 +2292,9 @@ class HTTPServer:
         channel.stream = None
         self._sse.pop(stream, None)
         session = stream.session
+        if stream.relayed is not None:  # the client left a relay: nothing is left to send
+            self._end_relay(stream)
+            return
         if session.legacy:
             if session.ended is None:
                 self._end_session(session, SessionEnd.DISCONNECTED)

@@ -10,7 +10,10 @@ built with ``shared=True`` says what it needs as *effects*, which the adapter ta
 
 * :class:`StoreEvent` -- keep an SSE event of a resumable stream (``EventLog.append``). The
   server numbers the events itself (``<stream id>:<sequence>``, as the in-memory store does),
-  so the event goes out to the client at once and the write has no answer to wait for;
+  so the event goes out to the client at once and the write has no answer to wait for. The
+  adapter then publishes it on the bus's ``events`` topic: a worker where the client resumed
+  that stream (``Last-Event-ID`` landing elsewhere) relays it (:meth:`HTTPServer.relay_event`,
+  in sequence order, each event once). A finished stream stores :data:`STREAM_END` last;
 * :class:`ForgetStream` -- a session ended: its streams' events may go (``EventLog.forget``);
 * :class:`SaveSession` / :class:`DropSession` -- a handshake-era session's record changed
   (initialize answered, ``notifications/initialized``, ``logging/setLevel``,
@@ -20,11 +23,21 @@ built with ``shared=True`` says what it needs as *effects*, which the adapter ta
   and the table's own deadline ends it everywhere. The answers to the requests that made
   the change wait until the adapter says it is stored (:meth:`HTTPServer.stored`): the
   client's next request may go to any worker at once;
+* :class:`ForwardAnswer` -- a client answered a server-to-client request (2025-era
+  elicitation, sampling, roots) on a worker other than the one whose handler waits: the ids
+  of a shared server's requests carry its worker tag (``<stream_tag>-<n>``, unique across
+  workers), so the worker the answer lands on sees whose it is and forwards it on the bus
+  (``answers``); that worker hands it to its copy of the session
+  (:meth:`HTTPServer.deliver_answer`). An answer no worker waits for ends as on one server:
+  an ``UnexpectedResponse`` event where it lands;
 * :class:`Lookup` -- a request the server cannot answer without the store: a session id it
   does not hold (``SessionTable.get``), or a ``Last-Event-ID`` to replay
-  (``EventLog.replay``). Its channel *waits*: nothing more is read from that connection
-  until the adapter answers with :meth:`HTTPServer.resolve` (the record or None; the
-  replay or None), and then the request is handled as if the answer had always been there.
+  (``EventLog.replay``). Its exchange is *parked* as one waiting on a token decision is
+  (:mod:`mcp_sansio.http._park`: the one waiting mechanism): nothing more is read from that
+  connection until the adapter answers with :meth:`HTTPServer.resolve` (the record or None;
+  the replay or None), and then the request is handled as if the answer had always been
+  there. No answer within ``decision_timeout`` counts as "not found"; a client that leaves
+  releases it; a second answer is ignored.
 
 :class:`NumberedEvents` is the synchronous :class:`~mcp_sansio.http.EventStore` the server
 uses in that mode: it numbers events and queues effects, and refuses to replay (a replay is
@@ -39,14 +52,23 @@ from typing import Any
 import attrs
 
 __all__ = [
+    "STREAM_END",
     "DropSession",
     "ForgetStream",
+    "ForwardAnswer",
     "Lookup",
     "NumberedEvents",
     "SaveSession",
     "SharedEffect",
     "StoreEvent",
 ]
+
+
+#: The data of the last event a finished stream stores: not a JSON-RPC message (no JSON text
+#: starts with NUL), never sent to a client. A worker relaying the stream (a client resumed
+#: it there, ``HTTPServer.relay_event``) ends its response on it, and a replay that holds it
+#: ends after the events before it.
+STREAM_END = b"\x00end"
 
 
 @attrs.frozen
@@ -93,16 +115,44 @@ class DropSession:
 class Lookup:
     """A request waiting on the store: ``kind`` is ``"session"`` (``key`` a session id:
     answer with its record or None) or ``"replay"`` (``key`` a ``Last-Event-ID``: answer with
-    ``EventLog.replay``'s result). Answer with :meth:`HTTPServer.resolve`, exactly once."""
+    ``EventLog.replay``'s result). Answer with :meth:`HTTPServer.resolve` (or
+    :meth:`HTTPServer.decide` with ``handle``): it is a parked exchange (:mod:`._park`), so
+    the first answer counts, and none within the server's ``decision_timeout`` counts as
+    "not found"."""
 
     kind: str
     key: str = attrs.field(repr=lambda s: f"{s[:8]!r}...")
     channel: Any = attrs.field(repr=False)
     request: Any = attrs.field(repr=False)
+    #: The parked exchange's handle (:class:`~mcp_sansio.http._park.DecisionNeeded`).
+    handle: int = 0
+
+
+@attrs.frozen
+class ForwardAnswer:
+    """A client's answer to a request another worker sent (its id carries that worker's
+    tag: ``<worker>-<n>``): publish it on the bus's ``answers`` topic for ``worker``, which
+    hands it to the session's connection there (:meth:`HTTPServer.deliver_answer`). No
+    answer to wait for: the POST that carried it was answered 202, as every answer is."""
+
+    session_id: str = attrs.field(repr=lambda s: f"{s[:8]!r}...")
+    worker: str
+    message: dict[str, Any] = attrs.field(repr=False)  # the client's data: not for logs
+
+
+def answer_worker(request_id: Any) -> str | None:
+    """The worker tag in the id of a request a shared server sent (``<tag>-<n>``), or None
+    for an id of another form (the client's answer is then the local connection's)."""
+    if type(request_id) is not str:
+        return None
+    tag, sep, number = request_id.partition("-")
+    if not sep or not tag.isalnum() or not number.isdigit():
+        return None
+    return tag
 
 
 #: Everything :meth:`HTTPServer.shared_effects` hands out.
-SharedEffect = StoreEvent | ForgetStream | SaveSession | DropSession | Lookup
+SharedEffect = StoreEvent | ForgetStream | SaveSession | DropSession | Lookup | ForwardAnswer
 
 
 class NumberedEvents:
