@@ -27,7 +27,6 @@ of it crosses a process.
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -95,6 +94,8 @@ async def store_key_ring(stores: Any, *,
                          ) -> tuple[KeyRing, StoreKeys]:
     """The key ring of a shared server and the source that keeps it current (the adapter
     calls :meth:`StoreKeys.refresh` on its schedule and on the bus's ``keys`` topic)."""
+    import secrets  # here: a server that never shares keys never loads it (test_cold_imports)
+
     initial = await stores.keys.ensure_key(secrets.token_bytes(32))
     source = StoreKeys(stores.keys, initial, refresh_interval=refresh_interval, clock=clock)
     return KeyRing(source=source), source
@@ -105,6 +106,8 @@ async def rotate_key(stores: Any, key: bytes | None = None) -> bytes:
     store's newest key and tell every worker on the bus (``keys``). Each worker opens with
     it at once and seals with it two refresh intervals later; the old keys keep opening
     until the store's bound trims them. Returns the key."""
+    import secrets
+
     key = key if key is not None else secrets.token_bytes(32)
     await stores.keys.add_key(key)
     await stores.bus.publish("keys", b"{}")
