@@ -130,12 +130,16 @@ DIFFERENCES: dict[str, tuple[str, str, str]] = {
         "accepted as one", "400",
         "RFC 9110 section 8.6: a recipient MAY either reject the message as invalid or "
         "replace the duplicated field values with a single valid Content-Length"),
-    "characters h11's grammar rejects and llhttp's does not, or the reverse, in the "
-    "request-target or a field": (
-        "400 for h11's grammar (RFC 9110 section 5.5, RFC 3986)", "400 for llhttp's",
-        "RFC 9112 section 3 and 5: an invalid request-line or field line is answered 400; "
-        "both refuse, on different characters (the differential test accepts 400 vs the "
-        "server's own answer only for these)"),
+    "a request-target in a form its method may not use (authority-form without CONNECT)": (
+        "the server's 400 (TARGET_FORMS), the connection open", "400, the connection closed",
+        "RFC 9112 section 3.2.3: the authority-form is only used for CONNECT; section 3: "
+        "a server that receives an invalid request-line SHOULD respond with 400"),
+    "characters h11's grammar takes and llhttp's refuses in the request-target or a field "
+    "value": (
+        "the server's answer", "400",
+        "RFC 9112 section 3 and section 5: an invalid request-line or field line is answered "
+        "400; RFC 9110 section 5.5: a field value with characters outside its grammar may "
+        "be refused"),
 }
 
 _CONTINUE = b"HTTP/1.1 100 \r\n\r\n"  # what h11 writes for its 100 (no reason phrase)
@@ -186,7 +190,11 @@ class _Callbacks:
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if not self.in_body:  # after the body: trailer fields, dropped as h11 drops them
-            self.fields.append((name.lower(), value.strip(b" \t")))
+            name = name.lower()
+            value = value.strip(b" \t")
+            if name == b"transfer-encoding":
+                value = value.lower()  # as h11 hands it over (it compares it so)
+            self.fields.append((name, value))
 
     def on_headers_complete(self) -> None:
         self.in_body = True
@@ -231,6 +239,7 @@ class HttptoolsWire:
         self._chunk = _CHUNK_SIZE  # where a chunked body is
         self._chunk_left = 0  # bytes of the current chunk's data not yet fed
         self._chunk_crlf = 0  # bytes of the CRLF after a chunk's data seen
+        self._doomed = False  # a chunk over the body limit is being counted (413 to come)
         self._method = b""  # of the request being answered (HEAD: no content)
         self._version = b""  # of the request being answered ("" before one was read)
         self._keep_alive = True  # the request allows the connection to go on
@@ -350,6 +359,13 @@ class HttptoolsWire:
             self._chunk_left -= size
             if not self._chunk_left:
                 self._chunk = _CHUNK_CRLF
+            if self._doomed:
+                # A chunk larger than the body limit (the parser never saw its line): its
+                # bytes are counted, not parsed, and 413 comes once they pass the limit --
+                # when the h11 wire answers it too.
+                del buf[:size]
+                self._calls.body += size
+                return b""
         elif state == _CHUNK_CRLF:
             size = min(len(buf), 2 - self._chunk_crlf)
             if buf[:size] != b"\r\n"[self._chunk_crlf:self._chunk_crlf + size]:
@@ -362,7 +378,7 @@ class HttptoolsWire:
             end = buf.find(b"\r\n")
             if end < 0:
                 if len(buf) > self.max_header_size:  # a chunk line that never ends
-                    self._fail(400, "illegal chunk header")
+                    self._fail(431, "a chunk line larger than the head limit")
                 return None
             match = _CHUNK_LINE.fullmatch(buf, 0, end + 2)
             if match is None:
@@ -371,16 +387,23 @@ class HttptoolsWire:
             size = int(match.group(1), 16)  # (before the buffer changes under the match)
             del buf[:end + 2]
             if self._calls.body + size > self.max_body_size:
-                self._fail(413, f"the body is larger than {self.max_body_size} bytes")
-                return None
+                self._doomed = True
+                self._chunk, self._chunk_left = _CHUNK_DATA_LEFT, size
+                return b""
             if size:
                 self._chunk, self._chunk_left = _CHUNK_DATA_LEFT, size
             else:
                 self._chunk = _CHUNK_TRAILER
             return b"%x\r\n" % size
-        else:  # the trailer section, up to the blank line
-            end = buf.find(b"\n")
-            size = len(buf) if end < 0 else end + 1
+        elif buf[:2] == b"\r\n":  # the trailer section: none
+            size = 2
+        else:  # the trailer section, whole, up to the blank line (as h11 reads it)
+            found = _HEAD_END.search(buf)
+            if found is None:
+                if len(buf) > self.max_header_size:
+                    self._fail(431, "a trailer section larger than the head limit")
+                return None
+            size = found.end()
         piece = bytes(buf[:size])
         del buf[:size]
         return piece
@@ -412,10 +435,16 @@ class HttptoolsWire:
 
     def _feed_head(self) -> bool:
         found = self._scan_head()
-        if found is None:
-            return False
         if isinstance(found, str):
             self._refuse(found)
+            return False
+        if bytes(self._buf[:1]) in (b"\r", b"\n"):
+            # An empty line (or a CR) where a request-line should start: h11 refuses it
+            # (400), and so does this wire -- llhttp would skip it, as RFC 9112 section 2.2
+            # allows ("SHOULD ignore at least one empty line"); the reference decides.
+            self._fail(400, "no request line received")
+            return False
+        if found is None:
             return False
         buf = self._buf
         if found > self.max_header_size:
@@ -437,21 +466,28 @@ class HttptoolsWire:
                 method = parser.get_method()
                 if head.lstrip(b"\r\n").startswith(method + b" "):
                     self._method = method
+            if "Content-Length overflow" in str(exc):
+                # A length past 2**64-1: digits all the same, so a body over any limit --
+                # 413, as h11 answers it (RFC 9110 section 15.5.14).
+                self._fail(413, f"the body is larger than {self.max_body_size} bytes")
+                return False
+            if "Transfer-Encoding" in str(exc):
+                # A coding list that is not exactly "chunked" (the final coding is chunked:
+                # the scan refused the rest): 501, as on h11 (CHECKS).
+                self._fail(*self._check_answer("a transfer coding other than chunked"))
+                return False
             self._fail(400, str(exc) or "malformed request")
             return False
-        if not calls.in_body:  # only blank lines before a request line (RFC 9112 2.2)
-            return True
+        if not calls.in_body:  # pragma: no cover - a head always has a request line here
+            self._fail(400, "no request line received")
+            return False
         version = parser.get_http_version().encode("ascii")
         method = parser.get_method()
         self._method = method  # before the checks: a refused HEAD is answered without content
         fields = calls.fields
         refusal = self._check_head(calls.url, version, fields)
         if refusal is not None:
-            if refusal in CHECKS:
-                status, section = CHECKS[refusal]
-                self._fail(status, f"{refusal} ({section})")
-            else:
-                self._refuse(refusal)
+            self._fail(*self._check_answer(refusal))
             return False
         headers = Headers(fields)
         length = headers.get("content-length")
@@ -471,6 +507,7 @@ class HttptoolsWire:
         if not calls.complete:
             self._remaining = _CHUNKED if "transfer-encoding" in headers else int(length or 0)
             self._chunk, self._chunk_left, self._chunk_crlf = _CHUNK_SIZE, 0, 0
+            self._doomed = False
         self._events.append(RequestStarted(
             method=method.decode("ascii", "replace"), target=calls.url.decode("latin-1"),
             headers=headers, http_version=version.decode("ascii", "replace")))
@@ -510,17 +547,27 @@ class HttptoolsWire:
         to upgrade (or CONNECT) has been read whole -- llhttp stops there, and we never
         switch protocols, so the next request gets a fresh parser.
 
-        One leniency, the version: llhttp knows 0.9, 1.0, 1.1 and 2.0 and refuses the rest,
-        where "a recipient that receives a message with a major version number that it
-        implements and a minor version number higher than what it implements SHOULD process
-        the message as if it were in the highest minor version within that major version"
-        (RFC 9112 section 2.3) -- as h11 does. Another major version is refused 505 after
-        the parse (:data:`~mcp_sansio.http._wire.REFUSALS`). Every other llhttp check stays
-        strict."""
+        Two leniencies, neither of which lets anything through that the h11 wire refuses:
+        the version -- llhttp knows 0.9, 1.0, 1.1 and 2.0 and refuses the rest, where "a
+        recipient that receives a message with a major version number that it implements and
+        a minor version number higher than what it implements SHOULD process the message as
+        if it were in the highest minor version within that major version" (RFC 9112 section
+        2.3), as h11 does; another major version is refused 505 after the parse
+        (:data:`~mcp_sansio.http._wire.REFUSALS`) -- and a head with both Transfer-Encoding
+        and Content-Length, which this wire refuses itself after the parse (REFUSALS, RFC
+        9112 section 6.1), in h11's order: a head that also has too many fields is 431, as
+        on h11, not llhttp's 400 at the second framing field. Every other llhttp check
+        stays strict."""
         self._calls = _Callbacks()
         self._parser = parser = self._httptools.HttpRequestParser(self._calls)
-        parser.set_dangerous_leniencies(lenient_version=True)
+        parser.set_dangerous_leniencies(lenient_version=True, lenient_chunked_length=True)
         return parser
+
+    @staticmethod
+    def _check_answer(rule: str) -> tuple[int, str]:
+        """The status and text for a rule of :data:`CHECKS` or :data:`REFUSALS`."""
+        status, section = CHECKS[rule] if rule in CHECKS else REFUSALS[rule]
+        return status, f"{rule} ({section})"
 
     def _refuse(self, rule: str) -> None:
         status, section = REFUSALS[rule]
