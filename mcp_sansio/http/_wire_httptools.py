@@ -438,11 +438,13 @@ class HttptoolsWire:
         if isinstance(found, str):
             self._refuse(found)
             return False
-        if bytes(self._buf[:1]) in (b"\r", b"\n"):
-            # An empty line (or a CR) where a request-line should start: h11 refuses it
-            # (400), and so does this wire -- llhttp would skip it, as RFC 9112 section 2.2
-            # allows ("SHOULD ignore at least one empty line"); the reference decides.
-            self._fail(400, "no request line received")
+        if self._buf[0] < 0x21:
+            # A control character, a space or an empty line where a request-line should
+            # start (a TLS handshake on the plain port, say): h11 refuses it at once, before
+            # the head is whole (400), and so does this wire -- llhttp would wait for the
+            # head, and skip an empty line, as RFC 9112 section 2.2 allows ("SHOULD ignore
+            # at least one empty line"); the reference decides.
+            self._fail(400, "illegal request line")
             return False
         if found is None:
             return False
