@@ -200,6 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "NAME:PORT); repeatable. Required with a --host other clients can "
                        "reach: requests naming any other host are refused (403) against DNS "
                        "rebinding")
+    serve.add_argument("--wire", choices=["h11", "httptools"], default="h11",
+                       help="http: the HTTP/1.1 parser of our own server (default: "
+                       "%(default)s, the reference; httptools is faster and needs the fast "
+                       "extra). See docs/wires.rst")
     probe = sub.add_parser(
         "probe",
         help="connect to a stdio or HTTP server and print what it offers",
@@ -264,7 +268,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "serve-example":
         return int(_adapters_cli().serve_example(args.runtime, transport=args.transport,
                                                  host=args.host, port=args.port,
-                                                 allow_hosts=args.allow_hosts))
+                                                 allow_hosts=args.allow_hosts,
+                                                 wire=args.wire))
     if args.command == "probe":
         command = args.server[1:] if args.server[:1] == ["--"] else args.server
         try:

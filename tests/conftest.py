@@ -71,6 +71,7 @@ MODULE_MARKERS: dict[str, tuple[str, str]] = {
     "test_http_threading.py": ("slow", "threads over loopback sockets, timeouts: ~11 s"),
     "test_http_client_runtimes.py": ("slow", "each async runtime's client and server: ~8 s"),
     "test_example_server.py": ("slow", "serve-example on each runtime, tasks that sleep: ~8 s"),
+    "test_http_wires_served.py": ("slow", "serve-example --wire httptools on each runtime"),
     "test_http_reliability.py": ("slow", "many concurrent connections, slow and broken peers"),
     "test_benchmark_http_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_load_smoke.py": ("slow", "runs a benchmark script"),
