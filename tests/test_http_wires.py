@@ -10,6 +10,7 @@ fuzz/test_http_wires_differential.py) run on both wires too."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -223,6 +224,8 @@ def test_a_missing_httptools_is_said_when_the_server_is_built(
     HTTPServer(_factory, new_session_id=lambda: "s")  # h11 needs nothing more
 
 
-def test_every_documented_difference_cites_its_rfc() -> None:
+def test_every_documented_difference_cites_its_rfc_and_is_on_the_docs_page() -> None:
+    page = " ".join((Path(__file__).parents[1] / "docs" / "wires.rst").read_text().split())
     for name, (h11_answer, llhttp_answer, reason) in DIFFERENCES.items():
         assert h11_answer and llhttp_answer and "RFC 9" in reason, name
+        assert name in page.replace("- ", ""), f"docs/wires.rst does not list {name!r}"
