@@ -75,6 +75,7 @@ MODULE_MARKERS: dict[str, tuple[str, str]] = {
     "test_http_reliability.py": ("slow", "many concurrent connections, slow and broken peers"),
     "test_benchmark_http_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_load_smoke.py": ("slow", "runs a benchmark script"),
+    "test_benchmark_wires_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_stdio_ab_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_stdio_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmarks_smoke.py": ("slow", "runs the benchmark scripts"),
