@@ -23,15 +23,17 @@ wire keeps its own buffer and gives the parser exactly one message: the head fir
 the blank line that ends it (found by the same scan as the h11 wire's, which also applies the
 raw-byte refusals of :data:`~mcp_sansio.http._wire.REFUSALS`: obs-fold, a final coding other
 than chunked, a head over ``max_header_size``); then a ``Content-Length`` body by its count;
-a chunked body one line at a time up to each LF (the message can only end at an LF, so the
-parser never reads past it; chunked request bodies are rare and MCP's are small). What is
-left stays in the buffer, bounded while a response is under way as on the h11 wire.
+a chunked body followed chunk by chunk as h11 reads it (each chunk line checked and given to
+the parser without its extension, the data whole, the trailer section whole), so that the
+parser never reads past the message's end. What is left stays in the buffer, bounded while a
+response is under way as on the h11 wire.
 
 What the wire checks, in the order the h11 wire does, so that both answer the same input
-with the same status (``tests/test_http_wires.py`` feeds both the same bytes): the raw-byte
-scan above; llhttp's syntax errors (400); the checks h11 makes while parsing and llhttp does
-not (:data:`CHECKS`: ``Host`` for HTTP/1.1, a transfer coding other than exactly
-``chunked``); the rest of :data:`~mcp_sansio.http._wire.REFUSALS` (major version, target
+with the same status (``fuzz/test_http_wires_differential.py`` feeds both the same bytes):
+the raw-byte scan above; a request line that starts with a control byte, a space or an
+empty line, refused at once; llhttp's syntax errors (400); the checks h11 makes while
+parsing and llhttp does not (:data:`CHECKS`: ``Host`` for HTTP/1.1, a transfer coding other
+than exactly ``chunked``); the rest of :data:`~mcp_sansio.http._wire.REFUSALS` (major version, target
 length, field count, both framings, Transfer-Encoding in HTTP/1.0); then ``413`` from
 ``Content-Length``. Where llhttp refuses what h11 accepts, the difference is documented in
 :data:`DIFFERENCES` with the RFC text that allows both. Persistence follows h11's rule (RFC
@@ -116,8 +118,8 @@ CHECKS: dict[str, tuple[int, str]] = {
 
 #: Where the two parsers legitimately differ: input -> (h11's answer, llhttp's answer, the
 #: text that allows both). h11 is the reference; llhttp is stricter in each case, never
-#: more lenient. The differential test (tests/test_http_wires.py) reads this table: a
-#: difference not listed here fails it.
+#: more lenient. The differential fuzzer (fuzz/test_http_wires_differential.py) reads this
+#: table: a difference not listed here fails it; docs/wires.rst shows it.
 DIFFERENCES: dict[str, tuple[str, str, str]] = {
     "bare LF as a line terminator": (
         "accepted", "400",
