@@ -30,12 +30,12 @@ response is under way as on the h11 wire.
 
 What the wire checks, in the order the h11 wire does, so that both answer the same input
 with the same status (``fuzz/test_http_wires_differential.py`` feeds both the same bytes):
-the raw-byte scan above; a request line that starts with a control byte, a space or an
-empty line, refused at once; llhttp's syntax errors (400); the checks h11 makes while
-parsing and llhttp does not (:data:`CHECKS`: ``Host`` for HTTP/1.1, a transfer coding other
-than exactly ``chunked``); the rest of :data:`~mcp_sansio.http._wire.REFUSALS` (major
-version, target length, field count, both framings, Transfer-Encoding in HTTP/1.0); then
-``413`` from ``Content-Length``. Where llhttp refuses what h11 accepts, the difference is documented in
+the raw-byte scan above; a request line that starts with a control byte, a space or an empty
+line, refused at once; llhttp's syntax errors (400); the checks h11 makes while parsing and
+llhttp does not (:data:`CHECKS`: ``Host`` for HTTP/1.1, a transfer coding other than exactly
+``chunked``); the rest of :data:`~mcp_sansio.http._wire.REFUSALS` (major version, target
+length, field count, both framings, Transfer-Encoding in HTTP/1.0); then ``413`` from
+``Content-Length``. Where llhttp refuses what h11 accepts, the difference is documented in
 :data:`DIFFERENCES` with the RFC text that allows both. Persistence follows h11's rule (RFC
 9112 section 9.3): HTTP/1.0 and ``Connection: close`` end the connection after the response;
 a request that asks to upgrade is answered without switching and the connection goes on.
