@@ -112,7 +112,9 @@ CHECKS: dict[str, tuple[int, str]] = {
     # message with a transfer coding it does not understand SHOULD respond with 501"). A
     # list whose final coding is not chunked is refused 400 before this (REFUSALS).
     "a transfer coding other than chunked": (501, "RFC 9112 section 6.1"),
-    # Content-Length must be digits (llhttp also checks; h11 and this wire answer 400).
+    # Content-Length must be digits (llhttp also checks), at most 20 of them (h11's bound:
+    # 2**64 has 20 digits; a longer one is refused 400, as a value "that cannot be parsed",
+    # where a 20-digit one over 2**64 is answered 413 by both wires).
     "invalid Content-Length": (400, "RFC 9110 section 8.6; RFC 9112 section 6.3 item 5"),
 }
 
@@ -139,14 +141,17 @@ DIFFERENCES: dict[str, tuple[str, str, str]] = {
     "characters h11's grammar takes and llhttp's refuses in the request-target or a field "
     "value": (
         "the server's answer", "400",
-        "RFC 9112 section 3 and section 5: an invalid request-line or field line is answered "
-        "400; RFC 9110 section 5.5: a field value with characters outside its grammar may "
-        "be refused"),
+        "RFC 9110 section 5.5: field values with control characters other than CR, LF and "
+        "NUL are invalid, but recipients MAY retain them (h11 does, llhttp refuses them); "
+        "RFC 9112 section 3: an invalid request-line SHOULD be answered 400"),
 }
 
 _CONTINUE = b"HTTP/1.1 100 \r\n\r\n"  # what h11 writes for its 100 (no reason phrase)
 _LAST_CHUNK = b"0\r\n\r\n"
 _CHUNKED = -1  # _remaining for a chunked body
+_MAX_LENGTH_DIGITS = 20  # the longest Content-Length h11 reads (CHECKS)
+#: A Content-Length field whose value is all digits (one past what llhttp reads, 2**64-1).
+_LONG_LENGTH = re.compile(rb"(?im)^(content-length[ \t]*:[ \t]*)[0-9]+(?=[ \t]*\r?$)")
 # Where a chunked body is (_next_chunk_piece): a chunk line next, chunk data, the CRLF after
 # the data, the trailer section.
 _CHUNK_SIZE, _CHUNK_DATA_LEFT, _CHUNK_CRLF, _CHUNK_TRAILER = range(4)
@@ -472,8 +477,28 @@ class HttptoolsWire:
                     self._method = method
             if "Content-Length overflow" in str(exc):
                 # A length past 2**64-1: digits all the same, so a body over any limit --
-                # 413, as h11 answers it (RFC 9110 section 15.5.14).
-                self._fail(413, f"the body is larger than {self.max_body_size} bytes")
+                # 413, as h11 answers it (RFC 9110 section 15.5.14), after the checks h11
+                # makes first. llhttp stopped at the field: the rest of the head is parsed
+                # with the length set to 0 (its syntax), then checked as it is.
+                probe = self._httptools.HttpRequestParser(_Callbacks())
+                probe.set_dangerous_leniencies(lenient_version=True, lenient_chunked_length=True)
+                try:
+                    probe.feed_data(_LONG_LENGTH.sub(rb"\g<1>0", head))
+                except self._httptools.HttpParserUpgrade:
+                    pass
+                except self._httptools.HttpParserError as syntax:
+                    self._fail(400, str(syntax) or "malformed request")
+                    return False
+                lines = head.split(b"\r\n")[:-2]
+                start = lines[0].split(b" ")
+                fields = [(name.strip().lower(), value.strip(b" \t")) for name, _, value in
+                          (line.partition(b":") for line in lines[1:])]
+                rule = self._check_head(start[1] if len(start) > 1 else b"",
+                                        start[-1].rpartition(b"/")[2], fields)
+                if rule is not None:
+                    self._fail(*self._check_answer(rule))
+                else:
+                    self._fail(413, f"the body is larger than {self.max_body_size} bytes")
                 return False
             if "Transfer-Encoding" in str(exc):
                 # A coding list that is not exactly "chunked" (the final coding is chunked:
@@ -524,7 +549,7 @@ class HttptoolsWire:
         """The rule of :data:`CHECKS` or :data:`REFUSALS` a head breaks, in h11's order."""
         codings = [v for name, v in fields if name == b"transfer-encoding"]
         lengths = [v for name, v in fields if name == b"content-length"]
-        if any(not value.isdigit() for value in lengths):
+        if any(not value.isdigit() or len(value) > _MAX_LENGTH_DIGITS for value in lengths):
             return "invalid Content-Length"
         if codings and (len(codings) > 1 or codings[0].strip().lower() != b"chunked"):
             return "a transfer coding other than chunked"
