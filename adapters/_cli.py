@@ -85,8 +85,15 @@ def host_allow_list(allow_hosts: Sequence[str]) -> list[str]:
 def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.0.1",
                   port: int = 0, allow_hosts: Sequence[str] = (),
                   sessionless: bool = False, store: str | None = None,
-                  engine: str | None = None, workers: int = 1) -> int:
+                  engine: str | None = None, workers: int = 1, wire: str = "h11") -> int:
     if _missing_runtime(runtime, "serve-example"):
+        return 2
+    if _bad_wire(wire, transport):
+        return 2
+    if engine is not None and wire != "h11":
+        # An ASGI engine parses HTTP itself (uvicorn with httptools when installed).
+        sys.stderr.write("mcp-sansio serve-example: --wire chooses the parser of our own "
+                         "server; an --engine brings its own\n")
         return 2
     if sessionless and store is not None:
         # Two answers to "several workers": keep no session, or share them (docs/stores.rst).
@@ -127,7 +134,7 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
             sys.stderr.write(f"mcp-sansio serve-example: --transport http is not available "
                              f"on {runtime} in this version\n")
             return 2
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"wire": wire} if wire != "h11" else {}
         if allow_hosts:
             options["allowed_hosts"] = host_allow_list(allow_hosts)
         if sessionless:  # handshake era with no session kept (mcp_sansio._sessionless)
@@ -191,6 +198,24 @@ def _engine_refused(runtime: str, transport: str, engine: str | None,
     from ._asgi_serve import missing
 
     return missing(engine, runtime)
+
+
+def _bad_wire(wire: str, transport: str) -> bool:
+    """Whether ``--wire`` cannot be served (said on stderr): a wire is an HTTP parser, and
+    one other than h11 needs its package (the ``fast`` extra)."""
+    if wire == "h11":
+        return False
+    if transport != "http":
+        sys.stderr.write("mcp-sansio serve-example: --wire applies to --transport http\n")
+        return True
+    from mcp_sansio.http._wires import wire_factory
+
+    try:
+        wire_factory(wire)
+    except ImportError as exc:
+        sys.stderr.write(f"mcp-sansio serve-example: {exc}\n")
+        return True
+    return False
 
 
 def _serve(runtime: str, http: tuple[str, int, dict[str, Any]] | None) -> None:

@@ -37,7 +37,9 @@ Adding a server under test is one entry in ``ROWS``:
 * ``h11``: floor, h11 parsing every request and writing a canned JSON answer (no MCP): what any
   h11-based stack pays before MCP starts.
 * ``ours-asyncio``, ``ours-trio``, ``ours-threading``: ``mcp-sansio serve-example --transport
-  http --runtime R``.
+  http --runtime R`` (on the h11 wire, the default).
+* ``ours-asyncio-httptools``, ``ours-trio-httptools``, ``ours-threading-httptools``: the same
+  with ``--wire httptools`` (llhttp; the ``fast`` extra; docs/wires.rst).
 * ``sdk``: the official Python SDK (``mcp``): its low-level ``Server`` with one ``echo`` tool,
   as its Streamable HTTP Starlette app under uvicorn, in JSON response mode.
 * ``sdk-mcpserver``: the SDK's high-level ``MCPServer`` (mcp 2.x's name for FastMCP; the
@@ -248,10 +250,14 @@ class Row:
     needs: tuple[str, ...] = ()
 
 
-def _ours(runtime: str) -> Row:
-    return Row(f"ours-{runtime}", lambda: [sys.executable, "-m", "mcp_sansio", "serve-example",
-                                           "--transport", "http", "--runtime", runtime],
-               needs=("trio",) if runtime == "trio" else ())
+def _ours(runtime: str, wire: str = "h11") -> Row:
+    """Our own server on ``runtime``; ``wire``: its HTTP parser (``--wire``, docs/wires.rst):
+    the h11 rows keep their names, the httptools ones are ``ours-RUNTIME-httptools``."""
+    name = f"ours-{runtime}" if wire == "h11" else f"ours-{runtime}-{wire}"
+    needs = (("trio",) if runtime == "trio" else ()) + ((wire,) if wire != "h11" else ())
+    return Row(name, lambda: [sys.executable, "-m", "mcp_sansio", "serve-example",
+                              "--transport", "http", "--runtime", runtime, "--wire", wire],
+               needs=needs)
 
 
 #: Every row, in report order. Later servers (ASGI engines, httptools wire) are one entry each.
@@ -261,6 +267,9 @@ ROWS: tuple[Row, ...] = (
     _ours("asyncio"),
     _ours("trio"),
     _ours("threading"),
+    _ours("asyncio", "httptools"),
+    _ours("trio", "httptools"),
+    _ours("threading", "httptools"),
     Row("sdk", lambda: [sys.executable, "-c", SDK_LOWLEVEL], needs=("mcp", "uvicorn")),
     Row("sdk-mcpserver", lambda: [sys.executable, str(PEERS / "sdk_http_server.py"), "--json"],
         needs=("mcp", "uvicorn")),
@@ -593,7 +602,7 @@ def main() -> int:
           f"{args.repeat} (medians); {platform.python_implementation()} "
           f"{platform.python_version()}; server on cpu {sorted(server_core)}, "
           f"{args.procs} generator process(es) on cpu {sorted(gen_cores)}")
-    print(f"{'row':<16}{'era':<11}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'cpu us/req':>12}"
+    print(f"{'row':<26}{'era':<11}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'cpu us/req':>12}"
           f"{'srv cpu':>9}{'gen cpu':>9}{'rss MiB':>9}{'errors':>8}")
     report: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()},
                               "rows": [], "memory": []}
@@ -610,7 +619,7 @@ def main() -> int:
         for era in eras:
             med = {k: statistics.median(s[k] for s in samples[era]) for k in samples[era][0]}
             errors = sum(int(s["errors"]) for s in samples[era])
-            print(f"{row.name:<16}{era:<11}{med['rps']:>9.0f}{med['p50_ms']:>9.2f}"
+            print(f"{row.name:<26}{era:<11}{med['rps']:>9.0f}{med['p50_ms']:>9.2f}"
                   f"{med['p99_ms']:>9.2f}{med['cpu_us']:>12.1f}{med['server_cpu']:>9.2f}"
                   f"{med['gen_cpu']:>9.2f}{hwm:>9.1f}{errors:>8d}", flush=True)
             report["rows"].append({"row": row.name, "era": era, **med, "errors": errors,
@@ -619,10 +628,10 @@ def main() -> int:
     if memory_rows:
         print()
         print(f"# idle handshake-era sessions: server RSS growth over {args.sessions} sessions")
-        print(f"{'row':<16}{'KiB/session':>12}")
+        print(f"{'row':<26}{'KiB/session':>12}")
         for row in memory_rows:
             kib = idle_session_memory(row, args.sessions)
-            print(f"{row.name:<16}{kib:>12.1f}", flush=True)
+            print(f"{row.name:<26}{kib:>12.1f}", flush=True)
             report["memory"].append({"row": row.name, "kib_per_session": kib})
     aims(report)
     if args.json:
@@ -654,6 +663,13 @@ def aims(report: dict[str, Any]) -> None:
         print(line)
         for r in ours.values():
             print(f"aim {era} {r['row']}: p99/p50 {r['p99_ms'] / r['p50_ms']:.1f} (aim <= 3)")
+        # The two wires side by side, per runtime (docs/wires.rst).
+        for name, fast in sorted(ours.items()):
+            h11_row = by.get((name.removesuffix("-httptools"), era))
+            if name.endswith("-httptools") and h11_row:
+                print(f"wire {era} {name.removesuffix('-httptools')}: httptools/h11 req/s "
+                      f"{fast['rps'] / h11_row['rps']:.2f}x, cpu us/req "
+                      f"{h11_row['cpu_us']:.1f} -> {fast['cpu_us']:.1f}")
     for m in report["memory"]:
         print(f"aim memory {m['row']}: {m['kib_per_session']:.1f} KiB per idle session "
               f"(aim <= 4)")

@@ -54,8 +54,9 @@ def summary(outcome: Outcome) -> list[tuple[Any, ...]]:
             for r in outcome.handed]
 
 
-def one_input(data: bytes) -> None:
-    """Decode one fuzzer input (see the module docstring) and check it."""
+def one_input(data: bytes, wire: str = "h11") -> None:
+    """Decode one fuzzer input (see the module docstring) and check it on the server wire
+    ``wire``."""
     if not data:
         return
     flags = data[0]
@@ -66,11 +67,11 @@ def one_input(data: bytes) -> None:
     payload = data[1 + len(points):]
     if not payload:
         return
-    whole = serve([payload], eof=eof, response_mode=mode)
+    whole = serve([payload], eof=eof, response_mode=mode, wire=wire)
     check(whole, payload)
     if how:
         chunks = cut(payload, how, points)
-        split = serve(chunks, eof=eof, response_mode=mode)
+        split = serve(chunks, eof=eof, response_mode=mode, wire=wire)
         check(split, payload)
         # A refusal's text is h11's message, which may quote what was buffered: compare the
         # bytes before it, and the statuses.

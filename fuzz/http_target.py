@@ -53,6 +53,7 @@ import h11
 
 from mcp_sansio import NEED_DATA, Event, Request, ServerConnection
 from mcp_sansio.http import HTTPRequest, HTTPServer, ResponseMode, ServerChannel, Session
+from mcp_sansio.http._wire_httptools import HttptoolsWire
 
 HOST = "localhost:8000"
 SESSION = "session-1"
@@ -107,14 +108,15 @@ class Outcome:
     fresh_status: int | None  #: the status a fresh connection's initialize got
 
 
-def make_server(response_mode: ResponseMode = ResponseMode.SSE) -> HTTPServer:
+def make_server(response_mode: ResponseMode = ResponseMode.SSE, wire: str = "h11"
+                ) -> HTTPServer:
     ids = itertools.count(1)
     server = HTTPServer(
         lambda: ServerConnection(info={"name": "fuzz", "version": "1"},
                                  capabilities={"tools": {}, "logging": {}}),
         new_session_id=lambda: f"session-{next(ids)}",
         response_mode=response_mode, max_body_size=MAX_BODY, max_header_size=MAX_HEADER,
-        legacy_sse_path="/sse")
+        legacy_sse_path="/sse", wire=wire)
     channel = server.new_channel(now=0.0)
     out: dict[ServerChannel, bytearray] = {}
     channel.receive_data(well_formed(INIT), now=0.0)
@@ -125,27 +127,49 @@ def make_server(response_mode: ResponseMode = ResponseMode.SSE) -> HTTPServer:
 
 def _held(channel: ServerChannel) -> int:
     wire = channel.wire
-    data, _ = wire._h11.trailing_data
-    return len(data) + len(wire._body)
+    if isinstance(wire, HttptoolsWire):
+        return len(wire._buf) + len(wire._body)
+    data, _ = wire._h11.trailing_data  # type: ignore[union-attr]
+    return len(data) + len(wire._body)  # type: ignore[union-attr]
 
 
-def serve(chunks: Sequence[bytes], *, eof: bool = False,
-          response_mode: ResponseMode = ResponseMode.SSE) -> Outcome:
-    """Feed ``chunks`` to one new channel of a fresh server (see the module docstring)."""
-    server = make_server(response_mode)
-    out: dict[ServerChannel, bytearray] = {}
-    channel = server.new_channel(now=1.0)
-    heads: list[bytes] = []
-    handed: list[HTTPRequest] = []
-    wire = channel.wire
+def _record_heads(wire: Any, heads: list[bytes]) -> None:
+    """Record the method of each request head the wire parsed (even one it then refused):
+    h11's request events; on the httptools wire, each head whose method llhttp read."""
+    if isinstance(wire, HttptoolsWire):
+        feed_head = wire._feed_head
+
+        def recording_feed_head() -> bool:
+            # Called between requests only, when the wire's method is empty: afterwards it
+            # is the method of the head just read (accepted or refused), if llhttp read one.
+            progressed = feed_head()
+            if wire._method:
+                heads.append(wire._method)
+            return progressed
+
+        wire._feed_head = recording_feed_head  # type: ignore[method-assign]
+        return
     parse = wire._h11.next_event
-    take = wire.next_request
 
     def next_event() -> Any:
         event = parse()
         if isinstance(event, h11.Request):
             heads.append(event.method)
         return event
+
+    wire._h11.next_event = next_event
+
+
+def serve(chunks: Sequence[bytes], *, eof: bool = False,
+          response_mode: ResponseMode = ResponseMode.SSE, wire: str = "h11") -> Outcome:
+    """Feed ``chunks`` to one new channel of a fresh server (see the module docstring) on
+    the server wire ``wire`` (``"h11"`` or ``"httptools"``)."""
+    server = make_server(response_mode, wire)
+    out: dict[ServerChannel, bytearray] = {}
+    channel = server.new_channel(now=1.0)
+    heads: list[bytes] = []
+    handed: list[HTTPRequest] = []
+    take = channel.wire.next_request
 
     def next_request() -> HTTPRequest | None:
         request = take()
@@ -154,8 +178,8 @@ def serve(chunks: Sequence[bytes], *, eof: bool = False,
         return request
 
     # Instance attributes shadow the methods: the recording is the test's, not the wire's.
-    wire._h11.next_event = next_event  # type: ignore[method-assign]
-    wire.next_request = next_request  # type: ignore[method-assign]
+    _record_heads(channel.wire, heads)
+    channel.wire.next_request = next_request  # type: ignore[method-assign]
     now = 1.0
     max_held = 0
     for chunk in chunks:

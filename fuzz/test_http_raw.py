@@ -65,6 +65,10 @@ FUZZ = settings(
                            HealthCheck.filter_too_much],
 )
 MODES = st.sampled_from([ResponseMode.SSE, ResponseMode.JSON])
+#: Every test here runs on both server wires: h11 (the reference) and httptools (llhttp).
+#: Each must keep the invariants on its own; fuzz/test_http_wires_differential.py compares
+#: their answers to the same bytes.
+WIRES = pytest.mark.parametrize("wire", ["h11", "httptools"])
 
 #: Inputs the fuzzers stopped on while their checks were being made precise (false alarms
 #: of the checks, kept so that the checks stay precise), and the defects they found (HEAD;
@@ -103,21 +107,23 @@ FOUND = [
 CORPUS = Path(__file__).parent / "corpus" / "http"
 
 
-def test_the_kept_corpus_replays_clean() -> None:
+@WIRES
+def test_the_kept_corpus_replays_clean(wire: str) -> None:
     """Every input of the coverage-guided run's minimized corpus, decoded and checked as the
     run did (:func:`fuzz.http_input.one_input`)."""
     files = sorted(CORPUS.iterdir())
     assert len(files) > 100  # the corpus is there (a few hundred inputs)
     for path in files:
-        one_input(path.read_bytes())
+        one_input(path.read_bytes(), wire)
 
 
+@WIRES
 @pytest.mark.parametrize("data", SEEDS + FOUND)
 @pytest.mark.parametrize("eof", [False, True])
-def test_seeds_and_found_inputs(data: bytes, eof: bool) -> None:
-    whole = serve([data], eof=eof)
+def test_seeds_and_found_inputs(data: bytes, eof: bool, wire: str) -> None:
+    whole = serve([data], eof=eof, wire=wire)
     check(whole, data)
-    bytewise = serve([data[i:i + 1] for i in range(len(data))], eof=eof)
+    bytewise = serve([data[i:i + 1] for i in range(len(data))], eof=eof, wire=wire)
     check(bytewise, data)
     assert _summary(bytewise) == _summary(whole)
 
@@ -168,14 +174,15 @@ def _summary(outcome: object) -> tuple[object, ...]:
     return tuple(handed), statuses
 
 
+@WIRES
 @FUZZ
 @given(reqs=connections(), data=st.data(), eof=st.booleans(), mode=MODES)
 @example(reqs=[FOUND[-1]], data=None, eof=False, mode=ResponseMode.SSE).via("TE + CL")
 def test_any_connection(reqs: list[bytes], data: st.DataObject | None, eof: bool,
-                        mode: ResponseMode) -> None:
+                        mode: ResponseMode, wire: str) -> None:
     stream = b"".join(reqs)
     chunks = data.draw(cuts(stream)) if data is not None else [stream]
-    outcome = serve(chunks, eof=eof, response_mode=mode)
+    outcome = serve(chunks, eof=eof, response_mode=mode, wire=wire)
     answers = check(outcome, stream)
     # What the grammar reached (--hypothesis-show-statistics): the strict reading's verdict,
     # and whether the wire refused, the MCP layer answered, or neither.
@@ -186,17 +193,18 @@ def test_any_connection(reqs: list[bytes], data: st.DataObject | None, eof: bool
         # RFC 9112 section 2.1: the message is the byte sequence; where TCP cut it is
         # meaningless. The same requests reach the MCP layer, answered with the same
         # statuses, and the same ones are refused.
-        whole = serve([stream], eof=eof, response_mode=mode)
+        whole = serve([stream], eof=eof, response_mode=mode, wire=wire)
         assert _summary(outcome) == _summary(whole)
 
 
+@WIRES
 @settings(FUZZ, max_examples=max(10, EXAMPLES // 3))
 @given(reqs=connections(clean=True), data=st.data(), mode=MODES)
 def test_well_formed_pipelines_are_answered_in_full_and_in_order(
-    reqs: list[bytes], data: st.DataObject, mode: ResponseMode,
+    reqs: list[bytes], data: st.DataObject, mode: ResponseMode, wire: str,
 ) -> None:
     stream = b"".join(reqs)
-    outcome = serve(data.draw(cuts(stream)), response_mode=mode)
+    outcome = serve(data.draw(cuts(stream)), response_mode=mode, wire=wire)
     answers = check(outcome, stream)
     framed, why, _ = frame(stream)
     assert why == "end" and len(framed) == len(reqs)
@@ -243,13 +251,15 @@ def _hostile_streams() -> Iterator[tuple[str, Iterator[bytes]]]:
     yield "a flood behind an open stream", flood_behind_a_stream()
 
 
+@WIRES
 @pytest.mark.parametrize(("name", "source"), list(_hostile_streams()))
-def test_a_hostile_connection_costs_bounded_memory(name: str, source: Iterator[bytes]) -> None:
+def test_a_hostile_connection_costs_bounded_memory(name: str, source: Iterator[bytes],
+                                                   wire: str) -> None:
     # Invariant 4, measured: 1 MiB fed in 1 KiB reads. The server refuses or closes within
     # the head and body limits (RFC 9110 section 15.5.14 413, RFC 6585 section 5 431; RFC
     # 9112 section 3 for a request line that never ends), so what it allocates for the
     # connection stays near those limits, not near what was sent.
-    server = make_server()
+    server = make_server(wire=wire)
     channel = server.new_channel(now=1.0)
     tracemalloc.start()
     try:

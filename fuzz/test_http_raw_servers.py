@@ -1,6 +1,6 @@
 """Raw bytes against each runtime's real HTTP server over loopback.
 
-One ``mcp-sansio serve-example --transport http`` process per runtime (asyncio, trio,
+One ``mcp-sansio serve-example --transport http`` process per runtime and wire (asyncio, trio,
 threads) serves the whole module. Hypothesis draws one TCP connection's bytes from
 :mod:`fuzz.http_grammar`, writes them in the drawn pieces to a new socket (each ``sendall``
 one write; TCP may merge or split them again), optionally half-closes, and reads what comes
@@ -77,14 +77,18 @@ class Served:
         return text if "Traceback" in text else ""
 
 
-@pytest.fixture(scope="module", params=RUNTIMES)
+#: Each runtime's server on each wire (h11, the reference, and httptools: docs/wires.rst).
+SERVERS = [(runtime, wire) for runtime in RUNTIMES for wire in ("h11", "httptools")]
+
+
+@pytest.fixture(scope="module", params=SERVERS, ids=[f"{r}-{w}" for r, w in SERVERS])
 def served(request: pytest.FixtureRequest) -> Iterator[Served]:
-    runtime = request.param
+    runtime, wire = request.param
     if runtime == "trio":
         pytest.importorskip("trio")
     with tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False) as log:
-        proc = subprocess.Popen(serve_example(runtime=runtime), stdout=subprocess.PIPE,
-                                stderr=log, text=True)
+        proc = subprocess.Popen(serve_example("--wire", wire, runtime=runtime),
+                                stdout=subprocess.PIPE, stderr=log, text=True)
         try:
             assert proc.stdout is not None
             url = proc.stdout.readline().strip()

@@ -217,6 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "share one requestState key ring, from $MCP_SANSIO_STATE_KEYS or "
                        "drawn at start (docs/keys.rst); without --store, handshake-era "
                        "clients are served sessionless")
+    serve.add_argument("--wire", choices=["h11", "httptools"], default="h11",
+                       help="http: the HTTP/1.1 parser of our own server (default: "
+                       "%(default)s, the reference; httptools is faster and needs the fast "
+                       "extra). See docs/wires.rst")
     probe = sub.add_parser(
         "probe",
         help="connect to a stdio or HTTP server and print what it offers",
@@ -284,7 +288,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                                                  allow_hosts=args.allow_hosts,
                                                  sessionless=args.sessionless,
                                                  store=args.store,
-                                                 engine=args.engine, workers=args.workers))
+                                                 engine=args.engine, workers=args.workers,
+                                                 wire=args.wire))
     if args.command == "probe":
         command = args.server[1:] if args.server[:1] == ["--"] else args.server
         try:

@@ -1,6 +1,9 @@
 """Suite-wide set-up: the JSON backend fixture, the official schemas' setting, the markers.
 
 * ``json_backend`` runs a test once per JSON backend.
+* ``server_wire`` runs a test once per HTTP server wire (h11, httptools): the servers that
+  ``tests/http_util.Harness`` builds use it (``pytestmark = pytest.mark.usefixtures(...)``
+  in the hardening modules).
 * The official schemas (``tests/schemas.py``) live outside the repository. When they are
   absent, each test that reaches for them is skipped with one reason, and this file prints a
   single summary line (how many, why, how to enable them) instead of one ``-ra`` line per
@@ -68,12 +71,14 @@ MODULE_MARKERS: dict[str, tuple[str, str]] = {
     "test_http_threading.py": ("slow", "threads over loopback sockets, timeouts: ~11 s"),
     "test_http_client_runtimes.py": ("slow", "each async runtime's client and server: ~8 s"),
     "test_example_server.py": ("slow", "serve-example on each runtime, tasks that sleep: ~8 s"),
+    "test_http_wires_served.py": ("slow", "serve-example --wire httptools on each runtime"),
     "test_http_reliability.py": ("slow", "many concurrent connections, slow and broken peers"),
     "test_http_processes.py": ("slow", "three server processes per launcher: ~5 s"),
     "test_http_shared_processes.py": ("slow", "serve-example processes sharing a redis-server"),
     "test_benchmark_http_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_load_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_per_request_smoke.py": ("slow", "runs a benchmark script"),
+    "test_benchmark_wires_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_stdio_ab_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_stdio_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmarks_smoke.py": ("slow", "runs the benchmark scripts"),
@@ -152,3 +157,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Genera
         terminalreporter.write_line(
             f"SCHEMAS: {', and '.join(said)}: {schemas.absent_reason()}",
             yellow=True, bold=True)
+
+
+@pytest.fixture(params=["h11", "httptools"])
+def server_wire(request: pytest.FixtureRequest):
+    """Run a test once per HTTP server wire: the ``wire=`` of every server the harness
+    builds (tests/http_util.py). httptools is in the test extra, so both always run."""
+    from . import http_util
+
+    previous = http_util.DEFAULT_WIRE
+    http_util.DEFAULT_WIRE = request.param
+    yield request.param
+    http_util.DEFAULT_WIRE = previous

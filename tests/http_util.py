@@ -24,6 +24,9 @@ SERVER_INFO = {"name": "test-server", "version": "1.0"}
 CLIENT_INFO = {"name": "test-client", "version": "1.0"}
 ACCEPT_BOTH = "application/json, text/event-stream"
 HOST = "localhost:8000"
+#: The server wire every Harness builds unless told (``wire=``); tests/conftest.py's
+#: ``server_wire`` fixture sets it to run a test on each wire.
+DEFAULT_WIRE = "h11"
 
 
 def init_body(version: str = "2025-11-25", request_id: int | str = 0) -> dict[str, Any]:
@@ -182,6 +185,7 @@ class Harness:
             info=SERVER_INFO, capabilities={"tools": {"listChanged": True}, "logging": {},
                                             "prompts": {}, "resources": {}}))
         options.setdefault("new_session_id", lambda: f"session-{next(ids)}")
+        options.setdefault("wire", DEFAULT_WIRE)
         self.server = HTTPServer(factory, **options)
         self.handler = handler
         self.events: list[tuple[Session, Event]] = []

@@ -18,7 +18,7 @@ ERAS = ("handshake", "stateless")
 
 
 def test_load_benchmark_tiny(tmp_path: Path) -> None:
-    rows = ["raw", "h11", "ours-asyncio", "ours-threading"]
+    rows = ["raw", "h11", "ours-asyncio", "ours-threading", "ours-asyncio-httptools"]
     if importlib.util.find_spec("trio") is not None:
         rows.append("ours-trio")
     rows += ["sdk", "sdk-mcpserver"]  # mcp and uvicorn are test dependencies
@@ -41,6 +41,9 @@ def test_load_benchmark_tiny(tmp_path: Path) -> None:
     assert re.search(rf"^aim handshake: best ours \S+ {NUMBER} req/s; x ours-asyncio "
                      rf"{NUMBER} by cpu {NUMBER} \(aim >= 2\); x sdk {NUMBER} by cpu {NUMBER}",
                      out, re.MULTILINE), out
+    for era in ERAS:  # the wires side by side
+        assert re.search(rf"^wire {era} ours-asyncio: httptools/h11 req/s {NUMBER}x, cpu "
+                         rf"us/req {NUMBER} -> {NUMBER}$", out, re.MULTILINE), out
     report = json.loads(out_file.read_text(encoding="utf-8"))
     assert {(r["row"], r["era"]) for r in report["rows"]} == {
         (row, era) for row in rows for era in ERAS}

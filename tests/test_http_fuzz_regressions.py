@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 
 import h11
+import pytest
 
 from mcp_sansio import Request
 
 from .http_util import HOST, Harness, init_body
+
+# Every regression on both server wires (h11 and httptools: docs/wires.rst).
+pytestmark = pytest.mark.usefixtures("server_wire")
 
 INIT = json.dumps(init_body()).encode()
 POST_INIT = (b"POST /mcp HTTP/1.1\r\nHost: " + HOST.encode() + b"\r\n"

@@ -24,6 +24,10 @@ from mcp_sansio.http._wire import REFUSALS, TARGET_FORMS, target_allowed, target
 from .http_raw import HOST, INIT, Reply, chunked, parse, ping, post
 from .http_util import Harness, init_body
 
+# Every rule on both server wires (h11, the reference, and httptools): the same bytes, the
+# same answers (where llhttp legitimately differs, tests/test_http_wires.py's table says so).
+pytestmark = pytest.mark.usefixtures("server_wire")
+
 
 def exchange(pieces: bytes | list[bytes], methods: list[str] | None = None,
              harness: Harness | None = None, **options: Any

@@ -6,7 +6,8 @@ One :class:`HTTPServer` serves one MCP endpoint over any number of TCP connectio
 adapter gives it bytes per connection (a :class:`ServerChannel`, one per socket) and writes
 what :meth:`HTTPServer.data_to_send` returns. Between the two:
 
-* each channel wraps an h11 connection (:class:`~mcp_sansio.http._wire.ServerWire`) that cuts
+* each channel wraps an h11 connection (:class:`~mcp_sansio.http._wire.ServerWire`; or the
+  llhttp one of :mod:`~mcp_sansio.http._wire_httptools` with ``wire="httptools"``) that cuts
   the bytes into whole requests, one at a time, with keep-alive -- or, for a parser of its
   own (:meth:`HTTPServer.new_exchange`), an :class:`~mcp_sansio.http._exchange_wire.ExchangeWire`
   fed with parsed requests as exchange events. Everything below sees only whole requests
@@ -136,12 +137,14 @@ from ._wire import (
     ServerWire,
     target_allowed,
 )
+from ._wires import wire_factory
 
 if TYPE_CHECKING:
     # At run time only a server with ``auth`` needs these (imported where used): the auth
     # package is not paid for by every server start.
     from ..auth._deferred import VerificationPending
     from ..auth._resource import AccessInfo, ProtectedResource
+    from ._wire_httptools import HttptoolsWire
 
 __all__ = [
     "DEFAULT_KEEPALIVE_INTERVAL",
@@ -363,17 +366,19 @@ class ServerChannel:
     :meth:`HTTPServer.data_to_send` (or :meth:`data_to_send`) gives for it; close the socket
     when :attr:`closed` is true and its data is written."""
 
-    def __init__(self, server: HTTPServer, wire: ServerWire | ExchangeWire | None = None
-                 ) -> None:
+    def __init__(self, server: HTTPServer,
+                 wire: ServerWire | ExchangeWire | HttptoolsWire | None = None) -> None:
         self._server = server
         #: What cuts the connection into requests and writes the answers: the h11 wire for a
         #: socket's bytes, or an :class:`~mcp_sansio.http._exchange_wire.ExchangeWire` for a
-        #: parser that hands over exchange events (:meth:`HTTPServer.new_exchange`). The
-        #: server's request handling uses only what the two have in common.
-        self.wire: ServerWire | ExchangeWire = wire if wire is not None else ServerWire(
-            max_body_size=server.max_body_size, max_header_size=server.max_header_size,
-            max_header_count=server.max_header_count,
-            max_target_length=server.max_target_length)
+        #: parser that hands over exchange events (:meth:`HTTPServer.new_exchange`), or the
+        #: httptools wire (``HTTPServer(wire="httptools")``). The server's request handling
+        #: uses only what they have in common.
+        self.wire: ServerWire | ExchangeWire | HttptoolsWire = (
+            wire if wire is not None else ServerWire(
+                max_body_size=server.max_body_size, max_header_size=server.max_header_size,
+                max_header_count=server.max_header_count,
+                max_target_length=server.max_target_length))
         self.stream: _Stream | None = None
         #: The principal of the request being handled (servers with ``auth``).
         self.auth: AccessInfo | None = None
@@ -573,6 +578,9 @@ class HTTPServer:
         a gateway that routes by ``Mcp-Session-Id`` reads to send a session's requests to
         the worker that opened it (see "Routing by session id" in :doc:`/stores`). The id
         stays unguessable: the prefix is added to what ``new_session_id`` returns.
+    :param wire: the HTTP/1.1 parser of :meth:`new_channel`'s connections, a key of
+        :data:`~mcp_sansio.http._wires.WIRES`: ``"h11"`` (the default and the reference) or
+        ``"httptools"`` (llhttp, faster; the ``fast`` extra). See :doc:`/wires`.
     """
 
     def __init__(
@@ -607,6 +615,7 @@ class HTTPServer:
         shared: bool = False,
         stream_tag: str = "",
         session_id_prefix: str = "",
+        wire: str = "h11",
     ) -> None:
         if sessionless and legacy_sse_path is not None:
             raise ValueError("the legacy HTTP+SSE transport needs sessions: "
@@ -625,6 +634,8 @@ class HTTPServer:
         self.session_id_prefix = session_id_prefix
         self.shared = shared
         self._effects: list[SharedEffect] = []
+        self.wire = wire
+        self._new_wire = wire_factory(wire)  # raises now when the parser is missing
         template = connection_factory()
         self._handshake_versions = tuple(v for v in template.versions
                                          if v in FEATURES and FEATURES[v].handshake)
@@ -692,6 +703,11 @@ class HTTPServer:
     def new_channel(self, *, now: float | None = None) -> ServerChannel:
         """A new TCP connection was accepted: its channel."""
         self._clock(now)
+        if self._new_wire is not None:  # a wire other than h11 (the wire= parameter)
+            return ServerChannel(self, self._new_wire(
+                max_body_size=self.max_body_size, max_header_size=self.max_header_size,
+                max_header_count=self.max_header_count,
+                max_target_length=self.max_target_length))
         return ServerChannel(self)
 
     def new_exchange(self, *, now: float | None = None) -> ServerChannel:
