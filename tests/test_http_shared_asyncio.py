@@ -444,3 +444,51 @@ class _NoBus:
     def __init__(self, stores: Any) -> None:
         self.sessions, self.events, self.keys = stores.sessions, stores.events, stores.keys
         self.bus = MemoryStores().bus
+
+
+def test_the_other_workers_are_told_before_the_answer_goes() -> None:
+    """A DELETE or a logging/setLevel is answered only after the bus carried the change: a
+    client that sends its next request to the other worker at once finds the session ended
+    there, or quiet. The bus here takes its time, as a network one does (the two-host test
+    once saw the other host serve a deleted session)."""
+    async def main() -> None:
+        stores = MemoryStores()
+        stores.bus = _SlowBus(stores.bus)  # type: ignore[assignment]
+        server = make_server(asyncio.Event())
+        async with start_http(server, stores=stores) as a, \
+                start_http(server, stores=stores) as b:
+            sid = await open_session(a.port)
+            conn = await Conn.open(a.port)
+            status, _, messages = await conn.request("POST", call(1, "echo", {"text": "a"}),
+                                                     headers(sid))
+            assert status == 200 and len(messages) == 2  # echo logs at info, then answers
+            other = await Conn.open(b.port)
+            status, _, _ = await other.request(
+                "POST", {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel",
+                         "params": {"level": "error"}}, headers(sid))
+            assert status == 200
+            status, _, messages = await conn.request("POST", call(3, "echo", {"text": "b"}),
+                                                     headers(sid))
+            assert status == 200 and len(messages) == 1  # a's copy is quiet already
+            status, _, _ = await other.request("DELETE", None, headers(sid))
+            assert status == 200
+            status, _, _ = await conn.request("POST", call(4, "echo", {"text": "c"}),
+                                              headers(sid))
+            assert status == 404
+            await conn.close()
+            await other.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+class _SlowBus:
+    """A bus whose messages take a moment to leave (a round trip to Redis, say)."""
+
+    def __init__(self, bus: Any) -> None:
+        self.bus = bus
+
+    async def publish(self, topic: str, message: bytes) -> None:
+        await asyncio.sleep(0.2)
+        await self.bus.publish(topic, message)
+
+    async def subscribe(self, topic: str, deliver: Any) -> Any:
+        return await self.bus.subscribe(topic, deliver)
