@@ -1098,7 +1098,12 @@ class HTTPServer:
         session._standalone = _Stream(session, _Kind.STANDALONE,
                                       f"{session._prefix}-{self.stream_tag}0")
         session._standalone.resumable = self.event_store is not None
-        session._saved, session._saved_at = record, self._now
+        # The record's age is unknown here (another worker saved it, at a time on its own
+        # clocks), so the copy counts as due for a save: the request that adopted it
+        # refreshes the table's deadline. Counted as fresh, a session the client kept
+        # using here could expire on the worker that saved it long ago (issue 18, the
+        # skewed-hosts tests).
+        session._saved, session._saved_at = record, -math.inf
         self._sessions[session_id] = session
         return session
 
