@@ -11,7 +11,9 @@ stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStor
 
 * ``StoreEvent``/``ForgetStream`` -> the event log; ``SaveSession`` -> the session table,
   its deadline the idle timeout from now on the **wall clock** (``time.time()``: the store
-  is read by other processes, maybe other hosts), and a message on the bus's ``sessions``
+  is read by other processes, maybe other hosts) -- for a ``refresh``, only the deadline
+  (``touch``: an unchanged copy never writes over a newer record, nor brings back one
+  another worker deleted) -- and otherwise a message on the bus's ``sessions``
   topic so that a worker holding a copy of the session brings it up to date (a
   ``logging/setLevel`` on one worker holds on every worker); ``DropSession`` -> the table,
   and a message there so that every other worker ends its copy. Only then does
@@ -157,6 +159,13 @@ class SharedDriver:
         elif isinstance(effect, SaveSession):
             timeout = self.http.session_idle_timeout
             deadline = wall + (timeout if timeout is not None else _NO_TIMEOUT_DEADLINE)
+            if effect.refresh:  # only the deadline moves (see SaveSession.refresh)
+                if not await stores.sessions.touch(effect.session_id, expires_at=deadline,
+                                                   wall_time=wall):
+                    log.debug("session %s... is gone from the table; not written again",
+                              effect.session_id[:8])
+                self._release(effect)
+                return
             await stores.sessions.put(effect.session_id, effect.record, expires_at=deadline,
                                       wall_time=wall)
             note: dict[str, Any] = {"saved": effect.session_id, "by": self.http.stream_tag,

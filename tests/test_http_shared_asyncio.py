@@ -492,3 +492,40 @@ class _SlowBus:
 
     async def subscribe(self, topic: str, deliver: Any) -> Any:
         return await self.bus.subscribe(topic, deliver)
+
+
+def test_the_driver_carries_out_a_refresh_as_a_touch() -> None:
+    """A SaveSession that is a refresh moves the table's deadline and writes nothing over
+    the record (a newer one saved by another worker stays), tells no worker, and does not
+    bring back a session deleted meanwhile."""
+    import time
+
+    from mcp_sansio.adapters._shared_driver import SharedDriver
+
+    from mcp_sansio import ServerConnection
+    from mcp_sansio.http import HTTPServer
+    from mcp_sansio.http._shared import SaveSession
+
+    async def main() -> None:
+        stores = MemoryStores()
+        heard: list[bytes] = []
+        await stores.bus.subscribe("sessions", lambda topic, message: heard.append(message))
+        http = HTTPServer(lambda: ServerConnection(info={"name": "s", "version": "1"}),
+                          shared=True, session_idle_timeout=100.0,
+                          new_session_id=lambda: "s9")
+        driver = SharedDriver(http, stores, lambda: None)
+        newer = {"session": {"logLevel": "error"}, "principal": None}
+        await stores.sessions.put("s1", newer, expires_at=time.time() + 10,
+                                  wall_time=time.time())
+        stale = {"session": {"logLevel": None}, "principal": None}
+        await driver._carry_out(SaveSession("s1", stale, refresh=True))
+        # the deadline moved from 10 s to 100 s from now; the record is the newer one
+        assert await stores.sessions.get("s1", wall_time=time.time() + 99) == newer
+        assert heard == []
+        await stores.sessions.delete("s1")
+        await driver._carry_out(SaveSession("s1", stale, refresh=True))
+        assert await stores.sessions.get("s1", wall_time=time.time()) is None
+        await driver._carry_out(SaveSession("s1", stale))  # a change is written whole
+        assert await stores.sessions.get("s1", wall_time=time.time()) == stale
+        assert len(heard) == 1
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))

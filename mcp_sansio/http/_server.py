@@ -1140,7 +1140,8 @@ class HTTPServer:
             for channel in channels:
                 self._release(channel)
             channels = []
-        self._effects.append(SaveSession(session.id, record, tuple(channels)))
+        self._effects.append(SaveSession(session.id, record, tuple(channels),
+                                         refresh=not changed))
 
     # -- time ----------------------------------------------------------------------------------
 
