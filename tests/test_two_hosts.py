@@ -26,10 +26,13 @@ The scenarios, one test function each (both eras where the era has the feature):
 Tasks (the stores of issue 13's task records) are not covered here yet: the task store is
 another piece of work, and its cross-host scenarios join this module when it lands.
 
-The hosts are started by one fixture, :func:`hosts`, parametrized by :data:`LAUNCHERS`
-(name -> how to start the two hosts on one Redis): an engine's launcher (uvicorn or granian
-workers on the shared stores) is one more entry there. Where the time namespace is not
-available (not Linux, not root, no ``unshare``) the module is skipped with one line.
+The hosts are started by one fixture, :func:`hosts` (and :func:`own_hosts` for the test
+that kills one), parametrized by :data:`LAUNCHERS` (name -> how to start the two hosts
+sharing their stores): ``own``, the two processes above, and ``memory``, two asyncio
+servers in this process on one :class:`~mcp_sansio.stores.MemoryStores` (the reference the
+Redis stores follow; one clock). An engine's launcher (uvicorn or granian workers on the
+shared stores) is one more entry there. Where the time namespace is not available (not
+Linux, not root, no ``unshare``) the ``own`` variant is skipped with one line.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ import pytest
 from mcp_sansio._keyring import key_id
 from mcp_sansio.http import SSEParser
 
-from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
+from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture, by name)
 from .http_stories import SyncConn, serve_example, stateless, tool_call, url_process
 from .http_util import CLIENT_INFO
 
@@ -101,50 +104,108 @@ class Host:
         self.kill = kill
 
 
-#: A launcher: (the Redis URL, the command prefix of the shifted clock, exit stack) -> the
-#: two hosts (A under the shifted clock), sharing the stores at that URL.
-Launcher = Callable[[str, list[str], contextlib.ExitStack], tuple[Host, Host]]
+class Pair(tuple[Host, Host]):
+    """Hosts A and B, and ``rotate()``: a new sealing key in their store (what an operator
+    runs), returning it."""
+
+    rotate: Callable[[], bytes]
 
 
-def _own(redis_url: str, shifted: list[str], stack: contextlib.ExitStack
-         ) -> tuple[Host, Host]:
-    """Two ``mcp-sansio serve-example --store`` processes (our own asyncio HTTP server)."""
-    argv = serve_example("--store", redis_url)
+#: A launcher: (exit stack, the request, to get the fixtures it needs) -> the two hosts,
+#: sharing their stores, with host A under a shifted monotonic clock where the hosts are
+#: processes.
+Launcher = Callable[[contextlib.ExitStack, pytest.FixtureRequest], Pair]
+
+
+def _own(stack: contextlib.ExitStack, request: pytest.FixtureRequest) -> Pair:
+    """Two ``mcp-sansio serve-example --store`` processes (our own asyncio HTTP server) on
+    one real Redis, A under a monotonic clock moved by SHIFT."""
+    shifted = _shifted_monotonic()
+    if shifted is None:
+        pytest.skip("needs a Linux time namespace (unshare --time, as root) for host A's clock")
+    redis: RedisServer = request.getfixturevalue("redis_server")
+    argv = serve_example("--store", redis.url)
     hosts = []
     for prefix in (shifted, []):
         inner = contextlib.ExitStack()
         url = inner.enter_context(url_process([*prefix, *argv], kill=True))
         stack.callback(inner.close)
         hosts.append(Host(url, inner.close))
-    return hosts[0], hosts[1]
+    pair = Pair(hosts)
+    pair.rotate = lambda: _rotate(redis.url)
+    return pair
 
 
-LAUNCHERS: dict[str, Launcher] = {"own": _own}
+def _memory(stack: contextlib.ExitStack, request: pytest.FixtureRequest) -> Pair:
+    """Two asyncio HTTP servers in this process, on one loop in a thread, sharing one
+    :class:`~mcp_sansio.stores.MemoryStores` (the reference the Redis stores follow); "killing"
+    one stops it. One clock: only the sharing is under test here."""
+    import threading
+
+    from mcp_sansio.adapters import _example_server
+    from mcp_sansio.adapters.asyncio import start_http
+    from mcp_sansio.adapters.keys import rotate_key
+
+    from mcp_sansio.stores import MemoryStores
+
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    stores = MemoryStores()
+    urls: list[str] = []
+    stops: list[asyncio.Event] = []
+
+    async def serve(started: asyncio.Event) -> None:
+        stop = asyncio.Event()
+        stops.append(stop)
+        server = _example_server.build(_example_server._sleep_for("asyncio"))
+        async with start_http(server, stores=stores) as service:
+            urls.append(service.url)
+            started.set()
+            await stop.wait()
+
+    async def main() -> None:
+        tasks = []
+        for _ in range(2):
+            started = asyncio.Event()
+            tasks.append(asyncio.create_task(serve(started)))
+            await started.wait()
+        ready.set()
+        await asyncio.gather(*tasks)
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(main(),), daemon=True)
+    thread.start()
+
+    def stop(n: int) -> None:
+        loop.call_soon_threadsafe(stops[n].set)
+
+    def close() -> None:
+        for n in range(len(stops)):
+            stop(n)
+        thread.join(TIMEOUT)
+        loop.close()
+    stack.callback(close)
+    assert ready.wait(TIMEOUT)
+    pair = Pair(Host(url, lambda n=n: stop(n)) for n, url in enumerate(urls))
+    pair.rotate = lambda: asyncio.run_coroutine_threadsafe(rotate_key(stores), loop).result(
+        TIMEOUT)
+    return pair
 
 
-@contextlib.contextmanager
-def _start(launcher: str, redis: RedisServer) -> Iterator[tuple[Host, Host]]:
-    prefix = _shifted_monotonic()
-    if prefix is None:
-        pytest.skip("needs a Linux time namespace (unshare --time, as root) for host A's clock")
-    with contextlib.ExitStack() as stack:
-        yield LAUNCHERS[launcher](redis.url, prefix, stack)
+LAUNCHERS: dict[str, Launcher] = {"own": _own, "memory": _memory}
 
 
 @pytest.fixture(scope="module", params=sorted(LAUNCHERS))
-def hosts(request: pytest.FixtureRequest, redis_server: RedisServer  # noqa: F811
-          ) -> Iterator[tuple[Host, Host]]:
-    """Hosts A (shifted clock) and B, on one Redis, for the module."""
-    with _start(request.param, redis_server) as pair:
-        yield pair
+def hosts(request: pytest.FixtureRequest) -> Iterator[Pair]:
+    """Hosts A and B, sharing their stores, for the module."""
+    with contextlib.ExitStack() as stack:
+        yield LAUNCHERS[request.param](stack, request)
 
 
 @pytest.fixture(params=sorted(LAUNCHERS))
-def own_hosts(request: pytest.FixtureRequest, redis_server: RedisServer  # noqa: F811
-              ) -> Iterator[tuple[Host, Host]]:
+def own_hosts(request: pytest.FixtureRequest) -> Iterator[Pair]:
     """A pair of hosts for one test alone (one that kills a host)."""
-    with _start(request.param, redis_server) as pair:
-        yield pair
+    with contextlib.ExitStack() as stack:
+        yield LAUNCHERS[request.param](stack, request)
 
 
 # -- a client that goes to the other host each time ----------------------------------------------
@@ -438,8 +499,7 @@ def _rotate(redis_url: str) -> bytes:
     return asyncio.run(main())
 
 
-def test_key_rotation_while_the_client_alternates_loses_nothing(
-        hosts: tuple[Host, Host], redis_server: RedisServer) -> None:  # noqa: F811
+def test_key_rotation_while_the_client_alternates_loses_nothing(hosts: Pair) -> None:
     client = Client(*hosts)
     confirm = {"confirm": {"action": "accept", "content": {"ok": True}}}
 
@@ -456,7 +516,7 @@ def test_key_rotation_while_the_client_alternates_loses_nothing(
     before = [seal() for _ in hosts]
     old = {state.split(".")[0] for state in before}
     started = time.monotonic()
-    new = key_id(_rotate(redis_server.url))
+    new = key_id(hosts.rotate())
     sealed_with: dict[int, set[str]] = {hosts[0].port: set(), hosts[1].port: set()}
     # Each host seals with the new key once it has held it two refresh intervals (10 s by
     # default); before, during and after the switch every state opens on the other host.
