@@ -9,13 +9,16 @@ pump (:meth:`SharedDriver.kick`) and carries them out in order, in one task, aga
 stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStores`, or
 :class:`mcp_sansio.adapters.redis.RedisStores` for several workers):
 
-* ``StoreEvent``/``ForgetStream`` -> the event log; ``SaveSession`` -> the session table
-  (then :meth:`HTTPServer.stored` lets out the answers that waited for it),
+* ``StoreEvent``/``ForgetStream`` -> the event log; ``SaveSession`` -> the session table,
   its deadline the idle timeout from now on the **wall clock** (``time.time()``: the store
-  is read by other processes, maybe other hosts), and a message on the bus's ``sessions``
+  is read by other processes, maybe other hosts) -- for a ``refresh``, only the deadline
+  (``touch``: an unchanged copy never writes over a newer record, nor brings back one
+  another worker deleted) -- and otherwise a message on the bus's ``sessions``
   topic so that a worker holding a copy of the session brings it up to date (a
   ``logging/setLevel`` on one worker holds on every worker); ``DropSession`` -> the table,
-  and a message there so that every other worker ends its copy;
+  and a message there so that every other worker ends its copy. Only then does
+  :meth:`HTTPServer.stored` let out the answers that waited for the change: the client's
+  next request may go to any worker the moment it has the answer;
 * a ``Lookup`` -> the table or the log, then :meth:`HTTPServer.resolve` and a pump. A store
   that fails (Redis unreachable) is logged and answered as "not found" -- the client is
   told 404 or 400 and starts afresh -- so a request never hangs on a store;
@@ -156,21 +159,26 @@ class SharedDriver:
         elif isinstance(effect, SaveSession):
             timeout = self.http.session_idle_timeout
             deadline = wall + (timeout if timeout is not None else _NO_TIMEOUT_DEADLINE)
+            if effect.refresh:  # only the deadline moves (see SaveSession.refresh)
+                if not await stores.sessions.touch(effect.session_id, expires_at=deadline,
+                                                   wall_time=wall):
+                    log.debug("session %s... is gone from the table; not written again",
+                              effect.session_id[:8])
+                self._release(effect)
+                return
             await stores.sessions.put(effect.session_id, effect.record, expires_at=deadline,
                                       wall_time=wall)
-            self._release(effect)
             note: dict[str, Any] = {"saved": effect.session_id, "by": self.http.stream_tag,
                                     "record": effect.record}
-            await stores.bus.publish("sessions", json.dumps(note).encode())
+            await self._tell_then_release("sessions", note, effect)
         elif isinstance(effect, ForwardAnswer):
             note = {"session": effect.session_id, "to": effect.worker,
                     "message": effect.message}
             await stores.bus.publish("answers", json.dumps(note).encode())
         elif isinstance(effect, DropSession):
             await stores.sessions.delete(effect.session_id)
-            self._release(effect)
             note = {"ended": effect.session_id, "by": self.http.stream_tag}
-            await stores.bus.publish("sessions", json.dumps(note).encode())
+            await self._tell_then_release("sessions", note, effect)
         else:
             if effect.kind == "session":
                 found = await stores.sessions.get(effect.key, wall_time=wall)
@@ -178,6 +186,16 @@ class SharedDriver:
                 found = await stores.events.replay(effect.key, wall_time=wall)
             self.http.resolve(effect, found, now=self._loop.time())
             self._safe_pump()
+
+    async def _tell_then_release(self, topic: str, note: dict[str, Any],
+                                 effect: SaveSession | DropSession) -> None:
+        """Publish the change, then let out the answers that waited for it. In that order:
+        the client may send its next request to another worker (another host) the moment
+        it has the answer, and that worker must have been told first -- a DELETE answered
+        before the news left let the other host serve the ended session (issue 18, the
+        two-host test). A bus that fails raises to :meth:`_run`, which releases them."""
+        await self.stores.bus.publish(topic, json.dumps(note).encode())
+        self._release(effect)
 
     def _release(self, effect: SaveSession | DropSession) -> None:
         """The table has it: the answers waiting for it may go."""

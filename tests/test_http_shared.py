@@ -69,15 +69,19 @@ class Worker(Harness):
 
     def carry_out(self, effect: Any) -> None:
         self.done.append(effect)
-        wall = WALL + self.now
+        wall = self.wall()
         if isinstance(effect, StoreEvent):
             drive(self.log.append(effect.event_id, effect.data, wall_time=wall))
         elif isinstance(effect, ForgetStream):
             drive(self.log.forget(effect.stream_id))
         elif isinstance(effect, SaveSession):
             timeout = self.server.session_idle_timeout or 3600.0
-            drive(self.table.put(effect.session_id, effect.record, expires_at=wall + timeout,
-                                 wall_time=wall))
+            if effect.refresh:
+                drive(self.table.touch(effect.session_id, expires_at=wall + timeout,
+                                       wall_time=wall))
+            else:
+                drive(self.table.put(effect.session_id, effect.record,
+                                     expires_at=wall + timeout, wall_time=wall))
             if not self.hold_saves:
                 self.server.stored(effect, now=self.now)
             elif effect.channels:
@@ -92,8 +96,12 @@ class Worker(Harness):
         else:
             self.answer(effect)
 
+    def wall(self) -> float:
+        """This worker's wall clock (tests of skewed hosts move it off the harness's)."""
+        return WALL + self.now
+
     def answer(self, lookup: Lookup) -> None:
-        wall = WALL + self.now
+        wall = self.wall()
         if lookup.kind == "session":
             found = drive(self.table.get(lookup.key, wall_time=wall))
         else:
@@ -494,6 +502,32 @@ def test_the_shared_server_saves_only_changes_and_refreshes() -> None:
     a.now += 30.0  # past a quarter of the idle timeout: activity refreshes the deadline
     a.conn().send(body=request(2, "ping"), headers=a.session_headers(sid))
     assert len(saves()) == count + 1
+    assert saves()[-1].refresh and not saves()[0].refresh  # the deadline only; the record
+    a.conn().send(body=request(3, "logging/setLevel", {"level": "error"}),
+                  headers=a.session_headers(sid))
+    assert len(saves()) == count + 2 and not saves()[-1].refresh  # a change: written whole
+
+
+def test_an_adopted_copy_moves_the_deadline_and_never_undoes_a_newer_record() -> None:
+    """issue 18: a copy adopted from the table is saved at once (its record's age is
+    unknown), as a refresh: b adopts the session, a changes the log level meanwhile, and
+    b's refresh -- carried out after -- leaves a's record in the table; a session a
+    deleted is not brought back by b's refresh either."""
+    a, b = workers()
+    sid = a.initialize()
+    b.hold_saves = True  # b's saves are carried out when the test says
+    b.conn().send(body=request(1, "ping"), headers=b.session_headers(sid))
+    (adopted,) = [e for e in b.done if isinstance(e, SaveSession)]
+    assert adopted.refresh and adopted.record["session"]["logLevel"] is None
+    a.conn().send(body=request(2, "logging/setLevel", {"level": "error"}),
+                  headers=a.session_headers(sid))
+    b.hold_saves = False
+    b.carry_out(adopted)  # late, with the record as b read it
+    record = drive(a.table.get(sid, wall_time=a.wall()))
+    assert record["session"]["logLevel"] == "error"
+    a.conn().send(method="DELETE", headers=a.session_headers(sid))
+    b.carry_out(adopted)
+    assert drive(a.table.get(sid, wall_time=a.wall())) is None
 
 
 def test_initialize_that_fails_saves_nothing() -> None:

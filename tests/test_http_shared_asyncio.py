@@ -444,3 +444,88 @@ class _NoBus:
     def __init__(self, stores: Any) -> None:
         self.sessions, self.events, self.keys = stores.sessions, stores.events, stores.keys
         self.bus = MemoryStores().bus
+
+
+def test_the_other_workers_are_told_before_the_answer_goes() -> None:
+    """A DELETE or a logging/setLevel is answered only after the bus carried the change: a
+    client that sends its next request to the other worker at once finds the session ended
+    there, or quiet. The bus here takes its time, as a network one does (the two-host test
+    once saw the other host serve a deleted session)."""
+    async def main() -> None:
+        stores = MemoryStores()
+        stores.bus = _SlowBus(stores.bus)  # type: ignore[assignment]
+        server = make_server(asyncio.Event())
+        async with start_http(server, stores=stores) as a, \
+                start_http(server, stores=stores) as b:
+            sid = await open_session(a.port)
+            conn = await Conn.open(a.port)
+            status, _, messages = await conn.request("POST", call(1, "echo", {"text": "a"}),
+                                                     headers(sid))
+            assert status == 200 and len(messages) == 2  # echo logs at info, then answers
+            other = await Conn.open(b.port)
+            status, _, _ = await other.request(
+                "POST", {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel",
+                         "params": {"level": "error"}}, headers(sid))
+            assert status == 200
+            status, _, messages = await conn.request("POST", call(3, "echo", {"text": "b"}),
+                                                     headers(sid))
+            assert status == 200 and len(messages) == 1  # a's copy is quiet already
+            status, _, _ = await other.request("DELETE", None, headers(sid))
+            assert status == 200
+            status, _, _ = await conn.request("POST", call(4, "echo", {"text": "c"}),
+                                              headers(sid))
+            assert status == 404
+            await conn.close()
+            await other.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+class _SlowBus:
+    """A bus whose messages take a moment to leave (a round trip to Redis, say)."""
+
+    def __init__(self, bus: Any) -> None:
+        self.bus = bus
+
+    async def publish(self, topic: str, message: bytes) -> None:
+        await asyncio.sleep(0.2)
+        await self.bus.publish(topic, message)
+
+    async def subscribe(self, topic: str, deliver: Any) -> Any:
+        return await self.bus.subscribe(topic, deliver)
+
+
+def test_the_driver_carries_out_a_refresh_as_a_touch() -> None:
+    """A SaveSession that is a refresh moves the table's deadline and writes nothing over
+    the record (a newer one saved by another worker stays), tells no worker, and does not
+    bring back a session deleted meanwhile."""
+    import time
+
+    from mcp_sansio.adapters._shared_driver import SharedDriver
+
+    from mcp_sansio import ServerConnection
+    from mcp_sansio.http import HTTPServer
+    from mcp_sansio.http._shared import SaveSession
+
+    async def main() -> None:
+        stores = MemoryStores()
+        heard: list[bytes] = []
+        await stores.bus.subscribe("sessions", lambda topic, message: heard.append(message))
+        http = HTTPServer(lambda: ServerConnection(info={"name": "s", "version": "1"}),
+                          shared=True, session_idle_timeout=100.0,
+                          new_session_id=lambda: "s9")
+        driver = SharedDriver(http, stores, lambda: None)
+        newer = {"session": {"logLevel": "error"}, "principal": None}
+        await stores.sessions.put("s1", newer, expires_at=time.time() + 10,
+                                  wall_time=time.time())
+        stale = {"session": {"logLevel": None}, "principal": None}
+        await driver._carry_out(SaveSession("s1", stale, refresh=True))
+        # the deadline moved from 10 s to 100 s from now; the record is the newer one
+        assert await stores.sessions.get("s1", wall_time=time.time() + 99) == newer
+        assert heard == []
+        await stores.sessions.delete("s1")
+        await driver._carry_out(SaveSession("s1", stale, refresh=True))
+        assert await stores.sessions.get("s1", wall_time=time.time()) is None
+        await driver._carry_out(SaveSession("s1", stale))  # a change is written whole
+        assert await stores.sessions.get("s1", wall_time=time.time()) == stale
+        assert len(heard) == 1
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))

@@ -1114,7 +1114,12 @@ class HTTPServer:
         session._standalone = _Stream(session, _Kind.STANDALONE,
                                       f"{session._prefix}-{self.stream_tag}0")
         session._standalone.resumable = self.event_store is not None
-        session._saved, session._saved_at = record, self._now
+        # The record's age is unknown here (another worker saved it, at a time on its own
+        # clocks), so the copy counts as due for a save: the request that adopted it
+        # refreshes the table's deadline. Counted as fresh, a session the client kept
+        # using here could expire on the worker that saved it long ago (issue 18, the
+        # skewed-hosts tests).
+        session._saved, session._saved_at = record, -math.inf
         self._sessions[session_id] = session
         return session
 
@@ -1151,7 +1156,8 @@ class HTTPServer:
             for channel in channels:
                 self._release(channel)
             channels = []
-        self._effects.append(SaveSession(session.id, record, tuple(channels)))
+        self._effects.append(SaveSession(session.id, record, tuple(channels),
+                                         refresh=not changed))
 
     # -- time ----------------------------------------------------------------------------------
 

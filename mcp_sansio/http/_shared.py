@@ -100,6 +100,13 @@ class SaveSession:
     #: negotiated state, and who the session is bound to (servers with ``auth``).
     record: dict[str, Any] = attrs.field(repr=False)
     channels: tuple[Any, ...] = attrs.field(default=(), repr=False, eq=False)
+    #: The record did not change here; only its deadline is due to move
+    #: (``SessionTable.touch``: nothing is written over the record, nobody is told). A
+    #: copy adopted from the table, or one that went a quarter of the idle timeout without
+    #: a save, may be behind a newer record another worker saved meanwhile -- written
+    #: whole, it would undo that change (issue 18) -- and a session another worker deleted
+    #: stays deleted.
+    refresh: bool = False
 
 
 @attrs.frozen
