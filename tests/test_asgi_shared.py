@@ -304,3 +304,18 @@ def test_stores_need_a_shared_http_server() -> None:
     http = HTTPServer(plain_server(Probe()).connection, new_session_id=lambda: "s")
     with pytest.raises(ValueError, match="shared=True"):
         asgi.ASGIApp(http, server=plain_server(Probe()), stores=MemoryStores())
+
+
+def test_serve_example_store_on_an_engine_needs_asyncio() -> None:
+    """``--store`` with an engine is served (tests/test_asgi_shared_engines.py), but not on
+    hypercorn's trio worker: one line, exit status 2."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_sansio", "serve-example", "--transport", "http",
+         "--engine", "hypercorn", "--runtime", "trio", "--store", "redis://127.0.0.1:1/0"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2
+    assert "--store" in done.stderr and "asyncio" in done.stderr
+    assert len(done.stderr.splitlines()) == 1

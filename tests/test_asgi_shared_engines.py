@@ -431,6 +431,8 @@ def test_workers_share_everything_through_redis(name: str, workers: int,
             request_state_crosses_workers(eng, redis_server.url)
             delete_seen_everywhere(eng)
             resumption_after_a_kill(eng, redis_server.url)
+            # sessions are kept (no sessionless fallback) and the key ring is the store's
+            assert "sessionless" not in "".join(eng.err)
         except BaseException:
             sys.stderr.write("".join(eng.err))
             raise
