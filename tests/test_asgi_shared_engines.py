@@ -11,12 +11,14 @@ it wants to differ from (and fails if none does within :data:`TRIES`).
 
 Scenarios, both eras: a handshake-era session initialized on one worker and served by the
 others; a list change made on one worker reaching the GET stream and the 2026-07-28 listen
-stream held by another (the event bus); a ``requestState`` sealed on one worker opened on
-another, before and after a key rotation made during the traffic; a DELETE on one worker
-seen by the others; and a worker killed (SIGKILL) in the middle of a streamed answer: the
-client resumes with ``Last-Event-ID`` on another worker, which replays what the killed one
-stored, and the session carries on. The in-process twin (two applications, memory and
-Redis stores, and one application alone): tests/test_asgi_shared.py."""
+stream held by another (the event bus); a client's answer to an elicitation posted on a
+connection another worker accepted reaching the tool that waits; a ``requestState`` sealed
+on one worker opened on another, before and after a key rotation made during the traffic,
+until the workers seal with the new key; a DELETE on one worker seen by the others; and a
+worker killed (SIGKILL) in the middle of a streamed answer: the client resumes with
+``Last-Event-ID`` on another worker, which replays what the killed one stored, and the
+session carries on. The in-process twin (two applications, memory and Redis stores, and
+one application alone): tests/test_asgi_shared.py."""
 
 from __future__ import annotations
 
@@ -134,9 +136,12 @@ def engine(name: str, workers: int, store: str) -> Iterator[Engine]:
 class Stream:
     """A request whose answer is read as it comes (an SSE stream), on its own connection."""
 
-    def __init__(self, eng: Engine, method: str, body: Any, headers: dict[str, str]) -> None:
-        self.conn = http.client.HTTPConnection("127.0.0.1", eng.port, timeout=TIMEOUT)
-        self.conn.connect()
+    def __init__(self, eng: Engine, method: str, body: Any, headers: dict[str, str], *,
+                 conn: http.client.HTTPConnection | None = None) -> None:
+        if conn is None:
+            conn = http.client.HTTPConnection("127.0.0.1", eng.port, timeout=TIMEOUT)
+            conn.connect()
+        self.conn = conn
         assert self.conn.sock is not None
         client_port = self.conn.sock.getsockname()[1]
         data = json.dumps(body).encode() if body is not None else None
@@ -188,6 +193,28 @@ def request(eng: Engine, method: str, body: Any, headers: dict[str, str] | None 
         return stream.status, stream.headers, stream.rest(), stream.pid
     finally:
         stream.close()
+
+
+def connected_elsewhere(eng: Engine, avoid: int) -> http.client.HTTPConnection:
+    """A fresh connection accepted by a worker other than ``avoid``, before anything is sent
+    on it (for a request that must reach another worker the first time)."""
+    for _ in range(TRIES):
+        conn = http.client.HTTPConnection("127.0.0.1", eng.port, timeout=TIMEOUT)
+        conn.connect()
+        assert conn.sock is not None
+        client_port = conn.sock.getsockname()[1]
+        pid = None
+        deadline = time.monotonic() + TIMEOUT
+        while pid is None:  # until a worker has accepted it from the queue
+            try:
+                pid = eng.worker_of(client_port)
+            except AssertionError:
+                assert time.monotonic() < deadline, "no worker accepted the connection"
+                time.sleep(0.02)
+        if pid != avoid:
+            return conn
+        conn.close()
+    raise AssertionError(f"{TRIES} fresh connections all reached {avoid}")
 
 
 def until_other(pids: set[int], send: Callable[[], int]) -> int:
@@ -308,30 +335,78 @@ def open_sealed(eng: Engine, n: int, sealed: dict[str, Any]) -> int:
 
 def request_state_crosses_workers(eng: Engine, store_url: str) -> None:
     """Sealed on one worker, opened on another; again while a new key is added to the
-    store's ring (rotation during traffic); a state sealed before the rotation still opens."""
+    store's ring (rotation during traffic), until workers seal with the new key; a state
+    sealed before the rotation still opens."""
     from mcp_sansio.adapters._shared_keys import rotate_key
     from mcp_sansio.adapters.redis import RedisStores
+
+    from mcp_sansio._keyring import key_id
 
     before, sealed_on = seal(eng, 1)
     counter = iter(range(2, 10_000))
     until_other({sealed_on}, lambda: open_sealed(eng, next(counter), before))
 
-    async def rotate() -> None:
+    async def rotate() -> bytes:
         stores = RedisStores.from_url(store_url)
         try:
-            await rotate_key(stores)
+            return await rotate_key(stores)
         finally:
             await stores.aclose()
 
     pids: set[int] = set()
+    new_key = b""
     for n in range(12):
         if n == 4:
-            asyncio.run(rotate())
+            new_key = asyncio.run(rotate())
         sealed, pid = seal(eng, 100 + 2 * n)
         pids.add(pid)
         pids.add(open_sealed(eng, 101 + 2 * n, sealed))
     assert len(pids) > 1
-    until_other(set(), lambda: open_sealed(eng, next(counter), before))
+    # Each worker seals with the new key once it has held it for two refresh intervals
+    # (5 s each by default: docs/stores.rst); every state keeps opening meanwhile.
+    new_kid = key_id(new_key)
+    sealing_new: set[int] = set()
+    deadline = time.monotonic() + START
+    while len(sealing_new) < 2:
+        assert time.monotonic() < deadline, f"only {sealing_new} seal with the new key"
+        sealed, pid = seal(eng, next(counter))
+        if sealed["requestState"].split(".")[0] == new_kid:
+            sealing_new.add(pid)
+        open_sealed(eng, next(counter), sealed)
+        time.sleep(0.1)
+    until_other(set(), lambda: open_sealed(eng, next(counter), before))  # the old key opens
+
+
+def answers_reach_the_waiting_worker(eng: Engine) -> None:
+    """A tool elicits (handshake era); the client's answer is posted on a connection another
+    worker accepted, and reaches the tool on the first (the bus's answers topic)."""
+    body = init_body()
+    body["params"]["capabilities"] = {"elicitation": {}}
+    status, headers, _, _ = request(eng, "POST", body)
+    assert status == 200
+    sid = headers["mcp-session-id"]
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert request(eng, "POST", initialized, session_headers(sid))[0] == 202
+    stream = Stream(eng, "POST", tool(3, "test_elicitation", {"message": "who?"}),
+                    session_headers(sid))
+    try:
+        assert stream.status == 200 and stream.pid is not None
+        (_, ask), = stream.events(1)
+        assert ask["method"] == "elicitation/create"
+        answer = {"jsonrpc": "2.0", "id": ask["id"], "result": {
+            "action": "accept", "content": {"username": "ada", "email": "a@example.com"}}}
+        elsewhere = Stream(eng, "POST", answer, session_headers(sid),
+                           conn=connected_elsewhere(eng, stream.pid))
+        try:
+            assert elsewhere.status == 202 and elsewhere.pid != stream.pid
+        finally:
+            elsewhere.close()
+        (_, result), = stream.events(1)
+        assert result["id"] == 3
+        assert result["result"]["content"][0]["text"].startswith(
+            "User response: action=accept"), result
+    finally:
+        stream.close()
 
 
 def delete_seen_everywhere(eng: Engine) -> None:
@@ -429,6 +504,7 @@ def test_workers_share_everything_through_redis(name: str, workers: int,
             sid = sessions_cross_workers(eng)
             list_changes_fan_out(eng, sid)
             request_state_crosses_workers(eng, redis_server.url)
+            answers_reach_the_waiting_worker(eng)
             delete_seen_everywhere(eng)
             resumption_after_a_kill(eng, redis_server.url)
             # sessions are kept (no sessionless fallback) and the key ring is the store's
