@@ -123,7 +123,8 @@ class ASGIApp:
         self._key_refresh_interval = key_refresh_interval
         # The process the stream tag was drawn in (None: the caller chose the tag).
         self._tag_pid: int | None = None
-        self._owned_stores: Any = None
+        self._owned_stores: Any = None  # built from a URL stores: this worker's to close
+        self._owned_token: object = None  # the loop they were built on
         #: The sans-IO HTTP server (one per worker process).
         self.http = http
         self.server = server
@@ -207,14 +208,14 @@ class ASGIApp:
                                   on_event=self._on_event)
             await service.start()
             if self.stores is not None:
-                await self._share(service)
+                await self._share(service, token)
             self._service, self._token = service, token
             return service
         finally:
             self._starting = None
             starting.set()
 
-    async def _share(self, service: Routing) -> None:
+    async def _share(self, service: Routing, token: object) -> None:
         """Start shared mode on the running loop (module docstring)."""
         from ._shared_driver import SharedDriver
         from ._shared_keys import store_key_ring
@@ -225,10 +226,13 @@ class ASGIApp:
             self.http.stream_tag, self._tag_pid = secrets.token_hex(4), os.getpid()
         stores = self.stores
         if isinstance(stores, str):
-            if self._owned_stores is None:
+            if self._owned_stores is None or self._owned_token is not token:
+                # (Stores of another loop -- an application reused across asyncio.run
+                # calls without its shutdown -- hold connections of that loop: new ones.)
                 from .redis import RedisStores
 
                 self._owned_stores = RedisStores.from_url(stores)
+                self._owned_token = token
             stores = self._owned_stores
         source = None
         if self._store_keys is not None:
