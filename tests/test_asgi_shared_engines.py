@@ -1,6 +1,7 @@
 """Several engine workers sharing a real Redis (tests/_redis.py): ``mcp-sansio serve-example
---engine uvicorn --workers 4 --store URL`` and granian with two workers, each request on a
-fresh connection, as a round-robin balancer without sticky sessions would send them.
+--engine uvicorn --workers 4 --store URL``, granian and hypercorn (asyncio) with two workers
+each, each request on a fresh connection, as a round-robin balancer without sticky sessions
+would send them.
 
 Which worker served a request is read from the operating system, not guessed: while the
 connection is open, the server side of it (``/proc/net/tcp``) is a socket held by exactly
@@ -17,7 +18,8 @@ on one worker opened on another, before and after a key rotation made during the
 until the workers seal with the new key; a DELETE on one worker seen by the others; and a
 worker killed (SIGKILL) in the middle of a streamed answer: the client resumes with
 ``Last-Event-ID`` on another worker, which replays what the killed one stored, and the
-session carries on. The in-process twin (two applications, memory and Redis stores, and
+session carries on (hypercorn stops all its workers when one dies: there the client resumes
+on the engine started again on the same store). The in-process twin (two applications, memory and Redis stores, and
 one application alone): tests/test_asgi_shared.py."""
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ START = 120.0  # seconds for an engine and its workers to come up: generous, the
 TIMEOUT = 60.0  # seconds for one answer or stream event: generous, nothing waits on purpose
 #: Fresh connections tried before concluding that requests do not spread over the workers.
 TRIES = 60
-ENGINES = [("uvicorn", 4), ("granian", 2)]
+ENGINES = [("uvicorn", 4), ("granian", 2), ("hypercorn", 2)]
 STATE_TOOL = "test_input_required_result_request_state"
 
 
@@ -425,9 +427,12 @@ def delete_seen_everywhere(eng: Engine) -> None:
     assert set(statuses) == {404}, statuses
 
 
-def resumption_after_a_kill(eng: Engine, store_url: str) -> None:
+def resumption_after_a_kill(eng: Engine, store_url: str,
+                            after_kill: Callable[[], Engine] | None = None) -> None:
     """A streamed answer's worker is killed; the client resumes on another worker with
-    Last-Event-ID and gets what the killed worker stored; the session carries on."""
+    Last-Event-ID and gets what the killed worker stored; the session carries on. With
+    ``after_kill``, the engine stops when a worker dies: the client resumes on the engine
+    that callable starts (the restart a supervisor would do) on the same store."""
     from mcp_sansio.adapters.redis import RedisStores
 
     sid, _ = open_session(eng)
@@ -457,6 +462,8 @@ def resumption_after_a_kill(eng: Engine, store_url: str) -> None:
         os.kill(doomed, signal.SIGKILL)
     finally:
         stream.close()
+    if after_kill is not None:
+        eng = after_kill()
     refused: list[Any] = []
     for _ in range(TRIES):
         try:
@@ -499,16 +506,26 @@ def reconnecting(send: Callable[[], int]) -> int:
 def test_workers_share_everything_through_redis(name: str, workers: int,
                                                 redis_server: RedisServer  # noqa: F811
                                                 ) -> None:
-    with engine(name, workers, redis_server.url) as eng:
+    with contextlib.ExitStack() as stack:
+        eng = stack.enter_context(engine(name, workers, redis_server.url))
+
+        def restarted() -> Engine:
+            # hypercorn stops every worker when one exits with an error (its run loop):
+            # once it is gone, a supervisor would start it again -- here on another port,
+            # with the same store, where the sessions and stored events wait.
+            eng.proc.wait(TIMEOUT)
+            return stack.enter_context(engine(name, workers, redis_server.url))
+
         try:
             sid = sessions_cross_workers(eng)
             list_changes_fan_out(eng, sid)
             request_state_crosses_workers(eng, redis_server.url)
             answers_reach_the_waiting_worker(eng)
             delete_seen_everywhere(eng)
-            resumption_after_a_kill(eng, redis_server.url)
             # sessions are kept (no sessionless fallback) and the key ring is the store's
             assert "sessionless" not in "".join(eng.err)
+            resumption_after_a_kill(eng, redis_server.url,
+                                    restarted if name == "hypercorn" else None)
         except BaseException:
             sys.stderr.write("".join(eng.err))
             raise
