@@ -19,8 +19,8 @@ until the workers seal with the new key; a DELETE on one worker seen by the othe
 worker killed (SIGKILL) in the middle of a streamed answer: the client resumes with
 ``Last-Event-ID`` on another worker, which replays what the killed one stored, and the
 session carries on (hypercorn stops all its workers when one dies: there the client resumes
-on the engine started again on the same store). The in-process twin (two applications, memory and Redis stores, and
-one application alone): tests/test_asgi_shared.py."""
+on the engine started again on the same store). The in-process twin (two applications,
+memory and Redis stores, and one application alone): tests/test_asgi_shared.py."""
 
 from __future__ import annotations
 
