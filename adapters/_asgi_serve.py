@@ -138,9 +138,9 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
         from granian.constants import Interfaces
         from granian.log import LogLevels
 
-        # A worker that dies is started again (granian's default is to stop the whole
-        # server), as uvicorn and hypercorn do: with shared stores the other workers carry
-        # its sessions meanwhile, and the service keeps its full size.
+        # A worker that dies is started again, as uvicorn does (granian's default, like
+        # hypercorn's only behaviour, is to stop the whole server): with shared stores the
+        # other workers carry its sessions meanwhile, and the service keeps its full size.
         Granian(_APP, factory=True, address=host, port=port, interface=Interfaces.ASGI,
                 workers=workers, log_level=LogLevels.warning,
                 respawn_failed_workers=True).serve()
