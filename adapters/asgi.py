@@ -43,6 +43,7 @@ as an object belong to the caller.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -203,6 +204,12 @@ class ASGIApp:
                 raise RuntimeError(
                     "shared stores run on asyncio (uvicorn, granian, hypercorn's asyncio "
                     f"worker), not on {library}")
+            old = getattr(self._service, "_shared", None)
+            if old is not None:
+                # Its bus subscriptions would hand this server every message twice: ended
+                # (best effort: what it holds of the other loop cannot be awaited here).
+                with contextlib.suppress(Exception):
+                    await old.aclose()
             service = new_service(library, self.server, self.http,
                                   max_write_buffer=self.max_write_buffer,
                                   on_event=self._on_event)

@@ -319,3 +319,31 @@ def test_serve_example_store_on_an_engine_needs_asyncio() -> None:
     assert done.returncode == 2
     assert "--store" in done.stderr and "asyncio" in done.stderr
     assert len(done.stderr.splitlines()) == 1
+
+
+def test_an_application_served_again_from_another_loop_hears_the_bus_once() -> None:
+    """An application reused across ``asyncio.run`` calls (as tests do) without its
+    shutdown: the service of the old loop stops listening on the bus, so a list change
+    reaches a stream of the new loop once, not twice."""
+    stores = MemoryStores()
+    app = asgi.app(make_server(asyncio.Event()), stores=stores)
+
+    async def first() -> str:
+        return await open_session(app)
+
+    async def second(sid: str) -> None:
+        async with anyio.create_task_group() as group:
+            get = request(app, "GET", hdrs(sid))
+            group.start_soon(get.run)
+            await get.until(lambda: bool(get.sent))
+            assert get.status == 200
+            assert (await post(app, call(1, "change"), hdrs(sid)).run()).status == 200
+            await get.until(lambda: len(events(get)) >= 1)
+            await anyio.sleep(0.2)  # time for a duplicate to arrive, if one were coming
+            assert [m["method"] for _, m in events(get)] == [
+                "notifications/tools/list_changed"]
+            get.leave.set()
+        await app.aclose()
+
+    sid = asyncio.run(first())
+    asyncio.run(second(sid))
