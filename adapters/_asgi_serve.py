@@ -11,7 +11,9 @@ the workers through the environment, set by the parent before the engine starts:
 (:func:`mcp_sansio.adapters.keys.worker_environment`: the configured ring, inherited, or one
 key drawn by the parent for all its workers; docs/keys.rst), so a ``requestState`` sealed by
 one worker opens on every other (what a 2026-07-28 client needs when its requests land on
-different workers).
+different workers). With ``--store URL`` the options carry the URL instead, and each worker
+connects to it on its own loop, draws its own stream tag and takes the key ring from the
+store (shared mode: ``adapters/asgi.py``), so no key is drawn here.
 
 The URL is printed on stdout, as on our own servers, once the port accepts connections (the
 parent polls it: with several workers no single one knows it is the first). Port 0 is
@@ -104,9 +106,10 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
     if port == 0:
         port = _free_port(host)
     os.environ[OPTIONS_ENV] = json.dumps(options)
-    from .keys import worker_environment
+    if "stores" not in options:
+        from .keys import worker_environment
 
-    os.environ.update(worker_environment(workers))
+        os.environ.update(worker_environment(workers))
     shown = f"[{host}]" if ":" in host else host
     threading.Thread(target=_announce, args=(host, port, f"http://{shown}:{port}/mcp"),
                      daemon=True).start()
@@ -135,6 +138,10 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
         from granian.constants import Interfaces
         from granian.log import LogLevels
 
+        # A worker that dies is started again, as uvicorn does (granian's default, like
+        # hypercorn's only behaviour, is to stop the whole server): with shared stores the
+        # other workers carry its sessions meanwhile, and the service keeps its full size.
         Granian(_APP, factory=True, address=host, port=port, interface=Interfaces.ASGI,
-                workers=workers, log_level=LogLevels.warning).serve()
+                workers=workers, log_level=LogLevels.warning,
+                respawn_failed_workers=True).serve()
 

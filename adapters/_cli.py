@@ -104,10 +104,6 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
             refused := _engine_refused(runtime, transport, engine, workers)):
         sys.stderr.write(f"mcp-sansio serve-example: {refused}\n")
         return 2
-    if engine is not None and store is not None:
-        sys.stderr.write("mcp-sansio serve-example: --store is served by our own asyncio "
-                         "server in this version, not on an --engine\n")
-        return 2
     if workers > 1 and store is None and not sessionless:
         # Issue 14: several workers and nothing shared -- a handshake-era session opened on
         # one worker would be unknown to the others, so keep none (docs/deploying.rst).
@@ -140,7 +136,9 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
         if sessionless:  # handshake era with no session kept (mcp_sansio._sessionless)
             options["sessionless"] = True
         if stores is not None:
-            options["stores"] = stores
+            # On an engine each worker connects on its own loop: the URL goes to the
+            # workers (adapters/asgi.py, shared mode); the checked object stays unused.
+            options["stores"] = store if engine is not None else stores
         try:
             if engine is not None:  # an ASGI engine (adapters/_asgi_serve.py)
                 from ._asgi_serve import serve_engine

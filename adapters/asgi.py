@@ -26,18 +26,35 @@ taken off ``path``). The OAuth protected-resource metadata (``auth=``) lives at
 see; :attr:`ASGIApp.well_known_paths` are the paths to route to the same application (their
 full path is matched, whatever the prefix). ``ProtectedResource.resource`` is the public URL,
 prefix included.
+
+Shared mode (``stores=``, several workers or several machines; docs/stores.rst): the HTTP
+server is built with ``shared=True`` and a ``stream_tag`` unique to the worker process
+(drawn again in a process forked after the application was built), and the service's start
+-- the ``lifespan`` startup, or the first request -- reads the store's ``requestState`` key
+ring and starts the same :class:`~._shared_driver.SharedDriver` as ``start_http(stores=)``
+on the running loop: it carries out the server's store effects, listens on the event bus and
+keeps the key ring current. Until then the ring holds a throwaway key that nothing can use
+(every request waits for the start). The stores are redis-py asyncio or in-memory, so shared
+mode runs on asyncio engines (uvicorn, granian, hypercorn's asyncio worker); hypercorn's trio
+worker refuses it at startup in one line. Stores given as a URL are built by each worker on
+its own loop (a Redis connection must not cross a fork) and closed at shutdown; stores given
+as an object belong to the caller.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+import os
+import secrets
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
 
 import anyio
 import sniffio
 
+from mcp_sansio import KeyRing
 from mcp_sansio.http import HTTPServer
 from mcp_sansio.http._exchange import (
     CloseConnection,
@@ -54,6 +71,7 @@ from mcp_sansio.http._headers import Headers
 from ._asgi_service import EventHandler, Exchange, Routing, new_service
 from ._http_service import new_http_server
 from ._session import Server
+from ._shared_keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "ASGIApp", "app", "http_app"]
 
@@ -85,13 +103,29 @@ class ASGIApp:
 
     :param max_write_buffer: response bytes queued for a client that does not read before
         its request is dropped (:data:`DEFAULT_MAX_WRITE_BUFFER`).
+    :param stores: the shared stores (or a Redis URL) of an ``http`` built with
+        ``shared=True`` and a ``stream_tag`` (:func:`app` builds both; module docstring).
     """
 
     def __init__(self, http: HTTPServer, *, server: Server | None = None,
                  on_event: EventHandler | None = None,
-                 max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER) -> None:
+                 max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
+                 stores: Any = None,
+                 key_refresh_interval: float = DEFAULT_KEY_REFRESH_INTERVAL) -> None:
         if (server is None) == (on_event is None):
             raise TypeError("give exactly one of server= and on_event=")
+        if stores is not None and not http.shared:
+            raise ValueError("stores= needs an HTTP server built with shared=True")
+        #: The shared stores (an object with ``sessions``, ``events``, ``bus``, ``keys``), or
+        #: a Redis URL each worker builds them from; None: nothing shared.
+        self.stores = stores
+        #: Filled with the store's key ring at the start (None: the keys were given).
+        self._store_keys: _LateKeys | None = None
+        self._key_refresh_interval = key_refresh_interval
+        # The process the stream tag was drawn in (None: the caller chose the tag).
+        self._tag_pid: int | None = None
+        self._owned_stores: Any = None  # built from a URL stores: this worker's to close
+        self._owned_token: object = None  # the loop they were built on
         #: The sans-IO HTTP server (one per worker process).
         self.http = http
         self.server = server
@@ -122,6 +156,9 @@ class ASGIApp:
         service, self._service, self._token = self._service, None, None
         if service is not None:
             await service.aclose()
+        owned, self._owned_stores = self._owned_stores, None
+        if owned is not None:
+            await owned.aclose()
 
     # -- ASGI --------------------------------------------------------------------------------
 
@@ -163,15 +200,56 @@ class ASGIApp:
         try:
             # A service of another loop (an application reused across asyncio.run calls,
             # as tests do) is dropped: its tasks and timers belong to that loop.
+            if self.stores is not None and library != "asyncio":
+                raise RuntimeError(
+                    "shared stores run on asyncio (uvicorn, granian, hypercorn's asyncio "
+                    f"worker), not on {library}")
+            old = getattr(self._service, "_shared", None)
+            if old is not None:
+                # Its bus subscriptions would hand this server every message twice: ended
+                # (best effort: what it holds of the other loop cannot be awaited here).
+                with contextlib.suppress(Exception):
+                    await old.aclose()
             service = new_service(library, self.server, self.http,
                                   max_write_buffer=self.max_write_buffer,
                                   on_event=self._on_event)
             await service.start()
+            if self.stores is not None:
+                await self._share(service, token)
             self._service, self._token = service, token
             return service
         finally:
             self._starting = None
             starting.set()
+
+    async def _share(self, service: Routing, token: object) -> None:
+        """Start shared mode on the running loop (module docstring)."""
+        from ._shared_driver import SharedDriver
+        from ._shared_keys import store_key_ring
+
+        if self._tag_pid is not None and self._tag_pid != os.getpid():
+            # Built before a fork: each worker process needs a tag of its own (a stream id,
+            # a server request id names the worker that writes it).
+            self.http.stream_tag, self._tag_pid = secrets.token_hex(4), os.getpid()
+        stores = self.stores
+        if isinstance(stores, str):
+            if self._owned_stores is None or self._owned_token is not token:
+                # (Stores of another loop -- an application reused across asyncio.run
+                # calls without its shutdown -- hold connections of that loop: new ones.)
+                from .redis import RedisStores
+
+                self._owned_stores = RedisStores.from_url(stores)
+                self._owned_token = token
+            stores = self._owned_stores
+        source = None
+        if self._store_keys is not None:
+            _, source = await store_key_ring(stores,
+                                             refresh_interval=self._key_refresh_interval)
+            self._store_keys.source = source
+        driver = SharedDriver(self.http, stores, service._safe_pump,  # type: ignore[attr-defined]
+                              keys=source)
+        service._shared = driver  # type: ignore[attr-defined]
+        await driver.start()
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         service = await self._ensure()
@@ -221,6 +299,18 @@ class ASGIApp:
             target = quote(relative, safe=_PATH_SAFE + "%")
         query: bytes = scope.get("query_string") or b""
         return f"{target}?{query.decode('latin-1')}" if query else target
+
+
+class _LateKeys:
+    """The :class:`~mcp_sansio.KeySource` of a shared application's ring before its start:
+    nothing until the store's ring is read at the start (then whatever it answers)."""
+
+    def __init__(self) -> None:
+        self.source: StoreKeys | None = None
+
+    def keys(self) -> Sequence[bytes]:
+        # The source's own object: the ring skips its comparison while it is unchanged.
+        return self.source.keys() if self.source is not None else ()
 
 
 def _loop_token(library: str) -> object:
@@ -301,10 +391,11 @@ async def _respond(service: Routing, exchange: Exchange, send: Send, http2: bool
 
 
 def app(
-    server: Server, *, request_state_key: bytes | None = None,
+    server: Server, *, request_state_key: bytes | KeyRing | None = None,
     connection_options: Mapping[str, Any] | None = None,
     new_session_id: Callable[[], str] | None = None,
-    max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER, **http_options: Any,
+    max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER, stores: Any = None,
+    key_refresh_interval: float = DEFAULT_KEY_REFRESH_INTERVAL, **http_options: Any,
 ) -> ASGIApp:
     """An ASGI application serving ``server`` over Streamable HTTP (both eras).
 
@@ -314,11 +405,34 @@ def app(
     ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`;
     ``request_state_key`` seals stateless-era ``requestState`` (random by default: valid
     for this worker process only -- give every worker the same key so that a
-    ``requestState`` sealed by one opens on another)."""
+    ``requestState`` sealed by one opens on another).
+
+    ``stores`` makes the application *shared*, as ``start_http(stores=...)`` does our own
+    server (:doc:`/stores`): an object with ``sessions``, ``events``, ``bus`` and ``keys``
+    (:class:`mcp_sansio.stores.MemoryStores`, :class:`mcp_sansio.adapters.redis.RedisStores`;
+    the caller closes it), or a Redis URL (``redis://HOST:PORT/DB``, ``unix:///path``) that
+    each worker connects to at its start and closes at shutdown. ``requestState`` is then
+    sealed with the store's key ring, re-read every ``key_refresh_interval`` seconds,
+    unless ``request_state_key`` is given. Asyncio engines only (module docstring)."""
+    late: _LateKeys | None = None
+    drawn = False
+    if stores is not None:
+        http_options.setdefault("shared", True)
+        if "stream_tag" not in http_options:
+            http_options["stream_tag"], drawn = secrets.token_hex(4), True
+        if request_state_key is None:
+            # The store's ring is read at the start; until then a throwaway key no
+            # request can reach (every request waits for the start).
+            late = _LateKeys()
+            request_state_key = KeyRing([secrets.token_bytes(32)], source=late)
     http = new_http_server(server, request_state_key=request_state_key,
                            connection_options=connection_options,
                            new_session_id=new_session_id, http_options=http_options)
-    return ASGIApp(http, server=server, max_write_buffer=max_write_buffer)
+    application = ASGIApp(http, server=server, max_write_buffer=max_write_buffer,
+                          stores=stores, key_refresh_interval=key_refresh_interval)
+    application._store_keys = late
+    application._tag_pid = os.getpid() if drawn else None
+    return application
 
 
 def http_app(http: HTTPServer, on_event: EventHandler, *,

@@ -197,7 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--store", metavar="URL", default=None,
                        help="http: share sessions, SSE events, the event bus and the "
                        "requestState keys with every server given the same Redis "
-                       "(redis://HOST:PORT/DB or unix:///PATH; asyncio; the redis extra)")
+                       "(redis://HOST:PORT/DB or unix:///PATH; asyncio; the redis extra; "
+                       "with --engine, every worker connects to it)")
     serve.add_argument("--allow-host", action="append", default=[], metavar="HOST",
                        dest="allow_hosts",
                        help="http: a Host value clients use (a name, any port, or "
@@ -215,8 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--workers", type=int, default=1, metavar="N",
                        help="with --engine: worker processes (default: %(default)s); they "
                        "share one requestState key ring, from $MCP_SANSIO_STATE_KEYS or "
-                       "drawn at start (docs/keys.rst); without --store, handshake-era "
-                       "clients are served sessionless")
+                       "drawn at start (docs/keys.rst), or the store's with --store; "
+                       "without --store, handshake-era clients are served sessionless")
     serve.add_argument("--wire", choices=["h11", "httptools"], default="h11",
                        help="http: the HTTP/1.1 parser of our own server (default: "
                        "%(default)s, the reference; httptools is faster and needs the fast "
