@@ -195,6 +195,10 @@ def _asyncio_service(server: Server | None, http: HTTPServer, max_write_buffer: 
     service._exchanges = {}
     service._on_event = on_event
     assert service._loop is asyncio.get_running_loop()
+    if http.on_decision_needed is None:  # parked exchanges (tokens to ask about: _http_decide)
+        from ._http_decide import asyncio_decider
+
+        http.on_decision_needed = asyncio_decider(service)
     return service
 
 
@@ -246,6 +250,10 @@ def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int
     service = TrioService(server, http, max_write_buffer=max_write_buffer)  # type: ignore[arg-type]
     service._exchanges = {}
     service._on_event = on_event
+    if http.on_decision_needed is None:  # parked exchanges, asked in the service's nursery
+        from ._http_decide import trio_decider
+
+        http.on_decision_needed = trio_decider(service)
     return service
 
 

@@ -5,6 +5,7 @@ tests/test_asgi_engines.py."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -16,7 +17,7 @@ from mcp_sansio.adapters import asgi
 from mcp_sansio.adapters.asyncio import Context, Server
 
 from mcp_sansio import Request
-from mcp_sansio.auth import AccessInfo, InvalidToken, ProtectedResource
+from mcp_sansio.auth import AccessInfo, IntrospectionVerifier, InvalidToken, ProtectedResource
 from mcp_sansio.http import HTTPServer, ResponseMode, Session
 
 from .http_util import ACCEPT_BOTH, CLIENT_INFO, init_body, result_for, stateless_meta
@@ -324,6 +325,29 @@ def test_the_protected_resource_metadata_of_a_mounted_app(backend: str) -> None:
         assert call.status == 200
         await app.aclose()
     run(backend, main)
+
+
+def test_a_token_the_verifier_must_ask_about_is_decided_on_the_running_loop(
+        backend: str) -> None:
+    """An introspection verifier parks the request (http/_park.py); the ASGI app asks the
+    authorization server on its own loop (asyncio task or trio worker thread) and answers."""
+    from .test_auth_verify_runtimes import RESOURCE as AS_RESOURCE
+    from .test_auth_verify_runtimes import authorization_server
+
+    async def main(issuer_url: str) -> None:
+        verifier = IntrospectionVerifier(issuer_url + "/introspect", client_id="rs",
+                                         client_secret="s3cret", resource=AS_RESOURCE)
+        auth = ProtectedResource(AS_RESOURCE, ["http://127.0.0.1"], verifier)
+        app = asgi.app(make_server(Probe()), auth=auth, decision_timeout=5.0)
+        call = await post(app, init_body(), [("authorization", "Bearer good")]).run()
+        assert call.status == 200, call.sent
+        call = await post(app, init_body(), [("authorization", "Bearer inactive")]).run()
+        assert call.status == 401
+        await app.aclose()
+
+    with authorization_server() as issuer:
+        run(backend, functools.partial(main, issuer.url))
+        assert issuer.introspections == 2
 
 
 def test_a_bare_http_server_with_its_own_handler(backend: str) -> None:
