@@ -70,15 +70,12 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcp_sansio import Era, ErrorCode
+from mcp_sansio.app.errors import InputRequiredSignal, McpError, MissingCapability, ToolError
 
 from ._session import (
     INPUT_METHODS,
     Context,
-    InputRequiredSignal,
     Job,
-    McpError,
-    MissingCapability,
-    ToolError,
     elicit_request,
     sampling_request,
     tool_error_result,

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from mcp_sansio import Era, Notification, RequestId
+from mcp_sansio.app.errors import _nothing
 
 from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession
 from ._keepalive import DEFAULT_MAX_MISSED
@@ -51,7 +52,6 @@ from ._session import (
     RequestTimeout,
     Server,
     ToolError,
-    _nothing,
 )
 from ._stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
