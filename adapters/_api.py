@@ -1,7 +1,8 @@
 """The high-level Client and Server shapes, written once for every ``async`` runtime.
 
 asyncio and trio differ only in their primitives: a runtime subclass supplies ``_now``,
-``_arm``, ``_write`` (see :class:`~._session.Session`), ``_new_event()`` (an object with
+``_arm``, ``_write`` (see :class:`~mcp_sansio.app.session.Session`), ``_new_event()`` (an
+object with
 ``set()`` and ``await wait()``), ``_start_task(key, coroutine)`` and ``_cancel_task(key)``.
 The blocking twin for threads is in :mod:`._sync_api`.
 """
@@ -13,8 +14,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from typing import Any, Protocol
 
 from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
-
-from ._client_tasks import (
+from mcp_sansio.app.client_tasks import (
     ClientTask,
     Plan,
     Sleep,
@@ -26,22 +26,10 @@ from ._client_tasks import (
     start_plan,
     update_plan,
 )
-from ._session import (
-    DEFAULT,
-    Call,
-    ClientLogic,
-    Context,
-    Job,
-    Listener,
-    ProgressCallback,
-    ServerLogic,
-    Session,
-    elicit_request,
-    next_cursor,
-    outcome,
-    page_params,
-    sampling_request,
-)
+from mcp_sansio.app.context import Context, Job, elicit_request, sampling_request
+from mcp_sansio.app.errors import Call, ProgressCallback, outcome
+from mcp_sansio.app.server import ServerLogic
+from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, Session, next_cursor, page_params
 
 __all__ = ["AsyncClient", "AsyncContext", "AsyncServerSession", "AsyncSubscription"]
 
@@ -102,7 +90,7 @@ class AsyncSession(Session):
             try:
                 await awaitable
             except Exception:
-                from ._session import log
+                from mcp_sansio.app.session import log
                 log.exception("an async callback raised")
         self._start_task(None, run())
 
@@ -467,7 +455,7 @@ class AsyncClient(ClientLogic, AsyncSession):
         await subscription.wait_acknowledged()
         return subscription
 
-    # -- tasks (adapters/_client_tasks.py: each operation is a plan run here) --------------
+    # -- tasks (mcp_sansio/app/client_tasks.py: each operation is a plan run here) --------------
 
     async def _sleep(self, seconds: float) -> None:  # pragma: no cover - runtime hook
         raise NotImplementedError

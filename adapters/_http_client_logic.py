@@ -7,7 +7,7 @@ On stdio a client session is one byte stream: :meth:`Session.feed` hands bytes t
 connection and :meth:`Session.service` writes ``conn.data_to_send()`` to one pipe. Over HTTP
 the connection's messages travel as HTTP exchanges on several TCP connections, which the
 sans-IO :class:`~mcp_sansio.http.HTTPClient` manages as *channels*. :class:`HTTPClientLogic`
-is :class:`~._session.ClientLogic` (the same calls, callbacks, listen streams and
+is :class:`~mcp_sansio.app.session.ClientLogic` (the same calls, callbacks, listen streams and
 ``input_required`` handling as every stdio client) with the pump rewired to that HTTP
 client:
 
@@ -54,7 +54,8 @@ Failures and renewals
 An HTTP exchange that fails without a JSON-RPC answer (a status with no answer in the body,
 a stream that broke and could not be resumed, a refused connection) ends the requests it
 carried: their callers get :class:`HTTPTransportError` (a
-:class:`~._session.ConnectionClosedError`) naming the HTTP failure, not a cancellation. The
+:class:`~mcp_sansio.app.errors.ConnectionClosedError`) naming the HTTP failure, not a
+cancellation. The
 connection itself stays usable: the next request opens a new TCP connection.
 
 When the server forgot the session (404) the HTTP client initializes again and retries
@@ -73,10 +74,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
 
 from mcp_sansio import NEED_DATA, ClientConnection, Event, Initialized, Notification
+from mcp_sansio.app.errors import ConnectionClosedError, secret_prefix
+from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
+from mcp_sansio.app.session import ClientLogic, default_client_info
 from mcp_sansio.http import ClientChannel, HTTPClient, SessionRenewed, Transport, TransportFailed
-
-from ._keepalive import DEFAULT_MAX_MISSED
-from ._session import ClientLogic, ConnectionClosedError, default_client_info, secret_prefix
 
 __all__ = ["HTTPClientLogic", "HTTPTransportError"]
 
@@ -122,7 +123,7 @@ _ADAPTER_OPTIONS = ("connect_timeout", "max_write_buffer", "ssl_context")
 
 
 class HTTPClientLogic(ClientLogic):
-    """:class:`~._session.ClientLogic` whose pump is a
+    """:class:`~mcp_sansio.app.session.ClientLogic` whose pump is a
     :class:`~mcp_sansio.http.HTTPClient` (see the module's documentation for the hooks a
     runtime implements)."""
 
@@ -191,7 +192,7 @@ class HTTPClientLogic(ClientLogic):
         :class:`~mcp_sansio.ClientConnection` that declares what the callbacks make true.
         ``http_options`` go to :class:`~mcp_sansio.http.HTTPClient` (``transport``,
         ``standalone_stream``, limits); ``capabilities``, ``keepalive`` and
-        ``keepalive_misses`` as for :meth:`~._session.ClientLogic._create`;
+        ``keepalive_misses`` as for :meth:`~mcp_sansio.app.session.ClientLogic._create`;
         ``connection_options`` to the connection."""
         conn = ClientConnection(
             info=info or default_client_info(),

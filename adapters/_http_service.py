@@ -42,9 +42,10 @@ from mcp_sansio.http import HTTPServer, ServerChannel, Session
 if TYPE_CHECKING:
     from mcp_sansio.auth import AccessInfo
 
+from mcp_sansio.app.server import Server
+
 from ._api import AsyncContext
 from ._http_common import tool_param_headers
-from ._session import Server
 
 __all__ = ["SERVER_WIDE", "HTTPContext", "HTTPServiceBase", "HTTPSessionLogic",
            "broadcast_server_wide", "new_http_server"]

@@ -8,7 +8,7 @@ connection has a reader task and a sender task. The reader feeds what it reads t
 connection's :class:`~mcp_sansio.http.ServerChannel` and then *drains*, in its own task: it
 takes :meth:`~mcp_sansio.http.HTTPServer.next_event` until there is nothing left, hands
 every ``(session, event)`` pair to the session logic of that HTTP session (the same
-:class:`~mcp_sansio.adapters._session.Server` routing as on stdio) and writes
+:class:`~mcp_sansio.app.server.Server` routing as on stdio) and writes
 :meth:`~mcp_sansio.http.HTTPServer.data_to_send` -- straight to a socket that has room,
 else to its sender task's queue. One drain runs at a time: a task that wants one while
 another is under way marks the work (the running drain goes round once more) and, if it is
@@ -68,6 +68,7 @@ from mcp_sansio import (
     RequestId,
     ServerConnection,
 )
+from mcp_sansio.app.server import Server
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import AsyncClient
@@ -75,7 +76,6 @@ from ._auth_session import OAuth, SessionAuth, challenge_of
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
-from ._session import Server
 from .trio import ServerSession, _one_error, _TrioRuntime
 
 __all__ = [

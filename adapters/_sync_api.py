@@ -25,9 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
-
-from ._api import AsyncContext, _Resumed
-from ._client_tasks import (
+from mcp_sansio.app.client_tasks import (
     ClientTask,
     Plan,
     Sleep,
@@ -39,23 +37,12 @@ from ._client_tasks import (
     start_plan,
     update_plan,
 )
-from ._session import (
-    DEFAULT,
-    Call,
-    ClientLogic,
-    Context,
-    Job,
-    Listener,
-    ProgressCallback,
-    RequestCancelledError,
-    ServerLogic,
-    Session,
-    elicit_request,
-    next_cursor,
-    outcome,
-    page_params,
-    sampling_request,
-)
+from mcp_sansio.app.context import Context, Job, elicit_request, sampling_request
+from mcp_sansio.app.errors import Call, ProgressCallback, RequestCancelledError, outcome
+from mcp_sansio.app.server import ServerLogic
+from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, Session, next_cursor, page_params
+
+from ._api import AsyncContext, _Resumed
 
 if TYPE_CHECKING:
     import asyncio
@@ -152,7 +139,7 @@ class SyncSession(Session):
         :param related_request_id: (a server's request to its client) the client request
             this one is made on behalf of.
         :param cancel: a :class:`CancelToken`; cancelling it sends ``notifications/cancelled``
-            and this call raises :class:`~._session.RequestCancelledError`.
+            and this call raises :class:`~mcp_sansio.app.errors.RequestCancelledError`.
         """
         if cancel is not None and cancel.cancelled:
             raise RequestCancelledError(f"{method} was cancelled before it was sent")
@@ -492,7 +479,7 @@ class SyncClient(ClientLogic, SyncSession):
         subscription.wait_acknowledged()
         return subscription
 
-    # -- tasks (adapters/_client_tasks.py: each operation is a plan run here) --------------
+    # -- tasks (mcp_sansio/app/client_tasks.py: each operation is a plan run here) --------------
 
     def _sleep(self, seconds: float) -> None:
         time.sleep(seconds)

@@ -1,4 +1,5 @@
-"""Tasks for the high-level :class:`~._session.Server`: the ``io.modelcontextprotocol/tasks``
+"""Tasks for the high-level :class:`~mcp_sansio.app.server.Server`: the
+``io.modelcontextprotocol/tasks``
 extension of 2026-07-28 (SEP-2663), and the experimental tasks of 2025-11-25
 (``basic/utilities/tasks.mdx``). One task store and one way of running handlers serve both;
 only the wire differs.
@@ -70,23 +71,15 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcp_sansio import Era, ErrorCode
+from mcp_sansio.app.context import Context, Job, elicit_request, sampling_request, tool_error_result
 from mcp_sansio.app.errors import InputRequiredSignal, McpError, MissingCapability, ToolError
-
-from ._session import (
-    INPUT_METHODS,
-    Context,
-    Job,
-    elicit_request,
-    sampling_request,
-    tool_error_result,
-)
+from mcp_sansio.app.session import INPUT_METHODS
 
 if TYPE_CHECKING:
     import asyncio
 
     from mcp_sansio import Request
-
-    from ._session import Server
+    from mcp_sansio.app.server import Server
 
 __all__ = [
     "DEFAULT_MAX_TASKS",
@@ -400,7 +393,8 @@ def current_runner() -> _Runner:
 
 
 class TaskContext:
-    """A task handler's ``ctx``: what :class:`~._session.Context` offers, for a request that
+    """A task handler's ``ctx``: what :class:`~mcp_sansio.app.context.Context` offers, for a
+    request that
     has already been answered with the task.
 
     ``ask`` (``elicit``, ``sample``, ``list_roots``) puts the task in ``input_required``
@@ -549,9 +543,9 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
 
 
 class Tasks:
-    """The tasks of one :class:`~._session.Server` (shared by all its connections: over
+    """The tasks of one :class:`~mcp_sansio.app.server.Server` (shared by all its connections: over
     HTTP every 2026-07-28 request is a connection of its own). Made by
-    :meth:`Server.enable_tasks <._session.Server.enable_tasks>`.
+    :meth:`Server.enable_tasks <mcp_sansio.app.server.Server.enable_tasks>`.
 
     :param ttl_ms: how long a task is kept after its creation (``ttlMs``).
     :param poll_interval_ms: the polling interval suggested to clients (``pollIntervalMs``).

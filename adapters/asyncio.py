@@ -35,20 +35,15 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequenc
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from mcp_sansio import Era, Notification, RequestId
+from mcp_sansio.app.errors import ConnectionClosedError, McpError, RequestTimeout, ToolError
+from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
+from mcp_sansio.app.server import Server
 
 from ._api import AsyncClient, AsyncContext, AsyncServerSession, AsyncSession, _Resumed
-from ._keepalive import DEFAULT_MAX_MISSED
-from ._session import (
-    STDERR_LOGGER,
-    ConnectionClosedError,
-    LineLogger,
-    McpError,
-    RequestTimeout,
-    Server,
-    ToolError,
-)
 from ._stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
+    STDERR_LOGGER,
+    LineLogger,
     ProtectedStdio,
     argv_of,
     env_of,
@@ -434,7 +429,7 @@ async def serve_stdio(
 
     ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25
     basic/utilities/ping) and ends the session after ``keepalive_misses`` unanswered in a
-    row (``mcp_sansio.adapters._keepalive``); off by default."""
+    row (``mcp_sansio.app.keepalive``); off by default."""
     loop = asyncio.get_running_loop()
     guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)

@@ -11,10 +11,11 @@ submodules would be a "cycle").
 The class check imports every module and looks at ``inspect.getmro`` of every class defined
 in it: a concrete class may resolve through at most three classes of ours (itself included).
 
-Today's ``adapters/`` still has cycles and deep classes; they belong to the later move of the
+Today's ``adapters/`` still has cycles and deep classes; they belong to the move of the
 high-level layer into ``mcp_sansio/app`` (issue 13). They are listed below by name, so the
 lists can only shrink: a new cycle or deep class fails, and so does an entry that no longer
-exists (remove it). The core (``mcp_sansio`` outside ``adapters``) has no entries.
+exists (remove it). The core and the app layer (``mcp_sansio`` outside ``adapters``) have
+no entries.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ KNOWN_ADAPTER_CYCLES: set[frozenset[str]] = {
     frozenset({"mcp_sansio.adapters.asyncio", "mcp_sansio.adapters._http_asyncio",
                "mcp_sansio.adapters._http_client_asyncio"}),
     frozenset({"mcp_sansio.adapters.trio", "mcp_sansio.adapters._http_trio"}),
-    frozenset({"mcp_sansio.adapters._session", "mcp_sansio.adapters._tasks"}),
 }
 
 #: Deepest resolution allowed: the class itself and two more classes of ours.
