@@ -78,6 +78,11 @@ class Features:
     #: HTTP: a request with an Origin the server does not accept is answered 403 -- from
     #: 2025-11-25 (``basic/transports.mdx``, "Security Warning"); before, only "MUST validate".
     origin_403: bool
+    #: Tasks in the core protocol (``params.task``, ``tasks/get|result|list|cancel``,
+    #: ``notifications/tasks/status``) -- 2025-11-25 only (``basic/utilities/tasks.mdx``,
+    #: experimental); 2026-07-28 moved them into the ``io.modelcontextprotocol/tasks``
+    #: extension (SEP-2663).
+    core_tasks: bool = False
 
 
 _ROW = Features
@@ -90,7 +95,8 @@ FEATURES: dict[str, Features] = {
     "2025-06-18": _ROW(handshake=True, batching=False, progress_message=True,
                        version_header=True, sse_priming=False, origin_403=False),
     "2025-11-25": _ROW(handshake=True, batching=False, progress_message=True,
-                       version_header=True, sse_priming=True, origin_403=True),
+                       version_header=True, sse_priming=True, origin_403=True,
+                       core_tasks=True),
     "2026-07-28": _ROW(handshake=False, batching=False, progress_message=True,
                        version_header=True, sse_priming=True, origin_403=True),
 }

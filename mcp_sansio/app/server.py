@@ -46,9 +46,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    #: The task store still runs handlers itself, so it lives with the runtime glue until it
-    #: is split (issue 13); typed loosely meanwhile.
-    Tasks = Any
+    from .tasks import TaskLedger
 
 #: The high-level layer logs under the adapters' logger name, as it did before it moved
 #: here: applications (and tests) configure that name to see handler failures.
@@ -249,7 +247,7 @@ class Server:
         self.prompts: dict[str, Entry] = {}
         self.completion_handler: Callable[..., Any] | None = None
         #: The task store (:meth:`enable_tasks`), or None: no tool runs as a task.
-        self.tasks: Tasks | None = None
+        self.tasks: TaskLedger | None = None
 
     # -- registration -------------------------------------------------------------------------
 
@@ -351,13 +349,14 @@ class Server:
         """Decorator form of :meth:`set_completion`."""
         return self.set_completion
 
-    def enable_tasks(self, **options: Any) -> Tasks:
+    def enable_tasks(self, **options: Any) -> TaskLedger:
         """Let tools registered with ``task_support`` run as tasks (the 2026-07-28 tasks
-        extension, see :mod:`._tasks`); ``options`` go to :class:`~._tasks.Tasks`."""
+        extension, see :mod:`.tasks`); ``options`` go to the bundled runtimes' ledger,
+        ``mcp_sansio.adapters._tasks.Tasks``."""
         import importlib
 
-        # Loaded by name: the store still lives with the runtime glue (it runs handlers), and
-        # this layer must not import that layer.
+        # The ledger (.tasks) is sans-IO; the clocks, ids, lock and handler runners it is
+        # handed are the runtime glue's, which this layer does not import: loaded by name.
         self.tasks = importlib.import_module("mcp_sansio.adapters._tasks").Tasks(**options)
         return self.tasks
 
