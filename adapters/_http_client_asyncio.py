@@ -27,7 +27,7 @@ from mcp_sansio.http import ClientChannel
 
 from ._api import AsyncClient
 from ._auth_session import OAuth, SessionAuth, challenge_of
-from ._http_client_logic import HTTPClientLogic, HTTPTransportError
+from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
 from .asyncio import _AsyncioRuntime, _small_reads
 
 __all__ = [
@@ -150,7 +150,8 @@ class HTTPClientSession(_AsyncioRuntime, HTTPClientLogic, AsyncClient):
         super().__init__(*args, **kwargs)
         self._sockets: dict[ClientChannel, _Socket] = {}
         self._sockets_changed = asyncio.Event()
-        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER)
+        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER,
+                            default_tls(self.http.scheme))
         #: TCP connections opened so far (keep-alive reuses them).
         self.connections_opened = 0
         #: The authorization hook (``connect_http(auth=...)``), else None.

@@ -97,7 +97,7 @@ from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import _Resumed
 from ._auth_session import OAuth, SessionAuth, challenge_of
-from ._http_client_logic import HTTPClientLogic, HTTPTransportError
+from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_service import HTTPServiceBase, HTTPSessionLogic, broadcast_server_wide, new_http_server
 from ._sync_api import SyncClient, SyncServerSession, ThreadAsyncContext, ThreadContext
@@ -1029,7 +1029,8 @@ class HTTPClientSession(HTTPClientLogic, SyncClient):
         self._stopping = False
         self._timer_thread: threading.Thread | None = None
         self._readers: set[threading.Thread] = set()
-        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER)
+        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER,
+                            default_tls(self.http.scheme))
         #: TCP connections opened so far (keep-alive reuses them).
         self.connections_opened = 0
         #: The authorization hook (``connect_http(auth=...)``), else None.

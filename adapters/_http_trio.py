@@ -73,7 +73,7 @@ from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import AsyncClient
 from ._auth_session import OAuth, SessionAuth, challenge_of
-from ._http_client_logic import HTTPClientLogic, HTTPTransportError
+from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
 from .trio import ServerSession, _one_error, _TrioRuntime
@@ -608,7 +608,8 @@ class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
         super().__init__(*args, **kwargs)
         self._sockets: dict[ClientChannel, _ClientSocket] = {}
         self._sockets_changed = trio.lowlevel.ParkingLot()
-        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER)
+        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER,
+                            default_tls(self.http.scheme))
         #: TCP connections opened so far (keep-alive reuses them).
         self.connections_opened = 0
         #: The authorization hook (``connect_http(auth=...)``), else None.

@@ -38,6 +38,7 @@ from mcp_sansio.app.errors import (
 )
 
 if TYPE_CHECKING:
+    from mcp_sansio.app.http_client import HTTPTransportError
     from mcp_sansio.auth import (
         AuthFlowError,
         AuthorizationDenied,
@@ -48,8 +49,6 @@ if TYPE_CHECKING:
         RegistrationError,
         TokenError,
     )
-
-    from ._http_client_logic import HTTPTransportError
 
 #: The OAuth client flow's errors (:mod:`mcp_sansio.auth`), loaded on first use too.
 _AUTH_ERRORS = frozenset({
@@ -78,7 +77,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "HTTPTransportError":
-        from ._http_client_logic import HTTPTransportError
+        from mcp_sansio.app.http_client import HTTPTransportError
 
         return HTTPTransportError
     if name in _AUTH_ERRORS:

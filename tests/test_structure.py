@@ -192,7 +192,7 @@ def test_the_import_graph_sees_relative_function_level_and_package_imports() -> 
     assert "mcp_sansio._codec" in graph["mcp_sansio._connection"]
     assert "mcp_sansio" not in graph["mcp_sansio._connection"]
     # adapters importing the core by its absolute name.
-    assert "mcp_sansio" in graph["mcp_sansio.adapters._http_service"]
+    assert "mcp_sansio" in graph["mcp_sansio.adapters._api"]
 
 
 def test_no_import_cycles_in_the_core() -> None:

@@ -69,15 +69,15 @@ can subscribe again.
 from __future__ import annotations
 
 import logging
-import ssl
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
 
 from mcp_sansio import NEED_DATA, ClientConnection, Event, Initialized, Notification
-from mcp_sansio.app.errors import ConnectionClosedError, secret_prefix
-from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
-from mcp_sansio.app.session import ClientLogic, default_client_info
 from mcp_sansio.http import ClientChannel, HTTPClient, SessionRenewed, Transport, TransportFailed
+
+from .errors import ConnectionClosedError, secret_prefix
+from .keepalive import DEFAULT_MAX_MISSED
+from .session import ClientLogic, default_client_info
 
 __all__ = ["HTTPClientLogic", "HTTPTransportError"]
 
@@ -147,16 +147,18 @@ class HTTPClientLogic(ClientLogic):
         #: The last socket error opening a channel (cleared once the server answers).
         self._connect_cause: BaseException | None = None
 
-    def _socket_options(self, connect_timeout: float, max_write_buffer: int) -> None:
+    def _socket_options(self, connect_timeout: float, max_write_buffer: int,
+                        ssl_context: Any) -> None:
         """The runtime's socket options at its defaults (``connect_http`` may change them:
-        :meth:`create_for_adapter`)."""
+        :meth:`create_for_adapter`); ``ssl_context`` is the runtime's default TLS context
+        for an ``https`` URL (None for ``http``): building one reads the system's trusted
+        certificates, which this layer does not do."""
         #: Seconds to wait for a TCP (and TLS) connection to open.
         self.connect_timeout = connect_timeout
         #: Unwritten output (bytes) a socket may hold before it is dropped.
         self.max_write_buffer = max_write_buffer
         #: TLS for ``https``: the system's trusted certificates unless told otherwise.
-        self.ssl_context: ssl.SSLContext | None = (
-            ssl.create_default_context() if self.http.scheme == "https" else None)
+        self.ssl_context: Any = ssl_context
 
     @classmethod
     def create_for_adapter(cls, url: str, *, http_options: Mapping[str, Any] | None = None,

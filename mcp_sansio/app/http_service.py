@@ -1,5 +1,7 @@
 """What the HTTP server adapters (asyncio, trio, threads) do the same way, none of it I/O.
 
+Theory of operation
+-------------------
 Each runtime's ``HTTPService`` subclasses :class:`HTTPServiceBase`, which holds the sans-IO
 :class:`~mcp_sansio.http.HTTPServer`, the address it listens on (:attr:`~HTTPServiceBase.port`,
 :attr:`~HTTPServiceBase.url`) and the session logic of each HTTP session, made when the
@@ -10,8 +12,10 @@ A runtime whose pump runs from synchronous code (asyncio's callbacks, threads un
 service's lock) drains with :meth:`~HTTPServiceBase._sync_drain`.
 Each runtime's session logic mixes in :class:`HTTPSessionLogic` (its connection is drained
 by the HTTP server, which also owns every timer), and each handler context broadcasts the
-server-wide list changes through :func:`broadcast_server_wide`. :func:`new_http_server`
-is what every ``start_http`` builds: the HTTP server with its connection factory and options.
+server-wide list changes through :func:`broadcast_server_wide`. :func:`http_server_for` is
+what every ``start_http`` builds: the HTTP server with its connection factory and options --
+the ``requestState`` key and the session-id source handed in (the runtime glue draws them
+from :mod:`secrets`).
 
 Isolation
 ---------
@@ -30,7 +34,6 @@ on.
 from __future__ import annotations
 
 import logging
-import secrets
 import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -39,45 +42,35 @@ from mcp_sansio import NEED_DATA, ConnectionClosed, Event, ServerConnection
 from mcp_sansio._capabilities import SERVER_WIDE_NOTIFICATIONS
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
+from .server import Server
+
 if TYPE_CHECKING:
     from mcp_sansio.auth import AccessInfo
 
-from mcp_sansio.app.server import Server
+__all__ = ["SERVER_WIDE", "HTTPServiceBase", "HTTPSessionLogic", "broadcast_server_wide",
+           "http_server_for"]
 
-from ._api import AsyncContext
-from ._http_common import tool_param_headers
-
-__all__ = ["SERVER_WIDE", "HTTPContext", "HTTPServiceBase", "HTTPSessionLogic",
-           "broadcast_server_wide", "new_http_server"]
+#: Logged under the adapters' HTTP logger name, as before this logic moved here.
+log = logging.getLogger("mcp_sansio.adapters.http")
 
 #: Notifications about the server as a whole: every session and listen stream hears them
 #: (a list change is the server's, not the session's whose handler caused it).
-log = logging.getLogger("mcp_sansio.adapters.http")
-
 SERVER_WIDE = SERVER_WIDE_NOTIFICATIONS  # the method table's server_wide column
 
 
-def new_http_server(
-    server: Server, *, request_state_key: bytes | None,
-    connection_options: Mapping[str, Any] | None,
-    new_session_id: Callable[[], str] | None, http_options: dict[str, Any],
+def http_server_for(
+    server: Server, *, request_state_key: bytes, new_session_id: Callable[[], str],
+    connection_options: Mapping[str, Any] | None, http_options: dict[str, Any],
 ) -> HTTPServer:
-    """The :class:`~mcp_sansio.http.HTTPServer` that ``start_http`` serves ``server`` with
-    (its parameters are documented there): each session's connection from
-    ``server.connection`` with ``connection_options``; session ids from :mod:`secrets`;
-    ``request_state_key`` random unless given (stateless-era ``requestState`` is then
-    valid for this process only)."""
-    key = request_state_key or secrets.token_bytes(32)
+    """The :class:`~mcp_sansio.http.HTTPServer` that serves ``server``: each session's
+    connection from ``server.connection`` with ``connection_options`` and
+    ``request_state_key``; session ids from ``new_session_id``; ``http_options`` as given."""
     options = dict(connection_options or {})
 
     def connection() -> ServerConnection:
-        return server.connection(request_state_key=key, **options)
+        return server.connection(request_state_key=request_state_key, **options)
 
-    # 2026-07-28 Mcp-Param-* checking follows the server's tools unless told otherwise
-    http_options.setdefault("tool_param_headers", tool_param_headers(server))
-    return HTTPServer(connection,
-                      new_session_id=new_session_id or (lambda: secrets.token_urlsafe(32)),
-                      **http_options)
+    return HTTPServer(connection, new_session_id=new_session_id, **http_options)
 
 
 LogicT = TypeVar("LogicT", bound="HTTPSessionLogic")
@@ -222,11 +215,3 @@ def broadcast_server_wide(session: object, method: str,
         return False
     session._service._broadcast(method, params)
     return True
-
-
-class HTTPContext(AsyncContext):
-    """An ``async`` handler's context over HTTP (asyncio, trio): list changes broadcast."""
-
-    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        if not broadcast_server_wide(self.session, method, params):
-            super().notify(method, params)

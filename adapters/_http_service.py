@@ -1,0 +1,58 @@
+"""The HTTP service on the bundled runtimes: the defaults drawn from :mod:`secrets`, and the
+``async`` handler context over HTTP.
+
+Theory of operation: what the HTTP server adapters (asyncio, trio, threads) share lives in
+the sans-IO layer (:mod:`mcp_sansio.app.http_service`: the service base, the session logic
+mixin, the server-wide broadcast, the HTTP server's construction). This module adds only what
+is not sans-IO -- a random ``requestState`` key and random session ids unless given -- and
+:class:`HTTPContext`, the ``async`` context whose list changes are broadcast, and re-exports
+the rest under its old path.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mcp_sansio.app.http_service import (
+    SERVER_WIDE,
+    HTTPServiceBase,
+    HTTPSessionLogic,
+    broadcast_server_wide,
+    http_server_for,
+)
+from mcp_sansio.app.server import Server
+from mcp_sansio.http import HTTPServer
+
+from ._api import AsyncContext
+from ._http_common import tool_param_headers
+
+__all__ = ["SERVER_WIDE", "HTTPContext", "HTTPServiceBase", "HTTPSessionLogic",
+           "broadcast_server_wide", "new_http_server"]
+
+
+def new_http_server(
+    server: Server, *, request_state_key: bytes | None,
+    connection_options: Mapping[str, Any] | None,
+    new_session_id: Callable[[], str] | None, http_options: dict[str, Any],
+) -> HTTPServer:
+    """The :class:`~mcp_sansio.http.HTTPServer` that ``start_http`` serves ``server`` with
+    (its parameters are documented there): each session's connection from
+    ``server.connection`` with ``connection_options``; session ids from :mod:`secrets`;
+    ``request_state_key`` random unless given (stateless-era ``requestState`` is then
+    valid for this process only)."""
+    # 2026-07-28 Mcp-Param-* checking follows the server's tools unless told otherwise
+    http_options.setdefault("tool_param_headers", tool_param_headers(server))
+    return http_server_for(
+        server, request_state_key=request_state_key or secrets.token_bytes(32),
+        new_session_id=new_session_id or (lambda: secrets.token_urlsafe(32)),
+        connection_options=connection_options, http_options=http_options)
+
+
+class HTTPContext(AsyncContext):
+    """An ``async`` handler's context over HTTP (asyncio, trio): list changes broadcast."""
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        if not broadcast_server_wide(self.session, method, params):
+            super().notify(method, params)
