@@ -28,9 +28,9 @@ from mcp_sansio import RequestId, ServerConnection
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
+from ._asyncio_session import ServerSession, _small_reads
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
-from .asyncio import ServerSession, _small_reads
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
 

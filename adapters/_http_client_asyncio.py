@@ -26,9 +26,9 @@ from mcp_sansio import Era, Notification
 from mcp_sansio.http import ClientChannel
 
 from ._api import AsyncClient
+from ._asyncio_session import _AsyncioRuntime, _small_reads
 from ._auth_session import OAuth, SessionAuth, challenge_of
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
-from .asyncio import _AsyncioRuntime, _small_reads
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",

@@ -76,7 +76,7 @@ from ._auth_session import OAuth, SessionAuth, challenge_of
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
-from .trio import ServerSession, _one_error, _TrioRuntime
+from ._trio_session import ServerSession, _one_error, _TrioRuntime
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
