@@ -14,8 +14,8 @@ in it: a concrete class may resolve through at most three classes of ours (itsel
 Today's ``adapters/`` still has deep classes (its import cycles are gone); they belong to
 the move of the high-level layer into ``mcp_sansio/app`` (issue 13). They are listed below
 by name, so the lists can only shrink: a new cycle or deep class fails, and so does an entry
-that no longer exists (remove it). The core and the app layer (``mcp_sansio`` outside ``adapters``) have
-no entries.
+that no longer exists (remove it). The core and the app layer (``mcp_sansio`` outside
+``adapters``) have no entries.
 """
 
 from __future__ import annotations
