@@ -3,8 +3,9 @@
 Theory of operation: the runtime-independent session logic moved into the sans-IO layer
 (:mod:`mcp_sansio.app`: :mod:`~mcp_sansio.app.errors`, :mod:`~mcp_sansio.app.session`,
 :mod:`~mcp_sansio.app.context`, :mod:`~mcp_sansio.app.server`); this module only re-exports
-those names (the same objects) under their old path. Nothing in the package imports it;
-new code imports from :mod:`mcp_sansio.app`.
+those names (the same objects) under their old path. Only the tools (the CLI, the example
+server, the conformance client, edited on other branches meanwhile) still import it; new
+code imports from :mod:`mcp_sansio.app`.
 """
 
 from __future__ import annotations

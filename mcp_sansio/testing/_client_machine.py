@@ -60,7 +60,7 @@ from typing import Any
 
 import attrs
 
-from .._versions import HANDSHAKE_REVISIONS, KNOWN_REVISIONS, STATELESS_REVISIONS
+from .._versions import FEATURES, HANDSHAKE_REVISIONS, KNOWN_REVISIONS, STATELESS_REVISIONS
 from ..http._headers import (
     decode_header_value,
     param_header_text,
@@ -381,7 +381,8 @@ class ClientMachine:
         if self.session_id is not None and sid != self.session_id:
             self.finding("client-session-id", f"the session id was {sid!r:.12} on a request "
                          "after initialize", received=message)
-        if (self.revision or "") >= "2025-06-18":
+        features = FEATURES.get(self.revision or "")
+        if features is not None and features.version_header:
             got = headers.get("mcp-protocol-version")
             if got != self.revision:
                 self.finding("client-protocol-version-header", f"MCP-Protocol-Version was "
