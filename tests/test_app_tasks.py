@@ -137,3 +137,11 @@ def test_the_in_memory_store_lists_by_owner_and_expiry() -> None:
 
 def test_only_2025_11_25_has_tasks_in_the_core_protocol() -> None:
     assert [r for r in KNOWN_REVISIONS if FEATURES[r].core_tasks] == ["2025-11-25"]
+
+
+def test_the_feature_columns_that_replaced_revision_comparisons() -> None:
+    # changelog.mdx: audio content from 2025-03-26; client/elicitation.mdx: modes from
+    # 2025-11-25 (the example server and the client checker consult these columns).
+    assert [r for r in KNOWN_REVISIONS if not FEATURES[r].audio_content] == ["2024-11-05"]
+    assert [r for r in KNOWN_REVISIONS if FEATURES[r].elicitation_modes] == [
+        "2025-11-25", "2026-07-28"]
