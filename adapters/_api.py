@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from typing import Any, Protocol
 
 from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
+from mcp_sansio.app import calls
 from mcp_sansio.app.client_tasks import (
     ClientTask,
     Plan,
@@ -275,14 +276,21 @@ class AsyncClient(ClientLogic, AsyncSession):
         """The server's ``instructions``, if it gave any."""
         return self.conn.instructions
 
-    async def _all_pages(self, method: str, key: str, options: dict[str, Any]
-                         ) -> list[dict[str, Any]]:
+    async def _named(self, call: calls.NamedCall, options: dict[str, Any]) -> dict[str, Any]:
+        """Send one named call (:mod:`mcp_sansio.app.calls`) with this colour's options."""
+        return await self.request(call.method, call.params, **options)
+
+    async def _paged(self, call: calls.NamedCall, options: dict[str, Any]
+               ) -> list[dict[str, Any]]:
+        """Send a named list call and gather every page (``nextCursor``; a repeated cursor
+        ends the walk)."""
+        assert call.pages is not None
         items: list[dict[str, Any]] = []
         seen: set[str] = set()
         cursor: str | None = None
         while True:
-            result = await self.request(method, page_params(cursor), **options)
-            page = result.get(key)
+            result = await self.request(call.method, page_params(cursor), **options)
+            page = result.get(call.pages)
             if isinstance(page, list):
                 items.extend(page)
             cursor = next_cursor(result, seen)
@@ -297,7 +305,7 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Every tool (``tools/list``), following ``nextCursor`` through all pages.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._all_pages("tools/list", "tools", dict(
+        return await self._paged(calls.list_tools(), dict(
             timeout=timeout, max_total=max_total, progress=progress))
 
     async def call_tool(
@@ -311,11 +319,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         callbacks and retried until the call completes.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
-        return await self.request("tools/call", params,
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.call_tool(name, arguments), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def list_resources(
         self, *,
@@ -325,7 +330,7 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Every resource (``resources/list``), all pages.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._all_pages("resources/list", "resources", dict(
+        return await self._paged(calls.list_resources(), dict(
             timeout=timeout, max_total=max_total, progress=progress))
 
     async def list_resource_templates(
@@ -336,7 +341,7 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Every resource template (``resources/templates/list``), all pages.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._all_pages("resources/templates/list", "resourceTemplates", dict(
+        return await self._paged(calls.list_resource_templates(), dict(
             timeout=timeout, max_total=max_total, progress=progress))
 
     async def read_resource(
@@ -347,8 +352,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Read a resource (``resources/read``): its ``contents``.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self.request("resources/read", {"uri": uri},
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.read_resource(uri), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def subscribe(
         self, uri: str, *,
@@ -359,8 +364,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         (``resources/subscribe``; handshake era: in the stateless era, :meth:`listen`).
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self.request("resources/subscribe", {"uri": uri},
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.subscribe(uri), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def unsubscribe(
         self, uri: str, *,
@@ -370,8 +375,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Stop the updates :meth:`subscribe` asked for (``resources/unsubscribe``).
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self.request("resources/unsubscribe", {"uri": uri},
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.unsubscribe(uri), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def list_prompts(
         self, *,
@@ -381,7 +386,7 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Every prompt (``prompts/list``), all pages.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._all_pages("prompts/list", "prompts", dict(
+        return await self._paged(calls.list_prompts(), dict(
             timeout=timeout, max_total=max_total, progress=progress))
 
     async def get_prompt(
@@ -392,11 +397,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Get a prompt (``prompts/get``): its ``messages``.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
-        return await self.request("prompts/get", params,
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.get_prompt(name, arguments), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def complete(
         self, ref: Mapping[str, Any], argument: Mapping[str, Any],
@@ -408,11 +410,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         (``completion/complete``).
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
-        if context is not None:
-            params["context"] = dict(context)
-        return await self.request("completion/complete", params,
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.complete(ref, argument, context), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def set_logging_level(
         self, level: str, *,
@@ -423,8 +422,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         handshake era only: in 2026-07-28 the level travels in each request's ``_meta``).
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self.request("logging/setLevel", {"level": level},
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.set_logging_level(level), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def ping(
         self, *,
@@ -434,8 +433,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         """``ping`` (handshake era only: 2026-07-28 has no ``ping``).
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self.request("ping", None,
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.ping(), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def discover(
         self, *,
@@ -445,8 +444,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         """``server/discover`` (stateless era; the connect probe already sent one).
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self.request("server/discover", {},
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.discover(), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def listen(self, notifications: Mapping[str, Any], *,
                      timeout: float | None = None) -> AsyncSubscription:
