@@ -73,6 +73,7 @@ from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import AsyncClient
 from ._auth_session import OAuth, SessionAuth, challenge_of
+from ._http_authorized import authorized_request
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
@@ -625,20 +626,10 @@ class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
         auth = self.auth
         if auth is None:
             return await super().request(method, params, **options)
-        if auth.due():
-            await self._authorize(auth, None, auth.generation)
-        while True:
-            generation = auth.generation
-            try:
-                result = await super().request(method, params, **options)
-            except HTTPTransportError as exc:
-                challenge = challenge_of(exc)
-                if challenge is None:
-                    raise
-                await self._authorize(auth, challenge, generation)
-                continue
-            auth.succeeded()
-            return result
+
+        async def send() -> dict[str, Any]:
+            return await super(HTTPClientSession, self).request(method, params, **options)
+        return await authorized_request(auth, send, self._authorize)
 
     async def _authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
         async with self._auth_lock:
