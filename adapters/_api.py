@@ -1,7 +1,8 @@
 """The high-level Client and Server shapes, written once for every ``async`` runtime.
 
 asyncio and trio differ only in their primitives: a runtime subclass supplies ``_now``,
-``_arm``, ``_write`` (see :class:`~._session.Session`), ``_new_event()`` (an object with
+``_arm``, ``_write`` (see :class:`~mcp_sansio.app.session.Session`), ``_new_event()`` (an
+object with
 ``set()`` and ``await wait()``), ``_start_task(key, coroutine)`` and ``_cancel_task(key)``.
 The blocking twin for threads is in :mod:`._sync_api`.
 """
@@ -13,8 +14,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from typing import Any, Protocol
 
 from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
-
-from ._client_tasks import (
+from mcp_sansio.app import calls
+from mcp_sansio.app.client_tasks import (
     ClientTask,
     Plan,
     Sleep,
@@ -26,22 +27,10 @@ from ._client_tasks import (
     start_plan,
     update_plan,
 )
-from ._session import (
-    DEFAULT,
-    Call,
-    ClientLogic,
-    Context,
-    Job,
-    Listener,
-    ProgressCallback,
-    ServerLogic,
-    Session,
-    elicit_request,
-    next_cursor,
-    outcome,
-    page_params,
-    sampling_request,
-)
+from mcp_sansio.app.context import Context, Job, elicit_request, sampling_request
+from mcp_sansio.app.errors import Call, ProgressCallback, outcome
+from mcp_sansio.app.server import ServerLogic
+from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, Session, next_cursor, page_params
 
 __all__ = ["AsyncClient", "AsyncContext", "AsyncServerSession", "AsyncSubscription"]
 
@@ -102,7 +91,7 @@ class AsyncSession(Session):
             try:
                 await awaitable
             except Exception:
-                from ._session import log
+                from mcp_sansio.app.session import log
                 log.exception("an async callback raised")
         self._start_task(None, run())
 
@@ -287,14 +276,21 @@ class AsyncClient(ClientLogic, AsyncSession):
         """The server's ``instructions``, if it gave any."""
         return self.conn.instructions
 
-    async def _all_pages(self, method: str, key: str, options: dict[str, Any]
-                         ) -> list[dict[str, Any]]:
+    async def _named(self, call: calls.NamedCall, options: dict[str, Any]) -> dict[str, Any]:
+        """Send one named call (:mod:`mcp_sansio.app.calls`) with this colour's options."""
+        return await self.request(call.method, call.params, **options)
+
+    async def _paged(self, call: calls.NamedCall, options: dict[str, Any]
+               ) -> list[dict[str, Any]]:
+        """Send a named list call and gather every page (``nextCursor``; a repeated cursor
+        ends the walk)."""
+        assert call.pages is not None
         items: list[dict[str, Any]] = []
         seen: set[str] = set()
         cursor: str | None = None
         while True:
-            result = await self.request(method, page_params(cursor), **options)
-            page = result.get(key)
+            result = await self.request(call.method, page_params(cursor), **options)
+            page = result.get(call.pages)
             if isinstance(page, list):
                 items.extend(page)
             cursor = next_cursor(result, seen)
@@ -309,7 +305,7 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Every tool (``tools/list``), following ``nextCursor`` through all pages.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._all_pages("tools/list", "tools", dict(
+        return await self._paged(calls.list_tools(), dict(
             timeout=timeout, max_total=max_total, progress=progress))
 
     async def call_tool(
@@ -323,11 +319,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         callbacks and retried until the call completes.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
-        return await self.request("tools/call", params,
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.call_tool(name, arguments), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def list_resources(
         self, *,
@@ -337,7 +330,7 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Every resource (``resources/list``), all pages.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._all_pages("resources/list", "resources", dict(
+        return await self._paged(calls.list_resources(), dict(
             timeout=timeout, max_total=max_total, progress=progress))
 
     async def list_resource_templates(
@@ -348,7 +341,7 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Every resource template (``resources/templates/list``), all pages.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._all_pages("resources/templates/list", "resourceTemplates", dict(
+        return await self._paged(calls.list_resource_templates(), dict(
             timeout=timeout, max_total=max_total, progress=progress))
 
     async def read_resource(
@@ -359,8 +352,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Read a resource (``resources/read``): its ``contents``.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self.request("resources/read", {"uri": uri},
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.read_resource(uri), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def subscribe(
         self, uri: str, *,
@@ -371,8 +364,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         (``resources/subscribe``; handshake era: in the stateless era, :meth:`listen`).
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self.request("resources/subscribe", {"uri": uri},
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.subscribe(uri), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def unsubscribe(
         self, uri: str, *,
@@ -382,8 +375,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Stop the updates :meth:`subscribe` asked for (``resources/unsubscribe``).
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self.request("resources/unsubscribe", {"uri": uri},
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.unsubscribe(uri), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def list_prompts(
         self, *,
@@ -393,7 +386,7 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Every prompt (``prompts/list``), all pages.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._all_pages("prompts/list", "prompts", dict(
+        return await self._paged(calls.list_prompts(), dict(
             timeout=timeout, max_total=max_total, progress=progress))
 
     async def get_prompt(
@@ -404,11 +397,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         """Get a prompt (``prompts/get``): its ``messages``.
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
-        return await self.request("prompts/get", params,
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.get_prompt(name, arguments), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def complete(
         self, ref: Mapping[str, Any], argument: Mapping[str, Any],
@@ -420,11 +410,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         (``completion/complete``).
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
-        if context is not None:
-            params["context"] = dict(context)
-        return await self.request("completion/complete", params,
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.complete(ref, argument, context), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def set_logging_level(
         self, level: str, *,
@@ -435,8 +422,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         handshake era only: in 2026-07-28 the level travels in each request's ``_meta``).
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self.request("logging/setLevel", {"level": level},
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.set_logging_level(level), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def ping(
         self, *,
@@ -446,8 +433,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         """``ping`` (handshake era only: 2026-07-28 has no ``ping``).
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self.request("ping", None,
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.ping(), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def discover(
         self, *,
@@ -457,8 +444,8 @@ class AsyncClient(ClientLogic, AsyncSession):
         """``server/discover`` (stateless era; the connect probe already sent one).
 
         ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self.request("server/discover", {},
-            timeout=timeout, max_total=max_total, progress=progress)
+        return await self._named(calls.discover(), dict(
+            timeout=timeout, max_total=max_total, progress=progress))
 
     async def listen(self, notifications: Mapping[str, Any], *,
                      timeout: float | None = None) -> AsyncSubscription:
@@ -467,7 +454,7 @@ class AsyncClient(ClientLogic, AsyncSession):
         await subscription.wait_acknowledged()
         return subscription
 
-    # -- tasks (adapters/_client_tasks.py: each operation is a plan run here) --------------
+    # -- tasks (mcp_sansio/app/client_tasks.py: each operation is a plan run here) --------------
 
     async def _sleep(self, seconds: float) -> None:  # pragma: no cover - runtime hook
         raise NotImplementedError

@@ -23,6 +23,8 @@ import zlib
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from mcp_sansio import FEATURES
+
 from ._api import AsyncContext as Context
 from ._session import (
     INPUT_METHODS,
@@ -199,7 +201,8 @@ def build(sleep: Sleep, name: str = "mcp-sansio-example") -> Server:
     @tool(**no_args)
     async def test_audio_content(ctx: Context) -> list[dict[str, Any]]:
         """Returns a short WAV."""
-        if ctx.session.conn.revision == "2024-11-05":
+        revision = ctx.session.conn.revision
+        if revision in FEATURES and not FEATURES[revision].audio_content:
             # Audio content exists from 2025-03-26 on: an older client gets a text stand-in
             # (its schema's content union has no audio member).
             return [{"type": "text", "text": "(a short WAV; audio needs 2025-03-26)"}]

@@ -3,7 +3,7 @@
 One pump for the whole server, run from asyncio's protocol callbacks (bytes read, a socket
 lost, the one timer, a handler that finished): it drains
 :meth:`~mcp_sansio.http.HTTPServer.next_event`, hands every ``(session, event)`` pair to the
-session logic of that HTTP session (the same :class:`~mcp_sansio.adapters._session.Server`
+session logic of that HTTP session (the same :class:`~mcp_sansio.app.server.Server`
 routing as on stdio), writes :meth:`~mcp_sansio.http.HTTPServer.data_to_send` to the
 sockets and re-arms one timer for :meth:`~mcp_sansio.http.HTTPServer.next_deadline`. No
 thread, no queue; a request handler is the only task involved.
@@ -26,15 +26,15 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
 from mcp_sansio import KeyRing, RequestId, ServerConnection
+from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
+from ._asyncio_session import ServerSession, _small_reads
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import asyncio_decider
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
-from ._session import Server
 from ._shared_driver import SharedDriver
 from ._shared_keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
-from .asyncio import ServerSession, _small_reads
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
 

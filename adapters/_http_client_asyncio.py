@@ -26,9 +26,10 @@ from mcp_sansio import Era, Notification
 from mcp_sansio.http import ClientChannel
 
 from ._api import AsyncClient
+from ._asyncio_session import _AsyncioRuntime, _small_reads
 from ._auth_session import OAuth, SessionAuth, challenge_of
-from ._http_client_logic import HTTPClientLogic, HTTPTransportError
-from .asyncio import _AsyncioRuntime, _small_reads
+from ._http_authorized import authorized_request
+from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
@@ -150,7 +151,8 @@ class HTTPClientSession(_AsyncioRuntime, HTTPClientLogic, AsyncClient):
         super().__init__(*args, **kwargs)
         self._sockets: dict[ClientChannel, _Socket] = {}
         self._sockets_changed = asyncio.Event()
-        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER)
+        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER,
+                            default_tls(self.http.scheme))
         #: TCP connections opened so far (keep-alive reuses them).
         self.connections_opened = 0
         #: The authorization hook (``connect_http(auth=...)``), else None.
@@ -166,20 +168,10 @@ class HTTPClientSession(_AsyncioRuntime, HTTPClientLogic, AsyncClient):
         auth = self.auth
         if auth is None:
             return await super().request(method, params, **options)
-        if auth.due():
-            await self._authorize(auth, None, auth.generation)
-        while True:
-            generation = auth.generation
-            try:
-                result = await super().request(method, params, **options)
-            except HTTPTransportError as exc:
-                challenge = challenge_of(exc)
-                if challenge is None:
-                    raise
-                await self._authorize(auth, challenge, generation)
-                continue
-            auth.succeeded()
-            return result
+
+        async def send() -> dict[str, Any]:
+            return await super(HTTPClientSession, self).request(method, params, **options)
+        return await authorized_request(auth, send, self._authorize)
 
     async def _authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
         async with self._auth_lock:

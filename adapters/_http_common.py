@@ -1,5 +1,5 @@
 """What every runtime's HTTP server adapter shares: the lingering close's bounds and the
-``tool_param_headers`` option derived from a :class:`~mcp_sansio.adapters._session.Server`.
+``tool_param_headers`` option derived from a :class:`~mcp_sansio.app.server.Server`.
 
 The lingering close
 -------------------
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_sansio.http import param_headers
 
 if TYPE_CHECKING:
-    from ._session import Server
+    from mcp_sansio.app.server import Server
 
 __all__ = ["DEFAULT_LINGER_BYTES", "DEFAULT_LINGER_TIME", "tool_param_headers"]
 

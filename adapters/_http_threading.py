@@ -13,7 +13,7 @@ it:
 * one **reader thread per TCP connection** blocks in ``recv``, feeds what it read to the
   channel under the lock and runs the pump: drain
   :meth:`~mcp_sansio.http.HTTPServer.next_event` (each ``(session, event)`` goes to the
-  session logic of that HTTP session, the same :class:`~mcp_sansio.adapters._session.Server`
+  session logic of that HTTP session, the same :class:`~mcp_sansio.app.server.Server`
   routing as on stdio), then write :meth:`~mcp_sansio.http.HTTPServer.data_to_send`;
 * one **timer thread** waits on a condition of the lock until
   :meth:`~mcp_sansio.http.HTTPServer.next_deadline` (a pump that brings it forward wakes
@@ -92,15 +92,16 @@ from mcp_sansio import (
     Request,
     ServerConnection,
 )
+from mcp_sansio.app.context import Context, Job
+from mcp_sansio.app.server import Server
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import _Resumed
 from ._auth_session import OAuth, SessionAuth, challenge_of
-from ._http_client_logic import HTTPClientLogic, HTTPTransportError
+from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import thread_decider
 from ._http_service import HTTPServiceBase, HTTPSessionLogic, broadcast_server_wide, new_http_server
-from ._session import Context, Job, Server
 from ._sync_api import SyncClient, SyncServerSession, ThreadAsyncContext, ThreadContext
 
 __all__ = [
@@ -1033,7 +1034,8 @@ class HTTPClientSession(HTTPClientLogic, SyncClient):
         self._stopping = False
         self._timer_thread: threading.Thread | None = None
         self._readers: set[threading.Thread] = set()
-        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER)
+        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER,
+                            default_tls(self.http.scheme))
         #: TCP connections opened so far (keep-alive reuses them).
         self.connections_opened = 0
         #: The authorization hook (``connect_http(auth=...)``), else None.

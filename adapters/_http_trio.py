@@ -8,7 +8,7 @@ connection has a reader task and a sender task. The reader feeds what it reads t
 connection's :class:`~mcp_sansio.http.ServerChannel` and then *drains*, in its own task: it
 takes :meth:`~mcp_sansio.http.HTTPServer.next_event` until there is nothing left, hands
 every ``(session, event)`` pair to the session logic of that HTTP session (the same
-:class:`~mcp_sansio.adapters._session.Server` routing as on stdio) and writes
+:class:`~mcp_sansio.app.server.Server` routing as on stdio) and writes
 :meth:`~mcp_sansio.http.HTTPServer.data_to_send` -- straight to a socket that has room,
 else to its sender task's queue. One drain runs at a time: a task that wants one while
 another is under way marks the work (the running drain goes round once more) and, if it is
@@ -69,16 +69,17 @@ from mcp_sansio import (
     RequestId,
     ServerConnection,
 )
+from mcp_sansio.app.server import Server
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import AsyncClient
 from ._auth_session import OAuth, SessionAuth, challenge_of
-from ._http_client_logic import HTTPClientLogic, HTTPTransportError
+from ._http_authorized import authorized_request
+from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import trio_decider
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
-from ._session import Server
-from .trio import ServerSession, _one_error, _TrioRuntime
+from ._trio_session import ServerSession, _one_error, _TrioRuntime
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
@@ -613,7 +614,8 @@ class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
         super().__init__(*args, **kwargs)
         self._sockets: dict[ClientChannel, _ClientSocket] = {}
         self._sockets_changed = trio.lowlevel.ParkingLot()
-        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER)
+        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER,
+                            default_tls(self.http.scheme))
         #: TCP connections opened so far (keep-alive reuses them).
         self.connections_opened = 0
         #: The authorization hook (``connect_http(auth=...)``), else None.
@@ -629,20 +631,10 @@ class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
         auth = self.auth
         if auth is None:
             return await super().request(method, params, **options)
-        if auth.due():
-            await self._authorize(auth, None, auth.generation)
-        while True:
-            generation = auth.generation
-            try:
-                result = await super().request(method, params, **options)
-            except HTTPTransportError as exc:
-                challenge = challenge_of(exc)
-                if challenge is None:
-                    raise
-                await self._authorize(auth, challenge, generation)
-                continue
-            auth.succeeded()
-            return result
+
+        async def send() -> dict[str, Any]:
+            return await super(HTTPClientSession, self).request(method, params, **options)
+        return await authorized_request(auth, send, self._authorize)
 
     async def _authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
         async with self._auth_lock:

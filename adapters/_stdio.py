@@ -1,9 +1,11 @@
 """stdio plumbing shared by the runtimes: the child's argv and environment, its process
-group, the shutdown sequence's signals, and keeping stray output off a server's stdout."""
+group, the shutdown sequence's signals, keeping stray output off a server's stdout, and
+the child's stderr forwarded to ``logging`` line by line (:class:`LineLogger`)."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import stat
@@ -12,6 +14,8 @@ from collections.abc import Iterator, Mapping, Sequence
 
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT",
+    "STDERR_LOGGER",
+    "LineLogger",
     "ProtectedStdio",
     "argv_of",
     "env_of",
@@ -128,3 +132,44 @@ def read_all(fd: int) -> bytes:
     while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+class LineLogger:
+    """Forwards a child's stderr to ``logging``, one record per line. Never blocks: the
+    adapter feeds whatever it read; a line longer than ``max_line`` is cut and logged in
+    pieces rather than buffered without bound."""
+
+    def __init__(self, logger: logging.Logger, level: int = logging.INFO,
+                 max_line: int = 64 * 1024) -> None:
+        self.logger = logger
+        self.level = level
+        self.max_line = max_line
+        self._partial = b""
+
+    def feed(self, data: bytes) -> None:
+        if not data:
+            self.flush()
+            return
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            self._emit(line)
+        if len(self._partial) > self.max_line:
+            self.flush()
+
+    def flush(self) -> None:
+        partial, self._partial = self._partial, b""
+        if partial:
+            self._emit(partial)
+
+    def _emit(self, line: bytes) -> None:
+        if not self.logger.isEnabledFor(self.level):
+            return
+        line = line.rstrip(b"\r")
+        for start in range(0, max(len(line), 1), self.max_line):
+            piece = line[start:start + self.max_line]
+            self.logger.log(self.level, "%s", piece.decode("utf-8", "replace"))
+
+
+#: Where a stdio client logs its server's stderr unless told otherwise.
+STDERR_LOGGER = logging.getLogger("mcp_sansio.stdio.stderr")

@@ -25,9 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
-
-from ._api import AsyncContext, _Resumed
-from ._client_tasks import (
+from mcp_sansio.app import calls
+from mcp_sansio.app.client_tasks import (
     ClientTask,
     Plan,
     Sleep,
@@ -39,23 +38,12 @@ from ._client_tasks import (
     start_plan,
     update_plan,
 )
-from ._session import (
-    DEFAULT,
-    Call,
-    ClientLogic,
-    Context,
-    Job,
-    Listener,
-    ProgressCallback,
-    RequestCancelledError,
-    ServerLogic,
-    Session,
-    elicit_request,
-    next_cursor,
-    outcome,
-    page_params,
-    sampling_request,
-)
+from mcp_sansio.app.context import Context, Job, elicit_request, sampling_request
+from mcp_sansio.app.errors import Call, ProgressCallback, RequestCancelledError, outcome
+from mcp_sansio.app.server import ServerLogic
+from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, Session, next_cursor, page_params
+
+from ._api import AsyncContext, _Resumed
 
 if TYPE_CHECKING:
     import asyncio
@@ -152,7 +140,7 @@ class SyncSession(Session):
         :param related_request_id: (a server's request to its client) the client request
             this one is made on behalf of.
         :param cancel: a :class:`CancelToken`; cancelling it sends ``notifications/cancelled``
-            and this call raises :class:`~._session.RequestCancelledError`.
+            and this call raises :class:`~mcp_sansio.app.errors.RequestCancelledError`.
         """
         if cancel is not None and cancel.cancelled:
             raise RequestCancelledError(f"{method} was cancelled before it was sent")
@@ -312,14 +300,21 @@ class SyncClient(ClientLogic, SyncSession):
         """The server's ``instructions``, if it gave any."""
         return self.conn.instructions
 
-    def _all_pages(self, method: str, key: str, options: dict[str, Any]
-                   ) -> list[dict[str, Any]]:
+    def _named(self, call: calls.NamedCall, options: dict[str, Any]) -> dict[str, Any]:
+        """Send one named call (:mod:`mcp_sansio.app.calls`) with this colour's options."""
+        return self.request(call.method, call.params, **options)
+
+    def _paged(self, call: calls.NamedCall, options: dict[str, Any]
+               ) -> list[dict[str, Any]]:
+        """Send a named list call and gather every page (``nextCursor``; a repeated cursor
+        ends the walk)."""
+        assert call.pages is not None
         items: list[dict[str, Any]] = []
         seen: set[str] = set()
         cursor: str | None = None
         while True:
-            result = self.request(method, page_params(cursor), **options)
-            page = result.get(key)
+            result = self.request(call.method, page_params(cursor), **options)
+            page = result.get(call.pages)
             if isinstance(page, list):
                 items.extend(page)
             cursor = next_cursor(result, seen)
@@ -334,7 +329,7 @@ class SyncClient(ClientLogic, SyncSession):
         """Every tool (``tools/list``), following ``nextCursor`` through all pages.
 
         ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
-        return self._all_pages("tools/list", "tools", dict(
+        return self._paged(calls.list_tools(), dict(
             timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
     def call_tool(
@@ -348,11 +343,8 @@ class SyncClient(ClientLogic, SyncSession):
         callbacks and retried until the call completes.
 
         ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
-        return self.request("tools/call", params,
-            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+        return self._named(calls.call_tool(name, arguments), dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
     def list_resources(
         self, *,
@@ -362,7 +354,7 @@ class SyncClient(ClientLogic, SyncSession):
         """Every resource (``resources/list``), all pages.
 
         ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
-        return self._all_pages("resources/list", "resources", dict(
+        return self._paged(calls.list_resources(), dict(
             timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
     def list_resource_templates(
@@ -373,7 +365,7 @@ class SyncClient(ClientLogic, SyncSession):
         """Every resource template (``resources/templates/list``), all pages.
 
         ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
-        return self._all_pages("resources/templates/list", "resourceTemplates", dict(
+        return self._paged(calls.list_resource_templates(), dict(
             timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
     def read_resource(
@@ -384,8 +376,8 @@ class SyncClient(ClientLogic, SyncSession):
         """Read a resource (``resources/read``): its ``contents``.
 
         ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
-        return self.request("resources/read", {"uri": uri},
-            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+        return self._named(calls.read_resource(uri), dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
     def subscribe(
         self, uri: str, *,
@@ -396,8 +388,8 @@ class SyncClient(ClientLogic, SyncSession):
         (``resources/subscribe``; handshake era: in the stateless era, :meth:`listen`).
 
         ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
-        return self.request("resources/subscribe", {"uri": uri},
-            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+        return self._named(calls.subscribe(uri), dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
     def unsubscribe(
         self, uri: str, *,
@@ -407,8 +399,8 @@ class SyncClient(ClientLogic, SyncSession):
         """Stop the updates :meth:`subscribe` asked for (``resources/unsubscribe``).
 
         ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
-        return self.request("resources/unsubscribe", {"uri": uri},
-            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+        return self._named(calls.unsubscribe(uri), dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
     def list_prompts(
         self, *,
@@ -418,7 +410,7 @@ class SyncClient(ClientLogic, SyncSession):
         """Every prompt (``prompts/list``), all pages.
 
         ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
-        return self._all_pages("prompts/list", "prompts", dict(
+        return self._paged(calls.list_prompts(), dict(
             timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
     def get_prompt(
@@ -429,11 +421,8 @@ class SyncClient(ClientLogic, SyncSession):
         """Get a prompt (``prompts/get``): its ``messages``.
 
         ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
-        return self.request("prompts/get", params,
-            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+        return self._named(calls.get_prompt(name, arguments), dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
     def complete(
         self, ref: Mapping[str, Any], argument: Mapping[str, Any],
@@ -445,11 +434,8 @@ class SyncClient(ClientLogic, SyncSession):
         (``completion/complete``).
 
         ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
-        params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
-        if context is not None:
-            params["context"] = dict(context)
-        return self.request("completion/complete", params,
-            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+        return self._named(calls.complete(ref, argument, context), dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
     def set_logging_level(
         self, level: str, *,
@@ -460,8 +446,8 @@ class SyncClient(ClientLogic, SyncSession):
         handshake era only: in 2026-07-28 the level travels in each request's ``_meta``).
 
         ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
-        return self.request("logging/setLevel", {"level": level},
-            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+        return self._named(calls.set_logging_level(level), dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
     def ping(
         self, *,
@@ -471,8 +457,8 @@ class SyncClient(ClientLogic, SyncSession):
         """``ping`` (handshake era only: 2026-07-28 has no ``ping``).
 
         ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
-        return self.request("ping", None,
-            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+        return self._named(calls.ping(), dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
     def discover(
         self, *,
@@ -482,8 +468,8 @@ class SyncClient(ClientLogic, SyncSession):
         """``server/discover`` (stateless era; the connect probe already sent one).
 
         ``timeout``, ``max_total``, ``progress``, ``cancel``: as for :meth:`request`."""
-        return self.request("server/discover", {},
-            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel)
+        return self._named(calls.discover(), dict(
+            timeout=timeout, max_total=max_total, progress=progress, cancel=cancel))
 
     def listen(self, notifications: Mapping[str, Any], *,
                timeout: float | None = None) -> SyncSubscription:
@@ -492,7 +478,7 @@ class SyncClient(ClientLogic, SyncSession):
         subscription.wait_acknowledged()
         return subscription
 
-    # -- tasks (adapters/_client_tasks.py: each operation is a plan run here) --------------
+    # -- tasks (mcp_sansio/app/client_tasks.py: each operation is a plan run here) --------------
 
     def _sleep(self, seconds: float) -> None:
         time.sleep(seconds)

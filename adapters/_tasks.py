@@ -1,95 +1,52 @@
-"""Tasks for the high-level :class:`~._session.Server`: the ``io.modelcontextprotocol/tasks``
-extension of 2026-07-28 (SEP-2663), and the experimental tasks of 2025-11-25
-(``basic/utilities/tasks.mdx``). One task store and one way of running handlers serve both;
-only the wire differs.
+"""Tasks on a runtime: where a task's handler runs, how it waits, and what its ``ctx`` can do.
 
 Theory of operation
 -------------------
-A tool registered with ``task_support="optional"`` or ``"required"`` may run as a *task*: the
-``tools/call`` is answered at once with a task (its id, status, times, TTL and polling
-interval) and the handler goes on in the background; the task keeps its outcome for the
-client to fetch.
+The tasks extension itself -- the status table, TTLs, the wire shapes per revision, the
+routing of ``tasks/*`` -- is the sans-IO :class:`~mcp_sansio.app.tasks.TaskLedger`. It is
+handed a :class:`~mcp_sansio.app.tasks.TaskRuntime`; this module is that runtime: the wall
+and monotonic clocks, fresh ids from :mod:`secrets`, a real lock (a task on threads runs on
+a thread of its own), the waiters, and ``launch``, which runs a handler in the background on
+the runtime that routed its ``tools/call`` -- a task on asyncio's loop, a trio system task
+(it outlives the HTTP request that created it), or, on threads, a thread of its own (an
+``async def`` handler gets a private event loop there). Which one is found from the calling
+runtime; ``runner=`` overrides it.
 
-**2026-07-28 (the extension).** The server decides (SEP-2663, "server-directed creation"): a
-request whose ``_meta`` client capabilities declare
-``extensions["io.modelcontextprotocol/tasks"]`` gets a task for every task-supporting tool,
-as a flat ``CreateTaskResult`` (``resultType: "task"``, ``ttlMs``, ``pollIntervalMs``); one
-that does not gets the plain result (``optional``) or -32021 naming the extension
-(``required``), and its ``tasks/*`` requests are refused with -32021. A v1 ``task`` param is
-ignored. The client polls ``tasks/get`` (a *DetailedTask*: once terminal the tool's result,
-or for a protocol-level failure the error, inlined), answers the task's questions with
-``tasks/update`` and stops it with ``tasks/cancel``; both are acknowledged with an empty
-``{resultType: "complete"}``. There is no ``tasks/result`` and no ``tasks/list`` there
-(-32601, from the core's method table).
-
-**2025-11-25.** The client asks: ``params.task`` on ``tools/call`` (the server declares
-``tasks.requests.tools.call``; a tool without task support refuses with -32601, and a
-``required`` one called plainly is -32601 too). The answer is ``{task: Task}`` (``ttl``,
-``pollInterval``). ``tasks/get`` answers the Task, ``tasks/result`` waits until the task is
-terminal and answers what the call would have (its result, or its error verbatim) with the
-``io.modelcontextprotocol/related-task`` ``_meta``, ``tasks/list`` lists the session's tasks,
-``tasks/cancel`` answers the cancelled Task (-32602 for a terminal one). Every status change
-is announced with ``notifications/tasks/status``. A task belongs to the session that created
-it; other sessions do not see it.
-
-Statuses: ``working`` -> (``input_required`` <-> ``working``)* -> ``completed`` (the handler
-returned, or failed *as a tool*: ``result.isError``), ``failed`` (it raised anything else:
-a protocol-level error, -32603 with a generic message, the exception logged) or
-``cancelled``. Terminal statuses are final.
-
-Asking the client from a task: the handler's ``ctx`` is a :class:`TaskContext`. Its ``ask``
-(and ``elicit``, ``sample``, ``list_roots``) puts the task in ``input_required``. In
-2026-07-28 the questions wait under ``inputRequests`` until ``tasks/update`` has brought an
-answer for every key (one at a time if the client likes: answered keys leave
-``inputRequests``); in 2025-11-25 they are real requests to the client, marked with the
-related-task ``_meta``. Progress becomes the task's ``statusMessage``; log messages go to
-:mod:`logging` (the request they would be about has been answered).
-
-Where a task runs: on the runtime that routed its ``tools/call`` -- a task on asyncio's loop,
-a trio system task (it outlives the HTTP request that created it), or, on threads, a thread
-of its own (an ``async def`` handler gets a private event loop there). :class:`Tasks` finds
-out which by itself; ``runner=`` overrides it.
-
-Lifetime: a task is kept for its TTL after it was created (never dropped earlier, SEP-2663
-"TTL"), then forgotten, its handler cancelled if it still runs. The store holds at most
-``max_tasks``: when full, expired tasks are dropped first and then a new task is refused --
-the ``tools/call`` simply runs synchronously instead, which both versions allow.
+:class:`Tasks` is what :meth:`Server.enable_tasks <mcp_sansio.app.server.Server.enable_tasks>`
+builds: a ledger over this runtime, with the options it always had (``clock=`` and
+``monotonic=`` replace the clocks, e.g. in tests). A handler running as a task gets a
+:class:`TaskContext` as its ``ctx``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime
 import inspect
 import logging
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from mcp_sansio import Era, ErrorCode
-
-from ._session import (
-    INPUT_METHODS,
-    Context,
-    InputRequiredSignal,
-    Job,
-    McpError,
-    MissingCapability,
-    ToolError,
-    elicit_request,
-    sampling_request,
-    tool_error_result,
+from mcp_sansio import Era
+from mcp_sansio.app.context import Context, Job, elicit_request, sampling_request
+from mcp_sansio.app.errors import MissingCapability
+from mcp_sansio.app.session import INPUT_METHODS
+from mcp_sansio.app.tasks import (
+    DEFAULT_MAX_TASKS,
+    DEFAULT_POLL_INTERVAL_MS,
+    DEFAULT_TTL_MS,
+    RELATED_TASK,
+    TASKS_EXTENSION,
+    Task,
+    TaskLedger,
+    TaskStore,
 )
 
 if TYPE_CHECKING:
     import asyncio
-
-    from mcp_sansio import Request
-
-    from ._session import Server
 
 __all__ = [
     "DEFAULT_MAX_TASKS",
@@ -103,110 +60,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcp_sansio.adapters.tasks")
-
-#: The extension's identifier under ``capabilities.extensions`` (SEP-2663).
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-#: 2025-11-25: the ``_meta`` key naming the task a message belongs to.
-RELATED_TASK = "io.modelcontextprotocol/related-task"
-#: How long a task is kept after its creation: ten minutes -- long enough for a client to
-#: come back for a slow job's result, short enough that abandoned tasks do not pile up.
-DEFAULT_TTL_MS = 10 * 60 * 1000
-#: How often a client is asked to poll ``tasks/get``: half a second keeps a human-facing
-#: client responsive without flooding the server.
-DEFAULT_POLL_INTERVAL_MS = 500
-#: Tasks kept at once (running or finished, until their TTL): bounds memory against a
-#: client that starts tasks and never comes back.
-DEFAULT_MAX_TASKS = 1000
-
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
-_GENERIC_FAILURE = {"code": int(ErrorCode.INTERNAL_ERROR), "message": "Internal error"}
-
-
-def _iso(seconds: float) -> str:
-    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(
-        timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _raiser(error: BaseException) -> Callable[[], Any]:
-    def fail() -> Any:
-        raise error
-    return fail
-
-
-def _required() -> dict[str, Any]:
-    return {"extensions": {TASKS_EXTENSION: {}}}
-
-
-class Task:
-    """One task: its status and, once terminal, its result or error."""
-
-    def __init__(self, task_id: str, created: float, expires: float, ttl_ms: int,
-                 poll_interval_ms: int) -> None:
-        self.task_id = task_id
-        self.status = "working"
-        self.status_message: str | None = None
-        self.created = created
-        self.updated = created
-        self.expires = expires
-        self.ttl_ms = ttl_ms
-        self.poll_interval_ms = poll_interval_ms
-        #: The tool's result (``completed``) or the JSON-RPC error (``failed``).
-        self.result: dict[str, Any] | None = None
-        self.error: dict[str, Any] | None = None
-        #: Questions waiting for ``tasks/update``, by key; and the answers so far.
-        self.input_requests: dict[str, dict[str, Any]] = {}
-        self.answers: dict[str, Any] = {}
-        #: 2025-11-25 tasks: the session that created it (only it may see the task).
-        self.owner: weakref.ref[Any] | None = None
-        self._wake: Callable[[], None] | None = None
-        self._cancel: Callable[[], None] | None = None
-        #: 2025-11-25: sends ``notifications/tasks/status`` (given the v1 Task).
-        self._notify: Callable[[dict[str, Any]], None] | None = None
-        #: Called once the task is terminal (``tasks/result`` waiting for it).
-        self._done: list[Callable[[], None]] = []
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL
-
-    def envelope(self) -> dict[str, Any]:
-        """The Task fields every task answer carries (SEP-2663 wire names: ``ttlMs``,
-        ``pollIntervalMs``, integer milliseconds)."""
-        body: dict[str, Any] = {
-            "taskId": self.task_id, "status": self.status,
-            "createdAt": _iso(self.created), "lastUpdatedAt": _iso(self.updated),
-            "ttlMs": self.ttl_ms, "pollIntervalMs": self.poll_interval_ms,
-        }
-        if self.status_message is not None:
-            body["statusMessage"] = self.status_message
-        return body
-
-    def v1(self) -> dict[str, Any]:
-        """The 2025-11-25 ``Task`` (``ttl``/``pollInterval``, in milliseconds)."""
-        body: dict[str, Any] = {
-            "taskId": self.task_id, "status": self.status,
-            "createdAt": _iso(self.created), "lastUpdatedAt": _iso(self.updated),
-            "ttl": self.ttl_ms, "pollInterval": self.poll_interval_ms,
-        }
-        if self.status_message is not None:
-            body["statusMessage"] = self.status_message
-        return body
-
-    def created_result(self) -> dict[str, Any]:
-        """The ``CreateTaskResult``: ``Result & Task``, flat, ``resultType: "task"``."""
-        return {"resultType": "task", **self.envelope()}
-
-    def detailed(self) -> dict[str, Any]:
-        """The ``tasks/get`` answer: the envelope plus what the status calls for."""
-        body = self.envelope()
-        if self.status == "completed" and self.result is not None:
-            body["result"] = self.result
-        elif self.status == "failed" and self.error is not None:
-            body["error"] = self.error
-        elif self.status == "input_required":
-            body["inputRequests"] = {key: dict(item)
-                                     for key, item in self.input_requests.items()}
-        return body
 
 
 # -- runners: where a task's handler runs ---------------------------------------------------
@@ -403,7 +256,8 @@ def current_runner() -> _Runner:
 
 
 class TaskContext:
-    """A task handler's ``ctx``: what :class:`~._session.Context` offers, for a request that
+    """A task handler's ``ctx``: what :class:`~mcp_sansio.app.context.Context` offers, for a
+    request that
     has already been answered with the task.
 
     ``ask`` (``elicit``, ``sample``, ``list_roots``) puts the task in ``input_required``
@@ -412,7 +266,7 @@ class TaskContext:
     blocking for plain ones (threads). ``notify`` sends on the session in the handshake era
     (a 2026-07-28 task has no stream to send on)."""
 
-    def __init__(self, tasks: Tasks, task: Task, request_ctx: Context, waiter_factory:
+    def __init__(self, tasks: TaskLedger, task: Task, request_ctx: Context, waiter_factory:
                  Callable[[], _Waiter], is_async: bool) -> None:
         self.tasks = tasks
         self.task = task
@@ -548,13 +402,78 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
            "alert": logging.CRITICAL, "emergency": logging.CRITICAL}
 
 
-# -- the store ------------------------------------------------------------------------------
+# -- the runtime a ledger is handed --------------------------------------------------------
 
 
-class Tasks:
-    """The tasks of one :class:`~._session.Server` (shared by all its connections: over
-    HTTP every 2026-07-28 request is a connection of its own). Made by
-    :meth:`Server.enable_tasks <._session.Server.enable_tasks>`.
+class _TaskRuntime:
+    """The :class:`~mcp_sansio.app.tasks.TaskRuntime` of the bundled runtimes."""
+
+    def __init__(self, runner: Callable[[], _Runner], clock: Callable[[], float],
+                 monotonic: Callable[[], float]) -> None:
+        self._runner = runner
+        self.wall = clock
+        self.monotonic = monotonic
+        #: A real lock: on threads a task's handler runs on a thread of its own.
+        self.lock: AbstractContextManager[Any] = threading.Lock()
+
+    def new_task_id(self) -> str:
+        import secrets  # here: it imports hashlib (OpenSSL), ~2 ms of a cold start
+
+        return secrets.token_urlsafe(16)
+
+    def waiter(self) -> _Waiter:
+        return self._runner().waiter()
+
+    def launch(self, ledger: TaskLedger, task: Task, job: Job, ctx: Context) -> None:
+        assert job.fn is not None
+        runner = self._runner()
+        is_async = inspect.iscoroutinefunction(job.fn)
+        # An async def handler awaits its questions; a plain def one blocks on them (on
+        # threads, where it has a thread of its own).
+        task_ctx = TaskContext(ledger, task, ctx, runner.waiter, is_async)
+        if "ctx" in job.kwargs:
+            job.kwargs["ctx"] = task_ctx
+        if is_async or not isinstance(runner, _ThreadRunner):
+            async def run() -> None:
+                if is_async:
+                    await self._execute_async(ledger, task, job)
+                else:
+                    self._execute_sync(ledger, task, job)
+            runner.start(run, task, True)
+        else:
+            runner.start(lambda: self._execute_sync(ledger, task, job), task, False)
+
+    @staticmethod
+    async def _execute_async(ledger: TaskLedger, task: Task, job: Job) -> None:
+        assert job.fn is not None
+        try:
+            value = job.fn(*job.args, **job.kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+            ledger._finish(task, job, value=value)
+        except Exception as exc:
+            ledger._finish(task, job, error=exc)
+        except BaseException:  # cancelled (tasks/cancel, expiry, or the runtime's end)
+            calls: list[Callable[[], None]] = []
+            with ledger._lock:
+                if not task.terminal:
+                    calls = ledger._settle(task, "cancelled")
+            ledger._call(calls)
+            raise
+
+    @staticmethod
+    def _execute_sync(ledger: TaskLedger, task: Task, job: Job) -> None:
+        assert job.fn is not None
+        try:
+            value = job.fn(*job.args, **job.kwargs)
+            ledger._finish(task, job, value=value)
+        except Exception as exc:
+            ledger._finish(task, job, error=exc)
+
+
+class Tasks(TaskLedger):
+    """The task ledger of one :class:`~mcp_sansio.app.server.Server` on the bundled runtimes.
+    Made by :meth:`Server.enable_tasks <mcp_sansio.app.server.Server.enable_tasks>`.
 
     :param ttl_ms: how long a task is kept after its creation (``ttlMs``).
     :param poll_interval_ms: the polling interval suggested to clients (``pollIntervalMs``).
@@ -562,6 +481,7 @@ class Tasks:
     :param runner: where handlers run (default: found from the calling runtime).
     :param clock: wall-clock seconds for ``createdAt``/``lastUpdatedAt``.
     :param monotonic: seconds for expiry.
+    :param store: where tasks are kept (default: in memory).
     """
 
     def __init__(self, *, ttl_ms: int = DEFAULT_TTL_MS,
@@ -569,445 +489,8 @@ class Tasks:
                  max_tasks: int = DEFAULT_MAX_TASKS,
                  runner: Callable[[], _Runner] | None = None,
                  clock: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
-        if int(ttl_ms) <= 0 or int(poll_interval_ms) <= 0 or max_tasks <= 0:
-            raise ValueError("ttl_ms, poll_interval_ms and max_tasks must be positive")
-        self.ttl_ms = int(ttl_ms)
-        self.poll_interval_ms = int(poll_interval_ms)
-        self.max_tasks = max_tasks
-        self._runner = runner or current_runner
-        self._clock = clock
-        self._monotonic = monotonic
-        self._tasks: dict[str, Task] = {}
-        self._lock = threading.Lock()
-        self._first: dict[str, Mapping[str, tuple[str, Mapping[str, Any]]]] = {}
-
-    def gather_first(self, tool: str,
-                     requests: Mapping[str, tuple[str, Mapping[str, Any]]]) -> None:
-        """Ask the client for ``requests`` on the ``tools/call`` itself, before ``tool``
-        becomes a task (the MRTR -> task composition, SEP-2663): the call is answered
-        ``input_required`` until its retry carries every answer, and only then is the task
-        created. Inside the task, ``ctx.ask`` for those keys returns the answers at once."""
-        self._first[tool] = dict(requests)
-
-    # -- the server's side --------------------------------------------------------------------
-
-    @staticmethod
-    def negotiated(ctx: Context) -> bool:
-        """Whether the request's client declared the extension (2026-07-28 only: the
-        extension is negotiated per request, in ``_meta``)."""
-        if ctx.era is not Era.STATELESS:
-            return False
-        extensions = ctx.client_capabilities.get("extensions")
-        return isinstance(extensions, dict) and extensions.get(TASKS_EXTENSION) not in (
-            None, False)
-
-    def capabilities(self) -> dict[str, Any]:
-        """What the server declares: the extension (2026-07-28) and the 2025-11-25 ``tasks``
-        capability (the core leaves the latter out of ``server/discover``: 2026-07-28 has no
-        core tasks)."""
-        return {"extensions": {TASKS_EXTENSION: {}},
-                "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}
-
-    def _route(self, server: Server, request: Request, ctx: Context) -> Job | None:
-        """The job for a tasks request or a task-creating ``tools/call``; None: not ours."""
-        if ctx.era is Era.STATELESS:
-            return self._route_stateless(server, request, ctx)
-        return self._route_handshake(server, request, ctx)
-
-    @staticmethod
-    def _support(server: Server, name: Any) -> str | None:
-        entry = server.tools.get(name) if isinstance(name, str) else None
-        if entry is None:
-            return None
-        support = entry.definition.get("execution", {}).get("taskSupport")
-        return support if support in ("optional", "required") else None
-
-    def _route_stateless(self, server: Server, request: Request, ctx: Context) -> Job | None:
-        method = request.method
-        params = request.params or {}
-        if method in ("tasks/get", "tasks/update", "tasks/cancel"):
-            if not self.negotiated(ctx):
-                raise McpError(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                               f"Missing required client capability: {TASKS_EXTENSION}",
-                               {"requiredCapabilities": _required()})
-            answer = {"tasks/get": self.get, "tasks/update": self.update,
-                      "tasks/cancel": self.cancel}[method](params, ctx)
-            return Job(None, shape=lambda _: answer)
-        if method != "tools/call":
-            return None
-        name = params.get("name")
-        support = self._support(server, name)
-        if support is None:
-            return None
-        if not self.negotiated(ctx):
-            if support == "optional":
-                return None
-            raise McpError(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                           f"Missing required client capability: {TASKS_EXTENSION} "
-                           f"(tool {name!r} runs only as a task)",
-                           {"requiredCapabilities": _required()})
-        job = server._route_tool(params, ctx)
-        if job.fn is None:  # arguments that do not fit: an isError result at once
-            return job
-        first = self._first.get(name) if isinstance(name, str) else None
-        if first is not None:
-            try:
-                ctx._plan_ask(first)  # the answers the retry carries, or input_required
-            except (InputRequiredSignal, MissingCapability) as signal:
-                return Job(_raiser(signal))
-        task = self.start(job, ctx)
-        if task is None:  # the store is full: run it synchronously
-            return job
-        created = self._locked(task.created_result)
-        return Job(None, shape=lambda _: created)
-
-    def _route_handshake(self, server: Server, request: Request, ctx: Context) -> Job | None:
-        """2025-11-25 tasks (``basic/utilities/tasks.mdx``): task-augmented ``tools/call``
-        (``params.task``), ``tasks/get``, ``tasks/result``, ``tasks/list``,
-        ``tasks/cancel``; earlier revisions have no tasks (the core refuses the methods)."""
-        method = request.method
-        params = request.params or {}
-        if method == "tasks/get":
-            answer = self._locked(self._find(params, ctx).v1)
-            return Job(None, shape=lambda _: answer)
-        if method == "tasks/result":
-            return self._result_job(self._find(params, ctx))
-        if method == "tasks/list":
-            answer = self.list_tasks(ctx)
-            return Job(None, shape=lambda _: answer)
-        if method == "tasks/cancel":
-            task = self._find(params, ctx)
-            cancel, calls = self._cancel(task, terminal_is_error=True)
-            if cancel is not None:
-                cancel()
-            self._call(calls)
-            answer = self._locked(task.v1)
-            return Job(None, shape=lambda _: answer)
-        if method != "tools/call":
-            return None
-        name = params.get("name")
-        support = self._support(server, name)
-        augmented = isinstance(params.get("task"), dict) and (
-            ctx.session.conn.revision == "2025-11-25")
-        # A sessionless connection does not declare tasks (mcp_sansio._sessionless), and
-        # tasks.mdx: a receiver that does not "MUST process requests of that type normally,
-        # ignoring any task-augmentation metadata".
-        augmented = augmented and not ctx.session.conn.sessionless
-        if not augmented:
-            if support == "required":
-                # 2025-11-25 tasks.mdx: a task-only tool called plainly -> -32601.
-                raise McpError(ErrorCode.METHOD_NOT_FOUND,
-                               f"Tool {name!r} must be called as a task")
-            return None
-        if support is None and name in server.tools:
-            # The tool does not support tasks: the requestor MUST NOT ask, and we say so.
-            raise McpError(ErrorCode.METHOD_NOT_FOUND,
-                           f"Tool {name!r} does not support task-augmented calls")
-        job = server._route_tool(params, ctx)
-        if job.fn is None:
-            return job
-        requested = params["task"].get("ttl")
-        ttl_ms = self.ttl_ms
-        if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
-            ttl_ms = min(requested, self.ttl_ms)  # the receiver may shorten what was asked
-        augmented_task = self.start(job, ctx, ttl_ms=ttl_ms)
-        if augmented_task is None:
-            return job
-        created = {"task": self._locked(augmented_task.v1)}
-        return Job(None, shape=lambda _: created)
-
-    def _result_job(self, task: Task) -> Job:
-        """``tasks/result``: waits until the task is terminal, then answers what the call
-        would have (its result, or its error verbatim), with the related-task ``_meta``."""
-        related = {RELATED_TASK: {"taskId": task.task_id}}
-
-        def outcome(_: Any) -> dict[str, Any]:
-            with self._lock:
-                status, result, error = task.status, task.result, task.error
-            if status == "completed" and result is not None:
-                meta = {**(result.get("_meta") or {}), **related}
-                return {**result, "_meta": meta}
-            if status == "failed" and error is not None:
-                raise McpError(int(error["code"]), str(error["message"]), error.get("data"))
-            raise McpError(ErrorCode.INVALID_PARAMS,
-                           f"Invalid params: task {task.task_id} was cancelled")
-
-        with self._lock:
-            if task.terminal:
-                return Job(None, shape=outcome)
-            waiter = self._runner().waiter()
-            task._done.append(waiter.set)
-
-        async def wait() -> None:
-            await waiter.wait()
-        return Job(wait, shape=outcome)
-
-    # -- the methods ----------------------------------------------------------------------------
-
-    def _locked(self, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        with self._lock:
-            return fn()
-
-    def _find(self, params: Mapping[str, Any], ctx: Context) -> Task:
-        """The task ``params.taskId`` names, if the caller may see it: 2026-07-28 tasks to
-        2026-07-28 requests (the unguessable id is the capability), 2025-11-25 tasks to the
-        session that created them."""
-        task_id = params.get("taskId")
-        owner = None if ctx.era is Era.STATELESS else ctx.session
-        with self._lock:
-            self._expire()
-            task = self._tasks.get(task_id) if isinstance(task_id, str) else None
-            if task is not None and (task.owner() if task.owner is not None else None
-                                     ) is not owner:
-                task = None
-        if task is None:
-            # SEP-2663 and 2025-11-25 tasks.mdx: an unknown taskId is -32602.
-            raise McpError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown taskId",
-                           {"taskId": task_id})
-        return task
-
-    def get(self, params: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
-        """``tasks/get`` (2026-07-28): the DetailedTask."""
-        task = self._find(params, ctx)
-        with self._lock:
-            return {"resultType": "complete", **task.detailed()}
-
-    def list_tasks(self, ctx: Context) -> dict[str, Any]:
-        """``tasks/list`` (2025-11-25): the tasks of the caller's session, oldest first."""
-        with self._lock:
-            self._expire()
-            return {"tasks": [t.v1() for t in self._tasks.values()
-                              if t.owner is not None and t.owner() is ctx.session]}
-
-    def update(self, params: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
-        """``tasks/update`` (2026-07-28): answers to the task's questions (unknown keys are
-        ignored); the task resumes once every question is answered. An empty ack either
-        way."""
-        task = self._find(params, ctx)
-        responses = params.get("inputResponses")
-        if not isinstance(responses, dict):
-            raise McpError(ErrorCode.INVALID_PARAMS,
-                           "Invalid params: inputResponses must be an object")
-        wake = None
-        with self._lock:
-            for key, answer in responses.items():
-                if key in task.input_requests and isinstance(answer, dict):
-                    del task.input_requests[key]
-                    task.answers[key] = answer
-            if task.status == "input_required" and not task.input_requests:
-                task.status = "working"
-                task.updated = self._clock()
-                wake, task._wake = task._wake, None
-        if wake is not None:
-            wake()
-        return {"resultType": "complete"}
-
-    def cancel(self, params: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
-        """``tasks/cancel`` (2026-07-28): stop the handler; the status becomes ``cancelled``
-        (a terminal task is left as it is). An empty ack either way."""
-        task = self._find(params, ctx)
-        cancel, calls = self._cancel(task, terminal_is_error=False)
-        if cancel is not None:
-            cancel()
-        self._call(calls)
-        return {"resultType": "complete"}
-
-    def _cancel(self, task: Task, *, terminal_is_error: bool
-                ) -> tuple[Callable[[], None] | None, list[Callable[[], None]]]:
-        with self._lock:
-            if task.terminal:
-                if terminal_is_error:
-                    # 2025-11-25 tasks.mdx: cancelling a terminal task is -32602.
-                    raise McpError(ErrorCode.INVALID_PARAMS,
-                                   f"Invalid params: task is already {task.status}")
-                return None, []
-            calls = self._settle(task, "cancelled")
-            return task._cancel, calls
-
-    # -- running --------------------------------------------------------------------------------
-
-    def start(self, job: Job, ctx: Context, *, ttl_ms: int | None = None) -> Task | None:
-        """Create a task running ``job`` (None: the store is full). The task exists before
-        this returns: a ``tasks/get`` right after the answer finds it (SEP-2663, "durable
-        create"). A handshake-era task belongs to ``ctx``'s session, which hears its status
-        changes (``notifications/tasks/status``)."""
-        assert job.fn is not None
-        now, mono = self._clock(), self._monotonic()
-        ttl = self.ttl_ms if ttl_ms is None else ttl_ms
-        with self._lock:
-            self._expire()
-            if len(self._tasks) >= self.max_tasks:
-                log.warning("tasks: %d tasks kept, running %s synchronously",
-                            len(self._tasks), ctx.params.get("name"))
-                return None
-            import secrets  # here: it imports hashlib (OpenSSL), ~2 ms of a cold start
-
-            task = Task(secrets.token_urlsafe(16), now, mono + ttl / 1000, ttl,
-                        self.poll_interval_ms)
-            if ctx.era is not Era.STATELESS:
-                task.owner = weakref.ref(ctx.session)
-
-                def notify(params: dict[str, Any]) -> None:
-                    ctx.notify("notifications/tasks/status", params)
-                task._notify = notify
-            self._tasks[task.task_id] = task
-        runner = self._runner()
-        is_async = inspect.iscoroutinefunction(job.fn)
-        # An async def handler awaits its questions; a plain def one blocks on them (on
-        # threads, where it has a thread of its own).
-        task_ctx = TaskContext(self, task, ctx, runner.waiter, is_async)
-        if "ctx" in job.kwargs:
-            job.kwargs["ctx"] = task_ctx
-        if is_async or not isinstance(runner, _ThreadRunner):
-            async def run() -> None:
-                if is_async:
-                    await self._execute_async(task, job)
-                else:
-                    self._execute_sync(task, job)
-            runner.start(run, task, True)
-        else:
-            runner.start(lambda: self._execute_sync(task, job), task, False)
-        return task
-
-    async def _execute_async(self, task: Task, job: Job) -> None:
-        assert job.fn is not None
-        try:
-            value = job.fn(*job.args, **job.kwargs)
-            if inspect.isawaitable(value):
-                value = await value
-            self._finish(task, job, value=value)
-        except Exception as exc:
-            self._finish(task, job, error=exc)
-        except BaseException:  # cancelled (tasks/cancel, expiry, or the runtime's end)
-            calls: list[Callable[[], None]] = []
-            with self._lock:
-                if not task.terminal:
-                    calls = self._settle(task, "cancelled")
-            self._call(calls)
-            raise
-
-    def _execute_sync(self, task: Task, job: Job) -> None:
-        assert job.fn is not None
-        try:
-            value = job.fn(*job.args, **job.kwargs)
-            self._finish(task, job, value=value)
-        except Exception as exc:
-            self._finish(task, job, error=exc)
-
-    def _finish(self, task: Task, job: Job, value: Any = None,
-                error: BaseException | None = None) -> None:
-        result: dict[str, Any] | None = None
-        failure: dict[str, Any] | None = None
-        if error is None:
-            try:
-                result = job.shape(value)
-            except Exception as exc:
-                error = exc
-        if isinstance(error, ToolError):
-            result = tool_error_result(str(error))  # a tool error: completed, isError
-        elif isinstance(error, McpError):
-            failure = {"code": error.code, "message": error.message}
-            if error.data is not None:
-                failure["data"] = error.data
-        elif isinstance(error, MissingCapability):
-            failure = {"code": int(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY),
-                       "message": "Missing required client capability",
-                       "data": {"requiredCapabilities": error.required}}
-        elif error is not None:
-            # DESIGN.md, Errors: a generic message, never the exception text; logged.
-            log.error("task %s failed", task.task_id, exc_info=error)
-            failure = dict(_GENERIC_FAILURE)
-        with self._lock:
-            if task.terminal:
-                return  # cancelled meanwhile: the cancellation stands
-            if failure is not None:
-                task.error = failure
-                calls = self._settle(task, "failed")
-            else:
-                task.result = result
-                calls = self._settle(task, "completed")
-        self._call(calls)
-
-    def _settle(self, task: Task, status: str) -> list[Callable[[], None]]:
-        """Enter a terminal status (under the lock); what to call once it is released."""
-        task.status = status
-        task.updated = self._clock()
-        task.input_requests.clear()
-        task._wake = None
-        return self._changed(task)
-
-    @staticmethod
-    def _changed(task: Task) -> list[Callable[[], None]]:
-        """The callbacks a status change calls (under the lock: they run after it): the
-        2025-11-25 status notification, and, once terminal, whoever waits for the end."""
-        calls: list[Callable[[], None]] = []
-        notify = task._notify
-        if notify is not None:
-            snapshot = task.v1()
-            calls.append(lambda: notify(snapshot))
-        if task.terminal:
-            calls.extend(task._done)
-            task._done.clear()
-        return calls
-
-    @staticmethod
-    def _call(calls: list[Callable[[], None]]) -> None:
-        for call in calls:
-            try:
-                call()
-            except Exception:  # a closed session, a loop gone: nobody left to tell
-                log.debug("a task status callback failed", exc_info=True)
-
-    def _touch(self, task: Task, *, status_message: str) -> None:
-        with self._lock:
-            if not task.terminal:
-                task.status_message = status_message
-                task.updated = self._clock()
-
-    def _park(self, task: Task, requests: dict[str, dict[str, Any]],
-              waiter: _Waiter | None) -> None:
-        with self._lock:
-            if task.terminal:
-                raise McpError(ErrorCode.INVALID_REQUEST, "the task has ended")
-            task.input_requests = requests
-            for key in requests:
-                task.answers.pop(key, None)
-            task.status = "input_required"
-            task.updated = self._clock()
-            task._wake = waiter.set if waiter is not None else None
-            calls = self._changed(task)
-        self._call(calls)
-
-    def _resume(self, task: Task) -> None:
-        """2025-11-25: the client answered the task's requests: working again."""
-        with self._lock:
-            if task.status != "input_required":
-                return
-            task.status = "working"
-            task.input_requests.clear()
-            task.updated = self._clock()
-            calls = self._changed(task)
-        self._call(calls)
-
-    def _preanswer(self, task: Task, answers: dict[str, Any]) -> None:
-        with self._lock:
-            task.answers.update(answers)
-
-    def _take_answers(self, task: Task, keys: list[str]) -> dict[str, Any]:
-        with self._lock:
-            return {key: task.answers.pop(key) for key in keys if key in task.answers}
-
-    def _expire(self) -> None:
-        """Forget the tasks whose TTL has passed (under the lock), cancelling any still
-        running."""
-        now = self._monotonic()
-        for task_id in [t.task_id for t in self._tasks.values() if t.expires <= now]:
-            task = self._tasks.pop(task_id)
-            if not task.terminal and task._cancel is not None:
-                task._cancel()
-
-    def __len__(self) -> int:
-        with self._lock:
-            self._expire()
-            return len(self._tasks)
+                 monotonic: Callable[[], float] = time.monotonic,
+                 store: TaskStore | None = None) -> None:
+        super().__init__(_TaskRuntime(runner or current_runner, clock, monotonic),
+                         ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms,
+                         max_tasks=max_tasks, store=store)

@@ -1,7 +1,7 @@
 """The exceptions a user of the high-level ``Client`` and ``Server`` catches or raises.
 
-Theory of operation: the classes live where they are raised (the session logic shared by
-every runtime, the HTTP client's logic, the core); this module only gives them one public,
+Theory of operation: the classes live in the sans-IO layer (:mod:`mcp_sansio.app.errors`:
+call outcomes; the HTTP client's logic; the core); this module only gives them one public,
 stable home, ``mcp_sansio.adapters.errors``, so that ``except errors.McpError`` does not
 depend on a private module's name. The same classes are also re-exported by each runtime
 module (``mcp_sansio.adapters.asyncio`` ...); they are the same objects.
@@ -28,8 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcp_sansio import LocalProtocolError
-
-from ._session import (
+from mcp_sansio.app.errors import (
     ConnectionClosedError,
     McpError,
     RequestCancelledError,
@@ -39,6 +38,7 @@ from ._session import (
 )
 
 if TYPE_CHECKING:
+    from mcp_sansio.app.http_client import HTTPTransportError
     from mcp_sansio.auth import (
         AuthFlowError,
         AuthorizationDenied,
@@ -49,8 +49,6 @@ if TYPE_CHECKING:
         RegistrationError,
         TokenError,
     )
-
-    from ._http_client_logic import HTTPTransportError
 
 #: The OAuth client flow's errors (:mod:`mcp_sansio.auth`), loaded on first use too.
 _AUTH_ERRORS = frozenset({
@@ -79,7 +77,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "HTTPTransportError":
-        from ._http_client_logic import HTTPTransportError
+        from mcp_sansio.app.http_client import HTTPTransportError
 
         return HTTPTransportError
     if name in _AUTH_ERRORS:

@@ -29,9 +29,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp_sansio import ClientConnection, Era, InputRequired, Request, RequestId
-
-from ._keepalive import DEFAULT_MAX_MISSED
-from ._session import DEFAULT, Call, ClientLogic, McpError, default_client_info, outcome
+from mcp_sansio.app.errors import Call, McpError, outcome
+from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
+from mcp_sansio.app.session import DEFAULT, ClientLogic, default_client_info
 
 __all__ = ["ClientPump", "PendingCall"]
 

@@ -9,6 +9,6 @@ extension identifier a 2026-07-28 client declares to be offered tasks
 
 from __future__ import annotations
 
-from ._client_tasks import FORM_EXTENSION, FORM_V1, TASKS_EXTENSION, ClientTask
+from mcp_sansio.app.client_tasks import FORM_EXTENSION, FORM_V1, TASKS_EXTENSION, ClientTask
 
 __all__ = ["FORM_EXTENSION", "FORM_V1", "TASKS_EXTENSION", "ClientTask"]

@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from mcp_sansio import FEATURES
 from mcp_sansio.testing import Report
 from mcp_sansio.testing._client_machine import ClientMachine, Out
 
@@ -478,7 +479,8 @@ def check_client(command: list[str], *, http: bool, revision: str | None = None,
     machine = ClientMachine(revision=revision, era=era, call_timeout=call_timeout,
                             transport="http" if http else "stdio")
     extra_revision = revision or "2025-11-25"
-    if machine.era_now == "handshake" and extra_revision < "2026":
+    features = FEATURES.get(extra_revision)
+    if machine.era_now == "handshake" and features is not None and features.handshake:
         machine.extra = _extras(extra_revision, examples)
     check = _Check(machine, budget)
     try:

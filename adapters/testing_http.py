@@ -58,6 +58,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
+from mcp_sansio import FEATURES
 from mcp_sansio.http import SSEParser, encode_header_value, param_headers
 from mcp_sansio.http._headers import param_header_text, param_value
 
@@ -512,7 +513,9 @@ class StreamableHTTPTransport(_HTTPBase):
         # Origin: 2025-11-25 says 403; before, "MUST validate" without a status: any 4xx.
         status, *_, exchange = self._probe("POST", {**base, "Origin": _FOREIGN_ORIGIN},
                                            self._probe_request())
-        if not (status == 403 if revision >= "2025-11-25" else 400 <= status < 500):
+        features = FEATURES.get(revision)
+        if not (status == 403 if features is not None and features.origin_403
+                else 400 <= status < 500):
             self.found("http-origin", f"a request from Origin {_FOREIGN_ORIGIN} was "
                        f"answered {status}", exchange)
         if revision >= _VERSION_HEADER_FROM:

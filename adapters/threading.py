@@ -39,23 +39,23 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mcp_sansio import Era, KeyRing, Notification, Request, RequestId
-
-from ._api import _Resumed
-from ._keepalive import DEFAULT_MAX_MISSED
-from ._session import (
-    STDERR_LOGGER,
+from mcp_sansio.app.context import Context as SessionContext
+from mcp_sansio.app.context import Job
+from mcp_sansio.app.errors import (
     ConnectionClosedError,
-    Job,
-    LineLogger,
     McpError,
     RequestCancelledError,
     RequestTimeout,
-    Server,
     ToolError,
 )
-from ._session import Context as SessionContext
+from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
+from mcp_sansio.app.server import Server
+
+from ._api import _Resumed
 from ._stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
+    STDERR_LOGGER,
+    LineLogger,
     ProtectedStdio,
     pollable,
     read_all,
@@ -400,7 +400,7 @@ def serve_stdio(
 
     ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25
     basic/utilities/ping) and ends the session after ``keepalive_misses`` unanswered in a
-    row (``mcp_sansio.adapters._keepalive``); off by default."""
+    row (``mcp_sansio.app.keepalive``); off by default."""
     guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)

@@ -78,19 +78,34 @@ class Features:
     #: HTTP: a request with an Origin the server does not accept is answered 403 -- from
     #: 2025-11-25 (``basic/transports.mdx``, "Security Warning"); before, only "MUST validate".
     origin_403: bool
+    #: Tasks in the core protocol (``params.task``, ``tasks/get|result|list|cancel``,
+    #: ``notifications/tasks/status``) -- 2025-11-25 only (``basic/utilities/tasks.mdx``,
+    #: experimental); 2026-07-28 moved them into the ``io.modelcontextprotocol/tasks``
+    #: extension (SEP-2663).
+    core_tasks: bool = False
+    #: Audio content blocks (``AudioContent``) -- added in 2025-03-26 (``changelog.mdx``).
+    audio_content: bool = True
+    #: Elicitation modes: ``mode: "form"`` / ``"url"`` on ``elicitation/create``, the client
+    #: capability's ``form``/``url`` members, -32042 -- added in 2025-11-25
+    #: (``client/elicitation.mdx``, URL mode).
+    elicitation_modes: bool = True
 
 
 _ROW = Features
 #: The per-revision feature table (spec-digest section a).
 FEATURES: dict[str, Features] = {
     "2024-11-05": _ROW(handshake=True, batching=False, progress_message=False,
-                       version_header=False, sse_priming=False, origin_403=False),
+                       version_header=False, sse_priming=False, origin_403=False,
+                       audio_content=False, elicitation_modes=False),
     "2025-03-26": _ROW(handshake=True, batching=True, progress_message=True,
-                       version_header=False, sse_priming=False, origin_403=False),
+                       version_header=False, sse_priming=False, origin_403=False,
+                       elicitation_modes=False),
     "2025-06-18": _ROW(handshake=True, batching=False, progress_message=True,
-                       version_header=True, sse_priming=False, origin_403=False),
+                       version_header=True, sse_priming=False, origin_403=False,
+                       elicitation_modes=False),
     "2025-11-25": _ROW(handshake=True, batching=False, progress_message=True,
-                       version_header=True, sse_priming=True, origin_403=True),
+                       version_header=True, sse_priming=True, origin_403=True,
+                       core_tasks=True),
     "2026-07-28": _ROW(handshake=False, batching=False, progress_message=True,
                        version_header=True, sse_priming=True, origin_403=True),
 }

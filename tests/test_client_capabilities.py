@@ -1,6 +1,6 @@
 """Client capabilities declared with ``capabilities=``: merged with what the callbacks
 imply, refused when unknown or unanswerable, and sent as the revision in force can express
-them (``adapters/_client_capabilities.py``)."""
+them (``mcp_sansio/app/client_capabilities.py``)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp_sansio.adapters import asyncio as aio
 from mcp_sansio.adapters import threading as thr
-from mcp_sansio.adapters._client_capabilities import (
+
+from mcp_sansio import KNOWN_REVISIONS, ClientConnection, Era
+from mcp_sansio.app.client_capabilities import (
     CLIENT_CAPABILITIES,
     declare,
     for_revision,
 )
-
-from mcp_sansio import KNOWN_REVISIONS, ClientConnection, Era
 
 from . import schemas
 from .virtual_sessions import Pair, VClient

@@ -1,4 +1,4 @@
-"""The client side of tasks (``adapters/_client_tasks.py``): the plans on their own (fed by
+"""The client side of tasks (``mcp_sansio/app/client_tasks.py``): the plans on their own (fed by
 hand, no I/O), then the async and blocking clients against our own server over stdio in
 both wire forms (2025-11-25 ``params.task``; the 2026-07-28 extension)."""
 
@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 from mcp_sansio.adapters import asyncio as aio
 from mcp_sansio.adapters import threading as thr
-from mcp_sansio.adapters._client_tasks import (
+from mcp_sansio.adapters._session import McpError, RequestCancelledError, ResultRejected
+
+from mcp_sansio import Era
+from mcp_sansio.app.client_tasks import (
     FORM_EXTENSION,
     FORM_V1,
     TASKS_EXTENSION,
@@ -22,9 +25,6 @@ from mcp_sansio.adapters._client_tasks import (
     list_plan,
     start_plan,
 )
-from mcp_sansio.adapters._session import McpError, RequestCancelledError, ResultRejected
-
-from mcp_sansio import Era
 
 # -- the plans, driven by hand ----------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Keepalive: the opt-in ping schedule (``adapters/_keepalive.py``) on a virtual clock, then
+"""Keepalive: the opt-in ping schedule (``mcp_sansio/app/keepalive.py``) on a virtual clock, then
 both roles end to end over stdio with a peer that stops answering."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp_sansio.adapters import asyncio as aio
 from mcp_sansio.adapters import threading as thr
-from mcp_sansio.adapters._keepalive import DEFAULT_MAX_MISSED, Keepalive
 
 from mcp_sansio import Era
+from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED, Keepalive
 
 from .virtual_sessions import Pair
 

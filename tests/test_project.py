@@ -50,6 +50,11 @@ def test_core_imports_no_io_clock_or_randomness(path: Path) -> None:
     assert not bad, f"{path.name} imports {sorted(bad)}"
 
 
+def test_the_purity_test_covers_the_app_layer() -> None:
+    app = [p for p in core_modules() if p.parent.name == "app"]
+    assert {p.stem for p in app} >= {"__init__", "errors", "session", "context", "server"}
+
+
 def test_purity_check_catches_a_forbidden_import(tmp_path: Path) -> None:
     sample = tmp_path / "x.py"
     sample.write_text("import os.path\nfrom time import monotonic\nimport json\n")

@@ -23,7 +23,7 @@ EXAMPLE_SERVER = [sys.executable, "-P", "-m", "mcp_sansio", "serve-example"]
 NAMED_CALLS = ["list_tools", "call_tool", "list_resources", "list_resource_templates",
                "read_resource", "subscribe", "unsubscribe", "list_prompts", "get_prompt",
                "complete", "set_logging_level", "ping", "discover"]
-#: The client's task calls (docs/client-features.rst, adapters/_client_tasks.py).
+#: The client's task calls (docs/client-features.rst, mcp_sansio/app/client_tasks.py).
 TASK_CALLS = ["call_tool_as_task", "task_result", "refresh_task", "cancel_task",
               "answer_task", "list_tasks"]
 

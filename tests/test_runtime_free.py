@@ -1,7 +1,8 @@
-"""The high-level layer's new logic is runtime-free, ready to move under the core's purity
-guarantee: the client tasks plans, the keepalive schedule, the client capability table and
-the public pump import no I/O, clock, thread or randomness -- nor does anything they import
-from the adapters at run time (imports for type checkers only are not followed)."""
+"""The runtime-free modules still in ``adapters/`` import no I/O, clock, thread or randomness
+-- nor does anything they import from the adapters at run time (imports for type checkers
+only are not followed). What has moved into ``mcp_sansio/app`` (the client tasks plans, the
+keepalive schedule, the client capability table, the session logic) is under the core's
+purity test instead (``tests/test_project.py``)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,10 @@ import pytest
 from .test_project import FORBIDDEN, ROOT
 
 ADAPTERS = ROOT / "adapters"
-RUNTIME_FREE = ["_client_tasks", "_keepalive", "_client_capabilities", "pump"]
+RUNTIME_FREE = ["pump"]
 #: Reached but not followed, each with the reason. Only these: anything else impure that
 #: the modules above come to import fails the test.
-KNOWN_IMPURE = {
-    # The server's task store reads a clock and takes a lock (issue 13 moves it into the
-    # sans-IO layer). _session imports it only inside Server.enable_tasks: client code
-    # never runs that import.
-    "_tasks": "the server's task store, imported lazily by Server.enable_tasks",
-}
+KNOWN_IMPURE: dict[str, str] = {}
 
 
 def _run_time_imports(tree: ast.Module) -> tuple[set[str], set[str]]:

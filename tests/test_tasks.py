@@ -1,6 +1,7 @@
-"""The Server's tasks (adapters/_tasks.py, the 2026-07-28 tasks extension): expiry, the cap,
-progress as the status message, cancelling a task that waits for input, plain ``def``
-handlers on a thread, a server without tasks, and the registration checks. In process, over
+"""The Server's tasks (mcp_sansio/app/tasks.py, run by adapters/_tasks.py; the 2026-07-28
+tasks extension): expiry, the cap, progress as the status message, cancelling a task that
+waits for input, plain ``def`` handlers on a thread, a server without tasks, and the
+registration checks. In process, over
 the asyncio HTTP adapter on loopback."""
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ from typing import Any
 
 import attrs
 
-from .._versions import HANDSHAKE_REVISIONS, KNOWN_REVISIONS, STATELESS_REVISIONS
+from .._capabilities import lookup
+from .._versions import FEATURES, HANDSHAKE_REVISIONS, KNOWN_REVISIONS, STATELESS_REVISIONS
 from ..http._headers import (
     decode_header_value,
     param_header_text,
@@ -381,7 +382,8 @@ class ClientMachine:
         if self.session_id is not None and sid != self.session_id:
             self.finding("client-session-id", f"the session id was {sid!r:.12} on a request "
                          "after initialize", received=message)
-        if (self.revision or "") >= "2025-06-18":
+        features = FEATURES.get(self.revision or "")
+        if features is not None and features.version_header:
             got = headers.get("mcp-protocol-version")
             if got != self.revision:
                 self.finding("client-protocol-version-header", f"MCP-Protocol-Version was "
@@ -519,7 +521,8 @@ class ClientMachine:
             self._answer(key, message["id"], error=(-32601, "Method not found"))
             return False
         gate = _GATES.get(method)
-        if method == "completion/complete" and revision == "2024-11-05":
+        rule = lookup(method, revision)
+        if rule is not None and revision in rule.ungated_in:  # the method table's column
             gate = None
         if gate is not None and not self._server_has(gate):
             self.finding("client-capability-gating", f"{method} without the server "
@@ -851,12 +854,13 @@ class ClientMachine:
             "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
             "maxTokens": 16}, False))
         revision = self.revision or ""
-        if revision >= "2025-06-18":
+        features = FEATURES.get(revision)
+        if lookup("elicitation/create", revision) is not None:  # 2025-06-18 on
             self._probes.append(("elicitation/create", {
                 "mode": "form", "message": "A value, please",
                 "requestedSchema": {"type": "object", "properties": {
                     "answer": {"type": "string", "default": "yes"}}}}
-                if revision >= "2025-11-25" else {
+                if features is not None and features.elicitation_modes else {
                 "message": "A value, please", "requestedSchema": {
                     "type": "object", "properties": {"answer": {"type": "string"}}}}, False))
         if self.transport == "http":

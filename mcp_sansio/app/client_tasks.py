@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
-from ._session import McpError, RequestCancelledError, ResultRejected
+from .errors import McpError, RequestCancelledError, ResultRejected
 
 __all__ = [
     "FORM_EXTENSION",

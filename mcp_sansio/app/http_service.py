@@ -1,0 +1,217 @@
+"""What the HTTP server adapters (asyncio, trio, threads) do the same way, none of it I/O.
+
+Theory of operation
+-------------------
+Each runtime's ``HTTPService`` subclasses :class:`HTTPServiceBase`, which holds the sans-IO
+:class:`~mcp_sansio.http.HTTPServer`, the address it listens on (:attr:`~HTTPServiceBase.port`,
+:attr:`~HTTPServiceBase.url`) and the session logic of each HTTP session, made when the
+session's first event arrives and dropped when it closes (:meth:`~HTTPServiceBase._dispatch`).
+The runtime supplies how to make that logic, how to stop what a closed session still runs,
+and ``_kick``: route what a session logic just sent (flush and run the pump, or wake it).
+A runtime whose pump runs from synchronous code (asyncio's callbacks, threads under the
+service's lock) drains with :meth:`~HTTPServiceBase._sync_drain`.
+Each runtime's session logic mixes in :class:`HTTPSessionLogic` (its connection is drained
+by the HTTP server, which also owns every timer), and each handler context broadcasts the
+server-wide list changes through :func:`broadcast_server_wide`. :func:`http_server_for` is
+what every ``start_http`` builds: the HTTP server with its connection factory and options --
+the ``requestState`` key and the session-id source handed in (the runtime glue draws them
+from :mod:`secrets`).
+
+Isolation
+---------
+Bad input on a connection is answered by the sans-IO server, never raised. An exception that
+still escapes while one connection is being handled (a bug, in the server or in code it
+calls) must not end the server or disturb other connections: each runtime catches it where
+that connection's work is done (its reader, its protocol callbacks) and hands it to
+:meth:`HTTPServiceBase._contain`, which logs it once and ends that connection alone --
+answered ``500`` first when no response had started (:meth:`ServerChannel.fail
+<mcp_sansio.http.ServerChannel.fail>`), then closed the way every closed connection is (the
+lingering close). Work that is no one connection's (the timers, a pump run for no reader)
+is guarded the same way (:meth:`HTTPServiceBase._work_failed`): logged, and the server goes
+on.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from mcp_sansio import NEED_DATA, ConnectionClosed, Event, KeyRing, ServerConnection
+from mcp_sansio._capabilities import SERVER_WIDE_NOTIFICATIONS
+from mcp_sansio.http import HTTPServer, ServerChannel, Session
+
+from .server import Server
+
+if TYPE_CHECKING:
+    from mcp_sansio.auth import AccessInfo
+
+__all__ = ["SERVER_WIDE", "HTTPServiceBase", "HTTPSessionLogic", "broadcast_server_wide",
+           "http_server_for"]
+
+#: Logged under the adapters' HTTP logger name, as before this logic moved here.
+log = logging.getLogger("mcp_sansio.adapters.http")
+
+#: Notifications about the server as a whole: every session and listen stream hears them
+#: (a list change is the server's, not the session's whose handler caused it).
+SERVER_WIDE = SERVER_WIDE_NOTIFICATIONS  # the method table's server_wide column
+
+
+def http_server_for(
+    server: Server, *, request_state_key: bytes | KeyRing, new_session_id: Callable[[], str],
+    connection_options: Mapping[str, Any] | None, http_options: dict[str, Any],
+) -> HTTPServer:
+    """The :class:`~mcp_sansio.http.HTTPServer` that serves ``server``: each session's
+    connection from ``server.connection`` with ``connection_options`` and
+    ``request_state_key``; session ids from ``new_session_id``; ``http_options`` as given."""
+    options = dict(connection_options or {})
+
+    def connection() -> ServerConnection:
+        return server.connection(request_state_key=request_state_key, **options)
+
+    return HTTPServer(connection, new_session_id=new_session_id, **http_options)
+
+
+LogicT = TypeVar("LogicT", bound="HTTPSessionLogic")
+
+
+class HTTPServiceBase(Generic[LogicT]):
+    """The runtime-free part of a running HTTP server (see the module docstring)."""
+
+    server: Server
+    #: The sans-IO HTTP server.
+    http: HTTPServer
+    #: ``(host, port)`` the server listens on.
+    address: tuple[str, int]
+    _sessions: weakref.WeakKeyDictionary[Session, LogicT]
+    _pumping = False  # a drain is under way
+    _again = False  # the running drain goes round once more
+
+    @property
+    def port(self) -> int:
+        """The port the server listens on (the one picked, when asked for port 0)."""
+        return self.address[1]
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint's URL, e.g. ``http://127.0.0.1:8000/mcp``."""
+        host = self.address[0]
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}{self.http.path}"
+
+    def _contain(self, channel: ServerChannel) -> None:
+        """An exception escaped while handling ``channel`` (call from an ``except`` block):
+        log it once and end that connection alone -- ``500`` when no response had started
+        (the sans-IO channel already did so when the exception came out of its
+        ``receive_data``); the caller then writes what the channel has and closes it."""
+        log.exception("an HTTP connection failed unexpectedly; it is closed, the server goes on")
+        if not channel.closed:
+            try:
+                channel.fail()
+            except Exception:  # pragma: no cover - the channel's own cleanup failed too
+                log.exception("ending the failed HTTP connection failed as well")
+
+    def _work_failed(self) -> None:
+        """An exception escaped work that is no one connection's -- the timers, a pump run
+        for no reader (call from an ``except`` block): logged, and the server goes on
+        (``handle_timeout`` took the failing entry off its heap before it failed)."""
+        log.exception("the HTTP server's work failed unexpectedly; the server goes on")
+
+    def _kick(self) -> None:
+        """Route what a session logic just sent (the runtime's pump)."""
+        raise NotImplementedError
+
+    def _write(self, channel: ServerChannel, data: bytes) -> None:
+        """Write what the HTTP server has for ``channel`` (closed: then close it)."""
+        raise NotImplementedError
+
+    def _new_logic(self, session: Session) -> LogicT:
+        """The session logic of a new HTTP session."""
+        raise NotImplementedError
+
+    def _ended(self, logic: LogicT) -> None:
+        """A session closed: stop the handlers it still runs."""
+        raise NotImplementedError
+
+    def _broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
+        """Send a server-wide notification to every session and listen stream for it."""
+        self.http.broadcast(method, params)
+        self._kick()
+
+    def _sync_drain(self) -> bool:
+        """Hand every event of the HTTP server to its session's logic and write what it has
+        to send, until neither has more (a pump run from synchronous code: asyncio, threads
+        under the service's lock). One drain at a time: one asked for while another runs
+        (a handler answering during the dispatch) makes the running one go round once more,
+        and returns False."""
+        if self._pumping:
+            self._again = True
+            return False
+        self._pumping = True
+        http = self.http
+        try:
+            while True:
+                self._again = False
+                while (item := http.next_event()) is not NEED_DATA:
+                    session, event = item
+                    self._dispatch(session, event)
+                for channel, data in http.data_to_send():
+                    self._write(channel, data)
+                if not self._again:
+                    return True
+        finally:
+            self._pumping = False
+
+    def _dispatch(self, session: Session, event: Event) -> None:
+        """Hand one event of the HTTP server to its session's logic."""
+        logic = self._sessions.get(session)
+        if logic is None:
+            logic = self._new_logic(session)
+            self._sessions[session] = logic
+        logic._dispatch(event)
+        if isinstance(event, ConnectionClosed):
+            self._sessions.pop(session, None)
+            self._ended(logic)
+
+
+class HTTPSessionLogic:
+    """Mixed into a runtime's server session logic for one HTTP session (a handshake-era
+    session, or one stateless-era request): the HTTP server drains its connection, so what
+    handlers send is routed by flushing the HTTP session and kicking the service's pump."""
+
+    _service: HTTPServiceBase[Any]
+    _http_session: weakref.ref[Session]
+
+    def _bind(self, service: HTTPServiceBase[Any], http_session: Session) -> None:
+        self._service = service
+        self._http_session = weakref.ref(http_session)
+
+    if TYPE_CHECKING:
+        def _dispatch(self, event: Event) -> None:  # the runtime's session logic has it
+            ...
+
+    def service(self) -> None:
+        http_session = self._http_session()
+        if http_session is not None:
+            http_session.flush()
+        self._service._kick()
+
+    def _arm(self, deadline: float | None) -> None:
+        """The HTTP server owns every timer (next_deadline covers the connections')."""
+
+    @property
+    def auth(self) -> AccessInfo | None:
+        """Who the HTTP session's latest request spoke for (servers with ``auth``)."""
+        http_session = self._http_session()
+        return http_session.auth if http_session is not None else None
+
+
+def broadcast_server_wide(session: object, method: str,
+                          params: Mapping[str, Any] | None) -> bool:
+    """Broadcast ``method`` if it is a server-wide notification sent from an HTTP session's
+    handler (True when done); else the caller sends it on its own session."""
+    if method not in SERVER_WIDE or not isinstance(session, HTTPSessionLogic):
+        return False
+    session._service._broadcast(method, params)
+    return True

@@ -1,0 +1,721 @@
+"""Tasks for the high-level :class:`~mcp_sansio.app.server.Server`: the
+``io.modelcontextprotocol/tasks`` extension of 2026-07-28 (SEP-2663), and the experimental
+tasks of 2025-11-25 (``basic/utilities/tasks.mdx``). One task store and one way of running
+handlers serve both; only the wire differs.
+
+Theory of operation
+-------------------
+A tool registered with ``task_support="optional"`` or ``"required"`` may run as a *task*: the
+``tools/call`` is answered at once with a task (its id, status, times, TTL and polling
+interval) and the handler goes on in the background; the task keeps its outcome for the
+client to fetch.
+
+**2026-07-28 (the extension).** The server decides (SEP-2663, "server-directed creation"): a
+request whose ``_meta`` client capabilities declare
+``extensions["io.modelcontextprotocol/tasks"]`` gets a task for every task-supporting tool,
+as a flat ``CreateTaskResult`` (``resultType: "task"``, ``ttlMs``, ``pollIntervalMs``); one
+that does not gets the plain result (``optional``) or -32021 naming the extension
+(``required``), and its ``tasks/*`` requests are refused with -32021. A v1 ``task`` param is
+ignored. The client polls ``tasks/get`` (a *DetailedTask*: once terminal the tool's result,
+or for a protocol-level failure the error, inlined), answers the task's questions with
+``tasks/update`` and stops it with ``tasks/cancel``; both are acknowledged with an empty
+``{resultType: "complete"}``. There is no ``tasks/result`` and no ``tasks/list`` there
+(-32601, from the core's method table).
+
+**2025-11-25.** The client asks: ``params.task`` on ``tools/call`` (the server declares
+``tasks.requests.tools.call``; a tool without task support refuses with -32601, and a
+``required`` one called plainly is -32601 too). The answer is ``{task: Task}`` (``ttl``,
+``pollInterval``). ``tasks/get`` answers the Task, ``tasks/result`` waits until the task is
+terminal and answers what the call would have (its result, or its error verbatim) with the
+``io.modelcontextprotocol/related-task`` ``_meta``, ``tasks/list`` lists the session's tasks,
+``tasks/cancel`` answers the cancelled Task (-32602 for a terminal one). Every status change
+is announced with ``notifications/tasks/status``. A task belongs to the session that created
+it; other sessions do not see it.
+
+Statuses: ``working`` -> (``input_required`` <-> ``working``)* -> ``completed`` (the handler
+returned, or failed *as a tool*: ``result.isError``), ``failed`` (it raised anything else:
+a protocol-level error, -32603 with a generic message, the exception logged) or
+``cancelled``. Terminal statuses are final.
+
+Asking the client from a task: the handler's ``ctx`` is a task context (the runtime glue's
+``TaskContext``). Its ``ask``
+(and ``elicit``, ``sample``, ``list_roots``) puts the task in ``input_required``. In
+2026-07-28 the questions wait under ``inputRequests`` until ``tasks/update`` has brought an
+answer for every key (one at a time if the client likes: answered keys leave
+``inputRequests``); in 2025-11-25 they are real requests to the client, marked with the
+related-task ``_meta``. Progress becomes the task's ``statusMessage``; log messages go to
+:mod:`logging` (the request they would be about has been answered).
+
+This module is the sans-IO half: the status table, TTLs, the per-revision wire shapes and
+the routing of the tasks methods (:class:`TaskLedger`), over a store of tasks
+(:class:`TaskStore`, in memory by default: :class:`InMemoryTaskStore`). It reads no clock,
+draws no id, takes no lock and runs nothing itself: all of that is handed in as a
+:class:`TaskRuntime` -- wall-clock seconds for ``createdAt``, monotonic seconds for expiry,
+a fresh unguessable task id, the lock around the store, a waiter, and ``launch`` to run a
+handler in the background. The runtime glue supplies it (``mcp_sansio.adapters._tasks``:
+an asyncio task, a trio system task, or a thread of its own).
+
+Lifetime: a task is kept for its TTL after it was created (never dropped earlier, SEP-2663
+"TTL"), then forgotten, its handler cancelled if it still runs. The store holds at most
+``max_tasks``: when full, expired tasks are dropped first and then a new task is refused --
+the ``tools/call`` simply runs synchronously instead, which both versions allow.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mcp_sansio import FEATURES, Era, ErrorCode
+
+from .context import Context, Job, tool_error_result
+from .errors import InputRequiredSignal, McpError, MissingCapability, ToolError
+
+if TYPE_CHECKING:
+    from mcp_sansio import Request
+
+    from .server import Server
+
+__all__ = [
+    "DEFAULT_MAX_TASKS",
+    "DEFAULT_POLL_INTERVAL_MS",
+    "DEFAULT_TTL_MS",
+    "RELATED_TASK",
+    "TASKS_EXTENSION",
+    "InMemoryTaskStore",
+    "Task",
+    "TaskLedger",
+    "TaskRuntime",
+    "TaskStore",
+    "Waiter",
+]
+
+log = logging.getLogger("mcp_sansio.adapters.tasks")
+
+#: The extension's identifier under ``capabilities.extensions`` (SEP-2663).
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: 2025-11-25: the ``_meta`` key naming the task a message belongs to.
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+#: How long a task is kept after its creation: ten minutes -- long enough for a client to
+#: come back for a slow job's result, short enough that abandoned tasks do not pile up.
+DEFAULT_TTL_MS = 10 * 60 * 1000
+#: How often a client is asked to poll ``tasks/get``: half a second keeps a human-facing
+#: client responsive without flooding the server.
+DEFAULT_POLL_INTERVAL_MS = 500
+#: Tasks kept at once (running or finished, until their TTL): bounds memory against a
+#: client that starts tasks and never comes back.
+DEFAULT_MAX_TASKS = 1000
+
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+_GENERIC_FAILURE = {"code": int(ErrorCode.INTERNAL_ERROR), "message": "Internal error"}
+
+
+def _iso(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(
+        timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _raiser(error: BaseException) -> Callable[[], Any]:
+    def fail() -> Any:
+        raise error
+    return fail
+
+
+def _required() -> dict[str, Any]:
+    return {"extensions": {TASKS_EXTENSION: {}}}
+
+
+class Task:
+    """One task: its status and, once terminal, its result or error."""
+
+    def __init__(self, task_id: str, created: float, expires: float, ttl_ms: int,
+                 poll_interval_ms: int) -> None:
+        self.task_id = task_id
+        self.status = "working"
+        self.status_message: str | None = None
+        self.created = created
+        self.updated = created
+        self.expires = expires
+        self.ttl_ms = ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        #: The tool's result (``completed``) or the JSON-RPC error (``failed``).
+        self.result: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+        #: Questions waiting for ``tasks/update``, by key; and the answers so far.
+        self.input_requests: dict[str, dict[str, Any]] = {}
+        self.answers: dict[str, Any] = {}
+        #: 2025-11-25 tasks: the session that created it (only it may see the task).
+        self.owner: weakref.ref[Any] | None = None
+        self._wake: Callable[[], None] | None = None
+        self._cancel: Callable[[], None] | None = None
+        #: 2025-11-25: sends ``notifications/tasks/status`` (given the v1 Task).
+        self._notify: Callable[[dict[str, Any]], None] | None = None
+        #: Called once the task is terminal (``tasks/result`` waiting for it).
+        self._done: list[Callable[[], None]] = []
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def envelope(self) -> dict[str, Any]:
+        """The Task fields every task answer carries (SEP-2663 wire names: ``ttlMs``,
+        ``pollIntervalMs``, integer milliseconds)."""
+        body: dict[str, Any] = {
+            "taskId": self.task_id, "status": self.status,
+            "createdAt": _iso(self.created), "lastUpdatedAt": _iso(self.updated),
+            "ttlMs": self.ttl_ms, "pollIntervalMs": self.poll_interval_ms,
+        }
+        if self.status_message is not None:
+            body["statusMessage"] = self.status_message
+        return body
+
+    def v1(self) -> dict[str, Any]:
+        """The 2025-11-25 ``Task`` (``ttl``/``pollInterval``, in milliseconds)."""
+        body: dict[str, Any] = {
+            "taskId": self.task_id, "status": self.status,
+            "createdAt": _iso(self.created), "lastUpdatedAt": _iso(self.updated),
+            "ttl": self.ttl_ms, "pollInterval": self.poll_interval_ms,
+        }
+        if self.status_message is not None:
+            body["statusMessage"] = self.status_message
+        return body
+
+    def created_result(self) -> dict[str, Any]:
+        """The ``CreateTaskResult``: ``Result & Task``, flat, ``resultType: "task"``."""
+        return {"resultType": "task", **self.envelope()}
+
+    def detailed(self) -> dict[str, Any]:
+        """The ``tasks/get`` answer: the envelope plus what the status calls for."""
+        body = self.envelope()
+        if self.status == "completed" and self.result is not None:
+            body["result"] = self.result
+        elif self.status == "failed" and self.error is not None:
+            body["error"] = self.error
+        elif self.status == "input_required":
+            body["inputRequests"] = {key: dict(item)
+                                     for key, item in self.input_requests.items()}
+        return body
+
+
+# -- what the runtime hands in ----------------------------------------------------------------
+
+
+class Waiter(Protocol):
+    """Something a task's handler waits on until ``set()`` (an answer came, the task ended):
+    awaitable (``wait``) for ``async def`` handlers, blocking (``wait_blocking``) on threads."""
+
+    def set(self) -> None: ...
+
+    async def wait(self) -> None: ...
+
+    def wait_blocking(self) -> None: ...
+
+
+class TaskRuntime(Protocol):
+    """What a :class:`TaskLedger` needs from the world, all handed in: the two clocks, fresh
+    ids, the lock around the store, waiters, and running a handler in the background."""
+
+    #: Held around every read and change of the store (a real lock when handlers run on
+    #: threads of their own).
+    lock: AbstractContextManager[Any]
+
+    def wall(self) -> float:
+        """Seconds since the epoch, for ``createdAt``/``lastUpdatedAt``."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes back, for expiry."""
+        ...
+
+    def new_task_id(self) -> str:
+        """A fresh, unguessable task id (2026-07-28: the id is the capability to the task)."""
+        ...
+
+    def waiter(self) -> Waiter:
+        """A fresh waiter for the runtime the caller runs on."""
+        ...
+
+    def launch(self, ledger: TaskLedger, task: Task, job: Job, ctx: Context) -> None:
+        """Run ``job`` for ``task`` in the background; it reports its end through
+        ``ledger._finish`` and sets ``task._cancel``."""
+        ...
+
+
+# -- the store --------------------------------------------------------------------------------
+
+
+class TaskStore(Protocol):
+    """Where tasks are kept, by id. The in-memory store is the default; another process-wide
+    store (issue 18: Redis) implements the same few calls."""
+
+    def get(self, task_id: str) -> Task | None: ...
+
+    def put(self, task: Task) -> None: ...
+
+    def remove(self, task_id: str) -> Task | None: ...
+
+    def owned_by(self, owner: object) -> list[Task]:
+        """The tasks of one session (2025-11-25), oldest first."""
+        ...
+
+    def expired(self, now: float) -> list[Task]:
+        """The tasks whose expiry (monotonic seconds) is at or before ``now``."""
+        ...
+
+    def __len__(self) -> int: ...
+
+
+class InMemoryTaskStore:
+    """Tasks in a dict, in creation order (``tasks/list`` lists oldest first)."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, Task] = {}
+
+    def get(self, task_id: str) -> Task | None:
+        return self._tasks.get(task_id)
+
+    def put(self, task: Task) -> None:
+        self._tasks[task.task_id] = task
+
+    def remove(self, task_id: str) -> Task | None:
+        return self._tasks.pop(task_id, None)
+
+    def owned_by(self, owner: object) -> list[Task]:
+        return [t for t in self._tasks.values()
+                if t.owner is not None and t.owner() is owner]
+
+    def expired(self, now: float) -> list[Task]:
+        return [t for t in self._tasks.values() if t.expires <= now]
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(list(self._tasks.values()))
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+
+def _speaks_core_tasks(ctx: Context) -> bool:
+    """Whether the session's revision has the experimental core tasks (the feature table:
+    2025-11-25 basic/utilities/tasks.mdx; 2026-07-28 moved them into an extension)."""
+    revision = ctx.session.conn.revision
+    features = FEATURES.get(revision) if isinstance(revision, str) else None
+    return features is not None and features.core_tasks
+
+
+# -- the ledger -------------------------------------------------------------------------------
+
+
+class TaskLedger:
+    """The tasks of one :class:`~mcp_sansio.app.server.Server` (shared by all its connections:
+    over HTTP every 2026-07-28 request is a connection of its own): the status machine, the
+    routing of the tasks methods and the wire shapes, over a :class:`TaskStore`, with time,
+    ids, the lock and the running of handlers handed in (:class:`TaskRuntime`).
+
+    :param runtime: what the ledger needs from the world (see :class:`TaskRuntime`).
+    :param ttl_ms: how long a task is kept after its creation (``ttlMs``).
+    :param poll_interval_ms: the polling interval suggested to clients (``pollIntervalMs``).
+    :param max_tasks: tasks kept at once.
+    :param store: where tasks are kept (default: in memory, this process only).
+    """
+
+    def __init__(self, runtime: TaskRuntime, *, ttl_ms: int = DEFAULT_TTL_MS,
+                 poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS,
+                 max_tasks: int = DEFAULT_MAX_TASKS, store: TaskStore | None = None) -> None:
+        if int(ttl_ms) <= 0 or int(poll_interval_ms) <= 0 or max_tasks <= 0:
+            raise ValueError("ttl_ms, poll_interval_ms and max_tasks must be positive")
+        self.ttl_ms = int(ttl_ms)
+        self.poll_interval_ms = int(poll_interval_ms)
+        self.max_tasks = max_tasks
+        self.runtime = runtime
+        self._store: TaskStore = store if store is not None else InMemoryTaskStore()
+        self._lock = runtime.lock
+        self._first: dict[str, Mapping[str, tuple[str, Mapping[str, Any]]]] = {}
+
+    def gather_first(self, tool: str,
+                     requests: Mapping[str, tuple[str, Mapping[str, Any]]]) -> None:
+        """Ask the client for ``requests`` on the ``tools/call`` itself, before ``tool``
+        becomes a task (the MRTR -> task composition, SEP-2663): the call is answered
+        ``input_required`` until its retry carries every answer, and only then is the task
+        created. Inside the task, ``ctx.ask`` for those keys returns the answers at once."""
+        self._first[tool] = dict(requests)
+
+    # -- the server's side --------------------------------------------------------------------
+
+    @staticmethod
+    def negotiated(ctx: Context) -> bool:
+        """Whether the request's client declared the extension (2026-07-28 only: the
+        extension is negotiated per request, in ``_meta``)."""
+        if ctx.era is not Era.STATELESS:
+            return False
+        extensions = ctx.client_capabilities.get("extensions")
+        return isinstance(extensions, dict) and extensions.get(TASKS_EXTENSION) not in (
+            None, False)
+
+    def capabilities(self) -> dict[str, Any]:
+        """What the server declares: the extension (2026-07-28) and the 2025-11-25 ``tasks``
+        capability (the core leaves the latter out of ``server/discover``: 2026-07-28 has no
+        core tasks)."""
+        return {"extensions": {TASKS_EXTENSION: {}},
+                "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}
+
+    def _route(self, server: Server, request: Request, ctx: Context) -> Job | None:
+        """The job for a tasks request or a task-creating ``tools/call``; None: not ours."""
+        if ctx.era is Era.STATELESS:
+            return self._route_stateless(server, request, ctx)
+        return self._route_handshake(server, request, ctx)
+
+    @staticmethod
+    def _support(server: Server, name: Any) -> str | None:
+        entry = server.tools.get(name) if isinstance(name, str) else None
+        if entry is None:
+            return None
+        support = entry.definition.get("execution", {}).get("taskSupport")
+        return support if support in ("optional", "required") else None
+
+    def _route_stateless(self, server: Server, request: Request, ctx: Context) -> Job | None:
+        method = request.method
+        params = request.params or {}
+        if method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            if not self.negotiated(ctx):
+                raise McpError(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                               f"Missing required client capability: {TASKS_EXTENSION}",
+                               {"requiredCapabilities": _required()})
+            answer = {"tasks/get": self.get, "tasks/update": self.update,
+                      "tasks/cancel": self.cancel}[method](params, ctx)
+            return Job(None, shape=lambda _: answer)
+        if method != "tools/call":
+            return None
+        name = params.get("name")
+        support = self._support(server, name)
+        if support is None:
+            return None
+        if not self.negotiated(ctx):
+            if support == "optional":
+                return None
+            raise McpError(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                           f"Missing required client capability: {TASKS_EXTENSION} "
+                           f"(tool {name!r} runs only as a task)",
+                           {"requiredCapabilities": _required()})
+        job = server._route_tool(params, ctx)
+        if job.fn is None:  # arguments that do not fit: an isError result at once
+            return job
+        first = self._first.get(name) if isinstance(name, str) else None
+        if first is not None:
+            try:
+                ctx._plan_ask(first)  # the answers the retry carries, or input_required
+            except (InputRequiredSignal, MissingCapability) as signal:
+                return Job(_raiser(signal))
+        task = self.start(job, ctx)
+        if task is None:  # the store is full: run it synchronously
+            return job
+        created = self._locked(task.created_result)
+        return Job(None, shape=lambda _: created)
+
+    def _route_handshake(self, server: Server, request: Request, ctx: Context) -> Job | None:
+        """2025-11-25 tasks (``basic/utilities/tasks.mdx``): task-augmented ``tools/call``
+        (``params.task``), ``tasks/get``, ``tasks/result``, ``tasks/list``,
+        ``tasks/cancel``; earlier revisions have no tasks (the core refuses the methods)."""
+        method = request.method
+        params = request.params or {}
+        if method == "tasks/get":
+            answer = self._locked(self._find(params, ctx).v1)
+            return Job(None, shape=lambda _: answer)
+        if method == "tasks/result":
+            return self._result_job(self._find(params, ctx))
+        if method == "tasks/list":
+            answer = self.list_tasks(ctx)
+            return Job(None, shape=lambda _: answer)
+        if method == "tasks/cancel":
+            task = self._find(params, ctx)
+            cancel, calls = self._cancel(task, terminal_is_error=True)
+            if cancel is not None:
+                cancel()
+            self._call(calls)
+            answer = self._locked(task.v1)
+            return Job(None, shape=lambda _: answer)
+        if method != "tools/call":
+            return None
+        name = params.get("name")
+        support = self._support(server, name)
+        augmented = isinstance(params.get("task"), dict) and _speaks_core_tasks(ctx)
+        # A sessionless connection does not declare tasks (mcp_sansio._sessionless), and
+        # tasks.mdx: a receiver that does not "MUST process requests of that type normally,
+        # ignoring any task-augmentation metadata".
+        augmented = augmented and not ctx.session.conn.sessionless
+        if not augmented:
+            if support == "required":
+                # 2025-11-25 tasks.mdx: a task-only tool called plainly -> -32601.
+                raise McpError(ErrorCode.METHOD_NOT_FOUND,
+                               f"Tool {name!r} must be called as a task")
+            return None
+        if support is None and name in server.tools:
+            # The tool does not support tasks: the requestor MUST NOT ask, and we say so.
+            raise McpError(ErrorCode.METHOD_NOT_FOUND,
+                           f"Tool {name!r} does not support task-augmented calls")
+        job = server._route_tool(params, ctx)
+        if job.fn is None:
+            return job
+        requested = params["task"].get("ttl")
+        ttl_ms = self.ttl_ms
+        if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
+            ttl_ms = min(requested, self.ttl_ms)  # the receiver may shorten what was asked
+        augmented_task = self.start(job, ctx, ttl_ms=ttl_ms)
+        if augmented_task is None:
+            return job
+        created = {"task": self._locked(augmented_task.v1)}
+        return Job(None, shape=lambda _: created)
+
+    def _result_job(self, task: Task) -> Job:
+        """``tasks/result``: waits until the task is terminal, then answers what the call
+        would have (its result, or its error verbatim), with the related-task ``_meta``."""
+        related = {RELATED_TASK: {"taskId": task.task_id}}
+
+        def outcome(_: Any) -> dict[str, Any]:
+            with self._lock:
+                status, result, error = task.status, task.result, task.error
+            if status == "completed" and result is not None:
+                meta = {**(result.get("_meta") or {}), **related}
+                return {**result, "_meta": meta}
+            if status == "failed" and error is not None:
+                raise McpError(int(error["code"]), str(error["message"]), error.get("data"))
+            raise McpError(ErrorCode.INVALID_PARAMS,
+                           f"Invalid params: task {task.task_id} was cancelled")
+
+        with self._lock:
+            if task.terminal:
+                return Job(None, shape=outcome)
+            waiter = self.runtime.waiter()
+            task._done.append(waiter.set)
+
+        async def wait() -> None:
+            await waiter.wait()
+        return Job(wait, shape=outcome)
+
+    # -- the methods ----------------------------------------------------------------------------
+
+    def _locked(self, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        with self._lock:
+            return fn()
+
+    def _find(self, params: Mapping[str, Any], ctx: Context) -> Task:
+        """The task ``params.taskId`` names, if the caller may see it: 2026-07-28 tasks to
+        2026-07-28 requests (the unguessable id is the capability), 2025-11-25 tasks to the
+        session that created them."""
+        task_id = params.get("taskId")
+        owner = None if ctx.era is Era.STATELESS else ctx.session
+        with self._lock:
+            self._expire()
+            task = self._store.get(task_id) if isinstance(task_id, str) else None
+            if task is not None and (task.owner() if task.owner is not None else None
+                                     ) is not owner:
+                task = None
+        if task is None:
+            # SEP-2663 and 2025-11-25 tasks.mdx: an unknown taskId is -32602.
+            raise McpError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown taskId",
+                           {"taskId": task_id})
+        return task
+
+    def get(self, params: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
+        """``tasks/get`` (2026-07-28): the DetailedTask."""
+        task = self._find(params, ctx)
+        with self._lock:
+            return {"resultType": "complete", **task.detailed()}
+
+    def list_tasks(self, ctx: Context) -> dict[str, Any]:
+        """``tasks/list`` (2025-11-25): the tasks of the caller's session, oldest first."""
+        with self._lock:
+            self._expire()
+            return {"tasks": [t.v1() for t in self._store.owned_by(ctx.session)]}
+
+    def update(self, params: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
+        """``tasks/update`` (2026-07-28): answers to the task's questions (unknown keys are
+        ignored); the task resumes once every question is answered. An empty ack either
+        way."""
+        task = self._find(params, ctx)
+        responses = params.get("inputResponses")
+        if not isinstance(responses, dict):
+            raise McpError(ErrorCode.INVALID_PARAMS,
+                           "Invalid params: inputResponses must be an object")
+        wake = None
+        with self._lock:
+            for key, answer in responses.items():
+                if key in task.input_requests and isinstance(answer, dict):
+                    del task.input_requests[key]
+                    task.answers[key] = answer
+            if task.status == "input_required" and not task.input_requests:
+                task.status = "working"
+                task.updated = self.runtime.wall()
+                wake, task._wake = task._wake, None
+        if wake is not None:
+            wake()
+        return {"resultType": "complete"}
+
+    def cancel(self, params: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
+        """``tasks/cancel`` (2026-07-28): stop the handler; the status becomes ``cancelled``
+        (a terminal task is left as it is). An empty ack either way."""
+        task = self._find(params, ctx)
+        cancel, calls = self._cancel(task, terminal_is_error=False)
+        if cancel is not None:
+            cancel()
+        self._call(calls)
+        return {"resultType": "complete"}
+
+    def _cancel(self, task: Task, *, terminal_is_error: bool
+                ) -> tuple[Callable[[], None] | None, list[Callable[[], None]]]:
+        with self._lock:
+            if task.terminal:
+                if terminal_is_error:
+                    # 2025-11-25 tasks.mdx: cancelling a terminal task is -32602.
+                    raise McpError(ErrorCode.INVALID_PARAMS,
+                                   f"Invalid params: task is already {task.status}")
+                return None, []
+            calls = self._settle(task, "cancelled")
+            return task._cancel, calls
+
+    # -- running --------------------------------------------------------------------------------
+
+    def start(self, job: Job, ctx: Context, *, ttl_ms: int | None = None) -> Task | None:
+        """Create a task running ``job`` (None: the store is full). The task exists before
+        this returns: a ``tasks/get`` right after the answer finds it (SEP-2663, "durable
+        create"). A handshake-era task belongs to ``ctx``'s session, which hears its status
+        changes (``notifications/tasks/status``)."""
+        assert job.fn is not None
+        now, mono = self.runtime.wall(), self.runtime.monotonic()
+        ttl = self.ttl_ms if ttl_ms is None else ttl_ms
+        with self._lock:
+            self._expire()
+            if len(self._store) >= self.max_tasks:
+                log.warning("tasks: %d tasks kept, running %s synchronously",
+                            len(self._store), ctx.params.get("name"))
+                return None
+            task = Task(self.runtime.new_task_id(), now, mono + ttl / 1000, ttl,
+                        self.poll_interval_ms)
+            if ctx.era is not Era.STATELESS:
+                task.owner = weakref.ref(ctx.session)
+
+                def notify(params: dict[str, Any]) -> None:
+                    ctx.notify("notifications/tasks/status", params)
+                task._notify = notify
+            self._store.put(task)
+        self.runtime.launch(self, task, job, ctx)
+        return task
+
+    def _finish(self, task: Task, job: Job, value: Any = None,
+                error: BaseException | None = None) -> None:
+        result: dict[str, Any] | None = None
+        failure: dict[str, Any] | None = None
+        if error is None:
+            try:
+                result = job.shape(value)
+            except Exception as exc:
+                error = exc
+        if isinstance(error, ToolError):
+            result = tool_error_result(str(error))  # a tool error: completed, isError
+        elif isinstance(error, McpError):
+            failure = {"code": error.code, "message": error.message}
+            if error.data is not None:
+                failure["data"] = error.data
+        elif isinstance(error, MissingCapability):
+            failure = {"code": int(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY),
+                       "message": "Missing required client capability",
+                       "data": {"requiredCapabilities": error.required}}
+        elif error is not None:
+            # DESIGN.md, Errors: a generic message, never the exception text; logged.
+            log.error("task %s failed", task.task_id, exc_info=error)
+            failure = dict(_GENERIC_FAILURE)
+        with self._lock:
+            if task.terminal:
+                return  # cancelled meanwhile: the cancellation stands
+            if failure is not None:
+                task.error = failure
+                calls = self._settle(task, "failed")
+            else:
+                task.result = result
+                calls = self._settle(task, "completed")
+        self._call(calls)
+
+    def _settle(self, task: Task, status: str) -> list[Callable[[], None]]:
+        """Enter a terminal status (under the lock); what to call once it is released."""
+        task.status = status
+        task.updated = self.runtime.wall()
+        task.input_requests.clear()
+        task._wake = None
+        return self._changed(task)
+
+    @staticmethod
+    def _changed(task: Task) -> list[Callable[[], None]]:
+        """The callbacks a status change calls (under the lock: they run after it): the
+        2025-11-25 status notification, and, once terminal, whoever waits for the end."""
+        calls: list[Callable[[], None]] = []
+        notify = task._notify
+        if notify is not None:
+            snapshot = task.v1()
+            calls.append(lambda: notify(snapshot))
+        if task.terminal:
+            calls.extend(task._done)
+            task._done.clear()
+        return calls
+
+    @staticmethod
+    def _call(calls: list[Callable[[], None]]) -> None:
+        for call in calls:
+            try:
+                call()
+            except Exception:  # a closed session, a loop gone: nobody left to tell
+                log.debug("a task status callback failed", exc_info=True)
+
+    def _touch(self, task: Task, *, status_message: str) -> None:
+        with self._lock:
+            if not task.terminal:
+                task.status_message = status_message
+                task.updated = self.runtime.wall()
+
+    def _park(self, task: Task, requests: dict[str, dict[str, Any]],
+              waiter: Waiter | None) -> None:
+        with self._lock:
+            if task.terminal:
+                raise McpError(ErrorCode.INVALID_REQUEST, "the task has ended")
+            task.input_requests = requests
+            for key in requests:
+                task.answers.pop(key, None)
+            task.status = "input_required"
+            task.updated = self.runtime.wall()
+            task._wake = waiter.set if waiter is not None else None
+            calls = self._changed(task)
+        self._call(calls)
+
+    def _resume(self, task: Task) -> None:
+        """2025-11-25: the client answered the task's requests: working again."""
+        with self._lock:
+            if task.status != "input_required":
+                return
+            task.status = "working"
+            task.input_requests.clear()
+            task.updated = self.runtime.wall()
+            calls = self._changed(task)
+        self._call(calls)
+
+    def _preanswer(self, task: Task, answers: dict[str, Any]) -> None:
+        with self._lock:
+            task.answers.update(answers)
+
+    def _take_answers(self, task: Task, keys: list[str]) -> dict[str, Any]:
+        with self._lock:
+            return {key: task.answers.pop(key) for key in keys if key in task.answers}
+
+    def _expire(self) -> None:
+        """Forget the tasks whose TTL has passed (under the lock), cancelling any still
+        running."""
+        for expired in self._store.expired(self.runtime.monotonic()):
+            task = self._store.remove(expired.task_id) or expired
+            if not task.terminal and task._cancel is not None:
+                task._cancel()
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._expire()
+            return len(self._store)
