@@ -250,6 +250,8 @@ class Server:
         self.completion_handler: Callable[..., Any] | None = None
         #: The task store (:meth:`enable_tasks`), or None: no tool runs as a task.
         self.tasks: TaskLedger | None = None
+        #: The capabilities dict the latest connection was given (see :meth:`connection`).
+        self._declared: dict[str, Any] | None = None
 
     # -- registration -------------------------------------------------------------------------
 
@@ -386,7 +388,16 @@ class Server:
 
     def connection(self, **options: Any) -> ServerConnection:
         """A fresh core connection declaring this server's info and capabilities."""
-        return ServerConnection(info=self.info, capabilities=self.capabilities(),
+        caps = self.capabilities()
+        # Every session of a server declares the same capabilities, and the connection keeps
+        # the dict it is given: hand each the one dict while nothing registered changed them
+        # (an idle HTTP session is then ~1 KiB smaller; issue 14's memory aim). The core
+        # never changes it (mcp_sansio/_connection.py).
+        if self._declared is not None and self._declared == caps:
+            caps = self._declared
+        else:
+            self._declared = caps
+        return ServerConnection(info=self.info, capabilities=caps,
                                 instructions=self.instructions, **options)
 
     # -- routing ------------------------------------------------------------------------------
