@@ -124,7 +124,7 @@ def refresh_session(connection: ServerConnection, record: Mapping[str, Any]) -> 
     if any(record[field] != current[field] for field in fixed):
         raise ValueError("the record is of another session")
     connection.log_level = record["logLevel"]
-    connection.subscriptions = set(record["subscriptions"])
+    connection.subscriptions = frozenset(record["subscriptions"])
     if record["state"] == "operating":
         connection._state = State.OPERATING
 
@@ -153,6 +153,6 @@ def restore_session(connection: ServerConnection, record: Mapping[str, Any]
     connection.info = dict(record["serverInfo"])
     connection.server_instructions = record["instructions"]
     connection.log_level = record["logLevel"]
-    connection.subscriptions = set(record["subscriptions"])
+    connection.subscriptions = frozenset(record["subscriptions"])
     connection._state = _STATES[record["state"]]
     return connection
