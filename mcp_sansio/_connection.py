@@ -351,7 +351,7 @@ class Connection:
         #: Resource URIs with an active subscription (resources/subscribe succeeded). A
         #: frozenset, replaced on each change: subscriptions are few and rare, and an empty
         #: set is 216 bytes every idle session would hold (the empty frozenset is shared).
-        self.subscriptions: frozenset[str] = frozenset()
+        self.subscriptions: frozenset[str] = _NO_URIS
         #: The minimum log level the client asked for with logging/setLevel (server side).
         self.log_level: str | None = None
         # The stateless era's per-feature sub-states (each module says how it works).
@@ -1710,6 +1710,11 @@ def _sanitized_reply(message: dict[str, Any]) -> dict[str, Any]:
     except EncodeError:
         request_id = None
     return _codec.error_message(request_id, error["code"], text)
+
+
+#: The one empty subscription set every connection starts with (CPython makes a new empty
+#: frozenset per call).
+_NO_URIS: frozenset[str] = frozenset()
 
 
 def _is_member(value: object, container: Container[Any]) -> bool:
