@@ -71,6 +71,7 @@ Run: ``python benchmarks/load.py [--seconds 5] [--repeat 3] [--clients 50] [--ro
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -262,17 +263,20 @@ class Row:
     MCP (the floors answer anything: no handshake, no memory figure), what it needs.
 
     ``workers``: the engine's worker processes (the whole process tree is pinned and measured,
-    see :func:`tree`); ``sessionless``: the handshake era is served with no session kept (no
-    ``Mcp-Session-Id``; several workers and no shared store, by design: docs/http.rst), so it
-    is labelled in the table and has no idle-session figure; ``maps``: a shared object every
-    worker must have loaded, checked once the server is up (uvicorn's ``http="auto"`` picks
-    httptools only when it imports: the row would silently measure h11 otherwise)."""
+    see :func:`tree`); ``processes``: how many make up the tree once it has started (waited
+    for before the first window); ``sessionless``: the handshake era is served with no
+    session kept (no ``Mcp-Session-Id``; several workers and no shared store, by design:
+    docs/http.rst), so it is labelled in the table and has no idle-session figure;
+    ``maps``: a shared object every worker must have loaded, checked once the server is up
+    (uvicorn's ``http="auto"`` picks httptools only when it imports: the row would silently
+    measure h11 otherwise)."""
 
     name: str
     command: Callable[[], list[str]]
     mcp: bool = True
     needs: tuple[str, ...] = ()
     workers: int = 1
+    processes: int = 1
     sessionless: bool = False
     maps: str | None = None
 
@@ -300,6 +304,9 @@ def _engine(engine: str, workers: int) -> Row:
                               "--transport", "http", "--engine", engine,
                               "--workers", str(workers)],
                needs=needs, workers=workers, sessionless=workers > 1,
+               # uvicorn serves one worker in its own process and adds a supervisor for
+               # more; granian always runs a main process and its workers.
+               processes=1 + workers if engine == "granian" or workers > 1 else 1,
                maps="httptools/parser" if engine == "uvicorn" else None)
 
 
@@ -447,8 +454,11 @@ def settle(pid: int, processes: int, timeout: float = 60.0) -> None:
         last = now
 
 
+@functools.cache
 def cores() -> tuple[set[int], set[int]]:
-    """The server's core and the generator's cores (the same one on a one-core machine)."""
+    """The server's core and the generator's cores (the same one on a one-core machine).
+    Worked out once, from the affinity this process started with: the main process then
+    moves itself to the generator's cores (a generator, started from there, gets those)."""
     allowed = sorted(os.sched_getaffinity(0))
     return {allowed[0]}, set(allowed[1:]) or {allowed[0]}
 
@@ -617,9 +627,10 @@ def worker(port: int, era: str, clients: int, seconds: float, mcp: bool,
 # -- the run -----------------------------------------------------------------------------------
 
 
-def spawn(command: list[str], workers: int = 1) -> tuple[subprocess.Popen[str], int]:
-    """Start a server pinned to the server core; its port (from the URL it prints). With an
-    engine's ``workers``, wait until the supervisor and every worker are up and idle."""
+def spawn(command: list[str], processes: int = 1) -> tuple[subprocess.Popen[str], int]:
+    """Start a server pinned to the server core; its port (from the URL it prints). For a
+    tree of ``processes`` (an engine's supervisor and workers), wait until all are up and
+    idle."""
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL, text=True, cwd=ROOT)
     # Pinned from here, not in a preexec_fn (unsafe with threads): the interpreter starts no
@@ -630,9 +641,8 @@ def spawn(command: list[str], workers: int = 1) -> tuple[subprocess.Popen[str], 
     if not line:
         proc.kill()
         raise RuntimeError(f"{command} did not start")
-    if workers > 1 or "--engine" in command:
-        # The engine's supervisor (or granian's main process) plus its workers.
-        settle(proc.pid, 1 + workers)
+    if processes > 1:
+        settle(proc.pid, processes)
     pin_tree(proc.pid, cores()[0])
     return proc, int(line.rsplit(":", 1)[1].split("/")[0])
 
@@ -673,13 +683,17 @@ def one_load(pid: int, port: int, era: str, args: argparse.Namespace,
             assert gen.stdout is not None
             if gen.stdout.readline().strip() != "ready":
                 raise RuntimeError("a load generator did not get ready")
-        spread = connections(pid, port)
         cpu0 = tree_sum(pid, cpu_seconds)
         wall0 = time.perf_counter()
         for gen in gens:
             assert gen.stdin is not None
             gen.stdin.write("go\n")
             gen.stdin.flush()
+        # Who holds the connections, counted inside the window: before it, a connection no
+        # request has used yet may still wait in the listening socket's queue, accepted by
+        # no worker (granian accepts lazily), and would be counted nowhere.
+        time.sleep(args.seconds / 2)
+        spread = connections(pid, port)
         outs = []
         for gen in gens:
             text = gen.communicate(timeout=args.seconds + 120)[0]
@@ -705,7 +719,7 @@ def one_load(pid: int, port: int, era: str, args: argparse.Namespace,
 
 def idle_session_memory(row: Row, sessions: int) -> float:
     """KiB of server RSS per idle handshake-era session, on a fresh server process."""
-    proc, port = spawn(row.command(), row.workers)
+    proc, port = spawn(row.command(), row.processes)
     try:
         socks = [connect(port) for _ in range(MEMORY_CONNECTIONS)]
         for i in range(WARM_UP_SESSIONS):
@@ -771,6 +785,9 @@ def main() -> int:
         else:
             print(f"# {name}: left out ({', '.join(known[name].needs)} not installed)")
     server_core, gen_cores = cores()
+    # This process only waits and reads /proc (the connection count inside each window):
+    # off the server's core, so that none of that is charged to the server.
+    os.sched_setaffinity(0, gen_cores)
     print(f"# load: {args.clients} keep-alive clients, tools/call echo, {args.seconds:g} s x "
           f"{args.repeat} (medians); {platform.python_implementation()} "
           f"{platform.python_version()}; server on cpu {sorted(server_core)}, "
@@ -781,7 +798,7 @@ def main() -> int:
                               "rows": [], "memory": []}
     notes: list[str] = []
     for row in rows:
-        proc, port = spawn(row.command(), row.workers)
+        proc, port = spawn(row.command(), row.processes)
         try:
             members = tree(proc.pid)
             # Workers only: a supervisor (uvicorn's parent with --workers, and its
