@@ -69,3 +69,36 @@ def test_load_benchmark_refuses_unknown_row() -> None:
         capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
     assert proc.returncode == 2
     assert "unknown rows: nosuch" in proc.stderr
+
+
+def test_load_benchmark_asgi_row_with_two_workers(tmp_path: Path) -> None:
+    """One ASGI row, the one with most moving parts: uvicorn with 2 workers (a process tree
+    pinned and summed, httptools checked in every worker, the handshake era sessionless)."""
+    out_file = tmp_path / "load.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "load.py"), "--seconds", "0.3",
+         "--repeat", "1", "--clients", "2", "--sessions", "20", "--rows", "ours-uvicorn-2w",
+         "--json", str(out_file)],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, check=False)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    out = proc.stdout
+    # The handshake era is labelled sessionless (several workers, no store), and explained.
+    assert re.search(rf"^ours-uvicorn-2w\s+handshake\*(\s+{NUMBER}){{7}}\s+0$", out,
+                     re.MULTILINE), out
+    assert re.search(rf"^ours-uvicorn-2w\s+stateless(\s+{NUMBER}){{7}}\s+0$", out,
+                     re.MULTILINE), out
+    assert "* handshake era served sessionless" in out
+    assert re.search(r"^# ours-uvicorn-2w: \d+ processes; connections held per process",
+                     out, re.MULTILINE), out
+    report = json.loads(out_file.read_text(encoding="utf-8"))
+    rows = {r["era"]: r for r in report["rows"]}
+    assert rows["handshake"]["sessionless"] and not rows["stateless"]["sessionless"]
+    for r in rows.values():
+        # the supervisor and both workers (at least) make up the server
+        assert r["processes"] >= 3
+        # every client's connection is found in some process of the tree, once
+        assert [sum(spread) for spread in r["connections"]] == [2]
+        assert r["rps"] > 0 and r["errors"] == 0
+    # a sessionless server keeps no session: no idle-session figure
+    assert report["memory"] == []
+    assert "aim memory" not in out
