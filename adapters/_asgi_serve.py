@@ -100,6 +100,18 @@ def _announce(host: str, port: int, url: str) -> None:
     sys.stdout.flush()
 
 
+def _no_delay(sock: socket.socket) -> socket.socket:
+    """``sock`` (a listening TCP socket) with Nagle's algorithm off for what it accepts.
+
+    uvicorn's workers share a socket it binds with protocol 0, and asyncio turns
+    ``TCP_NODELAY`` on only for sockets made with ``IPPROTO_TCP``; an answer written in two
+    pieces then waits for the client's delayed ACK (~40 ms a request; benchmarks/README.md).
+    Linux hands the listening socket's ``TCP_NODELAY`` to every connection it accepts."""
+    if sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
 def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: int,
                  options: dict[str, Any]) -> None:
     """Run the example server's ASGI application on ``engine`` until it is stopped."""
@@ -117,8 +129,15 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
     if engine == "uvicorn":
         import uvicorn
 
-        uvicorn.run(_APP, factory=True, host=host, port=port, workers=workers,
-                    log_level=level, lifespan="on")
+        if workers == 1:
+            uvicorn.run(_APP, factory=True, host=host, port=port, log_level=level,
+                        lifespan="on")
+        else:
+            from uvicorn.supervisors import Multiprocess
+
+            shared = uvicorn.Config(_APP, factory=True, host=host, port=port,
+                                    workers=workers, log_level=level, lifespan="on")
+            Multiprocess(shared, sockets=[_no_delay(shared.bind_socket())]).run()
     elif engine == "hypercorn":
         from hypercorn.config import Config
         from hypercorn.run import run

@@ -481,3 +481,21 @@ def test_timers_run_on_the_running_loop(backend: str) -> None:
                 await anyio.sleep(0.02)
         await app.aclose()
     run(backend, main)
+
+
+def test_the_uvicorn_workers_socket_accepts_without_nagle() -> None:
+    """Several uvicorn workers share one socket uvicorn binds with protocol 0, for which
+    asyncio never sets TCP_NODELAY: the launcher sets it on the listening socket, and the
+    connections it accepts have it (no ~40 ms delayed-ACK stall per answer)."""
+    import socket
+
+    from mcp_sansio.adapters._asgi_serve import _no_delay
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # protocol 0, as uvicorn's
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    with _no_delay(listener), socket.create_connection(listener.getsockname()) as client:
+        accepted, _ = listener.accept()
+        with accepted:
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        assert client  # the peer
