@@ -108,6 +108,9 @@ class SharedDriver:
         self.heartbeat_interval = heartbeat_interval
         self.liveness = WorkerLiveness(timeout=worker_timeout, started=self._loop.time())
         self._heartbeat: asyncio.Task[None] | None = None
+        # Set to stop beating. An event, not Task.cancel: redis-py may swallow a
+        # cancellation that lands in a publish, and the loop would then beat on for ever.
+        self._stop_beat = asyncio.Event()
 
     async def start(self) -> None:
         """Subscribe to the bus topics every worker listens on."""
@@ -266,9 +269,11 @@ class SharedDriver:
         beat, self._heartbeat = self._heartbeat, None
         if beat is None:
             return
-        beat.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await beat
+        self._stop_beat.set()
+        try:  # a beat under way finishes first (bounded), so "gone" is the last word
+            await asyncio.wait_for(asyncio.shield(beat), 2.0)
+        except (TimeoutError, Exception):
+            beat.cancel()
         note = json.dumps({"worker": self.http.stream_tag, "gone": True}).encode()
         try:
             await asyncio.wait_for(self.stores.bus.publish("workers", note), 2.0)
@@ -278,13 +283,14 @@ class SharedDriver:
 
     async def _beat_forever(self) -> None:
         alive = json.dumps({"worker": self.http.stream_tag, "alive": True}).encode()
-        while True:
+        while not self._stop_beat.is_set():
             try:
                 await self.stores.bus.publish("workers", alive)
             except Exception:  # a bus that is down: the next beat tries again
                 log.warning("a heartbeat could not be published on the bus")
             self._check_writers()
-            await asyncio.sleep(self.heartbeat_interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop_beat.wait(), self.heartbeat_interval)
 
     def _check_writers(self) -> None:
         """End the relays of writers that went silent (or were never heard)."""
