@@ -70,7 +70,9 @@ from mcp_sansio.http._shared import (
     SharedEffect,
     StoreEvent,
     WorkerLiveness,
+    stream_writer,
 )
+from mcp_sansio.stores import parse_event_id
 
 from ._shared_keys import StoreKeys
 
@@ -210,6 +212,7 @@ class SharedDriver:
                 found = await stores.sessions.get(effect.key, wall_time=wall)
             else:
                 found = await stores.events.replay(effect.key, wall_time=wall)
+                self._judge_writer(effect.key)
             self.http.resolve(effect, found, now=self._loop.time())
             self._safe_pump()
 
@@ -301,6 +304,15 @@ class SharedDriver:
             ended += self.http.worker_gone(tag, now=now)
         if ended:
             self._safe_pump()
+
+    def _judge_writer(self, last_event_id: str) -> None:
+        """Before a resumption is answered: if the stream's writer is gone, the server is
+        told now, so the replay ends at once rather than relaying until the next beat."""
+        parsed = parse_event_id(last_event_id)
+        tag = stream_writer(parsed[0]) if parsed is not None else None
+        now = self._loop.time()
+        if tag is not None and tag != self.http.stream_tag and self.liveness.is_gone(tag, now):
+            self.http.worker_gone(tag, now=now)
 
     def _on_workers(self, topic: str, message: bytes) -> None:
         """Another worker's heartbeat, or its notice that it is gone."""

@@ -644,3 +644,45 @@ def test_heartbeat_options_are_checked() -> None:
                                   heartbeat_interval=5.0, worker_timeout=5.0):
                 pass  # pragma: no cover
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_resumption_of_a_stream_whose_writer_is_known_gone_replays_and_ends(
+        stores_factory: Any) -> None:
+    """The worker the GET lands on already counts the writer gone (here: it heard the
+    notice, but its server was not told yet, and it beats too rarely to check): the
+    replay ends at once instead of relaying live until the next check."""
+    async def main() -> None:
+        release = asyncio.Event()
+        async with contextlib.AsyncExitStack() as stack:
+            one = await stack.enter_async_context(stores_factory())
+            two = await stack.enter_async_context(stores_factory())
+            b = await stack.enter_async_context(start_http(
+                make_server(release), stores=two, heartbeat_interval=100.0,
+                worker_timeout=1000.0))
+            a = await stack.enter_async_context(start_http(make_server(release), stores=one))
+            sid = await open_session(a.port)
+            conn = await Conn.open(a.port)
+            await conn.send("POST", call(7, "slow", progress=True), headers(sid))
+            assert (await conn.head())[0] == 200
+            (first_id, _), (second_id, _) = await events_until(conn, SSEParser(), 2)
+            await conn.close()
+            assert b._shared is not None
+            b._shared.liveness.left(a.http.stream_tag)
+            other = await Conn.open(b.port)
+            # (the first worker stores after it writes: asked again until the second
+            # event is in the log; each answer ends, none waits)
+            for _ in range(TIMEOUT * 10):
+                await other.send("GET", None, headers(sid, **{"last-event-id": first_id}))
+                status, _ = await other.head()
+                parser = SSEParser()
+                got = []
+                while not isinstance(event := await other.next(), h11.EndOfMessage):
+                    got += [e.id for e in parser.feed(event.data) if e.data]
+                if status == 200 and got:
+                    break
+                other.h11.start_next_cycle()
+                await asyncio.sleep(0.1)
+            assert status == 200 and got == [second_id]  # replayed, then the end
+            await other.close()
+            release.set()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
