@@ -332,10 +332,15 @@ async def start_http(
     makes the server *shared*: handshake-era sessions and resumable SSE events live there,
     so that every worker using the same stores serves every session, and ``requestState``
     is sealed and opened with the store's key ring unless ``request_state_key`` is given,
-    re-read every ``key_refresh_interval`` seconds (:doc:`/stores`). The caller owns the
-    stores (close them after the block)."""
+    re-read every ``key_refresh_interval`` seconds (:doc:`/stores`); each worker beats
+    every ``heartbeat_interval`` seconds on the bus and counts another gone after
+    ``worker_timeout`` seconds of silence (:doc:`/stores`, "Workers that die"). The caller
+    owns the stores (close them after the block)."""
     stores = http_options.pop("stores", None)
     key_refresh = http_options.pop("key_refresh_interval", DEFAULT_KEY_REFRESH_INTERVAL)
+    # Liveness of the workers sharing the stores (issue 18; _shared_driver.py).
+    liveness = {name: http_options.pop(name) for name in ("heartbeat_interval", "worker_timeout")
+                if name in http_options}
     key_source: StoreKeys | None = None
     if stores is not None:
         http_options.setdefault("shared", True)
@@ -350,7 +355,8 @@ async def start_http(
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
     http.on_decision_needed = asyncio_decider(service)  # parked exchanges (_http_decide)
     if stores is not None:
-        service._shared = SharedDriver(http, stores, service._safe_pump, keys=key_source)
+        service._shared = SharedDriver(http, stores, service._safe_pump, keys=key_source,
+                                       **liveness)
         await service._shared.start()
     await service._listen(host, port)
     try:

@@ -31,6 +31,15 @@ stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStor
 * the bus's ``broadcast`` topic: a server-wide notification (a list changed) published by
   any worker is offered to this worker's sessions and listen streams.
 
+* liveness (issue 18): every ``heartbeat_interval`` seconds the driver says on the bus's
+  ``workers`` topic that this worker is alive, and at :meth:`SharedDriver.aclose` that it
+  is gone (at once, before anything else stops). It hears the others' heartbeats into a
+  :class:`~mcp_sansio.http._shared.WorkerLiveness` (arrival times on this process's
+  monotonic clock: no other host's clock is read) and, at each beat, tells the server
+  which writers of streams relayed here are gone (:meth:`HTTPServer.worker_gone`): only
+  the writer ends its streams, so a dead one's relays would otherwise hang for ever. A
+  worker that dies sends no notice; its relays end within ``worker_timeout`` and a beat.
+
 One task, in order: an event is appended before a later replay on this worker reads the
 log, and the record of a session is saved before its DELETE drops it.
 
@@ -51,6 +60,8 @@ from typing import Any
 
 from mcp_sansio.http import HTTPServer
 from mcp_sansio.http._shared import (
+    DEFAULT_HEARTBEAT_INTERVAL,
+    DEFAULT_WORKER_TIMEOUT,
     DropSession,
     ForgetStream,
     ForwardAnswer,
@@ -58,7 +69,10 @@ from mcp_sansio.http._shared import (
     SaveSession,
     SharedEffect,
     StoreEvent,
+    WorkerLiveness,
+    stream_writer,
 )
+from mcp_sansio.stores import parse_event_id
 
 from ._shared_keys import StoreKeys
 
@@ -76,7 +90,12 @@ class SharedDriver:
     ``sessions``, ``events`` and ``bus``); ``pump`` runs the service's pump."""
 
     def __init__(self, http: HTTPServer, stores: Any, pump: Callable[[], None], *,
-                 keys: StoreKeys | None = None) -> None:
+                 keys: StoreKeys | None = None,
+                 heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
+                 worker_timeout: float = DEFAULT_WORKER_TIMEOUT) -> None:
+        if heartbeat_interval <= 0 or worker_timeout <= heartbeat_interval:
+            raise ValueError("the heartbeat interval must be positive and shorter than the "
+                             "worker timeout")
         self.http = http
         #: The key ring's source to keep current (None: the keys were given, not stored).
         self.keys = keys
@@ -87,6 +106,13 @@ class SharedDriver:
         self._task: asyncio.Task[None] | None = None
         self._unsubscribe: list[Callable[[], Awaitable[None]]] = []
         self._closed = False
+        # Liveness (issue 18): this worker's heartbeats, and the others' as heard here.
+        self.heartbeat_interval = heartbeat_interval
+        self.liveness = WorkerLiveness(timeout=worker_timeout, started=self._loop.time())
+        self._heartbeat: asyncio.Task[None] | None = None
+        # Set to stop beating. An event, not Task.cancel: redis-py may swallow a
+        # cancellation that lands in a publish, and the loop would then beat on for ever.
+        self._stop_beat = asyncio.Event()
 
     async def start(self) -> None:
         """Subscribe to the bus topics every worker listens on."""
@@ -98,6 +124,7 @@ class SharedDriver:
         if self.keys is not None:
             self._unsubscribe.append(await bus.subscribe("keys", self._on_keys))
             self._spawn(self._refresh_keys_forever())
+        await self._start_liveness()
 
     def kick(self) -> None:
         """After a pump: start carrying out what the server queued (if it queued anything
@@ -114,6 +141,7 @@ class SharedDriver:
         await self.stores.bus.publish("broadcast", json.dumps(message).encode())
 
     async def aclose(self) -> None:
+        await self._stop_liveness()  # first: the others end their relays of our streams now
         self._closed = True
         for key_task in list(self._key_tasks):
             key_task.cancel()
@@ -184,6 +212,7 @@ class SharedDriver:
                 found = await stores.sessions.get(effect.key, wall_time=wall)
             else:
                 found = await stores.events.replay(effect.key, wall_time=wall)
+                self._judge_writer(effect.key)
             self.http.resolve(effect, found, now=self._loop.time())
             self._safe_pump()
 
@@ -229,6 +258,79 @@ class SharedDriver:
         elif isinstance(saved, str):
             self.http.refresh_session(saved, note.get("record"), now=now)
         self._safe_pump()
+
+    # -- liveness (issue 18) ------------------------------------------------------------------
+
+    async def _start_liveness(self) -> None:
+        self.liveness.started = self._loop.time()
+        self._unsubscribe.append(await self.stores.bus.subscribe("workers", self._on_workers))
+        self._heartbeat = self._loop.create_task(self._beat_forever())
+
+    async def _stop_liveness(self) -> None:
+        """A clean shutdown: stop beating and say "gone" (bounded: a bus that is down
+        leaves the others to notice the silence)."""
+        beat, self._heartbeat = self._heartbeat, None
+        if beat is None:
+            return
+        self._stop_beat.set()
+        try:  # a beat under way finishes first (bounded), so "gone" is the last word
+            await asyncio.wait_for(asyncio.shield(beat), 2.0)
+        except (TimeoutError, Exception):
+            beat.cancel()
+        note = json.dumps({"worker": self.http.stream_tag, "gone": True}).encode()
+        try:
+            await asyncio.wait_for(self.stores.bus.publish("workers", note), 2.0)
+        except (TimeoutError, Exception):
+            log.warning("the shutdown notice could not be published; the other workers "
+                        "will notice the silence")
+
+    async def _beat_forever(self) -> None:
+        alive = json.dumps({"worker": self.http.stream_tag, "alive": True}).encode()
+        while not self._stop_beat.is_set():
+            try:
+                await self.stores.bus.publish("workers", alive)
+            except Exception:  # a bus that is down: the next beat tries again
+                log.warning("a heartbeat could not be published on the bus")
+            self._check_writers()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop_beat.wait(), self.heartbeat_interval)
+
+    def _check_writers(self) -> None:
+        """End the relays of writers that went silent (or were never heard)."""
+        now = self._loop.time()
+        ended = 0
+        for tag in self.liveness.gone(self.http.relayed_writers(), now):
+            log.info("worker %s is gone: its relayed streams end here", tag)
+            ended += self.http.worker_gone(tag, now=now)
+        if ended:
+            self._safe_pump()
+
+    def _judge_writer(self, last_event_id: str) -> None:
+        """Before a resumption is answered: if the stream's writer is gone, the server is
+        told now, so the replay ends at once rather than relaying until the next beat."""
+        parsed = parse_event_id(last_event_id)
+        tag = stream_writer(parsed[0]) if parsed is not None else None
+        now = self._loop.time()
+        if tag is not None and tag != self.http.stream_tag and self.liveness.is_gone(tag, now):
+            self.http.worker_gone(tag, now=now)
+
+    def _on_workers(self, topic: str, message: bytes) -> None:
+        """Another worker's heartbeat, or its notice that it is gone."""
+        try:
+            note = json.loads(message)
+            tag = note["worker"]
+        except (ValueError, KeyError, TypeError):
+            log.warning("a malformed message on the bus's workers topic was ignored")
+            return
+        if not isinstance(tag, str) or not tag or tag == self.http.stream_tag:
+            return
+        now = self._loop.time()
+        if note.get("gone") is True:
+            self.liveness.left(tag)
+            if self.http.worker_gone(tag, now=now):
+                self._safe_pump()
+        elif self.liveness.heard(tag, now):
+            self.http.worker_back(tag)
 
     # -- the key ring ------------------------------------------------------------------------
 

@@ -21,8 +21,8 @@ implementation in :mod:`mcp_sansio.adapters.redis`:
   can do it after the bytes went out;
 * :class:`EventBus` -- publish on one worker, delivered on every worker (one topic per
   kind of message, :data:`TOPICS`): list-changed fan-out to listen streams, session
-  records, stored events for live resumption, answers to server requests, new keys (task
-  cancels/updates later);
+  records, stored events for live resumption, answers to server requests, new keys, the
+  workers' heartbeats (task cancels/updates later);
 * :class:`KeyStore` -- the sealing keys of 2026-07-28 ``requestState`` (``basic/patterns/
   mrtr.mdx``): a key ring, newest first, so that a state sealed with any recent key opens
   on any worker, and a new key is added without downtime (seal with the newest, open with
@@ -101,6 +101,10 @@ TOPICS: Mapping[str, str] = {
     # A client's answer to a server-to-client request, posted on a worker other than the
     # one whose handler waits: JSON {"session", "to" (the worker's tag), "message"}.
     "answers": "answers to server-to-client requests, for the worker whose handler waits",
+    # Each worker's heartbeat, JSON {"worker" (its stream_tag), "alive": true}, every few
+    # seconds, and {"worker", "gone": true} at a clean shutdown: a worker relaying a stream
+    # ends the relay once its writer is gone (http/_shared.py, WorkerLiveness).
+    "workers": "heartbeats and shutdown notices: relays of a gone writer's streams end",
     # Later (issue 18): a task's cancel/update reaching the worker that runs it.
     "tasks": "task cancels and updates for the worker that runs the task",
 }

@@ -24,6 +24,9 @@ from mcp_sansio.http._shared import (
     Lookup,
     SaveSession,
     StoreEvent,
+    WorkerLiveness,
+    new_stream_id,
+    stream_writer,
 )
 from mcp_sansio.stores import MemoryEventLog, MemorySessionTable
 
@@ -386,6 +389,135 @@ def test_a_client_that_leaves_a_relay_ends_it() -> None:
     assert b.server.session(sid) is not None and not b.server.session(sid)._streams
 
 
+def _writing_on_a_resumed_on_b() -> tuple[Worker, Worker, Any, Any, str, str]:
+    """Worker a writes a stream (a tool call with progress), the client's connection to it
+    breaks after one progress event, and the client resumes on b: (a, b, the handler's
+    session and request, the session id, the priming event id)."""
+    app = Deferred()
+    table, log = MemorySessionTable(), MemoryEventLog()
+    a = Worker("a", table, log, handler=app)
+    b = Worker("b", table, log)
+    sid = a.initialize()
+    conn = a.conn()
+    r = conn.send(body=tools_call(1, progress=True), headers=a.session_headers(sid))
+    session, req = app.requests[0]
+    session.connection.send_progress(req.request_id, 1)
+    session.flush()
+    a.run()
+    conn.close()
+    return a, b, session, req, sid, r.events[0].id or ""
+
+
+def test_a_relayed_stream_ends_when_its_writer_is_declared_gone() -> None:
+    """issue 18: only the writer ends its stream; when it is gone (it said so, or fell
+    silent) the relay ends, and the client's next resumption replays the log, then ends."""
+    a, b, session, req, sid, priming = _writing_on_a_resumed_on_b()
+    resumed = b.conn().send("GET", headers=[*b.session_headers(sid),
+                                            ("last-event-id", priming)])
+    assert resumed.status == 200 and not resumed.done
+    assert [m["params"]["progress"] for m in resumed.messages] == [1]
+    assert b.server.relayed_writers() == {"a"}
+    assert b.server.worker_gone("b", now=b.now) == 0  # itself: never
+    assert b.server.worker_gone("zz", now=b.now) == 0  # relays of others stay
+    assert not resumed.done
+    assert b.server.worker_gone("a", now=b.now) == 1
+    b.run()
+    assert resumed.done and b.server.relayed_writers() == set()
+    # a stored one more event before it died: the next resumption has it, and ends
+    session.connection.send_progress(req.request_id, 2)
+    session.flush()
+    a.run()
+    again = b.conn().send("GET", headers=[*b.session_headers(sid),
+                                          ("last-event-id", resumed.events[-1].id or "")])
+    assert again.status == 200 and again.done
+    assert [m["params"]["progress"] for m in again.messages] == [2]
+    assert not b.server._relays and not b.server._following
+    # and the session itself lives on at b
+    assert b.conn().send(body=request(9, "ping"), headers=b.session_headers(sid)).status == 200
+
+
+def test_a_writer_heard_again_is_relayed_live_again() -> None:
+    a, b, session, req, sid, priming = _writing_on_a_resumed_on_b()
+    b.server.worker_gone("a", now=b.now)  # (declared gone too early: a late heartbeat)
+    first = b.conn().send("GET", headers=[*b.session_headers(sid),
+                                          ("last-event-id", priming)])
+    assert first.done and len(first.messages) == 1  # replayed, ended
+    b.server.worker_back("a")
+    resumed = b.conn().send("GET", headers=[*b.session_headers(sid),
+                                            ("last-event-id", priming)])
+    assert not resumed.done
+    session.connection.send_progress(req.request_id, 2)
+    session.flush()
+    a.run()
+    _bus(a, b)
+    assert [m["params"]["progress"] for m in resumed.messages] == [1, 2]
+
+
+def test_a_writer_that_goes_while_the_replay_is_read_ends_after_the_replay() -> None:
+    a, b, _session, _req, sid, priming = _writing_on_a_resumed_on_b()
+    assert b.conn().send(body=request(9, "ping"), headers=b.session_headers(sid)).status == 200
+    b.hold = True
+    resumed = b.conn().send("GET", headers=[*b.session_headers(sid),
+                                            ("last-event-id", priming)])
+    (lookup,) = b.held
+    b.server.worker_gone("a", now=b.now)  # no relay yet: remembered
+    b.server.resolve(lookup, drive(a.log.replay(priming, wall_time=WALL)), now=b.now)
+    b.run()
+    assert resumed.status == 200 and resumed.done
+    assert [m["params"]["progress"] for m in resumed.messages] == [1]
+
+
+@given(prefix=st.text("0123456789abcdef", min_size=1, max_size=16),
+       tag=st.text("abcdefghijklmnopqrstuvwxyzABCDEF0123456789", max_size=12),
+       number=st.integers(0, 10**12))
+def test_the_writer_reads_back_out_of_every_stream_id(prefix: str, tag: str,
+                                                      number: int) -> None:
+    made = new_stream_id(prefix, tag, number)
+    assert stream_writer(made) == (tag or None)
+    assert stream_writer(f"{made}:3") is None  # an event id is not a stream id
+
+
+@pytest.mark.parametrize("text", ["", "abc", "a-b", "a-b-c-d", "a-b c-1", "a--1", "a-b-x"])
+def test_stream_writer_reads_nothing_out_of_other_text(text: str) -> None:
+    assert stream_writer(text) is None
+
+
+def test_worker_liveness_judges_by_arrival_on_the_receivers_clock() -> None:
+    live = WorkerLiveness(timeout=15.0, started=100.0)
+    assert live.gone(["x"], 110.0) == []  # never heard, but not listening long enough
+    assert live.gone(["x"], 115.5) == ["x"]  # never heard, listening longer than timeout
+    assert live.heard("x", 116.0) is True  # it was counted gone: back
+    assert live.heard("y", 116.0) is True
+    assert live.gone(["x", "y"], 131.0) == []
+    assert live.heard("x", 125.0) is False
+    assert live.gone(["x", "y"], 131.5) == ["y"]  # y silent for 15.5 s, x for 6.5 s
+    live.left("x")  # a clean shutdown: gone at once
+    assert live.gone(["x"], 126.0) == ["x"]
+    assert live.heard("x", 127.0) is True and live.gone(["x"], 127.0) == []
+    with pytest.raises(ValueError):
+        WorkerLiveness(timeout=0, started=0.0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(beats=st.lists(st.tuples(st.sampled_from("pqr"), st.floats(0, 100)), max_size=30),
+       left=st.sets(st.sampled_from("pqr")), at=st.floats(0, 200))
+def test_worker_liveness_matches_its_rule(beats: list[tuple[str, float]], left: set[str],
+                                          at: float) -> None:
+    """Gone: said so after its last heartbeat, or its last heartbeat older than the timeout,
+    or never heard once the receiver has listened longer than the timeout."""
+    live = WorkerLiveness(timeout=10.0, started=0.0)
+    beats.sort(key=lambda beat: beat[1])
+    for tag, when in beats:
+        live.heard(tag, when)
+    for tag in left:
+        live.left(tag)
+    at = max(at, beats[-1][1] if beats else 0.0)
+    last = {tag: when for tag, when in beats}
+    expected = sorted(tag for tag in "pqr" if tag in left or (
+        at - last[tag] > 10.0 if tag in last else at > 10.0))
+    assert live.gone("pqr", at) == expected
+
+
 def test_an_answer_posted_on_another_worker_is_forwarded_to_the_one_that_asked() -> None:
     """The request id carries the asking worker's tag; the worker the answer lands on
     forwards it (ForwardAnswer) and keeps the rest of a batch; the asking worker delivers
@@ -480,8 +612,9 @@ def test_stream_ids_carry_the_worker_tag_and_tags_are_checked() -> None:
     a, = workers(1, response_mode=ResponseMode.SSE, handler=Deferred())
     sid = a.initialize()
     r = a.conn().send(body=tools_call(1), headers=a.session_headers(sid))
-    # the session prefix, the worker tag, the stream number (initialize had stream 1)
-    assert r.events[0].id.split(":")[0].endswith("-w02")
+    # the session prefix, the worker tag, the stream number (initialize had stream 1),
+    # dash-separated: the writer reads back unambiguously (tag w0 stream 12 != w01 stream 2)
+    assert r.events[0].id.split(":")[0].endswith("-w0-2")
 
 
 def test_a_record_this_worker_cannot_serve_is_an_unknown_session() -> None:

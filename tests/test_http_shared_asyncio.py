@@ -529,3 +529,160 @@ def test_the_driver_carries_out_a_refresh_as_a_touch() -> None:
         assert await stores.sessions.get("s1", wall_time=time.time()) == stale
         assert len(heard) == 1
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+# -- a worker that goes while a stream it writes is relayed elsewhere (issue 18) -------------------
+
+
+async def _resume_on_b(pa: int, pb: int, sid: str) -> tuple[Conn, SSEParser, str]:
+    """A slow call on a, its stream broken after two progress events and resumed on b: the
+    open response on b (the live relay), its parser, and the id of the last event."""
+    conn = await Conn.open(pa)
+    await conn.send("POST", call(7, "slow", progress=True), headers(sid))
+    status, _ = await conn.head()
+    assert status == 200
+    (first_id, _), (second_id, _) = await events_until(conn, SSEParser(), 2)
+    await conn.close()
+    other = await Conn.open(pb)
+    for _ in range(TIMEOUT * 10):  # the first worker stores after it writes
+        await other.send("GET", None, headers(sid, **{"last-event-id": first_id}))
+        status, _ = await other.head()
+        if status == 200:
+            break
+        while not isinstance(await other.next(), h11.EndOfMessage):
+            pass
+        other.h11.start_next_cycle()
+        await asyncio.sleep(0.1)
+    assert status == 200
+    parser = SSEParser()
+    assert [event_id for event_id, _ in await events_until(other, parser, 1)] == [second_id]
+    return other, parser, second_id
+
+
+async def _ends(conn: Conn, parser: SSEParser) -> None:
+    """The response ends, with no more events (keep-alive comments may come first)."""
+    while True:
+        event = await conn.next()
+        if isinstance(event, h11.EndOfMessage):
+            return
+        assert isinstance(event, h11.Data)
+        assert not [e for e in parser.feed(event.data) if e.data]
+
+
+@pytest.mark.parametrize("how", ["killed", "stopped"])
+def test_a_relay_ends_when_the_writing_worker_goes(stores_factory: Any, how: str) -> None:
+    """The worker writing a stream that a client resumed on the other goes: killed (its
+    heartbeats stop, no notice: the other notices the silence) or stopped cleanly (it says
+    "gone" at once; the survivor's timeout is set far beyond the test's so only the notice
+    can end the relay). The relay ends, and a resumption replays what is stored, then ends
+    -- it no longer waits for events that cannot come."""
+    async def main() -> None:
+        release = asyncio.Event()
+        # The survivor: beats often and judges fast when a death is to be noticed; when a
+        # notice must do it, the silence would take longer than the test waits.
+        liveness = ({"heartbeat_interval": 0.2, "worker_timeout": 1.0} if how == "killed"
+                    else {"heartbeat_interval": 100.0, "worker_timeout": 1000.0})
+        async with contextlib.AsyncExitStack() as stack:
+            one = await stack.enter_async_context(stores_factory())
+            two = await stack.enter_async_context(stores_factory())
+            b = await stack.enter_async_context(
+                start_http(make_server(release), stores=two, **liveness))
+            writer = contextlib.AsyncExitStack()
+            a = await writer.enter_async_context(start_http(make_server(release), stores=one))
+            try:
+                sid = await open_session(a.port)
+                other, parser, last_id = await _resume_on_b(a.port, b.port, sid)
+                driver = a._shared
+                assert driver is not None and driver._heartbeat is not None
+                if how == "killed":
+                    # What a dead process does: it falls silent. (Its socket stays open
+                    # and its tool waits: only the silence tells b.)
+                    driver._stop_beat.set()
+                    driver._heartbeat = None  # and aclose then sends no notice
+                else:
+                    await writer.aclose()
+                await _ends(other, parser)
+                other.h11.start_next_cycle()
+                await other.send("GET", None, headers(sid, **{"last-event-id": last_id}))
+                status, _ = await other.head()
+                assert status == 200
+                await _ends(other, parser)  # nothing stored after it: an empty replay
+                await other.close()
+                # and the session carries on at b
+                conn = await Conn.open(b.port)
+                status, _, messages = await conn.request(
+                    "POST", call(8, "echo", {"text": "still"}), headers(sid))
+                assert status == 200
+                assert messages[-1]["result"]["content"][0]["text"] == "still"
+                await conn.close()
+            finally:
+                release.set()
+                await writer.aclose()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_worker_says_it_is_gone_when_it_stops_and_beats_while_it_runs() -> None:
+    async def main() -> None:
+        stores = MemoryStores()
+        heard: list[dict[str, Any]] = []
+        await stores.bus.subscribe("workers", lambda topic, m: heard.append(json.loads(m)))
+        async with start_http(make_server(asyncio.Event()), stores=stores,
+                              heartbeat_interval=0.05, worker_timeout=1.0) as a:
+            tag = a.http.stream_tag
+            while len(heard) < 3:
+                await asyncio.sleep(0.05)
+        assert heard[0] == {"worker": tag, "alive": True}
+        assert heard[-1] == {"worker": tag, "gone": True}
+        assert all(note["worker"] == tag for note in heard)
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_heartbeat_options_are_checked() -> None:
+    async def main() -> None:
+        with pytest.raises(ValueError):
+            async with start_http(make_server(asyncio.Event()), stores=MemoryStores(),
+                                  heartbeat_interval=5.0, worker_timeout=5.0):
+                pass  # pragma: no cover
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_a_resumption_of_a_stream_whose_writer_is_known_gone_replays_and_ends(
+        stores_factory: Any) -> None:
+    """The worker the GET lands on already counts the writer gone (here: it heard the
+    notice, but its server was not told yet, and it beats too rarely to check): the
+    replay ends at once instead of relaying live until the next check."""
+    async def main() -> None:
+        release = asyncio.Event()
+        async with contextlib.AsyncExitStack() as stack:
+            one = await stack.enter_async_context(stores_factory())
+            two = await stack.enter_async_context(stores_factory())
+            b = await stack.enter_async_context(start_http(
+                make_server(release), stores=two, heartbeat_interval=100.0,
+                worker_timeout=1000.0))
+            a = await stack.enter_async_context(start_http(make_server(release), stores=one))
+            sid = await open_session(a.port)
+            conn = await Conn.open(a.port)
+            await conn.send("POST", call(7, "slow", progress=True), headers(sid))
+            assert (await conn.head())[0] == 200
+            (first_id, _), (second_id, _) = await events_until(conn, SSEParser(), 2)
+            await conn.close()
+            assert b._shared is not None
+            b._shared.liveness.left(a.http.stream_tag)
+            other = await Conn.open(b.port)
+            # (the first worker stores after it writes: asked again until the second
+            # event is in the log; each answer ends, none waits)
+            for _ in range(TIMEOUT * 10):
+                await other.send("GET", None, headers(sid, **{"last-event-id": first_id}))
+                status, _ = await other.head()
+                parser = SSEParser()
+                got = []
+                while not isinstance(event := await other.next(), h11.EndOfMessage):
+                    got += [e.id for e in parser.feed(event.data) if e.data]
+                if status == 200 and got:
+                    break
+                other.h11.start_next_cycle()
+                await asyncio.sleep(0.1)
+            assert status == 200 and got == [second_id]  # replayed, then the end
+            await other.close()
+            release.set()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))

@@ -21,7 +21,10 @@ The scenarios, one test function each (both eras where the era has the feature):
   ``subscriptions/listen`` stream (2026-07-28) held by B;
 * key rotation in the store while the client alternates: nothing sealed before, during or
   after it is refused, and both hosts end up sealing with the new key;
-* one host killed: every session it opened, and a state it sealed, carry on at the other.
+* one host killed: every session it opened, and a state it sealed, carry on at the other;
+  and a stream it was writing, resumed on the other, ends there (the survivor hears the
+  writer's heartbeats stop -- ``own`` -- or its shutdown notice -- ``memory``), and the
+  client resumes and gets everything stored.
 
 Tasks (the stores of issue 13's task records) are not covered here yet: the task store is
 another piece of work, and its cross-host scenarios join this module when it lands.
@@ -578,3 +581,65 @@ def _assert_gone(host: Host) -> None:
             return
         assert time.monotonic() < deadline, "the killed host still accepts connections"
         time.sleep(0.1)
+
+
+def _until_end(conn: SyncConn, parser: SSEParser) -> list[tuple[str, Any]]:
+    """The SSE events with data on ``conn``'s open response until it ends: (id, message)."""
+    got: list[tuple[str, Any]] = []
+    while not isinstance(event := conn.next(), h11.EndOfMessage):
+        assert isinstance(event, h11.Data), event
+        got += [(e.id or "", json.loads(e.data)) for e in parser.feed(event.data) if e.data]
+    return got
+
+
+def _resume(host: Host, client: Client, last_event_id: str) -> SyncConn:
+    """A GET with ``Last-Event-ID`` on ``host``, read up to its 200 (retried while the
+    writer's store write is on its way)."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        conn = SyncConn(host.port)
+        conn.sock.settimeout(TIMEOUT)  # a dead writer is noticed within its timeout: 20 s
+        conn.send("GET", None, {**client.headers(), "last-event-id": last_event_id})
+        status, _ = conn.head()
+        if status == 200:
+            return conn
+        conn.close()
+        assert time.monotonic() < deadline, status
+        time.sleep(0.1)
+
+
+def test_host_killed_while_writing_a_stream_the_resumed_stream_on_the_other_ends(
+        own_hosts: tuple[Host, Host]) -> None:
+    """issue 18: only the writer ends a stream, so a relay of a dead writer's stream hung
+    with keep-alives for ever. Now the survivor notices the writer is gone and ends the
+    relay; the client resumes and gets everything the store holds, then an end."""
+    a, b = own_hosts
+    client = Client(a, b)
+    client.initialize()
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        **tool("sleep", {"seconds": 60}), "_meta": {"progressToken": "p"}}}
+    first = open_stream(a, "POST", body, client.headers())
+    (first_id, _), = events(first, SSEParser(), 1)
+    first.close()  # the stream broke after one progress event
+    relayed = _resume(b, client, first_id)
+    parser = SSEParser()
+    got = events(relayed, parser, 3)  # relayed live from A through the bus
+    a.kill()
+    got += _until_end(relayed, parser)  # B ends the relay: its writer is gone
+    relayed.close()
+    # The client resumes from the last event it has: whatever A stored that the bus had
+    # not brought yet, then the end (nothing more can come: no live wait).
+    again = _resume(b, client, got[-1][0])
+    got += _until_end(again, SSEParser())
+    again.close()
+    whole = _resume(b, client, first_id)  # everything stored after the first event
+    stored = _until_end(whole, SSEParser())
+    whole.close()
+    assert [event_id for event_id, _ in got] == [event_id for event_id, _ in stored]
+    seqs = [int(event_id.rpartition(":")[2]) for event_id, _ in got]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs  # no gap, no repeat
+    steps = [m["params"]["progress"] for _, m in got if m.get("method") == (
+        "notifications/progress")]
+    assert steps == list(range(2, 2 + len(steps))) and len(steps) >= 3, steps
+    # and the session carries on at the survivor
+    assert text(client.call("tools/call", tool("echo", {"text": "on"}), b)) == "on"

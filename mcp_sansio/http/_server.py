@@ -69,7 +69,9 @@ Shared mode (``shared=True``, :mod:`mcp_sansio.http._shared`): sessions and SSE 
 in stores several workers share, reached through effects the adapter carries out. A store
 lookup parks its exchange through the same hook as a token decision (one waiting
 mechanism). A stream resumed on a worker that does not write it is relayed from the bus
-(:meth:`HTTPServer.relay_event`); a client's answer to another worker's request is
+(:meth:`HTTPServer.relay_event`) and ends when that worker ends it -- or when the adapter
+says the worker is gone (:meth:`HTTPServer.worker_gone`); a client's answer to another
+worker's request is
 forwarded there (:meth:`HTTPServer.deliver_answer`); session ids may carry a routing tag
 (``session_id_prefix``).
 
@@ -85,7 +87,7 @@ import hashlib
 import heapq
 import itertools
 import math
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, quote
@@ -118,6 +120,7 @@ from ._headers import (
 )
 from ._park import DEFAULT_DECISION_TIMEOUT, DecisionNeeded, Parked
 from ._shared import (
+    MAX_GONE_WORKERS,
     STREAM_END,
     DropSession,
     ForwardAnswer,
@@ -126,6 +129,8 @@ from ._shared import (
     SaveSession,
     SharedEffect,
     answer_worker,
+    new_stream_id,
+    stream_writer,
 )
 from ._sse import encode_comment, encode_event
 from ._store import EventStore, InMemoryEventStore
@@ -350,9 +355,9 @@ class Session:
         return count
 
     def _new_stream(self, kind: _Kind) -> _Stream:
-        stream_id = f"{self._prefix}-{self._server.stream_tag}{next(self._stream_numbers)}"
-        stream = _Stream(self, kind, stream_id)
-        self._streams[stream_id] = stream
+        new_id = new_stream_id(self._prefix, self._server.stream_tag, next(self._stream_numbers))
+        stream = _Stream(self, kind, new_id)
+        self._streams[new_id] = stream
         return stream
 
     def _idle(self) -> bool:
@@ -684,6 +689,9 @@ class HTTPServer:
         # stream id and waiting channel (see relay_event).
         self._relays: dict[str, _Stream] = {}
         self._following: dict[str, dict[ServerChannel, list[tuple[int, bytes]]]] = {}
+        # Writers the adapter said are gone (worker_gone), most recent last: their streams
+        # are replayed, never relayed live (nothing more will come). Bounded.
+        self._gone_workers: OrderedDict[str, None] = OrderedDict()
         self._sse: dict[_Stream, None] = {}  # SSE streams open on a channel (keep-alives)
         self._timers: list[tuple[float, int, Session | None, str]] = []
         self._dead_timers = 0  # sessions retired since _timers was last rebuilt
@@ -992,6 +1000,36 @@ class HTTPServer:
             self._relay(relay, [(seq, data)])
         return bool(waiting) or relay is not None
 
+    # -- writers that are gone (issue 18: _shared.WorkerLiveness) --------------------------------
+
+    def worker_gone(self, tag: str, *, now: float | None = None) -> int:
+        """The worker ``tag`` is gone (it said so, or fell silent: the adapter judges with
+        :class:`~mcp_sansio.http._shared.WorkerLiveness`). Only the writer ends its streams,
+        so each relay of one of them ends here -- the client resumes and gets what the log
+        holds -- and from now on a resumption of them replays the log and ends. Returns how
+        many relays ended; drain :meth:`data_to_send` after."""
+        self._clock(now)
+        if not tag or tag == self.stream_tag:
+            return 0
+        self._gone_workers[tag] = None
+        self._gone_workers.move_to_end(tag)
+        while len(self._gone_workers) > MAX_GONE_WORKERS:
+            self._gone_workers.popitem(last=False)
+        ended = [relay for relay in self._relays.values() if stream_writer(relay.id) == tag]
+        for relay in ended:
+            self._end_relay(relay)
+        return len(ended)
+
+    def worker_back(self, tag: str) -> None:
+        """A worker counted gone was heard again (a late heartbeat): its streams are relayed
+        live again."""
+        self._gone_workers.pop(tag, None)
+
+    def relayed_writers(self) -> set[str]:
+        """The tags of the workers whose streams are relayed here now (what the adapter
+        checks for liveness)."""
+        return {tag for tag in map(stream_writer, self._relays) if tag is not None}
+
     def _unfollow(self, channel: ServerChannel, last_event_id: str
                   ) -> list[tuple[int, bytes]]:
         parsed = parse_event_id(last_event_id)
@@ -1112,7 +1150,7 @@ class HTTPServer:
             claims = {"iss": principal[1]} if principal[1] is not None else {}
             session.auth = AccessInfo(subject=principal[0], claims=claims)
         session._standalone = _Stream(session, _Kind.STANDALONE,
-                                      f"{session._prefix}-{self.stream_tag}0")
+                                      new_stream_id(session._prefix, self.stream_tag, 0))
         session._standalone.resumable = self.event_store is not None
         # The record's age is unknown here (another worker saved it, at a time on its own
         # clocks), so the copy counts as due for a save: the request that adopted it
@@ -1653,7 +1691,7 @@ class HTTPServer:
         self._tag_requests(session)
         self._sessions[session_id] = session
         session._standalone = _Stream(session, _Kind.STANDALONE,
-                                      f"{session._prefix}-{self.stream_tag}0")
+                                      new_stream_id(session._prefix, self.stream_tag, 0))
         session._standalone.resumable = self.event_store is not None and not legacy
         return session
 
@@ -1948,6 +1986,12 @@ class HTTPServer:
                 replayed.append((found[1], data))
         kept = channel._answers.get(("follow", last_event_id), [])
         self._relay(relay, [*replayed, *kept])
+        if self._relays.get(stream_id) is relay and stream_writer(stream_id) in (
+                self._gone_workers):
+            # Its writer is gone: the log holds all there will ever be (issue 18). The
+            # response ends after it instead of waiting for live events that cannot come.
+            self._end_relay(relay)
+            return
         if len(kept) >= self.max_pending_messages and relay.relayed is not None:
             # More came while the store was read than was kept: what was dropped is in the
             # log, so the response ends here and the client resumes from its last id

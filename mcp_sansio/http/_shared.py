@@ -39,6 +39,18 @@ built with ``shared=True`` says what it needs as *effects*, which the adapter ta
   there. No answer within ``decision_timeout`` counts as "not found"; a client that leaves
   releases it; a second answer is ignored.
 
+Only the worker that writes a stream can end it (:data:`STREAM_END`), so a worker that dies
+while writing one would leave every relay of it open for ever, with nothing but keep-alive
+comments (issue 18, found by the two-host test). So each worker announces itself on the
+bus's ``workers`` topic (a heartbeat every few seconds, "gone" at a clean shutdown), and
+:class:`WorkerLiveness` -- pure: arrival times on the receiver's own clock come in as
+``now`` -- says which writers are gone: one that said so, one not heard within the timeout,
+and one never heard at all once this worker has listened longer than the timeout (every live
+worker has spoken by then). :meth:`HTTPServer.worker_gone` is told: it ends each relay of
+that writer's streams (the client resumes, and gets what the log has) and from then on a
+resumption of them replays the log and ends, never waiting on live events that cannot come.
+:func:`stream_writer` reads the writer's tag out of a stream id.
+
 :class:`NumberedEvents` is the synchronous :class:`~mcp_sansio.http.EventStore` the server
 uses in that mode: it numbers events and queues effects, and refuses to replay (a replay is
 a :class:`Lookup`). Stream ids carry the worker's ``stream_tag`` so that two workers writing
@@ -47,11 +59,15 @@ streams of one session never pick the same id.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
 __all__ = [
+    "DEFAULT_HEARTBEAT_INTERVAL",
+    "DEFAULT_WORKER_TIMEOUT",
     "STREAM_END",
     "DropSession",
     "ForgetStream",
@@ -61,6 +77,9 @@ __all__ = [
     "SaveSession",
     "SharedEffect",
     "StoreEvent",
+    "WorkerLiveness",
+    "new_stream_id",
+    "stream_writer",
 ]
 
 
@@ -184,3 +203,91 @@ class NumberedEvents:
     def forget(self, stream_id: str) -> None:
         self._next.pop(stream_id, None)
         self._effects.append(ForgetStream(stream_id))
+
+
+# -- which writers are alive (issue 18: a host that dies ends its relayed streams) -----------------
+
+#: Seconds between two heartbeats of a shared worker on the bus: 5. A heartbeat is a few
+#: dozen bytes to every worker, so this costs nothing; it sets how soon a dead writer is
+#: noticed (with the timeout below), against a client whose first resumption comes after
+#: one second and whose last (of five, doubling) after about thirty.
+DEFAULT_HEARTBEAT_INTERVAL = 5.0
+#: Seconds without a heartbeat after which a worker counts as gone: 15, three intervals. The
+#: bus delivers in milliseconds, so only a dead worker -- or one whose loop stalled for most
+#: of that time, or a broken bus, where no live event could be relayed either -- misses
+#: three; one lost or late heartbeat must not end streams that are still being written. A
+#: relay of a dead writer ends within the timeout and one interval: about 20 s.
+DEFAULT_WORKER_TIMEOUT = 15.0
+#: Writers remembered as gone by a server: 1,024 (the oldest forgotten first). Each dead or
+#: stopped worker is one entry; a forgotten one is judged again by :class:`WorkerLiveness`
+#: at the next check (never heard: gone), so the bound only caps memory.
+MAX_GONE_WORKERS = 1024
+
+
+def new_stream_id(session_prefix: str, tag: str, number: int) -> str:
+    """A stream's id: the session's prefix, the writing worker's tag (when it has one), the
+    stream's number, dash-separated -- a tag is letters and digits and the prefix hex, so
+    the writer reads back unambiguously (tag ``w0`` stream 12 is not tag ``w01`` stream 2)."""
+    return f"{session_prefix}-{tag}-{number}" if tag else f"{session_prefix}-{number}"
+
+
+def stream_writer(stream: str) -> str | None:
+    """The tag of the worker that writes ``stream`` (an id made by :func:`new_stream_id`), or
+    None for an untagged one or anything else (a ``Last-Event-ID`` is the client's input)."""
+    parts = stream.split("-")
+    if len(parts) != 3 or not parts[1].isalnum() or not parts[2].isdigit():
+        return None
+    return parts[1]
+
+
+class WorkerLiveness:
+    """Which shared workers are alive, from their heartbeats (sans-IO: ``now`` is the
+    receiving worker's own monotonic clock, so no two hosts' clocks are ever compared --
+    a heartbeat counts when it *arrives*).
+
+    :param timeout: seconds without a heartbeat after which a worker counts as gone.
+    :param started: when this worker began listening: a writer never heard from counts as
+        gone only once ``timeout`` has passed since (every live worker spoke by then).
+    """
+
+    def __init__(self, *, timeout: float = DEFAULT_WORKER_TIMEOUT, started: float) -> None:
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self.timeout = timeout
+        self.started = started
+        self._heard: dict[str, float] = {}
+        # Workers that said they are gone (a clean shutdown), most recent last; bounded.
+        self._left: OrderedDict[str, None] = OrderedDict()
+
+    def heard(self, tag: str, now: float) -> bool:
+        """A heartbeat of ``tag`` arrived at ``now``; True if it was counted gone before
+        (it is back: a late heartbeat, or a bus that came back)."""
+        back = tag in self._left or self.is_gone(tag, now)
+        self._left.pop(tag, None)
+        self._heard[tag] = now
+        return back
+
+    def left(self, tag: str) -> None:
+        """``tag`` announced a clean shutdown: gone at once."""
+        self._heard.pop(tag, None)
+        self._left[tag] = None
+        self._left.move_to_end(tag)
+        while len(self._left) > MAX_GONE_WORKERS:
+            self._left.popitem(last=False)
+
+    def is_gone(self, tag: str, now: float) -> bool:
+        """Whether the writer ``tag`` counts as gone at ``now``."""
+        if tag in self._left:
+            return True
+        last = self._heard.get(tag)
+        if last is None:
+            return now - self.started > self.timeout
+        return now - last > self.timeout
+
+    def gone(self, writers: Iterable[str], now: float) -> list[str]:
+        """Of ``writers`` (the tags whose streams are relayed here), those gone at ``now``;
+        also forgets heartbeats so old they say nothing (their workers count as gone)."""
+        for tag, last in list(self._heard.items()):
+            if now - last > self.timeout:
+                del self._heard[tag]
+        return sorted({tag for tag in writers if self.is_gone(tag, now)})
