@@ -37,8 +37,8 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp_sansio.app.context import Context
 from mcp_sansio.stores import DEFAULT_TASK_SKEW, task_deadline
@@ -49,6 +49,14 @@ if TYPE_CHECKING:
 __all__ = ["SharedTasks"]
 
 log = logging.getLogger("mcp_sansio.adapters.tasks")
+_T = TypeVar("_T")
+
+
+async def _in_task(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` as a task of its own and wait for it: a request's handler is first
+    stepped eagerly, outside any task (the asyncio session), and redis-py's timeouts need
+    one."""
+    return await asyncio.get_running_loop().create_task(coro)
 
 
 class SharedTasks:
@@ -102,22 +110,28 @@ class SharedTasks:
             loop.call_soon_threadsafe(self._enqueue, item, expires)
 
     async def stored(self, task_id: str) -> None:
+        await _in_task(self._stored(task_id))
+
+    async def _stored(self, task_id: str) -> None:
         await self._subscribed()
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._enqueue((task_id, None, None, done), 0.0)
         await done
 
     async def fetch(self, task_id: str) -> dict[str, Any] | None:
-        return await self.stores.tasks.get(task_id, wall_time=self.wall())  # type: ignore[no-any-return]
+        return await _in_task(self.stores.tasks.get(task_id, wall_time=self.wall()))
 
     async def owned(self, owner: str) -> list[dict[str, Any]]:
-        return await self.stores.tasks.owned(owner, wall_time=self.wall())  # type: ignore[no-any-return]
+        return await _in_task(self.stores.tasks.owned(owner, wall_time=self.wall()))
 
     async def send(self, task_id: str, op: str, data: Mapping[str, Any]) -> None:
         message = {"op": op, "taskId": task_id, **data}
-        await self.stores.bus.publish("tasks", json.dumps(message).encode())
+        await _in_task(self.stores.bus.publish("tasks", json.dumps(message).encode()))
 
     async def until_changed(self, task_id: str, timeout: float) -> None:
+        await _in_task(self._until_changed(task_id, timeout))
+
+    async def _until_changed(self, task_id: str, timeout: float) -> None:
         await self._subscribed()
         event = self._changed.setdefault(task_id, asyncio.Event())
         try:

@@ -1,0 +1,183 @@
+"""Tasks every worker sees (issue 18): two asyncio HTTP servers -- two workers -- sharing
+stores (the in-memory stores in one process, and a real Redis), each with
+``enable_tasks(shared=stores)``. A task created on one is polled, fetched, listed, updated
+and cancelled on the other, in both eras; the work runs where it started; ``tasks/list``
+and ``tasks/get`` never show another session's tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from mcp_sansio.adapters.asyncio import Context, Server, start_http
+
+from ._redis import redis_server  # noqa: F401  (the fixture)
+from .test_http_asyncio import Conn
+from .test_http_shared_asyncio import headers, open_session, stores_factory  # noqa: F401
+from .test_tasks import Client
+
+TIMEOUT = 60  # generous: the machine is shared
+
+
+class Host:
+    """What one worker's handlers did (the work runs where it started)."""
+
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+        self.stopped = asyncio.Event()
+
+
+def make_server(stores: Any, release: asyncio.Event, host: Host) -> Server:
+    server = Server("shared-tasks")
+    server.enable_tasks(shared=stores, poll_interval_ms=50)
+
+    @server.tool(task_support="optional")
+    async def slow() -> str:
+        host.ran.append("slow")
+        await release.wait()
+        return "done"
+
+    @server.tool(task_support="optional")
+    async def forever() -> str:
+        host.ran.append("forever")
+        try:
+            await asyncio.Event().wait()
+        finally:
+            host.stopped.set()
+        return "never"
+
+    @server.tool(task_support="optional")
+    async def ask(ctx: Context) -> str:
+        host.ran.append("ask")
+        answer = await ctx.elicit("Your name?", {"type": "object",
+                                                 "properties": {"name": {"type": "string"}}})
+        return f"hello {answer['content']['name']}"
+
+    return server
+
+
+@contextlib.asynccontextmanager
+async def two_workers(stores_factory: Any, release: asyncio.Event  # noqa: F811
+                      ) -> AsyncIterator[tuple[int, int, Host, Host]]:
+    a_host, b_host = Host(), Host()
+    async with stores_factory() as one, stores_factory() as two:
+        servers = [make_server(one, release, a_host), make_server(two, release, b_host)]
+        async with start_http(servers[0], stores=one) as a, \
+                start_http(servers[1], stores=two) as b:
+            yield a.port, b.port, a_host, b_host
+        for server in servers:  # the last records written before the stores close
+            assert server.tasks is not None
+            await server.tasks.sharing.aclose()  # type: ignore[union-attr]
+
+
+async def until_status(client: Client, task_id: str, *statuses: str) -> dict[str, Any]:
+    for _ in range(TIMEOUT * 20):
+        task = await client.result("tasks/get", {"taskId": task_id})
+        if task["status"] in statuses:
+            return task
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"task {task_id} never reached {statuses}")
+
+
+def test_stateless_era_a_task_created_on_one_worker_is_seen_on_the_other(
+        stores_factory: Any) -> None:  # noqa: F811
+    async def main() -> None:
+        release = asyncio.Event()
+        async with two_workers(stores_factory, release) as (pa, pb, a_host, b_host):
+            a, b = Client(await Conn.open(pa)), Client(await Conn.open(pb))
+            # Poll and fetch on B a task that runs on A.
+            created = await a.result("tools/call", {"name": "slow", "arguments": {}})
+            assert created["resultType"] == "task"
+            task_id = created["taskId"]
+            got = await b.result("tasks/get", {"taskId": task_id})
+            assert got["status"] == "working" and got["createdAt"] == created["createdAt"]
+            release.set()
+            done = await until_status(b, task_id, "completed")
+            assert done["result"]["content"][0]["text"] == "done"
+            # An update sent to B reaches the handler waiting on A.
+            created = await a.result("tools/call", {"name": "ask", "arguments": {}})
+            parked = await until_status(b, created["taskId"], "input_required")
+            assert "elicitation" in parked["inputRequests"]
+            acked = await b.result("tasks/update", {
+                "taskId": created["taskId"], "inputResponses": {"elicitation": {
+                    "action": "accept", "content": {"name": "Ada"}}}})
+            assert acked["resultType"] == "complete" and "status" not in acked
+            done = await until_status(b, created["taskId"], "completed")
+            assert done["result"]["content"][0]["text"] == "hello Ada"
+            # A cancel sent to B stops the handler on A.
+            created = await a.result("tools/call", {"name": "forever", "arguments": {}})
+            await b.result("tasks/cancel", {"taskId": created["taskId"]})
+            await asyncio.wait_for(a_host.stopped.wait(), TIMEOUT)
+            assert (await until_status(b, created["taskId"], "cancelled"))[
+                "status"] == "cancelled"
+            # The work ran where it started; an unknown id is -32602 on either worker.
+            assert a_host.ran == ["slow", "ask", "forever"] and b_host.ran == []
+            _, message = await b.call("tasks/get", {"taskId": "no-such-task"})
+            assert message["error"]["code"] == -32602
+            await a.conn.close()
+            await b.conn.close()
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+async def post(port: int, sid: str, n: int, method: str, params: dict[str, Any]
+               ) -> dict[str, Any]:
+    conn = await Conn.open(port)  # a fresh connection for each request, as a balancer may
+    try:
+        status, _, messages = await conn.request(
+            "POST", {"jsonrpc": "2.0", "id": n, "method": method, "params": params},
+            headers(sid))
+    finally:
+        await conn.close()
+    assert status == 200, (status, messages)
+    answers = [m for m in messages if m.get("id") == n]
+    assert len(answers) == 1, messages
+    return answers[0]  # type: ignore[no-any-return]
+
+
+def test_handshake_era_get_result_list_and_cancel_on_the_other_worker(
+        stores_factory: Any) -> None:  # noqa: F811
+    async def main() -> None:
+        release = asyncio.Event()
+        async with two_workers(stores_factory, release) as (pa, pb, a_host, b_host):
+            sid = await open_session(pa)
+            other_sid = await open_session(pb)
+            created = await post(pa, sid, 1, "tools/call",
+                                 {"name": "slow", "arguments": {}, "task": {}})
+            task = created["result"]["task"]
+            task_id = task["taskId"]
+            got = await post(pb, sid, 2, "tasks/get", {"taskId": task_id})
+            assert got["result"]["status"] == "working"
+            listed = await post(pb, sid, 3, "tasks/list", {})
+            assert [t["taskId"] for t in listed["result"]["tasks"]] == [task_id]
+            # Another session sees nothing of it, on either worker.
+            for port in (pa, pb):
+                assert (await post(port, other_sid, 4, "tasks/list", {}))["result"] == {
+                    "tasks": []}
+                refused = await post(port, other_sid, 5, "tasks/get", {"taskId": task_id})
+                assert refused["error"]["code"] == -32602
+            # A blocking tasks/result on B wakes when A stores the result.
+            waiting = asyncio.ensure_future(post(pb, sid, 6, "tasks/result",
+                                                 {"taskId": task_id}))
+            await asyncio.sleep(0.3)
+            assert not waiting.done()
+            release.set()
+            result = (await waiting)["result"]
+            assert result["content"][0]["text"] == "done"
+            assert result["_meta"]["io.modelcontextprotocol/related-task"] == {
+                "taskId": task_id}
+            # A cancel on B answers the cancelled Task; the handler on A stops.
+            created = await post(pa, sid, 7, "tools/call",
+                                 {"name": "forever", "arguments": {}, "task": {}})
+            forever_id = created["result"]["task"]["taskId"]
+            cancelled = await post(pb, sid, 8, "tasks/cancel", {"taskId": forever_id})
+            assert cancelled["result"]["status"] == "cancelled"
+            await asyncio.wait_for(a_host.stopped.wait(), TIMEOUT)
+            again = await post(pb, sid, 9, "tasks/cancel", {"taskId": forever_id})
+            assert again["error"]["code"] == -32602  # already terminal
+            listed = await post(pb, sid, 10, "tasks/list", {})
+            assert [(t["taskId"], t["status"]) for t in listed["result"]["tasks"]] == [
+                (task_id, "completed"), (forever_id, "cancelled")]
+            assert b_host.ran == []
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
