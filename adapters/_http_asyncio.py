@@ -332,7 +332,8 @@ async def start_http(
     makes the server *shared*: handshake-era sessions and resumable SSE events live there,
     so that every worker using the same stores serves every session, and ``requestState``
     is sealed and opened with the store's key ring unless ``request_state_key`` is given,
-    re-read every ``key_refresh_interval`` seconds (:doc:`/stores`). The caller owns the
+    re-read every ``key_refresh_interval`` seconds (:doc:`/stores`); the server's tasks
+    (``enable_tasks``) are kept there too, so every worker sees them. The caller owns the
     stores (close them after the block)."""
     stores = http_options.pop("stores", None)
     key_refresh = http_options.pop("key_refresh_interval", DEFAULT_KEY_REFRESH_INTERVAL)
@@ -352,6 +353,9 @@ async def start_http(
     if stores is not None:
         service._shared = SharedDriver(http, stores, service._safe_pump, keys=key_source)
         await service._shared.start()
+        share_tasks = getattr(server.tasks, "share", None)  # issue 18: tasks on every worker
+        if share_tasks is not None:
+            share_tasks(stores)
     await service._listen(host, port)
     try:
         yield service

@@ -505,3 +505,16 @@ class Tasks(TaskLedger):
                          max_tasks=max_tasks, store=store, sharing=sharing)
         if sharing is not None:
             sharing.ledger = self
+
+    def share(self, stores: Any) -> None:
+        """Share this server's tasks through ``stores`` (what ``start_http(stores=...)``
+        calls: a shared server's tasks are seen by every worker, never kept apart in
+        silence). Stores already given (``shared=``) stay; other stores are refused."""
+        if self.sharing is None:
+            from ._tasks_shared import SharedTasks
+
+            sharing = SharedTasks(stores, wall=self.runtime.wall)
+            sharing.ledger = self
+            self.sharing = sharing
+        elif getattr(self.sharing, "stores", None) is not stores:
+            raise ValueError("the tasks are already shared through other stores")

@@ -29,9 +29,13 @@ class Host:
         self.stopped = asyncio.Event()
 
 
-def make_server(stores: Any, release: asyncio.Event, host: Host) -> Server:
+def make_server(stores: Any, release: asyncio.Event, host: Host, *,
+                explicit: bool) -> Server:
     server = Server("shared-tasks")
-    server.enable_tasks(shared=stores, poll_interval_ms=50)
+    if explicit:
+        server.enable_tasks(shared=stores, poll_interval_ms=50)
+    else:  # start_http(stores=...) shares them
+        server.enable_tasks(poll_interval_ms=50)
 
     @server.tool(task_support="optional")
     async def slow() -> str:
@@ -59,11 +63,12 @@ def make_server(stores: Any, release: asyncio.Event, host: Host) -> Server:
 
 
 @contextlib.asynccontextmanager
-async def two_workers(stores_factory: Any, release: asyncio.Event  # noqa: F811
-                      ) -> AsyncIterator[tuple[int, int, Host, Host]]:
+async def two_workers(stores_factory: Any, release: asyncio.Event,  # noqa: F811
+                      explicit: bool = False) -> AsyncIterator[tuple[int, int, Host, Host]]:
     a_host, b_host = Host(), Host()
     async with stores_factory() as one, stores_factory() as two:
-        servers = [make_server(one, release, a_host), make_server(two, release, b_host)]
+        servers = [make_server(one, release, a_host, explicit=explicit),
+                   make_server(two, release, b_host, explicit=explicit)]
         async with start_http(servers[0], stores=one) as a, \
                 start_http(servers[1], stores=two) as b:
             yield a.port, b.port, a_host, b_host
@@ -85,7 +90,8 @@ def test_stateless_era_a_task_created_on_one_worker_is_seen_on_the_other(
         stores_factory: Any) -> None:  # noqa: F811
     async def main() -> None:
         release = asyncio.Event()
-        async with two_workers(stores_factory, release) as (pa, pb, a_host, b_host):
+        async with two_workers(stores_factory, release, explicit=True) as (
+                pa, pb, a_host, b_host):
             a, b = Client(await Conn.open(pa)), Client(await Conn.open(pb))
             # Poll and fetch on B a task that runs on A.
             created = await a.result("tools/call", {"name": "slow", "arguments": {}})

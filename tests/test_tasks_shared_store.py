@@ -198,3 +198,18 @@ def test_a_remote_cancel_whose_worker_is_gone_is_written_here() -> None:
             await again.fn()
         assert refused.value.code == -32602
     asyncio.run(main())
+
+
+def test_tasks_are_shared_through_one_set_of_stores_only() -> None:
+    from mcp_sansio.adapters._tasks import Tasks
+
+    first, second = MemoryStores(), MemoryStores()
+    tasks = Tasks(shared=first)
+    tasks.share(first)  # what start_http(stores=first) does: the same stores stay
+    assert isinstance(tasks.sharing, SharedTasks) and tasks.sharing.stores is first
+    with pytest.raises(ValueError, match="other stores"):
+        tasks.share(second)
+    plain = Tasks()
+    assert plain.sharing is None
+    plain.share(second)
+    assert isinstance(plain.sharing, SharedTasks) and plain.sharing.ledger is plain
