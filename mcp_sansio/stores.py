@@ -21,8 +21,8 @@ implementation in :mod:`mcp_sansio.adapters.redis`:
   can do it after the bytes went out;
 * :class:`EventBus` -- publish on one worker, delivered on every worker (one topic per
   kind of message, :data:`TOPICS`): list-changed fan-out to listen streams, session
-  records, stored events for live resumption, answers to server requests, new keys (task
-  cancels and updates, and task record notices);
+  records, stored events for live resumption, answers to server requests, new keys, task
+  cancels and updates and task record notices;
 * :class:`KeyStore` -- the sealing keys of 2026-07-28 ``requestState`` (``basic/patterns/
   mrtr.mdx``): a key ring, newest first, so that a state sealed with any recent key opens
   on any worker, and a new key is added without downtime (seal with the newest, open with
