@@ -505,16 +505,23 @@ class Tasks(TaskLedger):
                          max_tasks=max_tasks, store=store, sharing=sharing)
         if sharing is not None:
             sharing.ledger = self
+        #: Whether :meth:`share` attached the sharing (not ``shared=``).
+        self._auto_shared = False
 
     def share(self, stores: Any) -> None:
-        """Share this server's tasks through ``stores`` (what ``start_http(stores=...)``
-        calls: a shared server's tasks are seen by every worker, never kept apart in
-        silence). Stores already given (``shared=``) stay; other stores are refused."""
-        if self.sharing is None:
-            from ._tasks_shared import SharedTasks
-
-            sharing = SharedTasks(stores, wall=self.runtime.wall)
-            sharing.ledger = self
-            self.sharing = sharing
-        elif getattr(self.sharing, "stores", None) is not stores:
+        """Share this server's tasks through ``stores`` (what ``start_http(stores=...)`` and
+        the shared ASGI application call: a shared server's tasks are seen by every worker,
+        never kept apart in silence). Stores given to ``shared=`` stay, and others are
+        refused; stores this call attached are replaced (an ASGI application served again
+        from another loop builds new ones)."""
+        current = getattr(self.sharing, "stores", None)
+        if current is stores:
+            return
+        if self.sharing is not None and not self._auto_shared:
             raise ValueError("the tasks are already shared through other stores")
+        from ._tasks_shared import SharedTasks
+
+        sharing = SharedTasks(stores, wall=self.runtime.wall)
+        sharing.ledger = self
+        self.sharing = sharing
+        self._auto_shared = True

@@ -250,6 +250,9 @@ class ASGIApp:
                               keys=source)
         service._shared = driver  # type: ignore[attr-defined]
         await driver.start()
+        share_tasks = getattr(getattr(self.server, "tasks", None), "share", None)
+        if share_tasks is not None:  # issue 18: the server's tasks on every worker
+            share_tasks(stores)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         service = await self._ensure()

@@ -187,3 +187,47 @@ def test_handshake_era_get_result_list_and_cancel_on_the_other_worker(
                 (task_id, "completed"), (forever_id, "cancelled")]
             assert b_host.ran == []
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_the_shared_asgi_application_shares_its_tasks(stores_factory: Any) -> None:  # noqa: F811
+    """``asgi.app(server, stores=...)`` shares the tasks as ``start_http`` does."""
+    from mcp_sansio.adapters import asgi
+
+    from .http_stories import stateless, tool_call
+    from .test_asgi import post
+
+    caps = {"io.modelcontextprotocol/clientCapabilities": {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+    def answer(call: Any) -> dict[str, Any]:
+        messages = (call.sse() if call.headers["content-type"] == "text/event-stream"
+                    else [call.json()])
+        return messages[-1]  # type: ignore[no-any-return]
+
+    async def main() -> None:
+        release = asyncio.Event()
+        a_host, b_host = Host(), Host()
+        async with stores_factory() as one, stores_factory() as two:
+            a = asgi.app(make_server(one, release, a_host, explicit=False), stores=one)
+            b = asgi.app(make_server(two, release, b_host, explicit=False), stores=two)
+            try:
+                body, headers = tool_call("slow", {}, 1, **caps)
+                created = answer(await post(a, body, list(headers.items())).run())["result"]
+                assert created["resultType"] == "task", created
+                release.set()
+                for n in range(TIMEOUT * 20):
+                    body, headers = stateless("tasks/get", {"taskId": created["taskId"]},
+                                              2 + n, created["taskId"], **caps)
+                    task = answer(await post(b, body, list(headers.items())).run())["result"]
+                    if task["status"] == "completed":
+                        break
+                    await asyncio.sleep(0.05)
+                assert task["result"]["content"][0]["text"] == "done"
+                assert a_host.ran == ["slow"] and b_host.ran == []
+            finally:
+                for app in (a, b):
+                    await app.aclose()
+                    tasks = app.server.tasks if app.server is not None else None
+                    if tasks is not None and tasks.sharing is not None:
+                        await tasks.sharing.aclose()  # type: ignore[attr-defined]
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))

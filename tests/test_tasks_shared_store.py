@@ -213,3 +213,5 @@ def test_tasks_are_shared_through_one_set_of_stores_only() -> None:
     assert plain.sharing is None
     plain.share(second)
     assert isinstance(plain.sharing, SharedTasks) and plain.sharing.ledger is plain
+    plain.share(first)  # attached by share (an ASGI app on a new loop): replaced
+    assert isinstance(plain.sharing, SharedTasks) and plain.sharing.stores is first
