@@ -14,6 +14,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp_sansio.adapters._tasks_shared import SharedTasks
 
 from mcp_sansio import Era
@@ -108,6 +110,28 @@ def test_a_record_lives_its_ttl_on_every_host_whose_clock_is_within_the_skew() -
         assert await b.owned("o") == []
         await a.aclose()
         await b.aclose()
+    asyncio.run(main())
+
+
+@settings(max_examples=60, deadline=None)
+@given(created=st.floats(1e9, 3e9), ttl_ms=st.integers(1, 10**8),
+       offset=st.floats(-DEFAULT_TASK_SKEW, DEFAULT_TASK_SKEW - 0.001),  # (float rounding)
+       before=st.floats(0, 10**5))
+def test_no_reader_within_the_skew_loses_a_record_before_its_ttl(
+        created: float, ttl_ms: int, offset: float, before: float) -> None:
+    """For any creation time and TTL: a reader whose clock is off by less than the allowance
+    finds the record at any moment up to the TTL's end on the writer's clock, and nobody
+    finds it once the deadline has passed on their own clock."""
+    async def main() -> None:
+        table = MemoryTaskTable()
+        deadline = task_deadline(created, ttl_ms)
+        await table.put("t", record("t"), owner="o", expires_at=deadline, wall_time=created)
+        end = created + ttl_ms / 1000
+        moment = max(created, end - before)  # on the writer's clock, within the TTL
+        assert await table.get("t", wall_time=moment + offset) is not None
+        assert [r["taskId"] for r in await table.owned("o", wall_time=moment + offset)] == [
+            "t"]
+        assert await table.get("t", wall_time=deadline) is None
     asyncio.run(main())
 
 
