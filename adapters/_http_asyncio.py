@@ -361,6 +361,10 @@ async def start_http(
         yield service
     finally:
         await asyncio.shield(service.aclose())
+        if stores is not None:  # the last task records written before the stores close
+            from ._tasks_shared import close_sharing
+
+            await asyncio.shield(close_sharing(server))
 
 
 async def serve_http(

@@ -46,7 +46,7 @@ from mcp_sansio.stores import DEFAULT_TASK_SKEW, task_deadline
 if TYPE_CHECKING:
     from mcp_sansio.app.tasks import Task, TaskLedger
 
-__all__ = ["SharedTasks"]
+__all__ = ["SharedTasks", "close_sharing"]
 
 log = logging.getLogger("mcp_sansio.adapters.tasks")
 _T = TypeVar("_T")
@@ -207,7 +207,8 @@ class SharedTasks:
             self.ledger.receive(task_id, op, note)
 
     async def aclose(self) -> None:
-        """Finish the queued writes and leave the bus."""
+        """Finish the queued writes and leave the bus (the server stops). A server started
+        again later subscribes and writes afresh, on its new loop."""
         writer = self._writer
         if writer is not None and not writer.done():
             with contextlib.suppress(Exception):
@@ -216,3 +217,13 @@ class SharedTasks:
         if unsubscribe is not None:
             with contextlib.suppress(Exception):
                 await unsubscribe()
+        self._loop, self._queue, self._writer, self._subscribing = None, None, None, None
+        self._changed.clear()
+
+
+async def close_sharing(server: Any) -> None:
+    """Close the task sharing of ``server`` (a high-level Server), if it has one: what a
+    shared server's shutdown calls before its stores close."""
+    sharing = getattr(getattr(server, "tasks", None), "sharing", None)
+    if isinstance(sharing, SharedTasks):
+        await sharing.aclose()

@@ -156,6 +156,10 @@ class ASGIApp:
         service, self._service, self._token = self._service, None, None
         if service is not None:
             await service.aclose()
+        if self.stores is not None:  # the last task records written before the stores close
+            from ._tasks_shared import close_sharing
+
+            await close_sharing(self.server)
         owned, self._owned_stores = self._owned_stores, None
         if owned is not None:
             await owned.aclose()

@@ -72,9 +72,6 @@ async def two_workers(stores_factory: Any, release: asyncio.Event,  # noqa: F811
         async with start_http(servers[0], stores=one) as a, \
                 start_http(servers[1], stores=two) as b:
             yield a.port, b.port, a_host, b_host
-        for server in servers:  # the last records written before the stores close
-            assert server.tasks is not None
-            await server.tasks.sharing.aclose()  # type: ignore[union-attr]
 
 
 async def until_status(client: Client, task_id: str, *statuses: str) -> dict[str, Any]:
@@ -226,8 +223,34 @@ def test_the_shared_asgi_application_shares_its_tasks(stores_factory: Any) -> No
                 assert a_host.ran == ["slow"] and b_host.ran == []
             finally:
                 for app in (a, b):
-                    await app.aclose()
-                    tasks = app.server.tasks if app.server is not None else None
-                    if tasks is not None and tasks.sharing is not None:
-                        await tasks.sharing.aclose()  # type: ignore[attr-defined]
+                    await app.aclose()  # writes the last records, leaves the bus
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_servers_started_again_share_their_tasks_again() -> None:
+    """Stopping a shared server closes its task sharing (the last records written, the bus
+    left); the same servers started again subscribe afresh: an update taken by one still
+    reaches the handler on the other."""
+    from mcp_sansio.stores import MemoryStores
+
+    async def main() -> None:
+        stores = MemoryStores()
+        release = asyncio.Event()
+        a_host, b_host = Host(), Host()
+        servers = [make_server(stores, release, a_host, explicit=False),
+                   make_server(stores, release, b_host, explicit=False)]
+        for round_ in range(2):
+            async with start_http(servers[0], stores=stores) as a, \
+                    start_http(servers[1], stores=stores) as b:
+                on_a, on_b = Client(await Conn.open(a.port)), Client(await Conn.open(b.port))
+                created = await on_a.result("tools/call", {"name": "ask", "arguments": {}})
+                await until_status(on_b, created["taskId"], "input_required")
+                await on_b.result("tasks/update", {
+                    "taskId": created["taskId"], "inputResponses": {"elicitation": {
+                        "action": "accept", "content": {"name": f"round {round_}"}}}})
+                done = await until_status(on_b, created["taskId"], "completed")
+                assert done["result"]["content"][0]["text"] == f"hello round {round_}"
+                await on_a.conn.close()
+                await on_b.conn.close()
+        assert a_host.ran == ["ask", "ask"] and b_host.ran == []
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
