@@ -5,12 +5,13 @@ Theory of operation
 -------------------
 The ledger (:mod:`mcp_sansio.app.tasks`) is sans-IO and synchronous; a shared store is a
 network call that must not block the loop. So the ledger never calls the store itself: it
-hands each changed record to :meth:`SharedTasks.saved`, which queues it, and one writer task
-on the loop puts the records into the :class:`~mcp_sansio.stores.TaskTable` in order (a
-later status never overtaken by an earlier one) and then publishes a ``stored`` notice on the
-bus's ``tasks`` topic. Everything the ledger must wait for -- the first record before the
-creating call is answered, a record read on a worker that does not run the task, a cancel or
-an update sent to the worker that does -- is an ``async`` method the ledger's jobs await.
+hands each changed record to :meth:`SharedTasks.saved`, which queues it -- the newest record
+per task replacing one not yet written -- and one writer task on the loop puts the records
+into the :class:`~mcp_sansio.stores.TaskTable` (a later status is never overtaken by an
+earlier one) and then publishes a ``stored`` notice on the bus's ``tasks`` topic. Everything
+the ledger must wait for -- the first record before the creating call is answered, a
+record read on a worker that does not run the task, a cancel or an update sent to the worker
+that does -- is an ``async`` method the ledger's jobs await.
 (The other shape, an async store path inside the ledger, would put awaits and a store
 under the ledger's lock; this one keeps the ledger a plain state machine.)
 
@@ -76,8 +77,13 @@ class SharedTasks:
         self.skew = skew
         self.ledger: TaskLedger | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._queue: asyncio.Queue[tuple[str, dict[str, Any] | None, str | None,
-                                         asyncio.Future[None] | None]] | None = None
+        #: Records waiting to be written: the newest per task (task id -> record, owner,
+        #: deadline), oldest task first. A task that changes faster than the store writes
+        #: (progress in a loop) costs one write per round, not one per change.
+        self._pending: dict[str, tuple[dict[str, Any], str | None, float]] = {}
+        #: Task id -> whoever waits until its queued records are written (:meth:`stored`).
+        self._flushed: dict[str, list[asyncio.Future[None]]] = {}
+        self._writing: str | None = None
         self._writer: asyncio.Task[None] | None = None
         self._unsubscribe: Callable[[], Awaitable[None]] | None = None
         self._subscribing: asyncio.Future[None] | None = None
@@ -99,23 +105,25 @@ class SharedTasks:
     def saved(self, task: Task, record: dict[str, Any]) -> None:
         loop = self._current_loop()
         expires = task_deadline(task.created, task.ttl_ms, skew=self.skew)
-        item = (task.task_id, record, task.owner_key, None)
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:
-            self._enqueue(item, expires)
+            self._enqueue(task.task_id, record, task.owner_key, expires)
         else:  # a handler on a thread of its own
-            loop.call_soon_threadsafe(self._enqueue, item, expires)
+            loop.call_soon_threadsafe(self._enqueue, task.task_id, record, task.owner_key,
+                                      expires)
 
     async def stored(self, task_id: str) -> None:
         await _in_task(self._stored(task_id))
 
     async def _stored(self, task_id: str) -> None:
         await self._subscribed()
+        if task_id not in self._pending and self._writing != task_id:
+            return
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._enqueue((task_id, None, None, done), 0.0)
+        self._flushed.setdefault(task_id, []).append(done)
         await done
 
     async def fetch(self, task_id: str) -> dict[str, Any] | None:
@@ -148,33 +156,31 @@ class SharedTasks:
             self._loop = asyncio.get_running_loop()
         return self._loop
 
-    def _enqueue(self, item: tuple[str, dict[str, Any] | None, str | None,
-                                   asyncio.Future[None] | None], expires: float) -> None:
-        if self._queue is None:
-            self._queue = asyncio.Queue()
-        self._queue.put_nowait((item[0], {"record": item[1], "expires": expires}
-                                if item[1] is not None else None, item[2], item[3]))
+    def _enqueue(self, task_id: str, record: dict[str, Any], owner: str | None,
+                 expires: float) -> None:
+        self._pending[task_id] = (record, owner, expires)  # the newest replaces, in place
         if self._writer is None or self._writer.done():
             self._writer = self._current_loop().create_task(self._write())
 
     async def _write(self) -> None:
-        queue = self._queue
-        assert queue is not None
-        while not queue.empty():
-            task_id, entry, owner, done = queue.get_nowait()
-            if entry is None:
-                if done is not None and not done.done():
-                    done.set_result(None)
-                continue
+        while self._pending:
+            task_id = next(iter(self._pending))
+            record, owner, expires = self._pending.pop(task_id)
+            self._writing = task_id
             try:
-                await self.stores.tasks.put(task_id, entry["record"], owner=owner,
-                                            expires_at=entry["expires"],
+                await self.stores.tasks.put(task_id, record, owner=owner, expires_at=expires,
                                             wall_time=self.wall())
                 await self.stores.bus.publish(
                     "tasks", json.dumps({"op": "stored", "taskId": task_id}).encode())
             except Exception:
                 # Redis unreachable: the task runs on here; other workers see it stale.
                 log.warning("a task record could not be stored", exc_info=True)
+            finally:
+                self._writing = None
+            if task_id not in self._pending:  # (a newer one came meanwhile: not yet)
+                for done in self._flushed.pop(task_id, []):
+                    if not done.done():
+                        done.set_result(None)
 
     async def _subscribed(self) -> None:
         """Subscribe to the bus's ``tasks`` topic once (every caller waits for it)."""
@@ -217,7 +223,7 @@ class SharedTasks:
         if unsubscribe is not None:
             with contextlib.suppress(Exception):
                 await unsubscribe()
-        self._loop, self._queue, self._writer, self._subscribing = None, None, None, None
+        self._loop, self._writer, self._subscribing = None, None, None
         self._changed.clear()
 
 

@@ -239,3 +239,32 @@ def test_tasks_are_shared_through_one_set_of_stores_only() -> None:
     assert isinstance(plain.sharing, SharedTasks) and plain.sharing.ledger is plain
     plain.share(first)  # attached by share (an ASGI app on a new loop): replaced
     assert isinstance(plain.sharing, SharedTasks) and plain.sharing.stores is first
+
+
+def test_a_task_that_changes_faster_than_the_store_writes_costs_one_write_per_round() -> None:
+    """Records queued for one task while a write is in flight are coalesced: the newest is
+    written, the ones it replaced never are, and ``stored`` returns once it is."""
+    class CountingTable(MemoryTaskTable):
+        def __init__(self) -> None:
+            super().__init__()
+            self.writes: list[str | None] = []
+
+        async def put(self, task_id: str, record: Any, **options: Any) -> None:
+            self.writes.append(record["statusMessage"])
+            await asyncio.sleep(0)  # a network round trip
+            await super().put(task_id, record, **options)
+
+    async def main() -> None:
+        stores = MemoryStores()
+        stores.tasks = CountingTable()
+        sharing = SharedTasks(stores, wall=lambda: NOW)
+        task = Task("t", NOW, float("inf"), 60_000, 500)
+        for n in range(100):  # progress in a loop: 100 changes before the writer runs
+            task.status_message = str(n)
+            sharing.saved(task, task.record())
+        await sharing.stored("t")
+        assert stores.tasks.writes == ["99"]
+        got = await sharing.fetch("t")
+        assert got is not None and got["statusMessage"] == "99"
+        await sharing.aclose()
+    asyncio.run(main())
