@@ -207,14 +207,23 @@ def test_a_remote_cancel_whose_worker_is_gone_is_written_here() -> None:
     stores the cancelled record; when none does within the bound (its host died), this
     worker writes it, and answers the cancelled Task."""
     sharing = StubSharing([record("t", owner="s1")], "s1", None)
-    ledger = TaskLedger(FakeRuntime(), sharing=sharing)
+    runtime = FakeRuntime()
+    ledger = TaskLedger(runtime, sharing=sharing)
     ctx: Any = SimpleNamespace(era=Era.HANDSHAKE)
+    waits: list[float] = []
+
+    async def nobody_answers(task_id: str, timeout: float) -> None:
+        waits.append(timeout)
+        runtime.mono_now += timeout  # the wait took its whole timeout
+    sharing.until_changed = nobody_answers  # type: ignore[method-assign]
 
     async def main() -> None:
         job = ledger._remote_job("tasks/cancel", {"taskId": "t"}, ctx)
         assert job.fn is not None
         answer = job.shape(await job.fn())
         assert answer["status"] == "cancelled" and sharing.sent == [("t", "cancel")]
+        assert sum(waits) == pytest.approx(5.0)  # REMOTE_CANCEL_WAIT, a poll at a time
+        assert set(waits) == {0.5}
         assert sharing.records["t"]["status"] == "cancelled"
         again = ledger._remote_job("tasks/cancel", {"taskId": "t"}, ctx)
         assert again.fn is not None

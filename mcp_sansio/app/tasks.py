@@ -98,7 +98,9 @@ __all__ = [
     "DEFAULT_MAX_TASKS",
     "DEFAULT_POLL_INTERVAL_MS",
     "DEFAULT_TTL_MS",
+    "MAX_REMOTE_POLL",
     "RELATED_TASK",
+    "REMOTE_CANCEL_WAIT",
     "TASKS_EXTENSION",
     "InMemoryTaskStore",
     "Task",
@@ -690,11 +692,11 @@ class TaskLedger:
         await sharing.send(task.task_id, "cancel", {})
         if stateless:
             return {"resultType": "complete"}
-        waited = 0.0
+        # On this process's monotonic clock (the bound never leaves it).
+        give_up = self.runtime.monotonic() + REMOTE_CANCEL_WAIT
         step = min(task.poll_interval_ms / 1000, MAX_REMOTE_POLL)
-        while waited < REMOTE_CANCEL_WAIT:
+        while self.runtime.monotonic() < give_up:
             await sharing.until_changed(task.task_id, step)
-            waited += step
             record = await sharing.fetch(task.task_id)
             if record is not None and record.get("status") in TERMINAL:
                 return Task.from_record(record).v1()
