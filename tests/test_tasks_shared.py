@@ -1,8 +1,10 @@
 """Tasks every worker sees (issue 18): two asyncio HTTP servers -- two workers -- sharing
-stores (the in-memory stores in one process, and a real Redis), each with
-``enable_tasks(shared=stores)``. A task created on one is polled, fetched, listed, updated
-and cancelled on the other, in both eras; the work runs where it started; ``tasks/list``
-and ``tasks/get`` never show another session's tasks."""
+stores (the in-memory stores in one process, and a real Redis), their tasks shared by
+``enable_tasks(shared=stores)`` or by ``start_http(stores=...)`` itself. A task created on
+one is polled, fetched, listed, updated and cancelled on the other, in both eras; the work
+runs where it started; ``tasks/list`` and ``tasks/get`` never show another session's or
+principal's tasks; the shared ASGI application shares its tasks too; servers stopped and
+started again share again."""
 
 from __future__ import annotations
 
@@ -253,4 +255,58 @@ def test_servers_started_again_share_their_tasks_again() -> None:
                 await on_a.conn.close()
                 await on_b.conn.close()
         assert a_host.ran == ["ask", "ask"] and b_host.ran == []
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_another_principals_task_is_unknown_on_every_worker(stores_factory: Any  # noqa: F811
+                                                            ) -> None:
+    """Protected workers (auth=): a 2026-07-28 task created for one principal is unknown
+    (-32602) to another on either worker, its id notwithstanding; its own principal polls it
+    on the other worker."""
+    from mcp_sansio.auth import AccessInfo, InvalidToken, ProtectedResource
+
+    class Verifier:
+        def verify(self, token: str, now: float) -> AccessInfo:
+            if token not in ("alice", "bob"):
+                raise InvalidToken("not a token we know")
+            return AccessInfo(subject=token)
+
+    async def as_(who: str, port: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        from .http_stories import stateless
+
+        name = params.get("name", params.get("taskId"))
+        body, headers = stateless(method, params, 1, name, **{
+            "io.modelcontextprotocol/clientCapabilities": {
+                "extensions": {"io.modelcontextprotocol/tasks": {}}}})
+        conn = await Conn.open(port)
+        try:
+            status, _, messages = await conn.request(
+                "POST", body, {**headers, "authorization": f"Bearer {who}"})
+        finally:
+            await conn.close()
+        assert status in (200, 400), (status, messages)  # 2026-07-28: an error is a 400
+        return messages[-1]  # type: ignore[no-any-return]
+
+    async def main() -> None:
+        release = asyncio.Event()
+        a_host, b_host = Host(), Host()
+        async with stores_factory() as one, stores_factory() as two:
+            auth = ProtectedResource("http://127.0.0.1/mcp", ["https://as.example"],
+                                     Verifier())
+            async with start_http(make_server(one, release, a_host, explicit=False),
+                                  stores=one, auth=auth) as a, \
+                    start_http(make_server(two, release, b_host, explicit=False),
+                               stores=two, auth=auth) as b:
+                created = (await as_("alice", a.port, "tools/call",
+                                     {"name": "slow", "arguments": {}}))["result"]
+                task_id = created["taskId"]
+                for port in (a.port, b.port):
+                    refused = await as_("bob", port, "tasks/get", {"taskId": task_id})
+                    assert refused["error"]["code"] == -32602, refused
+                    refused = await as_("bob", port, "tasks/cancel", {"taskId": task_id})
+                    assert refused["error"]["code"] == -32602, refused
+                got = await as_("alice", b.port, "tasks/get", {"taskId": task_id})
+                assert got["result"]["status"] == "working"
+                release.set()
+                assert a_host.ran == ["slow"] and not a_host.stopped.is_set()
     asyncio.run(asyncio.wait_for(main(), TIMEOUT))
