@@ -334,8 +334,9 @@ async def start_http(
     is sealed and opened with the store's key ring unless ``request_state_key`` is given,
     re-read every ``key_refresh_interval`` seconds (:doc:`/stores`); each worker beats
     every ``heartbeat_interval`` seconds on the bus and counts another gone after
-    ``worker_timeout`` seconds of silence (:doc:`/stores`, "Workers that die"). The caller
-    owns the stores (close them after the block)."""
+    ``worker_timeout`` seconds of silence (:doc:`/stores`, "Workers that die"); the
+    server's tasks (``enable_tasks``) are kept there too, so every worker sees them. The
+    caller owns the stores (close them after the block)."""
     stores = http_options.pop("stores", None)
     key_refresh = http_options.pop("key_refresh_interval", DEFAULT_KEY_REFRESH_INTERVAL)
     # Liveness of the workers sharing the stores (issue 18; _shared_driver.py).
@@ -358,11 +359,18 @@ async def start_http(
         service._shared = SharedDriver(http, stores, service._safe_pump, keys=key_source,
                                        **liveness)
         await service._shared.start()
+        share_tasks = getattr(server.tasks, "share", None)  # issue 18: tasks on every worker
+        if share_tasks is not None:
+            share_tasks(stores)
     await service._listen(host, port)
     try:
         yield service
     finally:
         await asyncio.shield(service.aclose())
+        if stores is not None:  # the last task records written before the stores close
+            from ._tasks_shared import close_sharing
+
+            await asyncio.shield(close_sharing(server))
 
 
 async def serve_http(

@@ -15,7 +15,8 @@ runtime; ``runner=`` overrides it.
 :class:`Tasks` is what :meth:`Server.enable_tasks <mcp_sansio.app.server.Server.enable_tasks>`
 builds: a ledger over this runtime, with the options it always had (``clock=`` and
 ``monotonic=`` replace the clocks, e.g. in tests). A handler running as a task gets a
-:class:`TaskContext` as its ``ctx``.
+:class:`TaskContext` as its ``ctx``. ``shared=`` (the stores given to ``start_http``) shares
+the tasks with the service's other workers (:mod:`._tasks_shared`, asyncio).
 """
 
 from __future__ import annotations
@@ -482,6 +483,9 @@ class Tasks(TaskLedger):
     :param clock: wall-clock seconds for ``createdAt``/``lastUpdatedAt``.
     :param monotonic: seconds for expiry.
     :param store: where tasks are kept (default: in memory).
+    :param shared: stores with ``tasks`` and ``bus`` (:class:`mcp_sansio.stores.MemoryStores`,
+        :class:`mcp_sansio.adapters.redis.RedisStores`) through which every worker sharing
+        them sees this server's tasks (asyncio; see :doc:`/stores`).
     """
 
     def __init__(self, *, ttl_ms: int = DEFAULT_TTL_MS,
@@ -490,7 +494,34 @@ class Tasks(TaskLedger):
                  runner: Callable[[], _Runner] | None = None,
                  clock: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic,
-                 store: TaskStore | None = None) -> None:
+                 store: TaskStore | None = None, shared: Any = None) -> None:
+        sharing = None
+        if shared is not None:
+            from ._tasks_shared import SharedTasks
+
+            sharing = SharedTasks(shared, wall=clock)
         super().__init__(_TaskRuntime(runner or current_runner, clock, monotonic),
                          ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms,
-                         max_tasks=max_tasks, store=store)
+                         max_tasks=max_tasks, store=store, sharing=sharing)
+        if sharing is not None:
+            sharing.ledger = self
+        #: Whether :meth:`share` attached the sharing (not ``shared=``).
+        self._auto_shared = False
+
+    def share(self, stores: Any) -> None:
+        """Share this server's tasks through ``stores`` (what ``start_http(stores=...)`` and
+        the shared ASGI application call: a shared server's tasks are seen by every worker,
+        never kept apart in silence). Stores given to ``shared=`` stay, and others are
+        refused; stores this call attached are replaced (an ASGI application served again
+        from another loop builds new ones)."""
+        current = getattr(self.sharing, "stores", None)
+        if current is stores:
+            return
+        if self.sharing is not None and not self._auto_shared:
+            raise ValueError("the tasks are already shared through other stores")
+        from ._tasks_shared import SharedTasks
+
+        sharing = SharedTasks(stores, wall=self.runtime.wall)
+        sharing.ledger = self
+        self.sharing = sharing
+        self._auto_shared = True

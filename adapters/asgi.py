@@ -156,6 +156,10 @@ class ASGIApp:
         service, self._service, self._token = self._service, None, None
         if service is not None:
             await service.aclose()
+        if self.stores is not None:  # the last task records written before the stores close
+            from ._tasks_shared import close_sharing
+
+            await close_sharing(self.server)
         owned, self._owned_stores = self._owned_stores, None
         if owned is not None:
             await owned.aclose()
@@ -250,6 +254,9 @@ class ASGIApp:
                               keys=source)
         service._shared = driver  # type: ignore[attr-defined]
         await driver.start()
+        share_tasks = getattr(getattr(self.server, "tasks", None), "share", None)
+        if share_tasks is not None:  # issue 18: the server's tasks on every worker
+            share_tasks(stores)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         service = await self._ensure()

@@ -19,7 +19,11 @@ contract tests run against both -- and lets Redis do the forgetting:
 * the bus is Redis publish/subscribe: one subscription connection per :class:`RedisEventBus`,
   read by one task that calls the subscribers; :meth:`RedisEventBus.subscribe` returns only
   once Redis confirmed the subscription, so nothing published afterwards is missed;
-* the key ring is one list, newest first, trimmed to ``max_keys``.
+* the key ring is one list, newest first, trimmed to ``max_keys``;
+* a task record is a string key expiring at its wall-clock deadline (like a session
+  record); its owner's index is a sorted set of task ids scored by first write, whose own
+  expiry is pushed out to the latest record's (``PEXPIRE ... GT``, Redis 7); a listing
+  drops the ids whose records Redis has already forgotten.
 
 A store that cannot reach Redis raises redis-py's ``ConnectionError`` from the awaited call:
 the caller (the adapter driving the store) decides what the client is told.
@@ -57,6 +61,7 @@ __all__ = [
     "RedisKeyStore",
     "RedisSessionTable",
     "RedisStores",
+    "RedisTaskTable",
 ]
 
 log = logging.getLogger(__name__)
@@ -230,6 +235,59 @@ class RedisEventBus:
         self._confirmed.clear()
 
 
+class RedisTaskTable:
+    """A :class:`~mcp_sansio.stores.TaskTable` in Redis: a string key per task, a sorted set
+    per owner."""
+
+    def __init__(self, client: aioredis.Redis, *, prefix: str = DEFAULT_PREFIX) -> None:
+        self._client = client
+        self._prefix = f"{prefix}task:"
+        self._owners = f"{prefix}tasks-of:"
+
+    async def put(self, task_id: str, record: Mapping[str, Any], *, owner: str | None,
+                  expires_at: float, wall_time: float) -> None:
+        value = json.dumps({"r": dict(record), "e": expires_at}, separators=(",", ":"))
+        px = _milliseconds(expires_at - wall_time)
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.set(self._prefix + task_id, value, px=px)
+            if owner is not None:
+                index = self._owners + owner
+                # NX: the first write's score stands, so a listing is in creation order.
+                pipe.zadd(index, {task_id: wall_time}, nx=True)
+                pipe.pexpire(index, px, gt=True)
+                pipe.pexpire(index, px, nx=True)  # GT never sets a first expiry
+            await pipe.execute()
+
+    async def get(self, task_id: str, *, wall_time: float) -> dict[str, Any] | None:
+        raw = await self._client.get(self._prefix + task_id)
+        if raw is None:
+            return None
+        stored = json.loads(raw)
+        if stored["e"] <= wall_time:
+            return None
+        record: dict[str, Any] = stored["r"]
+        return record
+
+    async def owned(self, owner: str, *, wall_time: float) -> list[dict[str, Any]]:
+        index = self._owners + owner
+        ids = [i.decode() if isinstance(i, bytes) else str(i)
+               for i in await self._client.zrange(index, 0, -1)]
+        if not ids:
+            return []
+        raws = await self._client.mget([self._prefix + i for i in ids])
+        records: list[dict[str, Any]] = []
+        gone: list[str] = []
+        for task_id, raw in zip(ids, raws, strict=True):
+            stored = json.loads(raw) if raw is not None else None
+            if stored is None or stored["e"] <= wall_time:
+                gone.append(task_id)
+            else:
+                records.append(stored["r"])
+        if gone:
+            await self._client.zrem(index, *gone)
+        return records
+
+
 #: Adds ARGV[1] to the key list KEYS[1] when it is empty; answers the whole list.
 _ENSURE_KEY = """
 if redis.call('LLEN', KEYS[1]) == 0 then redis.call('LPUSH', KEYS[1], ARGV[1]) end
@@ -274,7 +332,7 @@ class RedisKeyStore:
 
 
 class RedisStores:
-    """The four stores on one Redis client. Build with :meth:`from_url`; :meth:`aclose`
+    """The stores on one Redis client. Build with :meth:`from_url`; :meth:`aclose`
     when the server stops."""
 
     def __init__(self, client: aioredis.Redis, *, prefix: str = DEFAULT_PREFIX,
@@ -287,6 +345,7 @@ class RedisStores:
                                     max_events_per_stream=max_events_per_stream, ttl=event_ttl)
         self.bus = RedisEventBus(client, prefix=prefix)
         self.keys = RedisKeyStore(client, prefix=prefix, max_keys=max_keys)
+        self.tasks = RedisTaskTable(client, prefix=prefix)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisStores:

@@ -22,11 +22,16 @@ implementation in :mod:`mcp_sansio.adapters.redis`:
 * :class:`EventBus` -- publish on one worker, delivered on every worker (one topic per
   kind of message, :data:`TOPICS`): list-changed fan-out to listen streams, session
   records, stored events for live resumption, answers to server requests, new keys, the
-  workers' heartbeats (task cancels/updates later);
+  workers' heartbeats, task cancels and updates and task record notices;
 * :class:`KeyStore` -- the sealing keys of 2026-07-28 ``requestState`` (``basic/patterns/
   mrtr.mdx``): a key ring, newest first, so that a state sealed with any recent key opens
   on any worker, and a new key is added without downtime (seal with the newest, open with
-  any).
+  any);
+* :class:`TaskTable` -- the records of tasks (both eras: 2025-11-25 ``tasks/*``, the
+  2026-07-28 tasks extension), written by the worker that runs each task whenever it changes,
+  so that a ``tasks/get``, ``tasks/result`` or ``tasks/list`` on any worker reads it; a
+  record is kept until a **wall-clock** deadline (its ``createdAt`` plus its TTL plus the
+  skew allowance), and listed per owner (a hash of the session and principal).
 
 The interfaces are ``async`` because a network store must not block an event loop; the
 in-memory defaults never await anything and hold no lock, clock or socket: time comes in as
@@ -48,6 +53,7 @@ __all__ = [
     "DEFAULT_MAX_EVENTS_PER_STREAM",
     "DEFAULT_MAX_KEYS",
     "DEFAULT_MAX_STREAMS",
+    "DEFAULT_TASK_SKEW",
     "SNAPSHOT_FORMAT",
     "TOPICS",
     "Deliver",
@@ -59,11 +65,14 @@ __all__ = [
     "MemoryKeyStore",
     "MemorySessionTable",
     "MemoryStores",
+    "MemoryTaskTable",
     "SessionTable",
+    "TaskTable",
     "events_after",
     "parse_event_id",
     "restore_session",
     "snapshot_session",
+    "task_deadline",
 ]
 
 #: Events kept per stream: 1,000. A client resumes a stream it lost a moment ago (the SSE
@@ -83,6 +92,18 @@ DEFAULT_MAX_STREAMS = 10_000
 #: three rotations old still opens, which at any rotation period longer than a
 #: ``requestState``'s lifetime (minutes) loses nothing.
 DEFAULT_MAX_KEYS = 4
+#: Seconds a shared task record outlives its TTL: 30, the same allowance as a sealed
+#: ``requestState``'s (:data:`mcp_sansio._stateless.DEFAULT_SKEW`, explained there). The record
+#: is written on the creating host's wall clock and judged on the reader's; SEP-2663 ("TTL")
+#: says a task is not dropped before its TTL, so a reader whose clock runs up to this far
+#: ahead still finds it.
+DEFAULT_TASK_SKEW = 30.0
+
+
+def task_deadline(created_at: float, ttl_ms: int, *, skew: float = DEFAULT_TASK_SKEW) -> float:
+    """The wall-clock instant a shared task record may be forgotten: ``created_at`` (seconds
+    since the epoch, the creating host's clock) plus the TTL plus the skew allowance."""
+    return created_at + ttl_ms / 1000 + skew
 
 #: The event bus's topics: what is published on each, and who listens (issue 14 and 18).
 TOPICS: Mapping[str, str] = {
@@ -105,8 +126,11 @@ TOPICS: Mapping[str, str] = {
     # seconds, and {"worker", "gone": true} at a clean shutdown: a worker relaying a stream
     # ends the relay once its writer is gone (http/_shared.py, WorkerLiveness).
     "workers": "heartbeats and shutdown notices: relays of a gone writer's streams end",
-    # Later (issue 18): a task's cancel/update reaching the worker that runs it.
-    "tasks": "task cancels and updates for the worker that runs the task",
+    # Tasks (issue 18), JSON {"op", "taskId", ...}: "cancel" and "update" (with
+    # "inputResponses") for the worker that runs the task, which alone holds its handler;
+    # "stored" after a worker wrote a task's record, so that a blocking tasks/result on
+    # another worker reads it at once instead of at its next poll.
+    "tasks": "task cancels and updates for the worker that runs the task; record notices",
 }
 
 
@@ -173,6 +197,22 @@ class EventBus(Protocol):
         unsubscribes. ``deliver`` runs on the subscriber's loop and must not block."""
 
 
+class TaskTable(Protocol):
+    """Task id -> the record of a task (JSON-able, see
+    :meth:`mcp_sansio.app.tasks.Task.record`), until a wall-clock deadline; listed by owner."""
+
+    async def put(self, task_id: str, record: Mapping[str, Any], *, owner: str | None,
+                  expires_at: float, wall_time: float) -> None:
+        """Keep ``record`` until ``expires_at`` (wall clock), replacing what was there;
+        ``owner`` (None: nobody lists it) files it for :meth:`owned`."""
+
+    async def get(self, task_id: str, *, wall_time: float) -> dict[str, Any] | None:
+        """The record, or None if unknown or past its deadline at ``wall_time``."""
+
+    async def owned(self, owner: str, *, wall_time: float) -> list[dict[str, Any]]:
+        """The live records filed under ``owner``, in the order they were first put."""
+
+
 class KeyStore(Protocol):
     """Where a key ring's keys live: newest first, at most a few."""
 
@@ -222,6 +262,35 @@ class MemorySessionTable:
 
     async def delete(self, session_id: str) -> bool:
         return self._records.pop(session_id, None) is not None
+
+
+class MemoryTaskTable:
+    """A :class:`TaskTable` in a dict (one process); deadlines are judged when read."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, tuple[dict[str, Any], str | None, float]] = {}
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    async def put(self, task_id: str, record: Mapping[str, Any], *, owner: str | None,
+                  expires_at: float, wall_time: float) -> None:
+        # A copy: the caller's dict is its own (a JSON round trip in Redis does the same).
+        self._records[task_id] = (dict(record), owner, expires_at)
+
+    async def get(self, task_id: str, *, wall_time: float) -> dict[str, Any] | None:
+        kept = self._records.get(task_id)
+        if kept is None:
+            return None
+        if kept[2] <= wall_time:
+            del self._records[task_id]
+            return None
+        return dict(kept[0])
+
+    async def owned(self, owner: str, *, wall_time: float) -> list[dict[str, Any]]:
+        for task_id in [k for k, (_, _, e) in self._records.items() if e <= wall_time]:
+            del self._records[task_id]
+        return [dict(r) for r, o, _ in self._records.values() if o == owner]
 
 
 class MemoryEventLog:
@@ -347,7 +416,7 @@ class MemoryKeyStore:
 
 
 class MemoryStores:
-    """The four in-memory stores together: what ``start_http(stores=...)`` takes for one
+    """The in-memory stores together: what ``start_http(stores=...)`` takes for one
     worker (tests, or one process that wants the shared code path); several workers use
     :class:`mcp_sansio.adapters.redis.RedisStores` instead."""
 
@@ -358,6 +427,7 @@ class MemoryStores:
                                      ttl=event_ttl)
         self.bus = MemoryEventBus()
         self.keys = MemoryKeyStore(max_keys=max_keys)
+        self.tasks = MemoryTaskTable()
 
     async def aclose(self) -> None:
         """Nothing to release (the same shape as the Redis stores)."""

@@ -26,8 +26,9 @@ The scenarios, one test function each (both eras where the era has the feature):
   writer's heartbeats stop -- ``own`` -- or its shutdown notice -- ``memory``), and the
   client resumes and gets everything stored.
 
-Tasks (the stores of issue 13's task records) are not covered here yet: the task store is
-another piece of work, and its cross-host scenarios join this module when it lands.
+* tasks: a task created on A is polled (``tasks/get``), listed, and fetched with a blocking
+  ``tasks/result`` on B (handshake era), and polled on B until its result is inlined
+  (2026-07-28); its handler runs on A all along.
 
 The hosts are started by one fixture, :func:`hosts` (and :func:`own_hosts` for the test
 that kills one), parametrized by :data:`LAUNCHERS` (name -> how to start the two hosts
@@ -538,6 +539,55 @@ def test_key_rotation_while_the_client_alternates_loses_nothing(hosts: Pair) -> 
         opens(state)
     for state in before:  # sealed with the old key before the rotation: still opens
         opens(state)
+
+
+# -- tasks created on one host, seen on the other -------------------------------------------------
+
+
+def test_a_handshake_era_task_on_a_is_polled_listed_and_fetched_on_b(
+        hosts: tuple[Host, Host]) -> None:
+    a, b = hosts
+    client = Client(a, b)
+    client.initialize(a)
+    created = client.call("tools/call", {**tool("slow_compute", {"seconds": 1}), "task": {}},
+                          a)
+    task_id = created["result"]["task"]["taskId"]
+    got = client.call("tasks/get", {"taskId": task_id}, b)
+    assert got["result"]["taskId"] == task_id
+    assert got["result"]["createdAt"] == created["result"]["task"]["createdAt"]
+    listed = client.call("tasks/list", {}, b)["result"]["tasks"]
+    assert [t["taskId"] for t in listed] == [task_id]
+    result = client.call("tasks/result", {"taskId": task_id}, b)["result"]
+    assert result["content"][0]["text"] == "computed result after 1 s"
+    assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+    other = Client(b, a)  # another session sees none of it
+    other.initialize(b)
+    assert other.call("tasks/list", {}, a)["result"] == {"tasks": []}
+    assert other.call("tasks/get", {"taskId": task_id}, a)["error"]["code"] == -32602
+
+
+def test_a_2026_task_on_a_is_polled_on_b_until_done(hosts: tuple[Host, Host]) -> None:
+    a, b = hosts
+    caps = {"io.modelcontextprotocol/clientCapabilities": {
+        **CAPABILITIES, "extensions": {"io.modelcontextprotocol/tasks": {}}}}
+    client = Client(a, b)
+    body, headers = tool_call("slow_compute", {"seconds": 0.5}, 1, **caps)
+    _, _, messages = client.post(body, headers, a)
+    created = messages[-1]["result"]
+    assert created["resultType"] == "task", created
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        body, headers = stateless("tasks/get", {"taskId": created["taskId"]}, 2,
+                                  created["taskId"], **caps)
+        status, _, messages = client.post(body, headers, b)
+        assert status == 200, messages
+        task = messages[-1]["result"]
+        if task["status"] == "completed":
+            break
+        assert task["status"] == "working", task
+        assert time.monotonic() < deadline, "the task never completed"
+        time.sleep(0.1)
+    assert task["result"]["content"][0]["text"] == "computed result after 0.5 s"
 
 
 # -- one host killed -------------------------------------------------------------------------------

@@ -55,6 +55,20 @@ a fresh unguessable task id, the lock around the store, a waiter, and ``launch``
 handler in the background. The runtime glue supplies it (``mcp_sansio.adapters._tasks``:
 an asyncio task, a trio system task, or a thread of its own).
 
+Sharing (issue 18): with several workers (processes, hosts) behind one service, a request
+about a task may land on a worker that does not run it. A ledger given a
+:class:`TaskSharing` (the runtime glue's, over a :class:`mcp_sansio.stores.TaskTable` and the
+event bus) writes each task's :meth:`Task.record` through it whenever the task changes -- the
+creating ``tools/call`` is answered only once the first record is stored (SEP-2663, "durable
+create") -- and answers a tasks request for a task it does not hold from the stored record:
+``tasks/get`` from the record, ``tasks/list`` from the owner's records, a blocking
+``tasks/result`` once a terminal record is stored, and ``tasks/cancel``/``tasks/update``
+by sending them to the worker that runs the task (:meth:`TaskLedger.receive` there). The
+ledger stays sans-IO: those paths are ``async`` jobs whose awaits are the sharing's, and a
+store is never called under the lock. The work keeps running where it started. Records
+carry wall-clock seconds (``createdAt`` is read by other hosts); in-process expiry stays on
+the monotonic clock.
+
 Lifetime: a task is kept for its TTL after it was created (never dropped earlier, SEP-2663
 "TTL"), then forgotten, its handler cancelled if it still runs. The store holds at most
 ``max_tasks``: when full, expired tasks are dropped first and then a new task is refused --
@@ -84,12 +98,15 @@ __all__ = [
     "DEFAULT_MAX_TASKS",
     "DEFAULT_POLL_INTERVAL_MS",
     "DEFAULT_TTL_MS",
+    "MAX_REMOTE_POLL",
     "RELATED_TASK",
+    "REMOTE_CANCEL_WAIT",
     "TASKS_EXTENSION",
     "InMemoryTaskStore",
     "Task",
     "TaskLedger",
     "TaskRuntime",
+    "TaskSharing",
     "TaskStore",
     "Waiter",
 ]
@@ -109,6 +126,15 @@ DEFAULT_POLL_INTERVAL_MS = 500
 #: Tasks kept at once (running or finished, until their TTL): bounds memory against a
 #: client that starts tasks and never comes back.
 DEFAULT_MAX_TASKS = 1000
+#: Seconds a ``tasks/cancel`` (2025-11-25) that landed on a worker not running the task waits
+#: for that worker to store the cancelled record, so as to answer the Task it ends as: 5. A
+#: live worker does it in a bus round trip (milliseconds); past the bound the worker is taken
+#: for dead and the cancel is written here (its handler died with it).
+REMOTE_CANCEL_WAIT = 5.0
+#: The longest a blocking ``tasks/result`` on a worker not running the task sleeps between
+#: two reads of the record when no bus notice came (Redis publish/subscribe delivers at most
+#: once): the task's ``pollIntervalMs``, capped at one second.
+MAX_REMOTE_POLL = 1.0
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 _GENERIC_FAILURE = {"code": int(ErrorCode.INTERNAL_ERROR), "message": "Internal error"}
@@ -156,6 +182,35 @@ class Task:
         self._notify: Callable[[dict[str, Any]], None] | None = None
         #: Called once the task is terminal (``tasks/result`` waiting for it).
         self._done: list[Callable[[], None]] = []
+        #: Shared tasks: who may see the task on any worker -- a digest of the creating
+        #: session (2025-11-25; None for 2026-07-28, where the id is the capability) and the
+        #: authenticated principal (None without authorization).
+        self.owner_key: str | None = None
+        self.principal: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        """What a shared store keeps of the task (JSON-able; no handler, no callbacks)."""
+        return {"taskId": self.task_id, "status": self.status,
+                "statusMessage": self.status_message, "created": self.created,
+                "updated": self.updated, "ttlMs": self.ttl_ms,
+                "pollIntervalMs": self.poll_interval_ms, "result": self.result,
+                "error": self.error, "inputRequests": self.input_requests,
+                "owner": self.owner_key, "principal": self.principal}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Task:
+        """A read-only copy of a task another worker runs (for its wire shapes)."""
+        task = cls(str(record["taskId"]), float(record["created"]), float("inf"),
+                   int(record["ttlMs"]), int(record["pollIntervalMs"]))
+        task.status = str(record["status"])
+        task.status_message = record.get("statusMessage")
+        task.updated = float(record["updated"])
+        task.result = record.get("result")
+        task.error = record.get("error")
+        task.input_requests = dict(record.get("inputRequests") or {})
+        task.owner_key = record.get("owner")
+        task.principal = record.get("principal")
+        return task
 
     @property
     def terminal(self) -> bool:
@@ -245,6 +300,43 @@ class TaskRuntime(Protocol):
         ...
 
 
+class TaskSharing(Protocol):
+    """How a ledger shares its tasks with the other workers of a service (issue 18): the
+    runtime glue implements it over a shared task table and the event bus. Every ``async``
+    method is awaited by a job the ledger returns, never under the ledger's lock."""
+
+    def identity(self, ctx: Context) -> tuple[str | None, str | None]:
+        """(owner key, principal) of the request: the owner key names the session the same
+        way on every worker (None in the stateless era); the principal is the authenticated
+        subject (None without authorization)."""
+        ...
+
+    def saved(self, task: Task, record: dict[str, Any]) -> None:
+        """Write ``record`` (a task of this worker changed), after every earlier write."""
+        ...
+
+    async def stored(self, task_id: str) -> None:
+        """Return once every write queued so far for ``task_id`` is done."""
+        ...
+
+    async def fetch(self, task_id: str) -> dict[str, Any] | None:
+        """The stored record of a task, or None (unknown, expired)."""
+        ...
+
+    async def owned(self, owner: str) -> list[dict[str, Any]]:
+        """The stored records of one owner, oldest first."""
+        ...
+
+    async def send(self, task_id: str, op: str, data: Mapping[str, Any]) -> None:
+        """Hand ``op`` (``cancel``, ``update``) to the worker running ``task_id``."""
+        ...
+
+    async def until_changed(self, task_id: str, timeout: float) -> None:
+        """Return when a record of ``task_id`` was stored (a bus notice), or after
+        ``timeout`` seconds (notices are not guaranteed: the caller re-reads either way)."""
+        ...
+
+
 # -- the store --------------------------------------------------------------------------------
 
 
@@ -320,11 +412,14 @@ class TaskLedger:
     :param poll_interval_ms: the polling interval suggested to clients (``pollIntervalMs``).
     :param max_tasks: tasks kept at once.
     :param store: where tasks are kept (default: in memory, this process only).
+    :param sharing: how tasks are shared with the service's other workers (None: they are
+        not; see the module's "Sharing").
     """
 
     def __init__(self, runtime: TaskRuntime, *, ttl_ms: int = DEFAULT_TTL_MS,
                  poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS,
-                 max_tasks: int = DEFAULT_MAX_TASKS, store: TaskStore | None = None) -> None:
+                 max_tasks: int = DEFAULT_MAX_TASKS, store: TaskStore | None = None,
+                 sharing: TaskSharing | None = None) -> None:
         if int(ttl_ms) <= 0 or int(poll_interval_ms) <= 0 or max_tasks <= 0:
             raise ValueError("ttl_ms, poll_interval_ms and max_tasks must be positive")
         self.ttl_ms = int(ttl_ms)
@@ -332,6 +427,7 @@ class TaskLedger:
         self.max_tasks = max_tasks
         self.runtime = runtime
         self._store: TaskStore = store if store is not None else InMemoryTaskStore()
+        self.sharing = sharing
         self._lock = runtime.lock
         self._first: dict[str, Mapping[str, tuple[str, Mapping[str, Any]]]] = {}
 
@@ -384,6 +480,8 @@ class TaskLedger:
                 raise McpError(ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
                                f"Missing required client capability: {TASKS_EXTENSION}",
                                {"requiredCapabilities": _required()})
+            if self.sharing is not None and self._find_local(params, ctx) is None:
+                return self._remote_job(method, params, ctx)
             answer = {"tasks/get": self.get, "tasks/update": self.update,
                       "tasks/cancel": self.cancel}[method](params, ctx)
             return Job(None, shape=lambda _: answer)
@@ -413,7 +511,7 @@ class TaskLedger:
         if task is None:  # the store is full: run it synchronously
             return job
         created = self._locked(task.created_result)
-        return Job(None, shape=lambda _: created)
+        return Job(self._durable(task), shape=lambda _: created)
 
     def _route_handshake(self, server: Server, request: Request, ctx: Context) -> Job | None:
         """2025-11-25 tasks (``basic/utilities/tasks.mdx``): task-augmented ``tools/call``
@@ -421,6 +519,10 @@ class TaskLedger:
         ``tasks/cancel``; earlier revisions have no tasks (the core refuses the methods)."""
         method = request.method
         params = request.params or {}
+        if self.sharing is not None and (
+                method == "tasks/list" or (method in ("tasks/get", "tasks/result", "tasks/cancel")
+                                           and self._find_local(params, ctx) is None)):
+            return self._remote_job(method, params, ctx)
         if method == "tasks/get":
             answer = self._locked(self._find(params, ctx).v1)
             return Job(None, shape=lambda _: answer)
@@ -467,23 +569,15 @@ class TaskLedger:
         if augmented_task is None:
             return job
         created = {"task": self._locked(augmented_task.v1)}
-        return Job(None, shape=lambda _: created)
+        return Job(self._durable(augmented_task), shape=lambda _: created)
 
     def _result_job(self, task: Task) -> Job:
         """``tasks/result``: waits until the task is terminal, then answers what the call
         would have (its result, or its error verbatim), with the related-task ``_meta``."""
-        related = {RELATED_TASK: {"taskId": task.task_id}}
-
         def outcome(_: Any) -> dict[str, Any]:
             with self._lock:
                 status, result, error = task.status, task.result, task.error
-            if status == "completed" and result is not None:
-                meta = {**(result.get("_meta") or {}), **related}
-                return {**result, "_meta": meta}
-            if status == "failed" and error is not None:
-                raise McpError(int(error["code"]), str(error["message"]), error.get("data"))
-            raise McpError(ErrorCode.INVALID_PARAMS,
-                           f"Invalid params: task {task.task_id} was cancelled")
+            return self._outcome(task.task_id, status, result, error)
 
         with self._lock:
             if task.terminal:
@@ -495,16 +589,152 @@ class TaskLedger:
             await waiter.wait()
         return Job(wait, shape=outcome)
 
+    @staticmethod
+    def _outcome(task_id: str, status: str, result: dict[str, Any] | None,
+                 error: dict[str, Any] | None) -> dict[str, Any]:
+        """What ``tasks/result`` answers for a terminal task: the call's result with the
+        related-task ``_meta``, its error verbatim, or -32602 for a cancelled one."""
+        related = {RELATED_TASK: {"taskId": task_id}}
+        if status == "completed" and result is not None:
+            meta = {**(result.get("_meta") or {}), **related}
+            return {**result, "_meta": meta}
+        if status == "failed" and error is not None:
+            raise McpError(int(error["code"]), str(error["message"]), error.get("data"))
+        raise McpError(ErrorCode.INVALID_PARAMS,
+                       f"Invalid params: task {task_id} was cancelled")
+
+    # -- sharing (issue 18) ---------------------------------------------------------------------
+
+    def _share(self, task: Task) -> None:
+        """A task of this worker changed (under the lock): write its record."""
+        if self.sharing is not None:
+            self.sharing.saved(task, task.record())
+
+    def _durable(self, task: Task) -> Callable[[], Any] | None:
+        """The creating call's job: with sharing, answer once the first record is stored, so
+        a ``tasks/get`` on another worker right after the answer finds it (SEP-2663)."""
+        sharing = self.sharing
+        if sharing is None:
+            return None
+
+        async def stored() -> None:
+            await sharing.stored(task.task_id)
+        return stored
+
+    async def _fetch_visible(self, sharing: TaskSharing, task_id: Any, owner: str | None,
+                             principal: str | None) -> dict[str, Any]:
+        """The stored record of ``task_id`` if the caller may see it (the same session in
+        2025-11-25, the same principal in both eras); else -32602, as for an unknown id."""
+        record = await sharing.fetch(task_id) if isinstance(task_id, str) else None
+        if record is None or record.get("owner") != owner or record.get(
+                "principal") != principal:
+            raise McpError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown taskId",
+                           {"taskId": task_id})
+        return record
+
+    def _remote_job(self, method: str, params: Mapping[str, Any], ctx: Context) -> Job:
+        """A tasks request about a task this worker does not run: answered from the shared
+        record; a cancel or an update is sent to the worker that runs it."""
+        sharing = self.sharing
+        assert sharing is not None
+        owner, principal = sharing.identity(ctx)
+        stateless = ctx.era is Era.STATELESS
+        task_id = params.get("taskId")
+        responses = params.get("inputResponses")
+        if method == "tasks/update" and not isinstance(responses, dict):
+            raise McpError(ErrorCode.INVALID_PARAMS,
+                           "Invalid params: inputResponses must be an object")
+
+        async def run() -> dict[str, Any]:
+            if method == "tasks/list":
+                return {"tasks": await self._remote_list(sharing, owner, principal)}
+            record = await self._fetch_visible(sharing, task_id, owner, principal)
+            task = Task.from_record(record)
+            if method == "tasks/get":
+                return {"resultType": "complete", **task.detailed()} if stateless else task.v1()
+            if method == "tasks/update":
+                await sharing.send(task.task_id, "update", {"inputResponses": responses})
+                return {"resultType": "complete"}
+            if method == "tasks/cancel":
+                return await self._remote_cancel(sharing, task, stateless)
+            # tasks/result: wait for a terminal record (a notice, or the next poll).
+            poll = min(task.poll_interval_ms / 1000, MAX_REMOTE_POLL)
+            while not task.terminal:
+                await sharing.until_changed(task.task_id, poll)
+                task = Task.from_record(
+                    await self._fetch_visible(sharing, task_id, owner, principal))
+            return self._outcome(task.task_id, task.status, task.result, task.error)
+        return Job(run, shape=dict)
+
+    async def _remote_list(self, sharing: TaskSharing, owner: str | None,
+                           principal: str | None) -> list[dict[str, Any]]:
+        if owner is None:
+            return []
+        listed = []
+        for record in await sharing.owned(owner):
+            if record.get("owner") != owner or record.get("principal") != principal:
+                continue  # never another session's or principal's tasks
+            with self._lock:
+                local = self._store.get(str(record.get("taskId")))
+                # A task this worker runs: its own copy is the newest.
+                listed.append(local.v1() if local is not None else
+                              Task.from_record(record).v1())
+        return listed
+
+    async def _remote_cancel(self, sharing: TaskSharing, task: Task,
+                             stateless: bool) -> dict[str, Any]:
+        if task.terminal:
+            if stateless:
+                return {"resultType": "complete"}
+            # 2025-11-25 tasks.mdx: cancelling a terminal task is -32602.
+            raise McpError(ErrorCode.INVALID_PARAMS,
+                           f"Invalid params: task is already {task.status}")
+        await sharing.send(task.task_id, "cancel", {})
+        if stateless:
+            return {"resultType": "complete"}
+        # On this process's monotonic clock (the bound never leaves it).
+        give_up = self.runtime.monotonic() + REMOTE_CANCEL_WAIT
+        step = min(task.poll_interval_ms / 1000, MAX_REMOTE_POLL)
+        while self.runtime.monotonic() < give_up:
+            await sharing.until_changed(task.task_id, step)
+            record = await sharing.fetch(task.task_id)
+            if record is not None and record.get("status") in TERMINAL:
+                return Task.from_record(record).v1()
+        # Nobody stored the end: the worker that ran it is gone. The cancel is written here.
+        task.status = "cancelled"
+        task.updated = self.runtime.wall()
+        task.input_requests = {}
+        sharing.saved(task, task.record())
+        await sharing.stored(task.task_id)
+        return task.v1()
+
+    def receive(self, task_id: str, op: str, data: Mapping[str, Any]) -> None:
+        """A ``cancel`` or ``update`` another worker sent for ``task_id`` (the bus); ignored
+        unless this worker runs the task."""
+        with self._lock:
+            task = self._store.get(task_id)
+        if task is None:
+            return
+        if op == "cancel":
+            cancel, calls = self._cancel(task, terminal_is_error=False)
+            if cancel is not None:
+                cancel()
+            self._call(calls)
+        elif op == "update":
+            responses = data.get("inputResponses")
+            if isinstance(responses, dict):
+                self._apply_update(task, responses)
+
     # -- the methods ----------------------------------------------------------------------------
 
     def _locked(self, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         with self._lock:
             return fn()
 
-    def _find(self, params: Mapping[str, Any], ctx: Context) -> Task:
-        """The task ``params.taskId`` names, if the caller may see it: 2026-07-28 tasks to
-        2026-07-28 requests (the unguessable id is the capability), 2025-11-25 tasks to the
-        session that created them."""
+    def _find_local(self, params: Mapping[str, Any], ctx: Context) -> Task | None:
+        """The task ``params.taskId`` names among this worker's, if the caller may see it:
+        2026-07-28 tasks to 2026-07-28 requests (the unguessable id is the capability),
+        2025-11-25 tasks to the session that created them; shared, to its principal too."""
         task_id = params.get("taskId")
         owner = None if ctx.era is Era.STATELESS else ctx.session
         with self._lock:
@@ -513,6 +743,15 @@ class TaskLedger:
             if task is not None and (task.owner() if task.owner is not None else None
                                      ) is not owner:
                 task = None
+        if task is not None and self.sharing is not None and (
+                task.principal != self.sharing.identity(ctx)[1]):
+            task = None
+        return task
+
+    def _find(self, params: Mapping[str, Any], ctx: Context) -> Task:
+        """:meth:`_find_local`, or -32602 for a task the caller cannot see."""
+        task_id = params.get("taskId")
+        task = self._find_local(params, ctx)
         if task is None:
             # SEP-2663 and 2025-11-25 tasks.mdx: an unknown taskId is -32602.
             raise McpError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown taskId",
@@ -540,6 +779,10 @@ class TaskLedger:
         if not isinstance(responses, dict):
             raise McpError(ErrorCode.INVALID_PARAMS,
                            "Invalid params: inputResponses must be an object")
+        self._apply_update(task, responses)
+        return {"resultType": "complete"}
+
+    def _apply_update(self, task: Task, responses: Mapping[str, Any]) -> None:
         wake = None
         with self._lock:
             for key, answer in responses.items():
@@ -550,9 +793,9 @@ class TaskLedger:
                 task.status = "working"
                 task.updated = self.runtime.wall()
                 wake, task._wake = task._wake, None
+            self._share(task)
         if wake is not None:
             wake()
-        return {"resultType": "complete"}
 
     def cancel(self, params: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
         """``tasks/cancel`` (2026-07-28): stop the handler; the status becomes ``cancelled``
@@ -594,6 +837,8 @@ class TaskLedger:
                 return None
             task = Task(self.runtime.new_task_id(), now, mono + ttl / 1000, ttl,
                         self.poll_interval_ms)
+            if self.sharing is not None:
+                task.owner_key, task.principal = self.sharing.identity(ctx)
             if ctx.era is not Era.STATELESS:
                 task.owner = weakref.ref(ctx.session)
 
@@ -601,6 +846,7 @@ class TaskLedger:
                     ctx.notify("notifications/tasks/status", params)
                 task._notify = notify
             self._store.put(task)
+            self._share(task)
         self.runtime.launch(self, task, job, ctx)
         return task
 
@@ -646,10 +892,10 @@ class TaskLedger:
         task._wake = None
         return self._changed(task)
 
-    @staticmethod
-    def _changed(task: Task) -> list[Callable[[], None]]:
+    def _changed(self, task: Task) -> list[Callable[[], None]]:
         """The callbacks a status change calls (under the lock: they run after it): the
         2025-11-25 status notification, and, once terminal, whoever waits for the end."""
+        self._share(task)
         calls: list[Callable[[], None]] = []
         notify = task._notify
         if notify is not None:
@@ -673,6 +919,7 @@ class TaskLedger:
             if not task.terminal:
                 task.status_message = status_message
                 task.updated = self.runtime.wall()
+                self._share(task)
 
     def _park(self, task: Task, requests: dict[str, dict[str, Any]],
               waiter: Waiter | None) -> None:
