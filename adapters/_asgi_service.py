@@ -68,7 +68,9 @@ class Exchange:
         self.queued = 0
         #: The client is gone (or reads too slowly): nothing more is queued.
         self.gone = False
-        self.wake = anyio.Event()
+        # Made only when the request's coroutine waits (most JSON answers are queued whole
+        # before it looks): an anyio.Event costs an async-library lookup per request.
+        self.wake: anyio.Event | None = None
         #: Where the request's coroutine sends the answer: cancelled when it is dropped (a
         #: client that does not read has its ``send`` waiting for ever).
         self.scope = anyio.CancelScope()
@@ -83,13 +85,17 @@ class Exchange:
             return
         self.out.extend(events)
         self.queued += sum(len(e.data) for e in events if isinstance(e, ResponseData))
-        self.wake.set()
+        if self.wake is not None:
+            self.wake.set()
 
     async def wait(self) -> None:
         """Until something is queued."""
         while not self.out:
-            self.wake = anyio.Event()
-            await self.wake.wait()
+            self.wake = wake = anyio.Event()
+            try:
+                await wake.wait()
+            finally:
+                self.wake = None
 
 
 class SignallingWire(ExchangeWire):

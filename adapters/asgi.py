@@ -262,11 +262,21 @@ class ASGIApp:
                 method=scope["method"], target=self._target(scope),
                 headers=Headers(list(scope.get("headers") or ())),
                 http_version=scope.get("http_version", "1.1")))
-            async with anyio.create_task_group() as group:
-                group.start_soon(_read, service, channel, receive)
-                with exchange.scope:
+            # The body is read here, without a task: a POST is handled once its body has
+            # ended (or refused, 413, before), so nothing is answered while it streams.
+            if not await _read_body(service, channel, receive):
+                return  # the client left first (PeerClosed fed): nothing to send
+            with exchange.scope:
+                if _complete(exchange):
+                    # The whole answer is queued (a JSON answer given at once, a refusal):
+                    # sent without a task watching for ``http.disconnect`` -- a task group
+                    # per request was most of this adapter's own cost (benchmarks/asgi.py).
                     await _respond(service, exchange, send, http2)
-                group.cancel_scope.cancel()
+                    return
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_watch, service, channel, receive)
+                    await _respond(service, exchange, send, http2)
+                    group.cancel_scope.cancel()
         finally:
             service._exchanges.pop(channel, None)
             if not channel.closed:
@@ -323,26 +333,43 @@ def _loop_token(library: str) -> object:
     return trio.lowlevel.current_root_task()
 
 
-async def _read(service: Routing, channel: Any, receive: Receive) -> None:
-    """Feed the request body as it arrives, then wait for the client to leave."""
-    body_done = False
+async def _read_body(service: Routing, channel: Any, receive: Receive) -> bool:
+    """Feed the request body as it arrives, until it ends or is refused (413: the rest is not
+    read); False when the client left first."""
     while True:
         message = await receive()
         kind = message.get("type")
-        if kind == "http.request" and not body_done:
+        if kind == "http.request":
             body = message.get("body") or b""
             if body and not channel.closed:
                 await service.feed(channel, RequestData(bytes(body)))
             if not message.get("more_body", False):
-                body_done = True
                 if not channel.closed:
                     await service.feed(channel, RequestEnded())
-            if channel.closed:  # refused (413): the rest of the body is not read
-                return
+                return True
+            if channel.closed:
+                return True
         elif kind == "http.disconnect":
             if not channel.closed:
                 await service.feed(channel, PeerClosed())
+            return False
+
+
+async def _watch(service: Routing, channel: Any, receive: Receive) -> None:
+    """After the body: wait for the client to leave (``http.disconnect``) while the answer
+    is being made or streamed."""
+    while True:
+        message = await receive()
+        if message.get("type") == "http.disconnect":
+            if not channel.closed:
+                await service.feed(channel, PeerClosed())
             return
+
+
+def _complete(exchange: Exchange) -> bool:
+    """The answer is queued whole: nothing is left to wait for."""
+    out = exchange.out
+    return bool(out) and isinstance(out[-1], (ResponseEnded, CloseConnection))
 
 
 async def _respond(service: Routing, exchange: Exchange, send: Send, http2: bool) -> None:
