@@ -58,6 +58,7 @@ from mcp_sansio import KeyRing
 from mcp_sansio.http import HTTPServer
 from mcp_sansio.http._exchange import (
     CloseConnection,
+    ExchangeInput,
     PeerClosed,
     RequestData,
     RequestEnded,
@@ -134,6 +135,7 @@ class ASGIApp:
         self._service: Routing | None = None
         self._token: object = None  # the loop (or trio run) the service belongs to
         self._starting: anyio.Event | None = None
+        self._library = ""  # the service's async library
 
     # -- what a deployment needs -------------------------------------------------------------
 
@@ -216,7 +218,7 @@ class ASGIApp:
             await service.start()
             if self.stores is not None:
                 await self._share(service, token)
-            self._service, self._token = service, token
+            self._service, self._token, self._library = service, token, library
             return service
         finally:
             self._starting = None
@@ -258,21 +260,24 @@ class ASGIApp:
         service._exchanges[channel] = exchange
         http2 = scope.get("http_version", "1.1") not in ("1.0", "1.1")
         try:
-            await service.feed(channel, RequestStarted(
+            # The body is read here, without a task: a POST is handled once its body has
+            # ended (or refused, 413, before), so nothing is answered while it streams. The
+            # head goes in with the first body message (one pump for a body in one piece).
+            started = RequestStarted(
                 method=scope["method"], target=self._target(scope),
                 headers=Headers(list(scope.get("headers") or ())),
-                http_version=scope.get("http_version", "1.1")))
-            # The body is read here, without a task: a POST is handled once its body has
-            # ended (or refused, 413, before), so nothing is answered while it streams.
-            if not await _read_body(service, channel, receive):
+                http_version=scope.get("http_version", "1.1"))
+            if not await _read_body(service, channel, receive, started):
                 return  # the client left first (PeerClosed fed): nothing to send
-            with exchange.scope:
-                if _complete(exchange):
-                    # The whole answer is queued (a JSON answer given at once, a refusal):
-                    # sent without a task watching for ``http.disconnect`` -- a task group
-                    # per request was most of this adapter's own cost (benchmarks/asgi.py).
+            if _complete(exchange):
+                # The whole answer is queued (a JSON answer given at once, a refusal): sent
+                # with no task watching for ``http.disconnect`` and no cancel scope (nothing
+                # more is queued, so it cannot be dropped now) -- a task group per request
+                # was most of this adapter's own cost (benchmarks/asgi.py).
+                if not exchange.gone:
                     await _respond(service, exchange, send, http2)
-                    return
+                return
+            with exchange.scope:
                 async with anyio.create_task_group() as group:
                     group.start_soon(_watch, service, channel, receive)
                     await _respond(service, exchange, send, http2)
@@ -281,9 +286,13 @@ class ASGIApp:
             service._exchanges.pop(channel, None)
             if not channel.closed:
                 # The request is over for this application (answered, or given up on): its
-                # channel is released, and a stream still on it detached.
-                with anyio.CancelScope(shield=True):
+                # channel is released, and a stream still on it detached. (The asyncio
+                # service's feed never suspends, so only trio's needs the shield.)
+                if self._library == "asyncio":
                     await service.feed(channel, PeerClosed())
+                else:
+                    with anyio.CancelScope(shield=True):
+                        await service.feed(channel, PeerClosed())
 
     def _target(self, scope: Scope) -> str:
         """The request-target for the HTTP server: the path below the mount point (or the
@@ -333,23 +342,30 @@ def _loop_token(library: str) -> object:
     return trio.lowlevel.current_root_task()
 
 
-async def _read_body(service: Routing, channel: Any, receive: Receive) -> bool:
-    """Feed the request body as it arrives, until it ends or is refused (413: the rest is not
-    read); False when the client left first."""
+async def _read_body(service: Routing, channel: Any, receive: Receive,
+                     started: RequestStarted) -> bool:
+    """Feed the request head and body as it arrives, until it ends or is refused (413: the
+    rest is not read); False when the client left first."""
+    head: tuple[RequestStarted, ...] = (started,)
     while True:
         message = await receive()
         kind = message.get("type")
         if kind == "http.request":
             body = message.get("body") or b""
-            if body and not channel.closed:
-                await service.feed(channel, RequestData(bytes(body)))
-            if not message.get("more_body", False):
-                if not channel.closed:
-                    await service.feed(channel, RequestEnded())
-                return True
-            if channel.closed:
+            events: tuple[ExchangeInput, ...] = head
+            head = ()
+            if body:
+                events += (RequestData(bytes(body)),)
+            more = message.get("more_body", False)
+            if not more:
+                events += (RequestEnded(),)
+            if events and not channel.closed:
+                await service.feed(channel, *events)
+            if not more or channel.closed:
                 return True
         elif kind == "http.disconnect":
+            if head:
+                await service.feed(channel, *head)
             if not channel.closed:
                 await service.feed(channel, PeerClosed())
             return False
