@@ -9,11 +9,15 @@ point plus the query string, headers, HTTP version) and its ``http.request`` bod
 fed, as they arrive, to a :class:`~mcp_sansio.http.ServerChannel` on the parser-neutral
 exchange (:mod:`mcp_sansio.http._exchange`); the answer comes back as exchange events, sent
 as ``http.response.start`` and ``http.response.body`` (``more_body`` for every piece of an
-SSE stream). ``http.disconnect`` is the client leaving: the request's stream is detached
-from it (in 2026-07-28, where a request lives on its stream, that cancels the request;
-in the handshake era a resumable stream's events wait for ``Last-Event-ID``). One sans-IO
-:class:`~mcp_sansio.http.HTTPServer` serves every request of the worker process, its timers
-armed on the running loop (``adapters/_asgi_service.py``).
+SSE stream). The body is read by the request's own coroutine (a POST is handled once its
+body has ended); an answer queued whole by then (a JSON answer, a refusal) is sent at once,
+and only an answer still being made (a handler that awaits, an SSE stream) gets a task
+watching ``receive`` and a cancel scope -- per-request task machinery was most of this
+adapter's cost (``benchmarks/asgi.py``). ``http.disconnect`` is the client leaving: the
+request's stream is detached from it (in 2026-07-28, where a request lives on its stream,
+that cancels the request; in the handshake era a resumable stream's events wait for
+``Last-Event-ID``). One sans-IO :class:`~mcp_sansio.http.HTTPServer` serves every request
+of the worker process, its timers armed on the running loop (``adapters/_asgi_service.py``).
 
 The ``lifespan`` scope starts the service before the first request and, at shutdown, cancels
 the handlers still running. An application mounted where no ``lifespan`` reaches it (a
