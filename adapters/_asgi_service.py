@@ -59,7 +59,7 @@ EventHandler = Callable[[Session, Event], None]
 class Exchange:
     """One ASGI request: the output events waiting for its coroutine to send them."""
 
-    __slots__ = ("channel", "gone", "out", "queued", "scope", "wake")
+    __slots__ = ("_scope", "channel", "gone", "out", "queued", "wake")
 
     def __init__(self, channel: ServerChannel) -> None:
         self.channel = channel
@@ -68,28 +68,45 @@ class Exchange:
         self.queued = 0
         #: The client is gone (or reads too slowly): nothing more is queued.
         self.gone = False
-        self.wake = anyio.Event()
-        #: Where the request's coroutine sends the answer: cancelled when it is dropped (a
-        #: client that does not read has its ``send`` waiting for ever).
-        self.scope = anyio.CancelScope()
+        # Made only when the request's coroutine waits (most JSON answers are queued whole
+        # before it looks): an anyio.Event costs an async-library lookup per request.
+        self.wake: anyio.Event | None = None
+        # Where the request's coroutine waits for and sends an answer still being made (see
+        # scope); none for an answer queued whole before it is sent.
+        self._scope: anyio.CancelScope | None = None
+
+    @property
+    def scope(self) -> anyio.CancelScope:
+        """Where the request's coroutine sends an answer still being made: cancelled when it
+        is dropped (a client that does not read has its ``send`` waiting for ever)."""
+        if self._scope is None:
+            self._scope = anyio.CancelScope()
+            if self.gone:
+                self._scope.cancel()
+        return self._scope
 
     def drop(self) -> None:
         """Give up on the answer: nothing more is queued or sent."""
         self.gone = True
-        self.scope.cancel()
+        if self._scope is not None:
+            self._scope.cancel()
 
     def push(self, events: list[ExchangeOutput]) -> None:
         if not events:
             return
         self.out.extend(events)
         self.queued += sum(len(e.data) for e in events if isinstance(e, ResponseData))
-        self.wake.set()
+        if self.wake is not None:
+            self.wake.set()
 
     async def wait(self) -> None:
         """Until something is queued."""
         while not self.out:
-            self.wake = anyio.Event()
-            await self.wake.wait()
+            self.wake = wake = anyio.Event()
+            try:
+                await wake.wait()
+            finally:
+                self.wake = None
 
 
 class SignallingWire(ExchangeWire):
@@ -119,8 +136,9 @@ class Routing:
         """Have the running drain go round once more."""
         raise NotImplementedError
 
-    async def feed(self, channel: ServerChannel, event: ExchangeInput) -> None:
-        """One input event of an ASGI request, then the pump."""
+    async def feed(self, channel: ServerChannel, *events: ExchangeInput) -> None:
+        """Input events of an ASGI request (those after its channel closed are dropped),
+        then the pump once."""
         raise NotImplementedError
 
     def _write(self, channel: ServerChannel, data: bytes) -> None:
@@ -180,9 +198,13 @@ def _asyncio_service(server: Server | None, http: HTTPServer, max_write_buffer: 
         def _more(self) -> None:
             self._again = True
 
-        async def feed(self, channel: ServerChannel, event: ExchangeInput) -> None:
+        async def feed(self, channel: ServerChannel, *events: ExchangeInput) -> None:
             try:
-                channel.receive_event(event, now=self._loop.time(), wall_time=time.time())
+                now, wall = self._loop.time(), time.time()
+                for event in events:
+                    if channel.closed:
+                        break
+                    channel.receive_event(event, now=now, wall_time=wall)
                 self._pump()
             except Exception:  # a bug: this request alone ends (_http_service.py)
                 self._contain(channel)
@@ -215,9 +237,13 @@ def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int
         def _more(self) -> None:
             self._work = True
 
-        async def feed(self, channel: ServerChannel, event: ExchangeInput) -> None:
+        async def feed(self, channel: ServerChannel, *events: ExchangeInput) -> None:
             try:
-                channel.receive_event(event, now=trio.current_time(), wall_time=time.time())
+                now, wall = trio.current_time(), time.time()
+                for event in events:
+                    if channel.closed:
+                        break
+                    channel.receive_event(event, now=now, wall_time=wall)
                 await self._pump_after_read()
             except Exception:  # a bug: this request alone ends (_http_service.py)
                 self._contain(channel)

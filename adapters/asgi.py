@@ -9,11 +9,15 @@ point plus the query string, headers, HTTP version) and its ``http.request`` bod
 fed, as they arrive, to a :class:`~mcp_sansio.http.ServerChannel` on the parser-neutral
 exchange (:mod:`mcp_sansio.http._exchange`); the answer comes back as exchange events, sent
 as ``http.response.start`` and ``http.response.body`` (``more_body`` for every piece of an
-SSE stream). ``http.disconnect`` is the client leaving: the request's stream is detached
-from it (in 2026-07-28, where a request lives on its stream, that cancels the request;
-in the handshake era a resumable stream's events wait for ``Last-Event-ID``). One sans-IO
-:class:`~mcp_sansio.http.HTTPServer` serves every request of the worker process, its timers
-armed on the running loop (``adapters/_asgi_service.py``).
+SSE stream). The body is read by the request's own coroutine (a POST is handled once its
+body has ended); an answer queued whole by then (a JSON answer, a refusal) is sent at once,
+and only an answer still being made (a handler that awaits, an SSE stream) gets a task
+watching ``receive`` and a cancel scope -- per-request task machinery was most of this
+adapter's cost (``benchmarks/asgi.py``). ``http.disconnect`` is the client leaving: the
+request's stream is detached from it (in 2026-07-28, where a request lives on its stream,
+that cancels the request; in the handshake era a resumable stream's events wait for
+``Last-Event-ID``). One sans-IO :class:`~mcp_sansio.http.HTTPServer` serves every request
+of the worker process, its timers armed on the running loop (``adapters/_asgi_service.py``).
 
 The ``lifespan`` scope starts the service before the first request and, at shutdown, cancels
 the handlers still running. An application mounted where no ``lifespan`` reaches it (a
@@ -58,6 +62,7 @@ from mcp_sansio import KeyRing
 from mcp_sansio.http import HTTPServer
 from mcp_sansio.http._exchange import (
     CloseConnection,
+    ExchangeInput,
     PeerClosed,
     RequestData,
     RequestEnded,
@@ -134,6 +139,7 @@ class ASGIApp:
         self._service: Routing | None = None
         self._token: object = None  # the loop (or trio run) the service belongs to
         self._starting: anyio.Event | None = None
+        self._library = ""  # the service's async library
 
     # -- what a deployment needs -------------------------------------------------------------
 
@@ -220,7 +226,7 @@ class ASGIApp:
             await service.start()
             if self.stores is not None:
                 await self._share(service, token)
-            self._service, self._token = service, token
+            self._service, self._token, self._library = service, token, library
             return service
         finally:
             self._starting = None
@@ -265,22 +271,39 @@ class ASGIApp:
         service._exchanges[channel] = exchange
         http2 = scope.get("http_version", "1.1") not in ("1.0", "1.1")
         try:
-            await service.feed(channel, RequestStarted(
+            # The body is read here, without a task: a POST is handled once its body has
+            # ended (or refused, 413, before), so nothing is answered while it streams. The
+            # head goes in with the first body message (one pump for a body in one piece).
+            started = RequestStarted(
                 method=scope["method"], target=self._target(scope),
                 headers=Headers(list(scope.get("headers") or ())),
-                http_version=scope.get("http_version", "1.1")))
-            async with anyio.create_task_group() as group:
-                group.start_soon(_read, service, channel, receive)
-                with exchange.scope:
+                http_version=scope.get("http_version", "1.1"))
+            if not await _read_body(service, channel, receive, started):
+                return  # the client left first (PeerClosed fed): nothing to send
+            if _complete(exchange):
+                # The whole answer is queued (a JSON answer given at once, a refusal): sent
+                # with no task watching for ``http.disconnect`` and no cancel scope (nothing
+                # more is queued, so it cannot be dropped now) -- a task group per request
+                # was most of this adapter's own cost (benchmarks/asgi.py).
+                if not exchange.gone:
                     await _respond(service, exchange, send, http2)
-                group.cancel_scope.cancel()
+                return
+            with exchange.scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_watch, service, channel, receive)
+                    await _respond(service, exchange, send, http2)
+                    group.cancel_scope.cancel()
         finally:
             service._exchanges.pop(channel, None)
             if not channel.closed:
                 # The request is over for this application (answered, or given up on): its
-                # channel is released, and a stream still on it detached.
-                with anyio.CancelScope(shield=True):
+                # channel is released, and a stream still on it detached. (The asyncio
+                # service's feed never suspends, so only trio's needs the shield.)
+                if self._library == "asyncio":
                     await service.feed(channel, PeerClosed())
+                else:
+                    with anyio.CancelScope(shield=True):
+                        await service.feed(channel, PeerClosed())
 
     def _target(self, scope: Scope) -> str:
         """The request-target for the HTTP server: the path below the mount point (or the
@@ -330,26 +353,50 @@ def _loop_token(library: str) -> object:
     return trio.lowlevel.current_root_task()
 
 
-async def _read(service: Routing, channel: Any, receive: Receive) -> None:
-    """Feed the request body as it arrives, then wait for the client to leave."""
-    body_done = False
+async def _read_body(service: Routing, channel: Any, receive: Receive,
+                     started: RequestStarted) -> bool:
+    """Feed the request head and body as it arrives, until it ends or is refused (413: the
+    rest is not read); False when the client left first."""
+    head: tuple[RequestStarted, ...] = (started,)
     while True:
         message = await receive()
         kind = message.get("type")
-        if kind == "http.request" and not body_done:
+        if kind == "http.request":
             body = message.get("body") or b""
-            if body and not channel.closed:
-                await service.feed(channel, RequestData(bytes(body)))
-            if not message.get("more_body", False):
-                body_done = True
-                if not channel.closed:
-                    await service.feed(channel, RequestEnded())
-            if channel.closed:  # refused (413): the rest of the body is not read
-                return
+            events: tuple[ExchangeInput, ...] = head
+            head = ()
+            if body:
+                events += (RequestData(bytes(body)),)
+            more = message.get("more_body", False)
+            if not more:
+                events += (RequestEnded(),)
+            if events and not channel.closed:
+                await service.feed(channel, *events)
+            if not more or channel.closed:
+                return True
         elif kind == "http.disconnect":
+            if head:
+                await service.feed(channel, *head)
+            if not channel.closed:
+                await service.feed(channel, PeerClosed())
+            return False
+
+
+async def _watch(service: Routing, channel: Any, receive: Receive) -> None:
+    """After the body: wait for the client to leave (``http.disconnect``) while the answer
+    is being made or streamed."""
+    while True:
+        message = await receive()
+        if message.get("type") == "http.disconnect":
             if not channel.closed:
                 await service.feed(channel, PeerClosed())
             return
+
+
+def _complete(exchange: Exchange) -> bool:
+    """The answer is queued whole: nothing is left to wait for."""
+    out = exchange.out
+    return bool(out) and isinstance(out[-1], (ResponseEnded, CloseConnection))
 
 
 async def _respond(service: Routing, exchange: Exchange, send: Send, http2: bool) -> None:

@@ -78,6 +78,7 @@ MODULE_MARKERS: dict[str, tuple[str, str]] = {
     "test_benchmark_http_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_load_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_per_request_smoke.py": ("slow", "runs a benchmark script"),
+    "test_benchmark_asgi_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_wires_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_stdio_ab_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_stdio_smoke.py": ("slow", "runs a benchmark script"),

@@ -499,3 +499,37 @@ def test_the_uvicorn_workers_socket_accepts_without_nagle() -> None:
         with accepted:
             assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
         assert client  # the peer
+
+
+class CountingCall(Call):
+    """A Call that counts every ``receive`` the application makes."""
+
+    receives = 0
+
+    async def receive(self) -> dict[str, Any]:
+        self.receives += 1
+        return await super().receive()
+
+
+def test_an_answer_queued_whole_is_sent_without_reading_past_the_body(backend: str) -> None:
+    # A JSON answer (or a refusal) complete when the body ends needs no watcher of
+    # http.disconnect; an answer a handler is still making gets one (it reads again).
+    async def main() -> None:
+        app = asgi.app(make_server(Probe()), response_mode=ResponseMode.JSON)
+        body, hdrs = stateless("tools/call", {"arguments": {"text": "hi"}}, name="echo")
+        quick = CountingCall(app, scope("POST", headers=hdrs), [json.dumps(body).encode()])
+        await quick.run()
+        assert quick.status == 200 and quick.json()["result"]["content"][0]["text"] == "hi"
+        body, hdrs = stateless("tools/call", {"arguments": {"n": 3}}, name="steps")
+        slow = CountingCall(app, scope("POST", headers=hdrs), [json.dumps(body).encode()])
+        await slow.run()
+        assert slow.status == 200
+        assert slow.json()["result"]["content"][0]["text"] == "done"
+        assert (quick.receives, slow.receives) == (1, 2)
+        refused = CountingCall(app, scope("POST", headers=[("content-type", "text/plain")]),
+                               [b"x"])
+        await refused.run()
+        assert refused.status == 415 and refused.receives == 1
+        await app.aclose()
+
+    run(backend, main)
