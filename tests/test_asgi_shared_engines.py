@@ -174,6 +174,22 @@ class Stream:
                 event_id, data = None, []
         return got
 
+    def until_end(self) -> list[tuple[str | None, Any]]:
+        """The SSE events with data until the server ends the stream: (id, message)."""
+        got: list[tuple[str | None, Any]] = []
+        event_id, data = None, []
+        for raw in iter(self.response.readline, b""):
+            line = raw.decode().rstrip("\r\n")
+            if line.startswith("id:"):
+                event_id = line[3:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].strip())
+            elif not line:
+                if data and "".join(data):
+                    got.append((event_id, json.loads("\n".join(data))))
+                event_id, data = None, []
+        return got
+
     def rest(self) -> list[Any]:
         """The whole answer's messages (JSON, or every SSE event's)."""
         raw = self.response.read().decode()
@@ -379,36 +395,153 @@ def request_state_crosses_workers(eng: Engine, store_url: str) -> None:
     until_other(set(), lambda: open_sealed(eng, next(counter), before))  # the old key opens
 
 
+#: Server requests a tool sends (handshake era), the client's answer, what the tool then
+#: says: (tool, arguments, method asked, answer, the answer's text starts with).
+SERVER_REQUESTS = [
+    ("test_elicitation", {"message": "who?"}, "elicitation/create",
+     {"action": "accept", "content": {"username": "ada", "email": "a@example.com"}},
+     "User response: action=accept"),
+    ("test_sampling", {"prompt": "Say hi"}, "sampling/createMessage",
+     {"role": "assistant", "model": "test", "content": {"type": "text", "text": "hi"}},
+     "LLM response: hi"),
+    ("test_input_required_result_list_roots", {}, "roots/list",
+     {"roots": [{"uri": "file:///work", "name": "work"}]}, "Received 1 roots: file:///work"),
+]
+
+
 def answers_reach_the_waiting_worker(eng: Engine) -> None:
-    """A tool elicits (handshake era); the client's answer is posted on a connection another
-    worker accepted, and reaches the tool on the first (the bus's answers topic)."""
+    """A tool elicits, samples, or asks for roots (handshake era); the client's answer is
+    posted on a connection another worker accepted, and reaches the tool on the first (the
+    bus's answers topic)."""
     body = init_body()
-    body["params"]["capabilities"] = {"elicitation": {}}
+    body["params"]["capabilities"] = {"elicitation": {}, "sampling": {},
+                                      "roots": {"listChanged": True}}
     status, headers, _, _ = request(eng, "POST", body)
     assert status == 200
     sid = headers["mcp-session-id"]
     initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     assert request(eng, "POST", initialized, session_headers(sid))[0] == 202
-    stream = Stream(eng, "POST", tool(3, "test_elicitation", {"message": "who?"}),
-                    session_headers(sid))
-    try:
-        assert stream.status == 200 and stream.pid is not None
-        (_, ask), = stream.events(1)
-        assert ask["method"] == "elicitation/create"
-        answer = {"jsonrpc": "2.0", "id": ask["id"], "result": {
-            "action": "accept", "content": {"username": "ada", "email": "a@example.com"}}}
-        elsewhere = Stream(eng, "POST", answer, session_headers(sid),
-                           conn=connected_elsewhere(eng, stream.pid))
+    for n, (name, arguments, method, reply, said) in enumerate(SERVER_REQUESTS, 3):
+        stream = Stream(eng, "POST", tool(n, name, arguments), session_headers(sid))
         try:
-            assert elsewhere.status == 202 and elsewhere.pid != stream.pid
+            assert stream.status == 200 and stream.pid is not None
+            (_, ask), = stream.events(1)
+            assert ask["method"] == method
+            answer = {"jsonrpc": "2.0", "id": ask["id"], "result": reply}
+            elsewhere = Stream(eng, "POST", answer, session_headers(sid),
+                               conn=connected_elsewhere(eng, stream.pid))
+            try:
+                assert elsewhere.status == 202 and elsewhere.pid != stream.pid
+            finally:
+                elsewhere.close()
+            (_, result), = stream.events(1)
+            assert result["id"] == n
+            assert result["result"]["content"][0]["text"].startswith(said), result
         finally:
-            elsewhere.close()
-        (_, result), = stream.events(1)
-        assert result["id"] == 3
-        assert result["result"]["content"][0]["text"].startswith(
-            "User response: action=accept"), result
-    finally:
-        stream.close()
+            stream.close()
+
+
+def handshake_tasks_cross_workers(eng: Engine) -> None:
+    """A 2025-11-25 task created on one worker is polled (``tasks/get``), listed, fetched
+    with a blocking ``tasks/result`` and another one cancelled on other workers; another
+    session sees none of them (the task table in the store, cancels over the bus)."""
+    sid, _ = open_session(eng)
+    other, _ = open_session(eng)
+    counter = iter(range(1, 10_000))
+
+    def call(method: str, params: dict[str, Any], session: str = sid
+             ) -> tuple[dict[str, Any], int]:
+        status, _, messages, pid = request(
+            eng, "POST", {"jsonrpc": "2.0", "id": next(counter), "method": method,
+                          "params": params}, session_headers(session))
+        assert status == 200, messages
+        return messages[-1], pid
+
+    def call_elsewhere(method: str, params: dict[str, Any], avoid: int
+                       ) -> tuple[dict[str, Any], int | None]:
+        stream = Stream(eng, "POST", {"jsonrpc": "2.0", "id": next(counter), "method": method,
+                                      "params": params}, session_headers(sid),
+                        conn=connected_elsewhere(eng, avoid))
+        try:
+            assert stream.status == 200
+            return stream.rest()[-1], stream.pid
+        finally:
+            stream.close()
+
+    created, made_on = call("tools/call", {"name": "slow_compute",
+                                           "arguments": {"seconds": 2}, "task": {}})
+    task = created["result"]["task"]
+    task_id = task["taskId"]
+
+    def get() -> int:
+        got, pid = call("tasks/get", {"taskId": task_id})
+        assert got["result"]["taskId"] == task_id
+        assert got["result"]["createdAt"] == task["createdAt"]
+        return pid
+
+    def listed() -> int:
+        found, pid = call("tasks/list", {})
+        assert [t["taskId"] for t in found["result"]["tasks"]] == [task_id]
+        return pid
+
+    until_other({made_on}, get)
+    until_other({made_on}, listed)
+    # blocking: sent while the task works, on a connection another worker accepted, it
+    # waits there until the result is stored
+    result, pid = call_elsewhere("tasks/result", {"taskId": task_id}, made_on)
+    assert pid != made_on
+    assert result["result"]["content"][0]["text"] == "computed result after 2 s"
+    assert result["result"]["_meta"]["io.modelcontextprotocol/related-task"] == {
+        "taskId": task_id}
+    # a cancel on another worker stops the work where it runs
+    created, made_on = call("tools/call", {"name": "slow_compute",
+                                           "arguments": {"seconds": 600}, "task": {}})
+    long_id = created["result"]["task"]["taskId"]
+    cancelled, pid = call_elsewhere("tasks/cancel", {"taskId": long_id}, made_on)
+    assert pid != made_on and cancelled["result"]["status"] == "cancelled", cancelled
+    found, _ = call("tasks/list", {})
+    assert [(t["taskId"], t["status"]) for t in found["result"]["tasks"]] == [
+        (task_id, "completed"), (long_id, "cancelled")]
+    # another session, on whichever worker: nothing
+    for _ in range(4):
+        assert call("tasks/list", {}, other)[0]["result"] == {"tasks": []}
+        assert call("tasks/get", {"taskId": task_id}, other)[0]["error"]["code"] == -32602
+
+
+def modern_task_polled_elsewhere(eng: Engine) -> None:
+    """A 2026-07-28 task (the tasks extension) created on one worker is polled on the
+    others until its result is inlined; the task id is the only thing the polls carry."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {
+                "extensions": {"io.modelcontextprotocol/tasks": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}
+
+    def post(n: int, method: str, params: dict[str, Any], name: str
+             ) -> tuple[dict[str, Any], int]:
+        headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": method,
+                   "mcp-name": name}
+        status, _, messages, pid = request(eng, "POST", {
+            "jsonrpc": "2.0", "id": n, "method": method,
+            "params": {**params, "_meta": meta}}, headers)
+        assert status == 200, messages
+        return messages[-1]["result"], pid
+
+    created, made_on = post(1, "tools/call", {"name": "slow_compute",
+                                              "arguments": {"seconds": 2}}, "slow_compute")
+    assert created["resultType"] == "task", created
+    task_id = created["taskId"]
+    polled_on: set[int] = set()
+    deadline = time.monotonic() + TIMEOUT
+    counter = iter(range(2, 10_000))
+    while True:
+        task, pid = post(next(counter), "tasks/get", {"taskId": task_id}, task_id)
+        polled_on.add(pid)
+        if task["status"] == "completed" and polled_on - {made_on}:
+            break
+        assert task["status"] in ("working", "completed"), task
+        assert time.monotonic() < deadline, "the task never completed on another worker"
+        time.sleep(0.1)
+    assert task["result"]["content"][0]["text"] == "computed result after 2 s"
 
 
 def delete_seen_everywhere(eng: Engine) -> None:
@@ -479,6 +612,14 @@ def resumption_after_a_kill(eng: Engine, store_url: str,
             assert resumed.pid != doomed
             replayed = [event_id for event_id, _ in resumed.events(1)]
             assert replayed == [second]
+            # Then the stream ends: the worker relaying it hears the writer's heartbeats
+            # stop (docs/stores.rst, "Workers that die"), and the client has had every
+            # event the killed worker stored, in order, none twice.
+            replayed += [event_id for event_id, _ in resumed.until_end()]
+            stored = asyncio.run(stored_after(first))
+            assert replayed == stored, (replayed, stored)
+            seqs = [int(event_id.rpartition(":")[2]) for event_id in replayed]
+            assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
             break
         finally:
             resumed.close()
@@ -521,6 +662,8 @@ def test_workers_share_everything_through_redis(name: str, workers: int,
             list_changes_fan_out(eng, sid)
             request_state_crosses_workers(eng, redis_server.url)
             answers_reach_the_waiting_worker(eng)
+            handshake_tasks_cross_workers(eng)
+            modern_task_polled_elsewhere(eng)
             delete_seen_everywhere(eng)
             # sessions are kept (no sessionless fallback) and the key ring is the store's
             assert "sessionless" not in "".join(eng.err)
