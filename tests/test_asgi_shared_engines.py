@@ -10,16 +10,43 @@ shared by several workers spread over them here, but nothing promises that of on
 connection; so each scenario sends requests until one lands on a worker other than the one
 it wants to differ from (and fails if none does within :data:`TRIES`).
 
-Scenarios, both eras: a handshake-era session initialized on one worker and served by the
-others; a list change made on one worker reaching the GET stream and the 2026-07-28 listen
-stream held by another (the event bus); a client's answer to an elicitation posted on a
-connection another worker accepted reaching the tool that waits; a ``requestState`` sealed
-on one worker opened on another, before and after a key rotation made during the traffic,
-until the workers seal with the new key; a DELETE on one worker seen by the others; and a
-worker killed (SIGKILL) in the middle of a streamed answer: the client resumes with
-``Last-Event-ID`` on another worker, which replays what the killed one stored, and the
-session carries on (hypercorn stops all its workers when one dies: there the client resumes
-on the engine started again on the same store). The in-process twin (two applications,
+One engine (a module-scoped fixture) serves every scenario in turn, one test each, in the
+order below -- the kill last (hypercorn stops all its workers when one dies: there the client
+resumes on the engine started again on the same store, as a supervisor would). Each test's id
+is ``test_<scenario>[<engine>-<workers>]``; what each proves, and the result per engine when
+this table was last brought up to date (``pytest -rA`` prints the current one):
+
+=============================  =====  =========  =========  ===========
+scenario: ``test_<scenario>``  era    uvicorn-4  granian-2  hypercorn-2
+=============================  =====  =========  =========  ===========
+``sessions``                   2025   passes     passes     passes
+``list_change_fan_out``        both   passes     passes     passes
+``request_state_rotation``     2026   passes     passes     passes
+``server_requests``            2025   passes     passes     passes
+``delete``                     2025   passes     passes     passes
+``tasks_2025``                 2025   passes     passes     passes
+``tasks_2026``                 2026   passes     passes     passes
+``killed_writer_resumed``      2025   passes     passes     passes (*)
+=============================  =====  =========  =========  ===========
+
+(*) on the hypercorn engine started again, its workers having all stopped with the one killed.
+
+What they do: a handshake-era session initialized on one worker and served by the others
+(no sessionless fallback: the key ring is the store's); a list change made on one worker
+reaching the GET stream and the 2026-07-28 listen stream held by another (the event bus); a
+client's answers to an elicitation, a sampling request and a roots request posted on a
+connection another worker accepted, reaching the tool that waits (the bus's answers topic);
+a ``requestState`` sealed on one worker opened on another, before and after a key rotation
+made during the traffic, until the workers seal with the new key; a DELETE on one worker
+seen by the others; a 2025-11-25 task created on one worker polled (``tasks/get``), listed,
+fetched with a blocking ``tasks/result`` sent while it works, and another one cancelled,
+each on a connection another worker accepted, while another session sees none of them; a
+2026-07-28 task (the tasks extension) polled on other workers until its result is inlined;
+and a worker killed (SIGKILL) in the middle of a streamed answer: the client resumes with
+``Last-Event-ID`` on another worker, which replays what the killed one stored and then ends
+the stream (it hears the writer's heartbeats stop: docs/stores.rst, "Workers that die"), so
+the client has every stored event, in order, none twice; and the session carries on.
+The in-process twin (two applications,
 memory and Redis stores, and one application alone): tests/test_asgi_shared.py."""
 
 from __future__ import annotations
@@ -643,32 +670,82 @@ def reconnecting(send: Callable[[], int]) -> int:
             time.sleep(0.1)
 
 
-@pytest.mark.parametrize(("name", "workers"), ENGINES, ids=[f"{e}-{n}" for e, n in ENGINES])
-def test_workers_share_everything_through_redis(name: str, workers: int,
-                                                redis_server: RedisServer  # noqa: F811
-                                                ) -> None:
+# -- the tests: one engine (a module-scoped fixture) serves every scenario in turn ----------
+
+
+class Workers:
+    """An engine's workers on the shared store: the engine now running (hypercorn's is
+    started again after the kill), the store's URL, and the engine's name."""
+
+    def __init__(self, name: str, count: int, store: str, stack: contextlib.ExitStack) -> None:
+        self.name, self.count, self.store, self._stack = name, count, store, stack
+        self.eng = stack.enter_context(engine(name, count, store))
+
+    def restarted(self) -> Engine:
+        """hypercorn stops every worker when one exits with an error (its run loop): once it
+        is gone, a supervisor would start it again -- here on another port, with the same
+        store, where the sessions and stored events wait."""
+        self.eng.proc.wait(TIMEOUT)
+        self.eng = self._stack.enter_context(engine(self.name, self.count, self.store))
+        return self.eng
+
+
+@pytest.fixture(scope="module", params=ENGINES, ids=[f"{e}-{n}" for e, n in ENGINES])
+def workers(request: pytest.FixtureRequest,
+            redis_server: RedisServer  # noqa: F811
+            ) -> Iterator[Workers]:
+    name, count = request.param
     with contextlib.ExitStack() as stack:
-        eng = stack.enter_context(engine(name, workers, redis_server.url))
+        yield Workers(name, count, redis_server.url, stack)
 
-        def restarted() -> Engine:
-            # hypercorn stops every worker when one exits with an error (its run loop):
-            # once it is gone, a supervisor would start it again -- here on another port,
-            # with the same store, where the sessions and stored events wait.
-            eng.proc.wait(TIMEOUT)
-            return stack.enter_context(engine(name, workers, redis_server.url))
 
-        try:
-            sid = sessions_cross_workers(eng)
-            list_changes_fan_out(eng, sid)
-            request_state_crosses_workers(eng, redis_server.url)
-            answers_reach_the_waiting_worker(eng)
-            handshake_tasks_cross_workers(eng)
-            modern_task_polled_elsewhere(eng)
-            delete_seen_everywhere(eng)
-            # sessions are kept (no sessionless fallback) and the key ring is the store's
-            assert "sessionless" not in "".join(eng.err)
-            resumption_after_a_kill(eng, redis_server.url,
-                                    restarted if name == "hypercorn" else None)
-        except BaseException:
-            sys.stderr.write("".join(eng.err))
-            raise
+@pytest.fixture
+def eng(workers: Workers) -> Iterator[Engine]:
+    """The running engine; what its workers logged during a test is shown if it fails."""
+    running = workers.eng
+    logged = len(running.err)
+    yield running
+    sys.stderr.write("".join(running.err[logged:]))
+
+
+# The kill comes last in this file: pytest runs a module-scoped parameter's tests in the
+# order they are defined.
+
+
+def test_sessions(eng: Engine) -> None:
+    sessions_cross_workers(eng)
+    # sessions are kept (no sessionless fallback) and the key ring is the store's
+    assert "sessionless" not in "".join(eng.err)
+
+
+def test_list_change_fan_out(eng: Engine) -> None:
+    sid, _ = open_session(eng)
+    list_changes_fan_out(eng, sid)
+
+
+def test_request_state_rotation(
+        eng: Engine, workers: Workers) -> None:
+    request_state_crosses_workers(eng, workers.store)
+
+
+def test_server_requests(eng: Engine) -> None:
+    answers_reach_the_waiting_worker(eng)
+
+
+def test_delete(eng: Engine) -> None:
+    delete_seen_everywhere(eng)
+
+
+def test_tasks_2025(
+        eng: Engine) -> None:
+    handshake_tasks_cross_workers(eng)
+
+
+def test_tasks_2026(eng: Engine) -> None:
+    modern_task_polled_elsewhere(eng)
+
+
+def test_killed_writer_resumed(
+        eng: Engine, workers: Workers) -> None:
+    resumption_after_a_kill(eng, workers.store,
+                            workers.restarted if workers.name == "hypercorn" else None)
