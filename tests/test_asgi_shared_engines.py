@@ -24,6 +24,7 @@ scenario: ``test_<scenario>``  era    uvicorn-4  granian-2  hypercorn-2
 ``request_state_rotation``     2026   passes     passes     passes
 ``server_requests``            2025   passes     passes     passes
 ``delete``                     2025   passes     passes     passes
+``live_resumption``            2025   passes     passes     passes
 ``tasks_2025``                 2025   passes     passes     passes
 ``tasks_2026``                 2026   passes     passes     passes
 ``killed_writer_resumed``      2025   passes     passes     passes (*)
@@ -38,7 +39,9 @@ client's answers to an elicitation, a sampling request and a roots request poste
 connection another worker accepted, reaching the tool that waits (the bus's answers topic);
 a ``requestState`` sealed on one worker opened on another, before and after a key rotation
 made during the traffic, until the workers seal with the new key; a DELETE on one worker
-seen by the others; a 2025-11-25 task created on one worker polled (``tasks/get``), listed,
+seen by the others; a stream broken after its first event, resumed with ``Last-Event-ID``
+on another worker, which replays what is stored and relays the rest live to the tool's
+answer; a 2025-11-25 task created on one worker polled (``tasks/get``), listed,
 fetched with a blocking ``tasks/result`` sent while it works, and another one cancelled,
 each on a connection another worker accepted, while another session sees none of them; a
 2026-07-28 task (the tasks extension) polled on other workers until its result is inlined;
@@ -587,6 +590,43 @@ def delete_seen_everywhere(eng: Engine) -> None:
     assert set(statuses) == {404}, statuses
 
 
+def live_resumption_elsewhere(eng: Engine) -> None:
+    """A streamed answer breaks after its first event; the client resumes with
+    ``Last-Event-ID`` on a connection another worker accepted, which replays what the store
+    holds and then relays live what the writer produces (the bus), to the tool's answer:
+    every event after the first, once each, in order."""
+    sid, _ = open_session(eng)
+    stream = Stream(eng, "POST", tool(7, "sleep", {"seconds": 3}, progressToken="p"),
+                    session_headers(sid))
+    try:
+        assert stream.status == 200 and stream.pid is not None
+        (first, progress), = stream.events(1)
+        assert first is not None and progress["params"]["progress"] == 1
+        writer = stream.pid
+    finally:
+        stream.close()  # the stream broke after one progress event
+    deadline = time.monotonic() + TIMEOUT
+    while True:  # the writer stores each event just after writing it
+        resumed = Stream(eng, "GET", None, session_headers(sid, **{"last-event-id": first}),
+                         conn=connected_elsewhere(eng, writer))
+        if resumed.status == 200:
+            break
+        resumed.close()
+        assert time.monotonic() < deadline, resumed.status
+        time.sleep(0.1)
+    try:
+        assert resumed.pid != writer
+        got = resumed.until_end()  # the writer ends the stream with the answer
+    finally:
+        resumed.close()
+    assert got[-1][1]["id"] == 7, got[-1]
+    assert got[-1][1]["result"]["content"][0]["text"] == "slept 3 s"
+    steps = [m["params"]["progress"] for _, m in got[:-1]]
+    assert steps == list(range(2, 2 + len(steps))) and len(steps) >= 2, steps
+    seqs = [int(str(event_id).rpartition(":")[2]) for event_id, _ in got]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+
+
 def resumption_after_a_kill(eng: Engine, store_url: str,
                             after_kill: Callable[[], Engine] | None = None) -> None:
     """A streamed answer's worker is killed; the client resumes on another worker with
@@ -734,6 +774,10 @@ def test_server_requests(eng: Engine) -> None:
 
 def test_delete(eng: Engine) -> None:
     delete_seen_everywhere(eng)
+
+
+def test_live_resumption(eng: Engine) -> None:
+    live_resumption_elsewhere(eng)
 
 
 def test_tasks_2025(
