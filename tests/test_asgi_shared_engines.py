@@ -48,7 +48,8 @@ each on a connection another worker accepted, while another session sees none of
 and a worker killed (SIGKILL) in the middle of a streamed answer: the client resumes with
 ``Last-Event-ID`` on another worker, which replays what the killed one stored and then ends
 the stream (it hears the writer's heartbeats stop: docs/stores.rst, "Workers that die"), so
-the client has every stored event, in order, none twice; and the session carries on.
+the client has every stored event, in order, none twice; and the session, and a
+``requestState`` the killed worker sealed, carry on at the others.
 The in-process twin (two applications,
 memory and Redis stores, and one application alone): tests/test_asgi_shared.py."""
 
@@ -659,6 +660,14 @@ def resumption_after_a_kill(eng: Engine, store_url: str,
         while second not in asyncio.run(stored_after(first)):
             assert time.monotonic() < deadline, "the second event was never stored"
             time.sleep(0.05)
+        # and a requestState the doomed worker seals, to open once it is dead
+        sealed_by_doomed = None
+        for n in range(TRIES):
+            sealed, pid = seal(eng, 200 + n)
+            if pid == doomed:
+                sealed_by_doomed = sealed
+                break
+        assert sealed_by_doomed is not None, f"{TRIES} fresh connections all missed {doomed}"
         os.kill(doomed, signal.SIGKILL)
     finally:
         stream.close()
@@ -695,6 +704,8 @@ def resumption_after_a_kill(eng: Engine, store_url: str,
     counter = iter(range(50, 10_000))
     for _ in range(8):  # the session carries on, wherever the requests land
         assert reconnecting(lambda: echo_on(eng, sid, next(counter))) != doomed
+    # what it sealed opens on the others (the key ring is the store's, not the worker's)
+    assert reconnecting(lambda: open_sealed(eng, next(counter), sealed_by_doomed)) != doomed
 
 
 def reconnecting(send: Callable[[], int]) -> int:
