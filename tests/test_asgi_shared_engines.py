@@ -10,16 +10,47 @@ shared by several workers spread over them here, but nothing promises that of on
 connection; so each scenario sends requests until one lands on a worker other than the one
 it wants to differ from (and fails if none does within :data:`TRIES`).
 
-Scenarios, both eras: a handshake-era session initialized on one worker and served by the
-others; a list change made on one worker reaching the GET stream and the 2026-07-28 listen
-stream held by another (the event bus); a client's answer to an elicitation posted on a
-connection another worker accepted reaching the tool that waits; a ``requestState`` sealed
-on one worker opened on another, before and after a key rotation made during the traffic,
-until the workers seal with the new key; a DELETE on one worker seen by the others; and a
-worker killed (SIGKILL) in the middle of a streamed answer: the client resumes with
-``Last-Event-ID`` on another worker, which replays what the killed one stored, and the
-session carries on (hypercorn stops all its workers when one dies: there the client resumes
-on the engine started again on the same store). The in-process twin (two applications,
+One engine (a module-scoped fixture) serves every scenario in turn, one test each, in the
+order below -- the kill last (hypercorn stops all its workers when one dies: there the client
+resumes on the engine started again on the same store, as a supervisor would). Each test's id
+is ``test_<scenario>[<engine>-<workers>]``; what each proves, and the result per engine when
+this table was last brought up to date (``pytest -rA`` prints the current one):
+
+=============================  =====  =========  =========  ===========
+scenario: ``test_<scenario>``  era    uvicorn-4  granian-2  hypercorn-2
+=============================  =====  =========  =========  ===========
+``sessions``                   2025   passes     passes     passes
+``list_change_fan_out``        both   passes     passes     passes
+``request_state_rotation``     2026   passes     passes     passes
+``server_requests``            2025   passes     passes     passes
+``delete``                     2025   passes     passes     passes
+``live_resumption``            2025   passes     passes     passes
+``tasks_2025``                 2025   passes     passes     passes
+``tasks_2026``                 2026   passes     passes     passes
+``killed_writer_resumed``      2025   passes     passes     passes (*)
+=============================  =====  =========  =========  ===========
+
+(*) on the hypercorn engine started again, its workers having all stopped with the one killed.
+
+What they do: a handshake-era session initialized on one worker and served by the others
+(no sessionless fallback: the key ring is the store's); a list change made on one worker
+reaching the GET stream and the 2026-07-28 listen stream held by another (the event bus); a
+client's answers to an elicitation, a sampling request and a roots request posted on a
+connection another worker accepted, reaching the tool that waits (the bus's answers topic);
+a ``requestState`` sealed on one worker opened on another, before and after a key rotation
+made during the traffic, until the workers seal with the new key; a DELETE on one worker
+seen by the others; a stream broken after its first event, resumed with ``Last-Event-ID``
+on another worker, which replays what is stored and relays the rest live to the tool's
+answer; a 2025-11-25 task created on one worker polled (``tasks/get``), listed,
+fetched with a blocking ``tasks/result`` sent while it works, and another one cancelled,
+each on a connection another worker accepted, while another session sees none of them; a
+2026-07-28 task (the tasks extension) polled on other workers until its result is inlined;
+and a worker killed (SIGKILL) in the middle of a streamed answer: the client resumes with
+``Last-Event-ID`` on another worker, which replays what the killed one stored and then ends
+the stream (it hears the writer's heartbeats stop: docs/stores.rst, "Workers that die"), so
+the client has every stored event, in order, none twice; and the session, and a
+``requestState`` the killed worker sealed, carry on at the others.
+The in-process twin (two applications,
 memory and Redis stores, and one application alone): tests/test_asgi_shared.py."""
 
 from __future__ import annotations
@@ -164,6 +195,22 @@ class Stream:
             line = self.response.readline().decode()
             assert line, f"the stream ended after {got}"
             line = line.rstrip("\r\n")
+            if line.startswith("id:"):
+                event_id = line[3:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].strip())
+            elif not line:
+                if data and "".join(data):
+                    got.append((event_id, json.loads("\n".join(data))))
+                event_id, data = None, []
+        return got
+
+    def until_end(self) -> list[tuple[str | None, Any]]:
+        """The SSE events with data until the server ends the stream: (id, message)."""
+        got: list[tuple[str | None, Any]] = []
+        event_id, data = None, []
+        for raw in iter(self.response.readline, b""):
+            line = raw.decode().rstrip("\r\n")
             if line.startswith("id:"):
                 event_id = line[3:].strip()
             elif line.startswith("data:"):
@@ -379,36 +426,153 @@ def request_state_crosses_workers(eng: Engine, store_url: str) -> None:
     until_other(set(), lambda: open_sealed(eng, next(counter), before))  # the old key opens
 
 
+#: Server requests a tool sends (handshake era), the client's answer, what the tool then
+#: says: (tool, arguments, method asked, answer, the answer's text starts with).
+SERVER_REQUESTS = [
+    ("test_elicitation", {"message": "who?"}, "elicitation/create",
+     {"action": "accept", "content": {"username": "ada", "email": "a@example.com"}},
+     "User response: action=accept"),
+    ("test_sampling", {"prompt": "Say hi"}, "sampling/createMessage",
+     {"role": "assistant", "model": "test", "content": {"type": "text", "text": "hi"}},
+     "LLM response: hi"),
+    ("test_input_required_result_list_roots", {}, "roots/list",
+     {"roots": [{"uri": "file:///work", "name": "work"}]}, "Received 1 roots: file:///work"),
+]
+
+
 def answers_reach_the_waiting_worker(eng: Engine) -> None:
-    """A tool elicits (handshake era); the client's answer is posted on a connection another
-    worker accepted, and reaches the tool on the first (the bus's answers topic)."""
+    """A tool elicits, samples, or asks for roots (handshake era); the client's answer is
+    posted on a connection another worker accepted, and reaches the tool on the first (the
+    bus's answers topic)."""
     body = init_body()
-    body["params"]["capabilities"] = {"elicitation": {}}
+    body["params"]["capabilities"] = {"elicitation": {}, "sampling": {},
+                                      "roots": {"listChanged": True}}
     status, headers, _, _ = request(eng, "POST", body)
     assert status == 200
     sid = headers["mcp-session-id"]
     initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     assert request(eng, "POST", initialized, session_headers(sid))[0] == 202
-    stream = Stream(eng, "POST", tool(3, "test_elicitation", {"message": "who?"}),
-                    session_headers(sid))
-    try:
-        assert stream.status == 200 and stream.pid is not None
-        (_, ask), = stream.events(1)
-        assert ask["method"] == "elicitation/create"
-        answer = {"jsonrpc": "2.0", "id": ask["id"], "result": {
-            "action": "accept", "content": {"username": "ada", "email": "a@example.com"}}}
-        elsewhere = Stream(eng, "POST", answer, session_headers(sid),
-                           conn=connected_elsewhere(eng, stream.pid))
+    for n, (name, arguments, method, reply, said) in enumerate(SERVER_REQUESTS, 3):
+        stream = Stream(eng, "POST", tool(n, name, arguments), session_headers(sid))
         try:
-            assert elsewhere.status == 202 and elsewhere.pid != stream.pid
+            assert stream.status == 200 and stream.pid is not None
+            (_, ask), = stream.events(1)
+            assert ask["method"] == method
+            answer = {"jsonrpc": "2.0", "id": ask["id"], "result": reply}
+            elsewhere = Stream(eng, "POST", answer, session_headers(sid),
+                               conn=connected_elsewhere(eng, stream.pid))
+            try:
+                assert elsewhere.status == 202 and elsewhere.pid != stream.pid
+            finally:
+                elsewhere.close()
+            (_, result), = stream.events(1)
+            assert result["id"] == n
+            assert result["result"]["content"][0]["text"].startswith(said), result
         finally:
-            elsewhere.close()
-        (_, result), = stream.events(1)
-        assert result["id"] == 3
-        assert result["result"]["content"][0]["text"].startswith(
-            "User response: action=accept"), result
-    finally:
-        stream.close()
+            stream.close()
+
+
+def handshake_tasks_cross_workers(eng: Engine) -> None:
+    """A 2025-11-25 task created on one worker is polled (``tasks/get``), listed, fetched
+    with a blocking ``tasks/result`` and another one cancelled on other workers; another
+    session sees none of them (the task table in the store, cancels over the bus)."""
+    sid, _ = open_session(eng)
+    other, _ = open_session(eng)
+    counter = iter(range(1, 10_000))
+
+    def call(method: str, params: dict[str, Any], session: str = sid
+             ) -> tuple[dict[str, Any], int]:
+        status, _, messages, pid = request(
+            eng, "POST", {"jsonrpc": "2.0", "id": next(counter), "method": method,
+                          "params": params}, session_headers(session))
+        assert status == 200, messages
+        return messages[-1], pid
+
+    def call_elsewhere(method: str, params: dict[str, Any], avoid: int
+                       ) -> tuple[dict[str, Any], int | None]:
+        stream = Stream(eng, "POST", {"jsonrpc": "2.0", "id": next(counter), "method": method,
+                                      "params": params}, session_headers(sid),
+                        conn=connected_elsewhere(eng, avoid))
+        try:
+            assert stream.status == 200
+            return stream.rest()[-1], stream.pid
+        finally:
+            stream.close()
+
+    created, made_on = call("tools/call", {"name": "slow_compute",
+                                           "arguments": {"seconds": 2}, "task": {}})
+    task = created["result"]["task"]
+    task_id = task["taskId"]
+
+    def get() -> int:
+        got, pid = call("tasks/get", {"taskId": task_id})
+        assert got["result"]["taskId"] == task_id
+        assert got["result"]["createdAt"] == task["createdAt"]
+        return pid
+
+    def listed() -> int:
+        found, pid = call("tasks/list", {})
+        assert [t["taskId"] for t in found["result"]["tasks"]] == [task_id]
+        return pid
+
+    until_other({made_on}, get)
+    until_other({made_on}, listed)
+    # blocking: sent while the task works, on a connection another worker accepted, it
+    # waits there until the result is stored
+    result, pid = call_elsewhere("tasks/result", {"taskId": task_id}, made_on)
+    assert pid != made_on
+    assert result["result"]["content"][0]["text"] == "computed result after 2 s"
+    assert result["result"]["_meta"]["io.modelcontextprotocol/related-task"] == {
+        "taskId": task_id}
+    # a cancel on another worker stops the work where it runs
+    created, made_on = call("tools/call", {"name": "slow_compute",
+                                           "arguments": {"seconds": 600}, "task": {}})
+    long_id = created["result"]["task"]["taskId"]
+    cancelled, pid = call_elsewhere("tasks/cancel", {"taskId": long_id}, made_on)
+    assert pid != made_on and cancelled["result"]["status"] == "cancelled", cancelled
+    found, _ = call("tasks/list", {})
+    assert [(t["taskId"], t["status"]) for t in found["result"]["tasks"]] == [
+        (task_id, "completed"), (long_id, "cancelled")]
+    # another session, on whichever worker: nothing
+    for _ in range(4):
+        assert call("tasks/list", {}, other)[0]["result"] == {"tasks": []}
+        assert call("tasks/get", {"taskId": task_id}, other)[0]["error"]["code"] == -32602
+
+
+def modern_task_polled_elsewhere(eng: Engine) -> None:
+    """A 2026-07-28 task (the tasks extension) created on one worker is polled on the
+    others until its result is inlined; the task id is the only thing the polls carry."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {
+                "extensions": {"io.modelcontextprotocol/tasks": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}
+
+    def post(n: int, method: str, params: dict[str, Any], name: str
+             ) -> tuple[dict[str, Any], int]:
+        headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": method,
+                   "mcp-name": name}
+        status, _, messages, pid = request(eng, "POST", {
+            "jsonrpc": "2.0", "id": n, "method": method,
+            "params": {**params, "_meta": meta}}, headers)
+        assert status == 200, messages
+        return messages[-1]["result"], pid
+
+    created, made_on = post(1, "tools/call", {"name": "slow_compute",
+                                              "arguments": {"seconds": 2}}, "slow_compute")
+    assert created["resultType"] == "task", created
+    task_id = created["taskId"]
+    polled_on: set[int] = set()
+    deadline = time.monotonic() + TIMEOUT
+    counter = iter(range(2, 10_000))
+    while True:
+        task, pid = post(next(counter), "tasks/get", {"taskId": task_id}, task_id)
+        polled_on.add(pid)
+        if task["status"] == "completed" and polled_on - {made_on}:
+            break
+        assert task["status"] in ("working", "completed"), task
+        assert time.monotonic() < deadline, "the task never completed on another worker"
+        time.sleep(0.1)
+    assert task["result"]["content"][0]["text"] == "computed result after 2 s"
 
 
 def delete_seen_everywhere(eng: Engine) -> None:
@@ -425,6 +589,43 @@ def delete_seen_everywhere(eng: Engine) -> None:
 
     until_other({deleted_on}, call)
     assert set(statuses) == {404}, statuses
+
+
+def live_resumption_elsewhere(eng: Engine) -> None:
+    """A streamed answer breaks after its first event; the client resumes with
+    ``Last-Event-ID`` on a connection another worker accepted, which replays what the store
+    holds and then relays live what the writer produces (the bus), to the tool's answer:
+    every event after the first, once each, in order."""
+    sid, _ = open_session(eng)
+    stream = Stream(eng, "POST", tool(7, "sleep", {"seconds": 3}, progressToken="p"),
+                    session_headers(sid))
+    try:
+        assert stream.status == 200 and stream.pid is not None
+        (first, progress), = stream.events(1)
+        assert first is not None and progress["params"]["progress"] == 1
+        writer = stream.pid
+    finally:
+        stream.close()  # the stream broke after one progress event
+    deadline = time.monotonic() + TIMEOUT
+    while True:  # the writer stores each event just after writing it
+        resumed = Stream(eng, "GET", None, session_headers(sid, **{"last-event-id": first}),
+                         conn=connected_elsewhere(eng, writer))
+        if resumed.status == 200:
+            break
+        resumed.close()
+        assert time.monotonic() < deadline, resumed.status
+        time.sleep(0.1)
+    try:
+        assert resumed.pid != writer
+        got = resumed.until_end()  # the writer ends the stream with the answer
+    finally:
+        resumed.close()
+    assert got[-1][1]["id"] == 7, got[-1]
+    assert got[-1][1]["result"]["content"][0]["text"] == "slept 3 s"
+    steps = [m["params"]["progress"] for _, m in got[:-1]]
+    assert steps == list(range(2, 2 + len(steps))) and len(steps) >= 2, steps
+    seqs = [int(str(event_id).rpartition(":")[2]) for event_id, _ in got]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
 
 
 def resumption_after_a_kill(eng: Engine, store_url: str,
@@ -459,6 +660,14 @@ def resumption_after_a_kill(eng: Engine, store_url: str,
         while second not in asyncio.run(stored_after(first)):
             assert time.monotonic() < deadline, "the second event was never stored"
             time.sleep(0.05)
+        # and a requestState the doomed worker seals, to open once it is dead
+        sealed_by_doomed = None
+        for n in range(TRIES):
+            sealed, pid = seal(eng, 200 + n)
+            if pid == doomed:
+                sealed_by_doomed = sealed
+                break
+        assert sealed_by_doomed is not None, f"{TRIES} fresh connections all missed {doomed}"
         os.kill(doomed, signal.SIGKILL)
     finally:
         stream.close()
@@ -479,6 +688,14 @@ def resumption_after_a_kill(eng: Engine, store_url: str,
             assert resumed.pid != doomed
             replayed = [event_id for event_id, _ in resumed.events(1)]
             assert replayed == [second]
+            # Then the stream ends: the worker relaying it hears the writer's heartbeats
+            # stop (docs/stores.rst, "Workers that die"), and the client has had every
+            # event the killed worker stored, in order, none twice.
+            replayed += [event_id for event_id, _ in resumed.until_end()]
+            stored = asyncio.run(stored_after(first))
+            assert replayed == stored, (replayed, stored)
+            seqs = [int(event_id.rpartition(":")[2]) for event_id in replayed]
+            assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
             break
         finally:
             resumed.close()
@@ -487,6 +704,8 @@ def resumption_after_a_kill(eng: Engine, store_url: str,
     counter = iter(range(50, 10_000))
     for _ in range(8):  # the session carries on, wherever the requests land
         assert reconnecting(lambda: echo_on(eng, sid, next(counter))) != doomed
+    # what it sealed opens on the others (the key ring is the store's, not the worker's)
+    assert reconnecting(lambda: open_sealed(eng, next(counter), sealed_by_doomed)) != doomed
 
 
 def reconnecting(send: Callable[[], int]) -> int:
@@ -502,30 +721,86 @@ def reconnecting(send: Callable[[], int]) -> int:
             time.sleep(0.1)
 
 
-@pytest.mark.parametrize(("name", "workers"), ENGINES, ids=[f"{e}-{n}" for e, n in ENGINES])
-def test_workers_share_everything_through_redis(name: str, workers: int,
-                                                redis_server: RedisServer  # noqa: F811
-                                                ) -> None:
+# -- the tests: one engine (a module-scoped fixture) serves every scenario in turn ----------
+
+
+class Workers:
+    """An engine's workers on the shared store: the engine now running (hypercorn's is
+    started again after the kill), the store's URL, and the engine's name."""
+
+    def __init__(self, name: str, count: int, store: str, stack: contextlib.ExitStack) -> None:
+        self.name, self.count, self.store, self._stack = name, count, store, stack
+        self.eng = stack.enter_context(engine(name, count, store))
+
+    def restarted(self) -> Engine:
+        """hypercorn stops every worker when one exits with an error (its run loop): once it
+        is gone, a supervisor would start it again -- here on another port, with the same
+        store, where the sessions and stored events wait."""
+        self.eng.proc.wait(TIMEOUT)
+        self.eng = self._stack.enter_context(engine(self.name, self.count, self.store))
+        return self.eng
+
+
+@pytest.fixture(scope="module", params=ENGINES, ids=[f"{e}-{n}" for e, n in ENGINES])
+def workers(request: pytest.FixtureRequest,
+            redis_server: RedisServer  # noqa: F811
+            ) -> Iterator[Workers]:
+    name, count = request.param
     with contextlib.ExitStack() as stack:
-        eng = stack.enter_context(engine(name, workers, redis_server.url))
+        yield Workers(name, count, redis_server.url, stack)
 
-        def restarted() -> Engine:
-            # hypercorn stops every worker when one exits with an error (its run loop):
-            # once it is gone, a supervisor would start it again -- here on another port,
-            # with the same store, where the sessions and stored events wait.
-            eng.proc.wait(TIMEOUT)
-            return stack.enter_context(engine(name, workers, redis_server.url))
 
-        try:
-            sid = sessions_cross_workers(eng)
-            list_changes_fan_out(eng, sid)
-            request_state_crosses_workers(eng, redis_server.url)
-            answers_reach_the_waiting_worker(eng)
-            delete_seen_everywhere(eng)
-            # sessions are kept (no sessionless fallback) and the key ring is the store's
-            assert "sessionless" not in "".join(eng.err)
-            resumption_after_a_kill(eng, redis_server.url,
-                                    restarted if name == "hypercorn" else None)
-        except BaseException:
-            sys.stderr.write("".join(eng.err))
-            raise
+@pytest.fixture
+def eng(workers: Workers) -> Iterator[Engine]:
+    """The running engine; what its workers logged during a test is shown if it fails."""
+    running = workers.eng
+    logged = len(running.err)
+    yield running
+    sys.stderr.write("".join(running.err[logged:]))
+
+
+# The kill comes last in this file: pytest runs a module-scoped parameter's tests in the
+# order they are defined.
+
+
+def test_sessions(eng: Engine) -> None:
+    sessions_cross_workers(eng)
+    # sessions are kept (no sessionless fallback) and the key ring is the store's
+    assert "sessionless" not in "".join(eng.err)
+
+
+def test_list_change_fan_out(eng: Engine) -> None:
+    sid, _ = open_session(eng)
+    list_changes_fan_out(eng, sid)
+
+
+def test_request_state_rotation(
+        eng: Engine, workers: Workers) -> None:
+    request_state_crosses_workers(eng, workers.store)
+
+
+def test_server_requests(eng: Engine) -> None:
+    answers_reach_the_waiting_worker(eng)
+
+
+def test_delete(eng: Engine) -> None:
+    delete_seen_everywhere(eng)
+
+
+def test_live_resumption(eng: Engine) -> None:
+    live_resumption_elsewhere(eng)
+
+
+def test_tasks_2025(
+        eng: Engine) -> None:
+    handshake_tasks_cross_workers(eng)
+
+
+def test_tasks_2026(eng: Engine) -> None:
+    modern_task_polled_elsewhere(eng)
+
+
+def test_killed_writer_resumed(
+        eng: Engine, workers: Workers) -> None:
+    resumption_after_a_kill(eng, workers.store,
+                            workers.restarted if workers.name == "hypercorn" else None)
