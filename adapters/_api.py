@@ -5,8 +5,7 @@ asyncio and trio differ only in their primitives. A session holds a runtime obje
 hooks the sans-IO session logic calls (``_now``, ``_arm``, ``_write``, see
 :class:`~mcp_sansio.app.session.Session`) and the awaiting half below calls
 (``_new_event()``, ``_start_task(key, coroutine)``, ``_cancel_task(key)``) go to it.
-trio still supplies the same hooks from a runtime class mixed in first (``._trio_session``);
-it moves to a runtime object the same way. The blocking twin for threads is in
+trio's is in ``._trio_runtime``. The blocking twin for threads is in
 :mod:`._sync_api`.
 """
 
@@ -87,6 +86,7 @@ class AsyncRuntime(Protocol):
     def start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None: ...
     def cancel_task(self, key: RequestId) -> bool: ...
     def run_eager(self) -> None: ...
+    async def wait_call(self, call: Call) -> None: ...
     async def sleep(self, seconds: float) -> None: ...
 
 
@@ -130,18 +130,7 @@ class AsyncSession(Session):
         self._start_task(None, run())
 
     async def _wait_call(self, call: Call) -> None:
-        if call.done:
-            return
-        event = self._new_event()
-        call.wake = event.set
-        try:
-            await event.wait()
-        except BaseException:
-            # The caller was cancelled (asyncio task cancel, trio cancel scope): the core
-            # sends notifications/cancelled and the call ends with RequestCancelled.
-            if not call.done:
-                self._cancel_call(call)
-            raise
+        await self.runtime.wait_call(call)
 
     async def request(
         self, method: str, params: Mapping[str, Any] | None = None, *,

@@ -28,6 +28,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from mcp_sansio import RequestId
+from mcp_sansio.app.errors import Call
 
 from ._api import _Resumed
 from ._stdio import write_all
@@ -118,6 +119,21 @@ class AsyncioRuntime:
 
     def new_event(self) -> _Waiter:
         return _Waiter(self.loop)
+
+    async def wait_call(self, call: Call) -> None:
+        """Wait until ``call`` has its terminal event."""
+        if call.done:
+            return
+        waiter = _Waiter(self.loop)
+        call.wake = waiter.set
+        try:
+            await waiter.wait()
+        except BaseException:
+            # The caller was cancelled (a task cancelled): the core sends
+            # notifications/cancelled and the call ends with RequestCancelled.
+            if not call.done:
+                self.session._cancel_call(call)
+            raise
 
     async def sleep(self, seconds: float) -> None:
         """The runtime's sleep (a task's poll interval, ``client_tasks.Sleep``)."""
