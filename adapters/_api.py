@@ -1,10 +1,12 @@
 """The high-level Client and Server shapes, written once for every ``async`` runtime.
 
-asyncio and trio differ only in their primitives: a runtime subclass supplies ``_now``,
-``_arm``, ``_write`` (see :class:`~mcp_sansio.app.session.Session`), ``_new_event()`` (an
-object with
-``set()`` and ``await wait()``), ``_start_task(key, coroutine)`` and ``_cancel_task(key)``.
-The blocking twin for threads is in :mod:`._sync_api`.
+asyncio and trio differ only in their primitives. A session holds a runtime object
+(``self.runtime``, an :class:`AsyncRuntime`: asyncio's is in ``._asyncio_runtime``) and the
+hooks the sans-IO session logic calls (``_now``, ``_arm``, ``_write``, see
+:class:`~mcp_sansio.app.session.Session`) and the awaiting half below calls
+(``_new_event()``, ``_start_task(key, coroutine)``, ``_cancel_task(key)``) go to it.
+trio's is in ``._trio_runtime``. The blocking twin for threads is in
+:mod:`._sync_api`.
 """
 
 from __future__ import annotations
@@ -73,18 +75,50 @@ class _Resumed(Coroutine[Any, Any, Any]):
         raise TypeError("a resumed handler runs in its task only")
 
 
+class AsyncRuntime(Protocol):
+    """What one session needs from an ``async`` runtime, held as ``session.runtime``."""
+
+    def now(self) -> float: ...
+    def wall_now(self) -> float | None: ...
+    def arm(self, deadline: float | None) -> None: ...
+    def write(self, data: bytes) -> None: ...
+    def new_event(self) -> AsyncEvent: ...
+    def start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None: ...
+    def cancel_task(self, key: RequestId) -> bool: ...
+    def run_eager(self) -> None: ...
+    async def wait_call(self, call: Call) -> None: ...
+    async def sleep(self, seconds: float) -> None: ...
+
+
 class AsyncSession(Session):
-    """The awaiting half shared by asyncio and trio."""
+    """The awaiting half shared by asyncio and trio; the runtime's primitives come from the
+    runtime object it holds (``runtime``)."""
 
-    def _new_event(self) -> AsyncEvent:  # pragma: no cover - runtime hook
-        raise NotImplementedError
+    runtime: AsyncRuntime
 
-    def _start_task(self, key: RequestId | None,
-                    coro: Coroutine[Any, Any, None]) -> None:  # pragma: no cover
-        raise NotImplementedError
+    def _now(self) -> float:
+        return self.runtime.now()
 
-    def _cancel_task(self, key: RequestId) -> bool:  # pragma: no cover - runtime hook
-        raise NotImplementedError
+    def _wall_now(self) -> float | None:
+        return self.runtime.wall_now()
+
+    def _arm(self, deadline: float | None) -> None:
+        self.runtime.arm(deadline)
+
+    def _write(self, data: bytes) -> None:
+        self.runtime.write(data)
+
+    def _run_eager(self) -> None:
+        self.runtime.run_eager()
+
+    def _new_event(self) -> AsyncEvent:
+        return self.runtime.new_event()
+
+    def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
+        self.runtime.start_task(key, coro)
+
+    def _cancel_task(self, key: RequestId) -> bool:
+        return self.runtime.cancel_task(key)
 
     def _spawn_awaitable(self, awaitable: Awaitable[Any]) -> None:
         async def run() -> None:
@@ -96,18 +130,7 @@ class AsyncSession(Session):
         self._start_task(None, run())
 
     async def _wait_call(self, call: Call) -> None:
-        if call.done:
-            return
-        event = self._new_event()
-        call.wake = event.set
-        try:
-            await event.wait()
-        except BaseException:
-            # The caller was cancelled (asyncio task cancel, trio cancel scope): the core
-            # sends notifications/cancelled and the call ends with RequestCancelled.
-            if not call.done:
-                self._cancel_call(call)
-            raise
+        await self.runtime.wait_call(call)
 
     async def request(
         self, method: str, params: Mapping[str, Any] | None = None, *,
@@ -456,8 +479,8 @@ class AsyncClient(ClientLogic, AsyncSession):
 
     # -- tasks (mcp_sansio/app/client_tasks.py: each operation is a plan run here) --------------
 
-    async def _sleep(self, seconds: float) -> None:  # pragma: no cover - runtime hook
-        raise NotImplementedError
+    async def _sleep(self, seconds: float) -> None:
+        await self.runtime.sleep(seconds)
 
     async def _run_plan(self, plan: Plan) -> Any:
         """Run a plan: each :class:`Send` is a request, each :class:`Sleep` a sleep."""

@@ -61,11 +61,9 @@ class _HTTPSession(HTTPSessionLogic, ServerSession):
         # request -- a plain JSON answer, or a 400 for a stateless-era refusal such as
         # -32021 -- and only one that suspends gets a task.
         if key is None:
-            task = self._loop.create_task(coro)
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self.runtime.spawn(coro)
             return
-        self._step(key, coro)
+        self.runtime.step(key, coro)
 
 
 class _Socket(asyncio.Protocol):
@@ -227,10 +225,9 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
         return _HTTPSession(session.connection, self.server, self, session)
 
     def _ended(self, logic: _HTTPSession) -> None:
-        if logic._tasks or logic._background:
-            task = self._loop.create_task(logic._stop_tasks())
-            logic._background.add(task)
-            task.add_done_callback(logic._background.discard)
+        runtime = logic.runtime
+        if runtime.tasks or runtime.background:
+            runtime.spawn(runtime.stop_tasks())
 
     def _write(self, channel: ServerChannel, data: bytes) -> None:
         sock = self._sockets.get(channel)
@@ -291,7 +288,7 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
         logics = list(self._sessions.values())
         self._sessions.clear()
         for logic in logics:
-            await logic._stop_tasks()
+            await logic.runtime.stop_tasks()
         if self._shared is not None:
             await self._shared.aclose()
         if self._listener is not None:

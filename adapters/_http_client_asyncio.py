@@ -26,7 +26,8 @@ from mcp_sansio import Era, Notification
 from mcp_sansio.http import ClientChannel
 
 from ._api import AsyncClient
-from ._asyncio_session import _AsyncioRuntime, _small_reads
+from ._asyncio_runtime import AsyncioRuntime
+from ._asyncio_session import _small_reads
 from ._auth_session import OAuth, SessionAuth, challenge_of
 from ._http_authorized import authorized_request
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
@@ -66,13 +67,13 @@ class _Socket(asyncio.Protocol):
 
     def open(self) -> None:
         self.client.connections_opened += 1
-        self.opening = self.client._loop.create_task(self._open())
+        self.opening = self.client.runtime.loop.create_task(self._open())
 
     async def _open(self) -> None:
         client = self.client
         http = client.http
         try:
-            await asyncio.wait_for(client._loop.create_connection(
+            await asyncio.wait_for(client.runtime.loop.create_connection(
                 lambda: self, http.host, http.port, ssl=client.ssl_context,
                 server_hostname=http.host if client.ssl_context is not None else None,
             ), client.connect_timeout)
@@ -140,14 +141,17 @@ class _Socket(asyncio.Protocol):
             self.client.channel_lost(channel)
 
 
-class HTTPClientSession(_AsyncioRuntime, HTTPClientLogic, AsyncClient):
+class HTTPClientSession(HTTPClientLogic, AsyncClient):
     """An MCP client over HTTP on asyncio, with the methods of the stdio
     :class:`~mcp_sansio.adapters.asyncio.Client` (see
     :class:`~mcp_sansio.adapters._api.AsyncClient`). Made by :func:`connect_http`.
     Cancelling a task that awaits a call cancels the request (handshake era:
     ``notifications/cancelled``; stateless era: its stream is closed)."""
 
+    runtime: AsyncioRuntime
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.runtime = AsyncioRuntime(self)
         super().__init__(*args, **kwargs)
         self._sockets: dict[ClientChannel, _Socket] = {}
         self._sockets_changed = asyncio.Event()
@@ -195,7 +199,7 @@ class HTTPClientSession(_AsyncioRuntime, HTTPClientLogic, AsyncClient):
         """End the session: ``DELETE`` it (handshake era, waiting at most ``timeout``
         seconds for the answer), close every socket, abort what is still pending."""
         self.begin_close()
-        loop = self._loop
+        loop = self.runtime.loop
         deadline = loop.time() + timeout
         while self._sockets and (left := deadline - loop.time()) > 0:
             self._sockets_changed.clear()
@@ -204,7 +208,7 @@ class HTTPClientSession(_AsyncioRuntime, HTTPClientLogic, AsyncClient):
         for sock in list(self._sockets.values()):
             sock.abort()
         self._sockets.clear()
-        await self._stop_tasks()
+        await self.runtime.stop_tasks()
 
 
 @contextlib.asynccontextmanager

@@ -79,7 +79,8 @@ from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import trio_decider
 from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
-from ._trio_session import ServerSession, _one_error, _TrioRuntime
+from ._trio_runtime import TrioRuntime
+from ._trio_session import ServerSession, _one_error
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
@@ -125,15 +126,16 @@ class _HTTPSession(HTTPSessionLogic, ServerSession):
                  http_session: Session) -> None:
         super().__init__(conn, server)
         self._bind(service, http_session)
-        self._nursery = service._nursery
+        self.runtime.nursery = service._nursery
 
     def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
-        nursery = self._nursery
+        nursery = self.runtime.nursery
         assert nursery is not None
         service = self._service
         scope = trio.CancelScope()
+        scopes = self.runtime.scopes
         if key is not None:
-            self._scopes[key] = scope
+            scopes[key] = scope
             service._unstarted += 1  # the pump waits for its first step (module docstring)
 
         async def run() -> None:
@@ -143,15 +145,15 @@ class _HTTPSession(HTTPSessionLogic, ServerSession):
                 with scope:
                     await coro
             finally:
-                if key is not None and self._scopes.get(key) is scope:
-                    del self._scopes[key]
+                if key is not None and scopes.get(key) is scope:
+                    del scopes[key]
 
         try:
             nursery.start_soon(run)
         except RuntimeError:  # the service is closing: the handler never runs
             if key is not None:
                 service._unstarted -= 1
-                self._scopes.pop(key, None)
+                scopes.pop(key, None)
             coro.close()
 
 
@@ -356,7 +358,7 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
         return _HTTPSession(session.connection, self.server, self, session)
 
     def _ended(self, logic: _HTTPSession) -> None:
-        logic._stop_tasks()
+        logic.runtime.stop_tasks()
 
     def _write(self, channel: ServerChannel, data: bytes) -> None:
         sock = self._sockets.get(channel)
@@ -603,14 +605,17 @@ class _ClientSocket:
         self.scope = trio.CancelScope()
 
 
-class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
+class HTTPClientSession(HTTPClientLogic, AsyncClient):
     """An MCP client over HTTP on trio, with the methods of the stdio
     :class:`~mcp_sansio.adapters.trio.Client` (see
     :class:`~mcp_sansio.adapters._api.AsyncClient`). Made by :func:`connect_http`. A call
     whose cancel scope is cancelled cancels the request (handshake era:
     ``notifications/cancelled``; stateless era: its stream is closed)."""
 
+    runtime: TrioRuntime
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.runtime = TrioRuntime(self)
         super().__init__(*args, **kwargs)
         self._sockets: dict[ClientChannel, _ClientSocket] = {}
         self._sockets_changed = trio.lowlevel.ParkingLot()
@@ -648,11 +653,12 @@ class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
         if sock is None:
             if channel.closed:
                 return  # never opened
-            assert self._nursery is not None
+            nursery = self.runtime.nursery
+            assert nursery is not None
             sock = _ClientSocket(channel)
             self._sockets[channel] = sock
             self.connections_opened += 1
-            self._nursery.start_soon(self._run_socket, sock)
+            nursery.start_soon(self._run_socket, sock)
         if data and sock.fd is not None and not sock.out and not sock.sending:
             # Fast path, as on the server: the socket has room (it nearly always does).
             try:
@@ -764,12 +770,13 @@ class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
     # -- the timer ---------------------------------------------------------------------------
 
     async def _timer(self) -> None:
+        runtime = self.runtime
         while True:
-            with trio.CancelScope(deadline=self._deadline) as scope:
-                self._scope = scope
+            with trio.CancelScope(deadline=runtime.deadline) as scope:
+                runtime.scope = scope
                 await trio.sleep_forever()
-            self._scope = None
-            self._deadline = math.inf  # passed: on_timer arms the next one (_arm is lazy)
+            runtime.scope = None
+            runtime.deadline = math.inf  # passed: on_timer arms the next one (_arm is lazy)
             self.on_timer()
 
     # -- lifetime ----------------------------------------------------------------------------
@@ -783,7 +790,7 @@ class HTTPClientSession(_TrioRuntime, HTTPClientLogic, AsyncClient):
                 await self._sockets_changed.park()
         for sock in list(self._sockets.values()):
             sock.scope.cancel()
-        self._stop_tasks()
+        self.runtime.stop_tasks()
 
 
 @contextlib.asynccontextmanager
@@ -824,7 +831,7 @@ async def connect_http(
             session_auth.install(client.http)
         challenge = None
         async with _one_error(), trio.open_nursery() as nursery:
-            client._nursery = nursery
+            client.runtime.nursery = nursery
             nursery.start_soon(client._timer)
             try:
                 if connect:

@@ -124,7 +124,7 @@ async def connect_stdio(
     client._process = transport
     stdin = transport.get_pipe_transport(0)
     assert isinstance(stdin, asyncio.WriteTransport)
-    client._out = stdin
+    client.runtime.out = stdin
     try:
         client._stdout, _ = await loop.connect_read_pipe(
             lambda: _ServerOutput(client), os.fdopen(out_r, "rb", buffering=0))
@@ -199,9 +199,9 @@ async def serve_stdio(
         if pollable(out_fd):
             writer, _ = await loop.connect_write_pipe(
                 lambda: write_pipe, os.fdopen(out_fd, "wb", buffering=0, closefd=False))
-            session._out = writer
+            session.runtime.out = writer
         else:  # a regular file or /dev/null: plain blocking writes
-            session._out_fd = out_fd
+            session.runtime.out_fd = out_fd
         if pollable(in_fd):
             reader, _ = await loop.connect_read_pipe(
                 lambda: _ReadPipe(session), os.fdopen(in_fd, "rb", buffering=0, closefd=False))
@@ -210,7 +210,7 @@ async def serve_stdio(
             session.feed(await loop.run_in_executor(None, read_all, in_fd))
             session.feed(b"")
         await finished.wait()
-        await session._stop_tasks()
+        await session.runtime.stop_tasks()
     finally:
         if reader is not None:
             reader.close()

@@ -3,10 +3,10 @@
 The client's pump is one task per connection: it waits for the peer's bytes inside a cancel
 scope whose deadline is the core's next deadline (moved whenever the core's changes), feeds
 the core and dispatches the events. On the server the handler runners take turns reading
-(:meth:`_TrioRuntime._serve_fd`) and a timer task keeps that deadline. Writes go straight to
+(:meth:`TrioRuntime.serve_fd`) and a timer task keeps that deadline. Writes go straight to
 the pipe when it has room; what does not fit is handed to one writer task (``send_all`` must
 be awaited; the core's outbox is filled synchronously). Handlers are queued for runner tasks
-(:meth:`_TrioRuntime._runner`): a runner steps each in a fresh copy of the context and in its
+(:meth:`TrioRuntime._runner`): a runner steps each in a fresh copy of the context and in its
 cancel scope, which a ``notifications/cancelled`` cancels; one that returns without waiting
 costs no task of its own, one that waits keeps its runner and another takes the rest. Idle
 runners wait for more (up to :data:`_IDLE_TASKS`). Needs the ``trio`` extra.
@@ -54,7 +54,8 @@ from ._stdio import (
     read_all,
     write_all,
 )
-from ._trio_session import _CHUNK, Client, Context, ServerSession, _one_error
+from ._trio_runtime import _CHUNK
+from ._trio_session import Client, Context, ServerSession, _one_error
 from .keys import request_state_keys
 
 __all__ = [
@@ -114,11 +115,11 @@ async def connect_stdio(
     assert process.stdin and process.stdout and process.stderr
     client._process = process
     if isinstance(process.stdin, trio.lowlevel.FdStream):
-        client._out_fd = process.stdin.fileno()
+        client.runtime.out_fd = process.stdin.fileno()
     async with _one_error(), trio.open_nursery() as nursery:
-        client._nursery = nursery
-        nursery.start_soon(client._writer, process.stdin)
-        nursery.start_soon(client._pump, process.stdout)
+        client.runtime.nursery = nursery
+        nursery.start_soon(client.runtime.writer, process.stdin)
+        nursery.start_soon(client.runtime.pump, process.stdout)
         nursery.start_soon(_log_stderr, process.stderr, LineLogger(stderr_logger))
         nursery.start_soon(client._watch, process)
         try:
@@ -154,24 +155,24 @@ async def serve_stdio(
                             keepalive_misses=keepalive_misses)
     # A close not caused by the input (keepalive's missed pings) ends serving too; the
     # runner still waiting on the input is cancelled with the nursery below.
-    session._on_closed.append(session._done.set)
+    session._on_closed.append(session.runtime.done.set)
     reader = trio.lowlevel.FdStream(os.dup(in_fd)) if pollable(in_fd) else None
     writer: trio.abc.SendStream = (trio.lowlevel.FdStream(os.dup(out_fd)) if pollable(out_fd)
                                    else _BlockingWriter(out_fd))
     in_blocking = os.get_blocking(in_fd)
     if isinstance(writer, trio.lowlevel.FdStream):
-        session._out_fd = writer.fileno()
+        session.runtime.out_fd = writer.fileno()
     try:
         async with trio.open_nursery() as nursery:
-            session._nursery = nursery
-            nursery.start_soon(session._writer, writer)
+            session.runtime.nursery = nursery
+            nursery.start_soon(session.runtime.writer, writer)
             if reader is not None:
-                await session._serve_fd(reader.fileno())
+                await session.runtime.serve_fd(reader.fileno())
             else:  # a regular file or /dev/null: read it whole, then end of file
                 session.feed(await trio.to_thread.run_sync(read_all, in_fd))
                 session.feed(b"")
-            session._stop_tasks()
-            await session._flush(DEFAULT_SHUTDOWN_TIMEOUT)
+            session.runtime.stop_tasks()
+            await session.runtime.flush(DEFAULT_SHUTDOWN_TIMEOUT)
             nursery.cancel_scope.cancel()
     finally:
         if reader is not None:

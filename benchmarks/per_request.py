@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mcp_sansio.adapters import _example_server
+from mcp_sansio.adapters.tools import _example_server
 
 from mcp_sansio import NEED_DATA, Request
 from mcp_sansio.http import HTTPServer

@@ -11,11 +11,11 @@
   ``probe --url URL`` does the same for an HTTP server (Streamable HTTP or legacy HTTP+SSE).
 * ``check -- COMMAND ...`` / ``check --url URL`` / ``check --client -- COMMAND ...`` /
   ``check --client-url -- COMMAND ...`` judges a peer with the testing kit
-  (``mcp_sansio.adapters._check_cli``).
+  (``mcp_sansio.adapters.tools._check_cli``).
 * ``conformance-client URL`` is the client the official conformance harness drives in its
   client mode.
 
-The commands that do I/O live in ``mcp_sansio.adapters._cli``: this module only parses --
+The commands that do I/O live in ``mcp_sansio.adapters.tools._cli``: this module only parses --
 numbers are checked by argparse's ``type=`` (a usage error, exit 2, before anything starts) --
 and turns Ctrl-C into one line and exit 130 (the statuses: docs/cli.rst).
 """
@@ -138,13 +138,13 @@ def _port(text: str) -> int:
 
 def _adapters_cli() -> Any:
     """The commands that do I/O (imported only when one runs: the core stays I/O-free)."""
-    return importlib.import_module("mcp_sansio.adapters._cli")
+    return importlib.import_module("mcp_sansio.adapters.tools._cli")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["check"]:  # the check sub-command parses its own arguments
-        return int(importlib.import_module("mcp_sansio.adapters._check_cli").main(
+        return int(importlib.import_module("mcp_sansio.adapters.tools._check_cli").main(
             args_list[1:]))
     parser = argparse.ArgumentParser(
         prog="mcp-sansio",

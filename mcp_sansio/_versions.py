@@ -89,6 +89,10 @@ class Features:
     #: capability's ``form``/``url`` members, -32042 -- added in 2025-11-25
     #: (``client/elicitation.mdx``, URL mode).
     elicitation_modes: bool = True
+    #: Error -32042 "URL elicitation required" (``data.elicitations``) -- 2025-11-25 only:
+    #: added with URL-mode elicitation (``client/elicitation.mdx``), removed in 2026-07-28
+    #: (``changelog.mdx``; the 2026-07-28 schema no longer defines the code).
+    url_elicitation_error: bool = False
 
 
 _ROW = Features
@@ -105,7 +109,7 @@ FEATURES: dict[str, Features] = {
                        elicitation_modes=False),
     "2025-11-25": _ROW(handshake=True, batching=False, progress_message=True,
                        version_header=True, sse_priming=True, origin_403=True,
-                       core_tasks=True),
+                       core_tasks=True, url_elicitation_error=True),
     "2026-07-28": _ROW(handshake=False, batching=False, progress_message=True,
                        version_header=True, sse_priming=True, origin_403=True),
 }

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_sansio.adapters import _example_server
 from mcp_sansio.adapters._session import (
     ConnectionClosedError,
     McpError,
@@ -27,11 +26,12 @@ from mcp_sansio.adapters._session import (
     ToolError,
 )
 from mcp_sansio.adapters.asyncio import Context, connect_stdio, serve_stdio
+from mcp_sansio.adapters.tools import _example_server
 
 from mcp_sansio import HANDSHAKE_REVISIONS, ClientConnection, Era, Response
 
 PEERS = Path(__file__).parent / "peers"
-EXAMPLE = [sys.executable, "-c", "from mcp_sansio.adapters._example_server import run; run()"]
+EXAMPLE = [sys.executable, "-c", "from mcp_sansio.adapters.tools._example_server import run; run()"]
 SAFETY = 60  # seconds: a safety net only, never the thing measured
 
 ERAS = {"handshake": list(HANDSHAKE_REVISIONS), "stateless": None}

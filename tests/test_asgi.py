@@ -438,7 +438,7 @@ def test_serve_example_says_when_an_engine_cannot_run(monkeypatch: pytest.Monkey
                                                       ) -> None:
     import importlib.util
 
-    from mcp_sansio.adapters import _cli
+    from mcp_sansio.adapters.tools import _cli
 
     assert _cli.serve_example("asyncio", transport="http", workers=2) == 2
     assert "--workers needs --engine" in capsys.readouterr().err

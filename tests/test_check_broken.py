@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcp_sansio.adapters import _check_cli
+from mcp_sansio.adapters.tools import _check_cli
 
 from mcp_sansio import testing as kit
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from mcp_sansio.adapters import _check_cli
 from mcp_sansio.adapters.testing_server import assert_server_conforms, check_server
+from mcp_sansio.adapters.tools import _check_cli
 
 from mcp_sansio import KNOWN_REVISIONS
 from mcp_sansio import testing as kit

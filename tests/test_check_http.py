@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mcp_sansio.adapters import _check_cli
 from mcp_sansio.adapters.testing_http import (
     LegacySSETransport,
     StreamableHTTPTransport,
     detect_transport,
 )
 from mcp_sansio.adapters.testing_server import check_server
+from mcp_sansio.adapters.tools import _check_cli
 
 from mcp_sansio import KNOWN_REVISIONS
 from mcp_sansio import testing as kit
@@ -124,7 +124,7 @@ def test_the_command_line_fails_on_a_broken_http_server(asyncio_url: str) -> Non
 def legacy_url() -> Iterator[str]:
     """Our asyncio server with the legacy HTTP+SSE endpoints (/sse) beside /mcp."""
     process = subprocess.Popen(
-        [sys.executable, "-P", "-c", "from mcp_sansio.adapters._example_server import "
+        [sys.executable, "-P", "-c", "from mcp_sansio.adapters.tools._example_server import "
          "run_http; run_http(legacy_sse_path='/sse')"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert process.stdout is not None

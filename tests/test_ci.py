@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from mcp_sansio.adapters import _example_server
+from mcp_sansio.adapters.tools import _example_server
 
 from . import conftest
 

@@ -22,7 +22,7 @@ def _modules_after_first_answer(runtime: str) -> set[str]:
     """Serve one ``initialize`` in a child and list the modules it holds once answered."""
     code = textwrap.dedent(f"""
         import json, sys
-        from mcp_sansio.adapters import _example_server
+        from mcp_sansio.adapters.tools import _example_server
         _example_server.run({runtime!r})  # until stdin ends, after the answer
         print(json.dumps(sorted(sys.modules)), file=sys.stderr)
     """)

@@ -12,8 +12,8 @@ import sys
 from typing import Any
 
 import pytest
-from mcp_sansio.adapters import _conformance_client as cc
 from mcp_sansio.adapters.asyncio import Context, Server, start_http
+from mcp_sansio.adapters.tools import _conformance_client as cc
 
 from mcp_sansio import Era
 

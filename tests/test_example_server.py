@@ -34,7 +34,7 @@ class Example:
     """A running example server and a keep-alive connection to it."""
 
     def __init__(self, runtime: str, **options: Any) -> None:
-        code = ("import sys, json; from mcp_sansio.adapters._example_server import run_http; "
+        code = ("import sys, json; from mcp_sansio.adapters.tools._example_server import run_http; "
                 "run_http(runtime=sys.argv[1], **json.loads(sys.argv[2]))")
         self.proc = subprocess.Popen([sys.executable, "-c", code, runtime, json.dumps(options)],
                                      stdout=subprocess.PIPE, text=True)

@@ -165,7 +165,7 @@ def test_cli_serve_example_refuses_a_public_host_without_an_allow_list(
 
 
 def test_cli_allow_host_list() -> None:
-    from mcp_sansio.adapters._cli import host_allow_list, is_loopback
+    from mcp_sansio.adapters.tools._cli import host_allow_list, is_loopback
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("::")
     assert not is_loopback("example.com")

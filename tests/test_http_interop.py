@@ -30,9 +30,9 @@ import trio
 from mcp_sansio.adapters import asyncio as asyncio_adapter
 from mcp_sansio.adapters import threading as threading_adapter
 from mcp_sansio.adapters import trio as trio_adapter
-from mcp_sansio.adapters._example_server import build
 from mcp_sansio.adapters._session import McpError
 from mcp_sansio.adapters.asyncio import start_http
+from mcp_sansio.adapters.tools._example_server import build
 
 from mcp_sansio import Era
 from mcp_sansio.http import ResponseMode, Transport
@@ -191,7 +191,7 @@ def test_sdk_client_with_our_server(mode: str, response_mode: str) -> None:
     assert (got["sessions"], got["sessions_after"]) == ((0, 0) if stateless else (1, 0))
 
 
-SERVE = ("import sys; from mcp_sansio.adapters._example_server import run_http; "
+SERVE = ("import sys; from mcp_sansio.adapters.tools._example_server import run_http; "
          "from mcp_sansio.http import ResponseMode; "
          "run_http(runtime=sys.argv[1], response_mode=ResponseMode(sys.argv[2]))")
 

@@ -35,8 +35,8 @@ import trio
 from mcp_sansio.adapters import asyncio as asyncio_adapter
 from mcp_sansio.adapters import threading as threading_adapter
 from mcp_sansio.adapters import trio as trio_adapter
-from mcp_sansio.adapters._example_server import _sleep_for, build
 from mcp_sansio.adapters.asyncio import connect_http, start_http
+from mcp_sansio.adapters.tools._example_server import _sleep_for, build
 
 from mcp_sansio import Era
 from mcp_sansio.http import ResponseMode

@@ -406,7 +406,7 @@ def test_a_task_augmented_call_is_served_normally_when_tasks_are_withdrawn() -> 
 
 def test_serve_example_refuses_sessionless_with_a_shared_store(
         capsys: pytest.CaptureFixture[str]) -> None:
-    from mcp_sansio.adapters import _cli
+    from mcp_sansio.adapters.tools import _cli
 
     code = _cli.serve_example("asyncio", transport="http", sessionless=True,
                               store="redis://127.0.0.1:1/0")

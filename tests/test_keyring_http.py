@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_sansio.adapters import _example_server
 from mcp_sansio.adapters.asyncio import start_http
 from mcp_sansio.adapters.keys import ENV_KEYS, ENV_KEYS_FILE
+from mcp_sansio.adapters.tools import _example_server
 
 from mcp_sansio import ErrorCode, KeyRing, Request, ServerConnection
 from mcp_sansio.auth import ProtectedResource

@@ -186,6 +186,6 @@ def test_a_missing_runtime_is_a_clear_message(monkeypatch: pytest.MonkeyPatch,
 def test_the_example_server_is_spawned_without_the_current_directory_on_sys_path() -> None:
     # Run from a source checkout (the README's first command), `python -m mcp_sansio` would
     # import the checkout's mcp_sansio/, which has no adapters subpackage until installed.
-    from mcp_sansio.adapters._cli import EXAMPLE_COMMAND
+    from mcp_sansio.adapters.tools._cli import EXAMPLE_COMMAND
 
     assert EXAMPLE_COMMAND[1] == "-P"

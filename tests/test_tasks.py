@@ -255,7 +255,7 @@ def test_handshake_era_tasks_over_stdio(runtime: str) -> None:
 
     if runtime == "trio":
         pytest.importorskip("trio")
-    command = [sys.executable, "-c", "import sys; from mcp_sansio.adapters._example_server "
+    command = [sys.executable, "-c", "import sys; from mcp_sansio.adapters.tools._example_server "
                "import run; run(sys.argv[1])", runtime]
     statuses: dict[str, list[str]] = {}
     asked: list[dict[str, Any]] = []

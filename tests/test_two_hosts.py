@@ -146,9 +146,9 @@ def _memory(stack: contextlib.ExitStack, request: pytest.FixtureRequest) -> Pair
     one stops it. One clock: only the sharing is under test here."""
     import threading
 
-    from mcp_sansio.adapters import _example_server
     from mcp_sansio.adapters.asyncio import start_http
     from mcp_sansio.adapters.keys import rotate_key
+    from mcp_sansio.adapters.tools import _example_server
 
     from mcp_sansio.stores import MemoryStores
 

@@ -122,3 +122,27 @@ def test_constructor_derives_the_same_eras_every_time(versions: list[str]) -> No
 def test_unhashable_versions_are_refused_as_before() -> None:
     with pytest.raises(TypeError):
         ServerConnection(versions=[["2025-11-25"]])  # type: ignore[list-item]
+
+
+def test_the_url_elicitation_error_column_is_2025_11_25_only() -> None:
+    # -32042 arrived with URL-mode elicitation in 2025-11-25 and left in 2026-07-28
+    # (changelog.mdx); the testing kit's error-code strategy reads this column.
+    assert [r for r in KNOWN_REVISIONS if FEATURES[r].url_elicitation_error] == ["2025-11-25"]
+
+
+@pytest.mark.parametrize("revision", KNOWN_REVISIONS)
+def test_the_error_code_strategy_offers_minus_32042_where_the_table_says(revision: str) -> None:
+    from hypothesis import find, settings
+    from hypothesis.errors import NoSuchExample
+
+    from mcp_sansio.testing._strategies import error_codes
+
+    # -32042 lies outside the strategy's integer ranges: only the defined-codes list has it.
+    try:
+        find(error_codes(revision), lambda code: code == -32042,
+             settings=settings(max_examples=300, database=None))
+    except NoSuchExample:
+        found = False
+    else:
+        found = True
+    assert found == FEATURES[revision].url_elicitation_error

@@ -235,7 +235,7 @@ def error_codes(revision: str) -> st.SearchStrategy[int]:
     codes = [-32700, -32600, -32601, -32602, -32603]
     if not _stateless(revision):
         codes.append(-32002)
-    if revision == "2025-11-25":
+    if FEATURES[revision].url_elicitation_error:
         codes.append(-32042)
     if _stateless(revision):
         codes.extend([-32020, -32021, -32022])

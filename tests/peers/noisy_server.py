@@ -4,7 +4,7 @@ while it serves: the client must keep reading both pipes or the server blocks.""
 import sys
 import threading
 
-from mcp_sansio.adapters._example_server import run as run_example
+from mcp_sansio.adapters.tools._example_server import run as run_example
 
 
 def flood(tag: str) -> None:

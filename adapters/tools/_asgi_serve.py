@@ -43,7 +43,7 @@ OPTIONS_ENV = "MCP_SANSIO_EXAMPLE_HTTP_OPTIONS"
 #: printing the URL: 60 s (a cold start of several spawned workers on a loaded machine
 #: takes seconds; beyond a minute something is wrong and the engine's own log says what).
 READY_TIMEOUT = 60.0
-_APP = "mcp_sansio.adapters._asgi_serve:example_app"
+_APP = "mcp_sansio.adapters.tools._asgi_serve:example_app"
 
 
 def example_app() -> Any:
@@ -51,7 +51,8 @@ def example_app() -> Any:
     factory every worker calls)."""
     import anyio
 
-    from . import _example_server, asgi
+    from .. import asgi
+    from . import _example_server
 
     _example_server._log_to_stderr()
     server = _example_server.build(anyio.sleep)  # asyncio or trio, whichever runs it
@@ -119,7 +120,7 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
         port = _free_port(host)
     os.environ[OPTIONS_ENV] = json.dumps(options)
     if "stores" not in options:
-        from .keys import worker_environment
+        from ..keys import worker_environment
 
         os.environ.update(worker_environment(workers))
     shown = f"[{host}]" if ":" in host else host

@@ -46,7 +46,7 @@ from typing import Any
 from mcp_sansio import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, Era, __version__
 from mcp_sansio.auth import AuthFlowError
 
-from ._session import ConnectionClosedError, McpError, RequestTimeout
+from .._session import ConnectionClosedError, McpError, RequestTimeout
 
 __all__ = ["SCENARIOS", "main", "run", "settings_for"]
 
@@ -256,8 +256,8 @@ def oauth_for(context: Mapping[str, Any]) -> Any:
     once, so the user step follows their redirect."""
     from mcp_sansio.auth import ClientConfig, ClientCredentials
 
-    from ._auth_flow import follow_redirect
-    from ._auth_session import OAuth
+    from .._auth_flow import follow_redirect
+    from .._auth_session import OAuth
 
     pre: dict[str, ClientCredentials] = {}
     client_id, issuer = context.get("client_id"), context.get("issuer")
@@ -280,7 +280,7 @@ async def run(url: str, scenario: str, protocol_version: str,
     :raises ValueError: an unknown protocol version.
     :raises ConnectionClosedError, McpError, RequestTimeout, OSError: the run failed.
     """
-    from .asyncio import connect_http
+    from ..asyncio import connect_http
 
     versions, era = settings_for(protocol_version)
     play = SCENARIOS.get(scenario, exercise)

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_sansio import FEATURES
 
-from ._api import AsyncContext as Context
-from ._session import (
+from .._api import AsyncContext as Context
+from .._session import (
     INPUT_METHODS,
     Server,
     ToolError,
@@ -624,7 +624,7 @@ def run(runtime: str = "asyncio") -> None:
 
     sleep = _sleep_for(runtime)
     _log_to_stderr()
-    adapter = importlib.import_module(f"{__package__}.{runtime}")
+    adapter = importlib.import_module(f"mcp_sansio.adapters.{runtime}")
     adapter.run_stdio(build(sleep))
 
 
@@ -643,7 +643,7 @@ def run_http(host: str = "127.0.0.1", port: int = 0, *, runtime: str = "asyncio"
     if allowed_hosts is not None:
         options["allowed_hosts"] = list(allowed_hosts)
     server = build(sleep)  # (each runtime's start_http derives tool_param_headers)
-    adapter = importlib.import_module(f"{__package__}.{runtime}")
+    adapter = importlib.import_module(f"mcp_sansio.adapters.{runtime}")
     adapter.run_http(server, host, port, **options)
 
 
@@ -651,6 +651,6 @@ def tool_param_headers(server: Server) -> Callable[[str], dict[str, tuple[str, .
     """The ``tool_param_headers`` option of :class:`~mcp_sansio.http.HTTPServer` for
     ``server`` (every runtime's ``start_http`` uses it by default; see
     :func:`mcp_sansio.adapters._http_common.tool_param_headers`)."""
-    from ._http_common import tool_param_headers as derive
+    from .._http_common import tool_param_headers as derive
 
     return derive(server)

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from mcp_sansio import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, Era, __version__
 
+from .._session import ConnectionClosedError, McpError, RequestTimeout
 from . import _example_server
-from ._session import ConnectionClosedError, McpError, RequestTimeout
 
 if TYPE_CHECKING:  # the HTTP client is imported only when a URL is probed
-    from ._http_client_logic import HTTPTransportError
+    from .._http_client_logic import HTTPTransportError
 
 __all__ = ["RUNTIMES", "conformance_client", "demo", "explain_http_failure", "probe",
            "serve_example"]
@@ -140,7 +140,7 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
             # workers (adapters/asgi.py, shared mode); the checked object stays unused.
             options["stores"] = store if engine is not None else stores
         try:
-            if engine is not None:  # an ASGI engine (adapters/_asgi_serve.py)
+            if engine is not None:  # an ASGI engine (adapters/tools/_asgi_serve.py)
                 from ._asgi_serve import serve_engine
 
                 serve_engine(engine, runtime, host, port, workers=workers, options=options)
@@ -172,7 +172,7 @@ def _shared_stores(url: str, transport: str, runtime: str) -> Any:
         problem = "--store needs --runtime asyncio (the Redis stores use redis-py's asyncio)"
     if problem is None:
         try:
-            from .redis import RedisStores
+            from ..redis import RedisStores
         except ImportError:
             problem = "--store needs the redis extra: pip install 'mcp-sansio[redis]'"
         else:
@@ -306,7 +306,7 @@ def _elicit(params: dict[str, Any]) -> dict[str, Any]:
 async def _demo(out: TextIO, revision: str) -> int:
     import asyncio
 
-    from .asyncio import connect_stdio
+    from ..asyncio import connect_stdio
 
     def say(text: str = "") -> None:
         out.write(text + "\n")
@@ -444,7 +444,7 @@ def _report(out: TextIO, client: Any, found: dict[str, list[dict[str, Any]]],
 
 def _adapter(runtime: str) -> Any:
     """The adapter module of a runtime (imported only when asked for: trio is an extra)."""
-    return importlib.import_module(f"{__package__}.{runtime}")
+    return importlib.import_module(f"mcp_sansio.adapters.{runtime}")
 
 
 class _ConnectTimeout(Exception):
@@ -527,7 +527,7 @@ async def _probe_http_async(runtime: str, url: str, era: Era | None, timeout: fl
 
 def _login_needed(client: Any, exc: BaseException) -> Any:
     """The challenge to log in with, when ``exc`` is one and the client may; else re-raise."""
-    from ._auth_session import challenge_of
+    from .._auth_session import challenge_of
 
     challenge = challenge_of(exc) if getattr(client, "auth", None) is not None else None
     if challenge is None:
@@ -542,7 +542,7 @@ def _login(store: bool, token_file: str | None) -> Any:
     import threading
     import webbrowser
 
-    from .auth import FileStorage, LoopbackListener, MemoryStorage, OAuth, default_token_path
+    from ..auth import FileStorage, LoopbackListener, MemoryStorage, OAuth, default_token_path
 
     def open_browser(url: str) -> None:
         sys.stderr.write(f"mcp-sansio probe: the server asks you to log in; open this URL if "
@@ -702,7 +702,7 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
         return 1
     except (ConnectionClosedError, McpError, RequestTimeout, OSError) as exc:
         if url is not None:
-            from ._http_client_logic import HTTPTransportError
+            from .._http_client_logic import HTTPTransportError
 
             if isinstance(exc, HTTPTransportError):
                 sys.stderr.write(f"mcp-sansio probe: {explain_http_failure(exc)}\n")
