@@ -36,7 +36,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcp_sansio.adapters import _example_server, asgi
+from mcp_sansio.adapters import asgi
+from mcp_sansio.adapters.tools import _example_server
 
 from mcp_sansio import NEED_DATA, Request
 from mcp_sansio.http import HTTPServer, Session

@@ -489,7 +489,7 @@ def test_the_uvicorn_workers_socket_accepts_without_nagle() -> None:
     connections it accepts have it (no ~40 ms delayed-ACK stall per answer)."""
     import socket
 
-    from mcp_sansio.adapters._asgi_serve import _no_delay
+    from mcp_sansio.adapters.tools._asgi_serve import _no_delay
 
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # protocol 0, as uvicorn's
     listener.bind(("127.0.0.1", 0))
