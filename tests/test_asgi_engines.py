@@ -167,7 +167,8 @@ import anyio
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
-from mcp_sansio.adapters.tools import _example_server, asgi
+from mcp_sansio.adapters import asgi
+from mcp_sansio.adapters.tools import _example_server
 
 mcp = asgi.app(_example_server.build(anyio.sleep))
 
@@ -216,7 +217,8 @@ def post_2026(url: str, params: dict[str, Any]) -> dict[str, Any]:
 async def sealed_elsewhere(key: bytes, name: str) -> dict[str, Any]:
     """The first (input_required) round of ``name``, answered by an application in this
     process whose requestState key is ``key``."""
-    from mcp_sansio.adapters.tools import _example_server, asgi
+    from mcp_sansio.adapters import asgi
+    from mcp_sansio.adapters.tools import _example_server
 
     from .test_asgi import post, stateless
 
