@@ -72,7 +72,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
 
-from mcp_sansio import NEED_DATA, ClientConnection, Event, Initialized, Notification
+from mcp_sansio import ClientConnection, Event, Initialized, Notification
 from mcp_sansio.http import ClientChannel, HTTPClient, SessionRenewed, Transport, TransportFailed
 
 from .errors import ConnectionClosedError, secret_prefix
@@ -305,14 +305,7 @@ class HTTPClientLogic(ClientLogic):
         self._servicing = True
         http = self.http
         try:
-            while True:
-                event = http.next_event()
-                if event is NEED_DATA:
-                    if not self._eager:
-                        break
-                    self._run_eager()  # may send: drain again, then write once
-                    continue
-                self._dispatch(event)
+            self._drain(http.next_event)
             if self.keepalive is not None and not self._http_closing:
                 self._keepalive_step()  # after the events: the handshake may be done
             out = http.data_to_send()

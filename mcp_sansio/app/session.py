@@ -54,6 +54,7 @@ from mcp_sansio import (
     LateResponse,
     LocalProtocolError,
     MessageRejected,
+    NeedData,
     Notification,
     Progress,
     Request,
@@ -221,14 +222,7 @@ class Session:
         self._servicing = True
         conn = self.conn
         try:
-            while True:
-                event = conn.next_event()
-                if event is NEED_DATA:
-                    if not self._eager:
-                        break
-                    self._run_eager()  # may send: drain again, then write once
-                    continue
-                self._dispatch(event)
+            self._drain(conn.next_event)
             if self.keepalive is not None:  # after the events: the handshake may be done
                 self._keepalive_step()
             data = conn.data_to_send()
@@ -240,6 +234,19 @@ class Session:
             self._arm(None if self.closed else conn.next_deadline())
         else:
             self._arm(None if self.closed else self._next_deadline())
+
+    def _drain(self, next_event: Callable[[], Event | NeedData]) -> None:
+        """Dispatch every event ``next_event`` gives (the connection's, or the HTTP
+        client's), running eager handlers whenever it runs dry: they may send, which may
+        make more events. The one drain loop of both pumps."""
+        while True:
+            event = next_event()
+            if event is NEED_DATA:
+                if not self._eager:
+                    return
+                self._run_eager()  # may send: drain again, then write once
+                continue
+            self._dispatch(event)
 
     def _next_deadline(self) -> float | None:
         """The core's next deadline, or the next keepalive ping's if that is sooner."""
