@@ -128,9 +128,9 @@ def make_server(response_mode: ResponseMode = ResponseMode.SSE, wire: str = "h11
 def _held(channel: ServerChannel) -> int:
     wire = channel.wire
     if isinstance(wire, HttptoolsWire):
-        return len(wire._buf) + len(wire._body)
+        return len(wire._buf) + len(wire._gather)
     data, _ = wire._h11.trailing_data  # type: ignore[union-attr]
-    return len(data) + len(wire._body)  # type: ignore[union-attr]
+    return len(data) + len(wire._gather)  # type: ignore[union-attr]
 
 
 def _record_heads(wire: Any, heads: list[bytes]) -> None:

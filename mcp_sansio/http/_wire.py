@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -207,6 +207,46 @@ class HTTPRequest:
         return match.group(2) if match else None
 
 
+class RequestGatherer:
+    """A wire's exchange events gathered into whole requests, for the sans-IO server's
+    whole-request path (``next_request``); one per wire, shared by every wire's code."""
+
+    __slots__ = ("_body", "_head")
+
+    def __init__(self) -> None:
+        self._head: RequestStarted | None = None
+        self._body = bytearray()
+
+    def __len__(self) -> int:
+        """Body bytes held for the request being gathered (the wire's memory bound counts
+        them)."""
+        return len(self._body)
+
+    def next_request(self, next_event: Callable[[], ExchangeInput | None]
+                     ) -> HTTPRequest | None:
+        """Read ``next_event`` until a request has ended (returned whole) or it gives
+        something else (None: more data needed, or the connection is over)."""
+        while (event := next_event()) is not None:
+            kind = type(event)
+            if kind is RequestData:
+                self._body += event.data  # type: ignore[union-attr]
+            elif kind is RequestStarted:
+                self._head = event  # type: ignore[assignment]
+                self._body = bytearray()
+            elif kind is RequestEnded:
+                head = self._head
+                assert head is not None
+                self._head = None
+                body = bytes(self._body)
+                self._body = bytearray()
+                return HTTPRequest(method=head.method, target=head.target,
+                                   headers=head.headers, body=body,
+                                   http_version=head.http_version)
+            else:
+                return None
+        return None
+
+
 #: absolute-form (RFC 9112 section 3.2.2) for the ``http`` and ``https`` schemes (the only
 #: ones an HTTP origin serves, RFC 9110 section 4.2): scheme, a non-empty authority without
 #: userinfo (RFC 9110 section 4.2.4: its presence is treated as an error), path, query.
@@ -343,10 +383,9 @@ class ServerWire:
         self._out: list[bytes] = []
         self._head: h11.Request | None = None
         self._headers: Headers | None = None
-        self._body = bytearray()
         self._body_size = 0  # of the request being received, for max_body_size
-        #: The head of the request whose body next_request is gathering.
-        self._started: RequestStarted | None = None
+        #: next_request's whole request being gathered from the events.
+        self._gather = RequestGatherer()
         #: True once the connection is over: close the socket after writing what is left.
         self.closed = False
         #: True once the peer closed its side (end of file).
@@ -385,25 +424,7 @@ class ServerWire:
         """The next whole request, or None (more data needed, a response is still in
         progress, or the connection is over). Malformed or oversized input is answered here
         (the connection then closes) and never returned. Gathered from :meth:`next_event`."""
-        while (event := self.next_event()) is not None:
-            kind = type(event)
-            if kind is RequestData:
-                self._body += event.data  # type: ignore[union-attr]
-            elif kind is RequestStarted:
-                self._started = event  # type: ignore[assignment]
-                self._body = bytearray()
-            elif kind is RequestEnded:
-                head = self._started
-                assert head is not None
-                self._started = None
-                body = bytes(self._body)
-                self._body = bytearray()
-                return HTTPRequest(method=head.method, target=head.target,
-                                   headers=head.headers, body=body,
-                                   http_version=head.http_version)
-            else:
-                return None
-        return None
+        return self._gather.next_request(self.next_event)
 
     def next_event(self) -> ExchangeInput | None:
         """The next exchange event (:mod:`~mcp_sansio.http._exchange`) of the request being

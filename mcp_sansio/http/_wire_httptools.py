@@ -78,6 +78,7 @@ from ._wire import (
     DEFAULT_MAX_TARGET_LENGTH,
     REFUSALS,
     HTTPRequest,
+    RequestGatherer,
     reason_phrase,
 )
 
@@ -254,8 +255,7 @@ class HttptoolsWire:
         self._answered = False  # a response head went out for the current request
         self._frame = ""  # the response body's framing: "length", "chunked", "close", "none"
         self._out: list[bytes] = []
-        self._head: RequestStarted | None = None  # next_request's request being gathered
-        self._body = bytearray()
+        self._gather = RequestGatherer()  # next_request's request being gathered
 
     # -- input -------------------------------------------------------------------------------
 
@@ -279,25 +279,7 @@ class HttptoolsWire:
     def next_request(self) -> HTTPRequest | None:
         """The next whole request, or None (as :meth:`ServerWire.next_request
         <mcp_sansio.http._wire.ServerWire.next_request>`)."""
-        while (event := self.next_event()) is not None:
-            kind = type(event)
-            if kind is RequestData:
-                self._body += event.data  # type: ignore[union-attr]
-            elif kind is RequestStarted:
-                self._head = event  # type: ignore[assignment]
-                self._body = bytearray()
-            elif kind is RequestEnded:
-                head = self._head
-                assert head is not None
-                self._head = None
-                body = bytes(self._body)
-                self._body = bytearray()
-                return HTTPRequest(method=head.method, target=head.target,
-                                   headers=head.headers, body=body,
-                                   http_version=head.http_version)
-            else:
-                return None
-        return None
+        return self._gather.next_request(self.next_event)
 
     def next_event(self) -> ExchangeInput | None:
         """The next exchange event of the request being received, or None (more data
