@@ -13,28 +13,22 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
-from typing import Any, Protocol
+from typing import Any, Never, Protocol
 
 from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
-from mcp_sansio.app import calls
-from mcp_sansio.app.client_tasks import (
-    ClientTask,
-    Plan,
-    Sleep,
-    StatusCallback,
-    await_plan,
-    cancel_plan,
-    get_plan,
-    list_plan,
-    start_plan,
-    update_plan,
-)
+from mcp_sansio.app.calls import ClientCalls
 from mcp_sansio.app.context import Context, Job, elicit_request, sampling_request
 from mcp_sansio.app.errors import Call, ProgressCallback, outcome
 from mcp_sansio.app.server import ServerLogic
-from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, Session, next_cursor, page_params
+from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, Session
+
+from ._colours import asynchronous
 
 __all__ = ["AsyncClient", "AsyncContext", "AsyncServerSession", "AsyncSubscription"]
+
+#: The named calls, specialised for this colour: no ``cancel`` option (an ``async`` caller
+#: cancels its task or scope; see mcp_sansio/app/calls.py).
+Calls = ClientCalls[Never]
 
 
 class AsyncEvent(Protocol):
@@ -299,176 +293,23 @@ class AsyncClient(ClientLogic, AsyncSession):
         """The server's ``instructions``, if it gave any."""
         return self.conn.instructions
 
-    async def _named(self, call: calls.NamedCall, options: dict[str, Any]) -> dict[str, Any]:
-        """Send one named call (:mod:`mcp_sansio.app.calls`) with this colour's options."""
-        return await self.request(call.method, call.params, **options)
+    # -- the named calls: each defined once in mcp_sansio/app/calls.py, made into this
+    # colour's method by adapters/_colours.py (asynchronous); signature and docstring come
+    # from the definition (tests/test_app_calls.py checks both colours have every one).
 
-    async def _paged(self, call: calls.NamedCall, options: dict[str, Any]
-               ) -> list[dict[str, Any]]:
-        """Send a named list call and gather every page (``nextCursor``; a repeated cursor
-        ends the walk)."""
-        assert call.pages is not None
-        items: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        cursor: str | None = None
-        while True:
-            result = await self.request(call.method, page_params(cursor), **options)
-            page = result.get(call.pages)
-            if isinstance(page, list):
-                items.extend(page)
-            cursor = next_cursor(result, seen)
-            if cursor is None:
-                return items
-
-    async def list_tools(
-        self, *,
-        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
-        progress: ProgressCallback | None = None,
-    ) -> list[dict[str, Any]]:
-        """Every tool (``tools/list``), following ``nextCursor`` through all pages.
-
-        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._paged(calls.list_tools(), dict(
-            timeout=timeout, max_total=max_total, progress=progress))
-
-    async def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *,
-        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
-        progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        """Call a tool (``tools/call``) and return its result: ``content``, maybe
-        ``structuredContent`` and ``isError`` (a tool's own failure is a result, not an
-        exception). A stateless-era ``input_required`` answer is fulfilled with the client's
-        callbacks and retried until the call completes.
-
-        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._named(calls.call_tool(name, arguments), dict(
-            timeout=timeout, max_total=max_total, progress=progress))
-
-    async def list_resources(
-        self, *,
-        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
-        progress: ProgressCallback | None = None,
-    ) -> list[dict[str, Any]]:
-        """Every resource (``resources/list``), all pages.
-
-        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._paged(calls.list_resources(), dict(
-            timeout=timeout, max_total=max_total, progress=progress))
-
-    async def list_resource_templates(
-        self, *,
-        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
-        progress: ProgressCallback | None = None,
-    ) -> list[dict[str, Any]]:
-        """Every resource template (``resources/templates/list``), all pages.
-
-        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._paged(calls.list_resource_templates(), dict(
-            timeout=timeout, max_total=max_total, progress=progress))
-
-    async def read_resource(
-        self, uri: str, *,
-        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
-        progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        """Read a resource (``resources/read``): its ``contents``.
-
-        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._named(calls.read_resource(uri), dict(
-            timeout=timeout, max_total=max_total, progress=progress))
-
-    async def subscribe(
-        self, uri: str, *,
-        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
-        progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        """Ask for ``notifications/resources/updated`` about ``uri``
-        (``resources/subscribe``; handshake era: in the stateless era, :meth:`listen`).
-
-        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._named(calls.subscribe(uri), dict(
-            timeout=timeout, max_total=max_total, progress=progress))
-
-    async def unsubscribe(
-        self, uri: str, *,
-        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
-        progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        """Stop the updates :meth:`subscribe` asked for (``resources/unsubscribe``).
-
-        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._named(calls.unsubscribe(uri), dict(
-            timeout=timeout, max_total=max_total, progress=progress))
-
-    async def list_prompts(
-        self, *,
-        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
-        progress: ProgressCallback | None = None,
-    ) -> list[dict[str, Any]]:
-        """Every prompt (``prompts/list``), all pages.
-
-        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._paged(calls.list_prompts(), dict(
-            timeout=timeout, max_total=max_total, progress=progress))
-
-    async def get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None, *,
-        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
-        progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        """Get a prompt (``prompts/get``): its ``messages``.
-
-        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._named(calls.get_prompt(name, arguments), dict(
-            timeout=timeout, max_total=max_total, progress=progress))
-
-    async def complete(
-        self, ref: Mapping[str, Any], argument: Mapping[str, Any],
-        context: Mapping[str, Any] | None = None, *,
-        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
-        progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        """Ask for completions of a prompt's or resource template's argument
-        (``completion/complete``).
-
-        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._named(calls.complete(ref, argument, context), dict(
-            timeout=timeout, max_total=max_total, progress=progress))
-
-    async def set_logging_level(
-        self, level: str, *,
-        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
-        progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        """Set the level of the log messages the server sends (``logging/setLevel``;
-        handshake era only: in 2026-07-28 the level travels in each request's ``_meta``).
-
-        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._named(calls.set_logging_level(level), dict(
-            timeout=timeout, max_total=max_total, progress=progress))
-
-    async def ping(
-        self, *,
-        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
-        progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        """``ping`` (handshake era only: 2026-07-28 has no ``ping``).
-
-        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._named(calls.ping(), dict(
-            timeout=timeout, max_total=max_total, progress=progress))
-
-    async def discover(
-        self, *,
-        timeout: float | None = DEFAULT, max_total: float | None = DEFAULT,
-        progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        """``server/discover`` (stateless era; the connect probe already sent one).
-
-        ``timeout``, ``max_total``, ``progress``: as for :meth:`request`."""
-        return await self._named(calls.discover(), dict(
-            timeout=timeout, max_total=max_total, progress=progress))
+    list_tools = asynchronous(Calls.list_tools)
+    call_tool = asynchronous(Calls.call_tool)
+    list_resources = asynchronous(Calls.list_resources)
+    list_resource_templates = asynchronous(Calls.list_resource_templates)
+    read_resource = asynchronous(Calls.read_resource)
+    subscribe = asynchronous(Calls.subscribe)
+    unsubscribe = asynchronous(Calls.unsubscribe)
+    list_prompts = asynchronous(Calls.list_prompts)
+    get_prompt = asynchronous(Calls.get_prompt)
+    complete = asynchronous(Calls.complete)
+    set_logging_level = asynchronous(Calls.set_logging_level)
+    ping = asynchronous(Calls.ping)
+    discover = asynchronous(Calls.discover)
 
     async def listen(self, notifications: Mapping[str, Any], *,
                      timeout: float | None = None) -> AsyncSubscription:
@@ -477,64 +318,17 @@ class AsyncClient(ClientLogic, AsyncSession):
         await subscription.wait_acknowledged()
         return subscription
 
-    # -- tasks (mcp_sansio/app/client_tasks.py: each operation is a plan run here) --------------
+    # -- tasks (defined in mcp_sansio/app/calls.py: plans of app/client_tasks.py) -----------
 
     async def _sleep(self, seconds: float) -> None:
         await self.runtime.sleep(seconds)
 
-    async def _run_plan(self, plan: Plan) -> Any:
-        """Run a plan: each :class:`Send` is a request, each :class:`Sleep` a sleep."""
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                step = plan.throw(error) if error is not None else plan.send(value)
-            except StopIteration as stop:
-                return stop.value
-            value, error = None, None
-            if isinstance(step, Sleep):
-                await self._sleep(step.seconds)
-                continue
-            try:
-                value = await self.request(step.method, step.params)
-            except Exception as exc:  # handed to the plan, which re-raises what it keeps
-                error = exc
-
-    async def call_tool_as_task(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *,
-        ttl_ms: int | None = None, on_status: StatusCallback | None = None,
-    ) -> ClientTask:
-        """Call a tool as a task and return the task (:class:`ClientTask`) at once.
-
-        2025-11-25: asks for a task (``params.task``, with ``ttl_ms`` if given). 2026-07-28:
-        needs ``capabilities={"extensions": {TASKS_EXTENSION: {}}}`` on the client; the
-        server decides, and a plain answer comes back as a task already ``completed``.
-        ``on_status(task)`` is called at each status change seen (polls, notifications)."""
-        return self._follow_task(await self._run_plan(start_plan(
-            self.conn.protocol_version, name, arguments, ttl_ms, on_status)))
-
-    async def task_result(self, task: ClientTask) -> dict[str, Any]:
-        """Wait for the task's outcome: the tool's result, or the exception its end means
-        (:class:`McpError`; ``RequestCancelledError`` for a cancelled task)."""
-        return await self._run_plan(await_plan(task))  # type: ignore[no-any-return]
-
-    async def refresh_task(self, task: ClientTask) -> ClientTask:
-        """Ask for the task's state once (``tasks/get``)."""
-        await self._run_plan(get_plan(task))
-        return task
-
-    async def cancel_task(self, task: ClientTask) -> None:
-        """Cancel the task (``tasks/cancel``)."""
-        await self._run_plan(cancel_plan(task))
-
-    async def answer_task(self, task: ClientTask, responses: Mapping[str, Any]) -> None:
-        """Answer an ``input_required`` task's questions (``tasks/update``, 2026-07-28)."""
-        await self._run_plan(update_plan(task, responses))
-
-    async def list_tasks(self) -> list[dict[str, Any]]:
-        """Every task of this session (``tasks/list``, 2025-11-25 only)."""
-        return await self._run_plan(  # type: ignore[no-any-return]
-            list_plan(self.conn.protocol_version))
+    call_tool_as_task = asynchronous(Calls.call_tool_as_task)
+    task_result = asynchronous(Calls.task_result)
+    refresh_task = asynchronous(Calls.refresh_task)
+    cancel_task = asynchronous(Calls.cancel_task)
+    answer_task = asynchronous(Calls.answer_task)
+    list_tasks = asynchronous(Calls.list_tasks)
 
 
 # -- the server ------------------------------------------------------------------------------------

@@ -1,0 +1,253 @@
+"""The two colours of the client's named calls: each definition of
+:class:`~mcp_sansio.app.calls.ClientCalls` made into an ``async`` method or a blocking one.
+
+Theory of operation
+-------------------
+A call's signature and docstring are written once, in :mod:`mcp_sansio.app.calls`. Here
+:func:`asynchronous` (``AsyncClient``: asyncio and trio) and :func:`blocking`
+(``SyncClient``: threads) each turn a definition into a plain function that the client
+class holds under the definition's name -- ``call_tool = asynchronous(Calls.call_tool)`` --
+so an attribute lookup finds an ordinary function (no descriptor of ours runs per call).
+
+Everything that introspection needs is computed once, when the class is made: the
+function's ``__signature__`` (the definition's parameters, ``self`` first, then the
+colour's options from :class:`~mcp_sansio.app.calls.CallOptions` as keyword-only
+parameters), ``__doc__`` (the definition's, plus one line naming the options),
+``__name__``, ``__qualname__`` and ``__annotations__``. ``help(client.call_tool)``,
+``inspect.signature`` and Sphinx's autodoc show the real parameters. A call costs one extra
+plain function call: the definition, which builds the call; the arguments are bound by
+Python's own call machinery, never by ``inspect``.
+
+For type checkers, the builders' return types are descriptor protocols whose ``__get__``
+gives ``Callable[P, Coroutine[..., R]]`` (``async``) or ``Callable[P, R]`` (blocking), ``P``
+and ``R`` taken from the definition: ``client.call_tool(name, arguments, timeout=...)`` is
+checked against the definition's own parameters, and ``cancel=`` only where the colour's
+specialisation of ``ClientCalls`` gives it a type (threads).
+
+Two kinds of definition:
+
+* a named call returns a :class:`~mcp_sansio.app.calls.NamedCall`; the method sends it
+  through the client's ``request`` with the caller's options, gathering the pages of a list
+  call with :func:`~mcp_sansio.app.calls.walk_pages`;
+* a task call (a generator function) takes the client first and returns a plan; the method
+  runs it: each ``Send`` is a ``request``, each ``Sleep`` the client's ``_sleep``.
+
+No I/O here: the colour's client does it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ForwardRef, Generic, ParamSpec, Protocol, TypeVar, overload
+
+from mcp_sansio.app.calls import (
+    OPTION_DEFAULTS,
+    CallOptions,
+    NamedCall,
+    TaskClient,
+    TaskPlan,
+    walk_pages,
+)
+from mcp_sansio.app.client_tasks import Plan, Sleep
+
+__all__ = ["AsyncMethod", "BlockingMethod", "asynchronous", "blocking", "colour_options"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+#: The options of each colour, in :class:`CallOptions` order, with the type ``cancel`` takes
+#: (None: the colour has no ``cancel``; an ``async`` caller cancels its task or scope).
+_CANCEL = {"async": None, "blocking": "CancelToken | None"}
+
+
+class AsyncMethod(Protocol[P, R_co]):
+    """What mypy sees of an ``async`` named call on its class."""
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> AsyncMethod[P, R_co]: ...
+    @overload
+    def __get__(self, obj: object, owner: type[Any]
+                ) -> Callable[P, Coroutine[Any, Any, R_co]]: ...
+
+
+class BlockingMethod(Protocol[P, R_co]):
+    """What mypy sees of a blocking named call on its class."""
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> BlockingMethod[P, R_co]: ...
+    @overload
+    def __get__(self, obj: object, owner: type[Any]) -> Callable[P, R_co]: ...
+
+
+def colour_options(colour: str) -> list[inspect.Parameter]:
+    """The keyword-only options of a colour (``"async"`` or ``"blocking"``), from
+    :class:`CallOptions` and :data:`OPTION_DEFAULTS`."""
+    cancel = _CANCEL[colour]
+    out: list[inspect.Parameter] = []
+    for name, ref in CallOptions.__annotations__.items():
+        annotation = ref.__forward_arg__ if isinstance(ref, ForwardRef) else ref
+        if name == "cancel":
+            if cancel is None:
+                continue
+            annotation = cancel
+        out.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                     default=OPTION_DEFAULTS[name], annotation=annotation))
+    return out
+
+
+def _returns(define: Callable[..., Any]) -> str:
+    """The method's return annotation: what the definition's NamedCall or plan carries."""
+    text = str(inspect.signature(define).return_annotation)
+    for wrapper in ("NamedCall[", "TaskPlan["):
+        if text.startswith(wrapper) and text.endswith("]"):
+            return text[len(wrapper):-1]
+    raise TypeError(f"{define.__qualname__} returns neither a NamedCall nor a TaskPlan")
+
+
+class _Install(Generic[P, R]):
+    """Puts the finished function on the class under its name (``__set_name__`` runs once,
+    when the class is made), after giving it the definition's name, signature and doc."""
+
+    def __init__(self, method: Callable[..., Any], define: Callable[..., Any],
+                 colour: str) -> None:
+        self.method = method
+        self.define = define
+        self.colour = colour
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        define, method = self.define, self.method
+        if name != define.__name__:  # ``list_tools = asynchronous(Calls.call_tool)``
+            raise TypeError(f"{owner.__qualname__}.{name} wraps {define.__name__}")
+        params = list(inspect.signature(define).parameters.values())
+        kept = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        if inspect.isgeneratorfunction(define):
+            kept += params[1:]  # the client is ``self``
+            doc = inspect.cleandoc(define.__doc__ or "")
+        else:
+            options = colour_options(self.colour)
+            kept += [p for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD]
+            kept += options
+            names = ", ".join(f"``{p.name}``" for p in options)
+            doc = (inspect.cleandoc(define.__doc__ or "")
+                   + f"\n\n{names}: as for :meth:`request`.")
+        signature = inspect.Signature(kept, return_annotation=_returns(define))
+        method.__name__ = name
+        method.__qualname__ = f"{owner.__qualname__}.{name}"
+        method.__doc__ = doc
+        method.__signature__ = signature  # type: ignore[attr-defined]
+        method.__annotations__ = {
+            p.name: p.annotation for p in kept if p.annotation is not p.empty}
+        method.__annotations__["return"] = signature.return_annotation
+        #: The definition, for the parity test and for readers of ``vars(AsyncClient)``.
+        method.definition = define  # type: ignore[attr-defined]
+        setattr(owner, name, method)
+
+
+# -- async (asyncio, trio) -------------------------------------------------------------------
+
+
+async def _run_async(client: Any, plan: Plan) -> Any:
+    """Run a plan: each ``Send`` is a request, each ``Sleep`` the client's sleep."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = plan.throw(error) if error is not None else plan.send(value)
+        except StopIteration as stop:
+            return stop.value
+        value, error = None, None
+        if isinstance(step, Sleep):
+            await client._sleep(step.seconds)
+            continue
+        try:
+            value = await client.request(step.method, step.params)
+        except Exception as exc:  # handed to the plan, which re-raises what it keeps
+            error = exc
+
+
+async def _gather_async(client: Any, call: NamedCall[Any]) -> list[dict[str, Any]]:
+    assert call.pages is not None
+    walk = walk_pages(call.pages)
+    params = next(walk)
+    while True:
+        result = await client.request(call.method, params, **call.options)
+        try:
+            params = walk.send(result)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+
+@overload
+def asynchronous(define: Callable[P, NamedCall[R]]) -> AsyncMethod[P, R]: ...
+@overload
+def asynchronous(define: Callable[Concatenate[TaskClient, P], TaskPlan[R]]
+                 ) -> AsyncMethod[P, R]: ...
+def asynchronous(define: Callable[..., Any]) -> Any:
+    """The ``async`` method of a definition (see the module docstring)."""
+    if inspect.isgeneratorfunction(define):
+        async def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return await _run_async(self, define(self, *args, **kwargs))
+        return _Install(run, define, "async")
+
+    async def send(self: Any, *args: Any, **kwargs: Any) -> Any:
+        call = define(*args, **kwargs)
+        if call.pages is None:
+            return await self.request(call.method, call.params, **call.options)
+        return await _gather_async(self, call)
+    return _Install(send, define, "async")
+
+
+# -- blocking (threads) ----------------------------------------------------------------------
+
+
+def _run_blocking(client: Any, plan: Plan) -> Any:
+    """Run a plan: each ``Send`` is a request, each ``Sleep`` the client's sleep."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = plan.throw(error) if error is not None else plan.send(value)
+        except StopIteration as stop:
+            return stop.value
+        value, error = None, None
+        if isinstance(step, Sleep):
+            client._sleep(step.seconds)
+            continue
+        try:
+            value = client.request(step.method, step.params)
+        except Exception as exc:  # handed to the plan, which re-raises what it keeps
+            error = exc
+
+
+def _gather_blocking(client: Any, call: NamedCall[Any]) -> list[dict[str, Any]]:
+    assert call.pages is not None
+    walk = walk_pages(call.pages)
+    params = next(walk)
+    while True:
+        result = client.request(call.method, params, **call.options)
+        try:
+            params = walk.send(result)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+
+@overload
+def blocking(define: Callable[P, NamedCall[R]]) -> BlockingMethod[P, R]: ...
+@overload
+def blocking(define: Callable[Concatenate[TaskClient, P], TaskPlan[R]]
+             ) -> BlockingMethod[P, R]: ...
+def blocking(define: Callable[..., Any]) -> Any:
+    """The blocking method of a definition (see the module docstring)."""
+    if inspect.isgeneratorfunction(define):
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return _run_blocking(self, define(self, *args, **kwargs))
+        return _Install(run, define, "blocking")
+
+    def send(self: Any, *args: Any, **kwargs: Any) -> Any:
+        call = define(*args, **kwargs)
+        if call.pages is None:
+            return self.request(call.method, call.params, **call.options)
+        return _gather_blocking(self, call)
+    return _Install(send, define, "blocking")
