@@ -37,6 +37,7 @@ No I/O here: the colour's client does it.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ForwardRef, Generic, ParamSpec, Protocol, TypeVar, overload
@@ -81,9 +82,10 @@ class BlockingMethod(Protocol[P, R_co]):
     def __get__(self, obj: object, owner: type[Any]) -> Callable[P, R_co]: ...
 
 
-def colour_options(colour: str) -> list[inspect.Parameter]:
+@functools.cache
+def colour_options(colour: str) -> tuple[inspect.Parameter, ...]:
     """The keyword-only options of a colour (``"async"`` or ``"blocking"``), from
-    :class:`CallOptions` and :data:`OPTION_DEFAULTS`."""
+    :class:`CallOptions` and :data:`OPTION_DEFAULTS` (made once per colour)."""
     cancel = _CANCEL[colour]
     out: list[inspect.Parameter] = []
     for name, ref in CallOptions.__annotations__.items():
@@ -94,16 +96,28 @@ def colour_options(colour: str) -> list[inspect.Parameter]:
             annotation = cancel
         out.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
                                      default=OPTION_DEFAULTS[name], annotation=annotation))
-    return out
+    return tuple(out)
 
 
-def _returns(define: Callable[..., Any]) -> str:
-    """The method's return annotation: what the definition's NamedCall or plan carries."""
-    text = str(inspect.signature(define).return_annotation)
+@functools.cache
+def _shape(define: Callable[..., Any]) -> tuple[list[inspect.Parameter], str]:
+    """A definition's own parameters (without the task calls' client and the named calls'
+    ``**options``) and the method's return annotation: what its NamedCall or plan carries.
+    Made once per definition, for both colours."""
+    signature = inspect.signature(define)
+    params = list(signature.parameters.values())
+    if inspect.isgeneratorfunction(define):
+        params = params[1:]  # the client is ``self``
+    else:
+        params = [p for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    text = str(signature.return_annotation)
     for wrapper in ("NamedCall[", "TaskPlan["):
         if text.startswith(wrapper) and text.endswith("]"):
-            return text[len(wrapper):-1]
+            return params, text[len(wrapper):-1]
     raise TypeError(f"{define.__qualname__} returns neither a NamedCall nor a TaskPlan")
+
+
+_SELF = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 class _Install(Generic[P, R]):
@@ -120,19 +134,15 @@ class _Install(Generic[P, R]):
         define, method = self.define, self.method
         if name != define.__name__:  # ``list_tools = asynchronous(Calls.call_tool)``
             raise TypeError(f"{owner.__qualname__}.{name} wraps {define.__name__}")
-        params = list(inspect.signature(define).parameters.values())
-        kept = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-        if inspect.isgeneratorfunction(define):
-            kept += params[1:]  # the client is ``self``
-            doc = inspect.cleandoc(define.__doc__ or "")
-        else:
+        params, returns = _shape(define)
+        kept = [_SELF, *params]
+        doc = inspect.cleandoc(define.__doc__ or "")
+        if not inspect.isgeneratorfunction(define):
             options = colour_options(self.colour)
-            kept += [p for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD]
             kept += options
             names = ", ".join(f"``{p.name}``" for p in options)
-            doc = (inspect.cleandoc(define.__doc__ or "")
-                   + f"\n\n{names}: as for :meth:`request`.")
-        signature = inspect.Signature(kept, return_annotation=_returns(define))
+            doc += f"\n\n{names}: as for :meth:`request`."
+        signature = inspect.Signature(kept, return_annotation=returns)
         method.__name__ = name
         method.__qualname__ = f"{owner.__qualname__}.{name}"
         method.__doc__ = doc
