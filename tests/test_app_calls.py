@@ -10,6 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp_sansio.adapters._api import AsyncClient
 from mcp_sansio.adapters._colours import asynchronous, blocking, colour_options
 from mcp_sansio.adapters._sync_api import SyncClient
@@ -18,7 +20,7 @@ from mcp_sansio import KNOWN_REVISIONS
 from mcp_sansio._capabilities import lookup
 from mcp_sansio.app import calls
 from mcp_sansio.app.calls import CallOptions, ClientCalls, NamedCall
-from mcp_sansio.app.client_tasks import ClientTask, Send
+from mcp_sansio.app.client_tasks import ClientTask
 
 #: Every definition, by name: what both colours must have.
 DEFINITIONS: dict[str, Callable[..., Any]] = {
@@ -153,6 +155,30 @@ def test_a_named_call_passes_only_the_options_given() -> None:
                            ("tools/call", {"name": "u"}, {})]
 
 
+OPTION_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "timeout": st.none() | st.floats(0.001, 1e6),
+    "max_total": st.none() | st.floats(0.001, 1e6),
+    "progress": st.none() | st.just(print),
+    "cancel": st.none() | st.builds(object),
+}
+
+
+@given(name=st.sampled_from(NAMED), options=st.fixed_dictionaries(
+    {}, optional=OPTION_VALUES))
+def test_every_named_call_sends_its_definition_with_the_options_as_given(
+        name: str, options: dict[str, Any]) -> None:
+    """Whatever subset of the options a caller gives reaches ``request`` unchanged (a left
+    out one is not passed), with the definition's method and params."""
+    expected = _sample(name)
+    fn = DEFINITIONS[name]
+    wanted = [p.name for p in inspect.signature(fn).parameters.values()
+              if p.default is p.empty and p.kind is not p.VAR_KEYWORD]
+    owner = type("Owner", (_Fake,), {name: blocking(fn)})  # runs __set_name__
+    client = owner([{"items": []}])
+    getattr(client, name)(*(SAMPLE_ARGS[arg] for arg in wanted), **options)
+    assert client.sent == [(expected.method, expected.params, options)]
+
+
 def test_a_list_call_gathers_every_page_until_a_cursor_repeats() -> None:
     client = _Fake([{"tools": [{"name": "a"}], "nextCursor": "c1"},
                     {"tools": [{"name": "b"}], "nextCursor": "c2"},
@@ -191,4 +217,3 @@ def test_a_walk_of_pages_is_sans_io_data_in_data_out() -> None:
     with pytest.raises(StopIteration) as done:
         walk.send({"prompts": [2]})
     assert done.value.value == [1, 2]
-    assert isinstance(Send("m", {}), Send)
