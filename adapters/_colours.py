@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Coroutine
-from typing import Any, Concatenate, ForwardRef, Generic, ParamSpec, Protocol, TypeVar, overload
+from typing import Any, Concatenate, ForwardRef, ParamSpec, Protocol, TypeVar, overload
 
 from mcp_sansio.app.calls import (
     OPTION_DEFAULTS,
@@ -58,8 +58,10 @@ P = ParamSpec("P")
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
-#: The options of each colour, in :class:`CallOptions` order, with the type ``cancel`` takes
-#: (None: the colour has no ``cancel``; an ``async`` caller cancels its task or scope).
+#: The type each colour's ``cancel`` option shows in its signatures (None: the colour has no
+#: ``cancel``; an ``async`` caller cancels its task or scope). It mirrors the specialisation
+#: of ``ClientCalls`` in ``_api.py`` (``Never``) and ``_sync_api.py`` (``CancelToken | None``),
+#: which is what mypy checks; tests/test_app_calls.py and tests/test_call_types.py pin both.
 _CANCEL = {"async": None, "blocking": "CancelToken | None"}
 
 
@@ -120,7 +122,7 @@ def _shape(define: Callable[..., Any]) -> tuple[list[inspect.Parameter], str]:
 _SELF = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-class _Install(Generic[P, R]):
+class _Install:
     """Puts the finished function on the class under its name (``__set_name__`` runs once,
     when the class is made), after giving it the definition's name, signature and doc."""
 

@@ -59,6 +59,7 @@ __all__ = [
     "OPTION_DEFAULTS",
     "CallOptions",
     "ClientCalls",
+    "LeftOut",
     "NamedCall",
     "TaskClient",
     "TaskPlan",
