@@ -50,7 +50,7 @@ from mcp_sansio.app.calls import (
     TaskPlan,
     walk_pages,
 )
-from mcp_sansio.app.client_tasks import Plan, Sleep
+from mcp_sansio.app.client_tasks import Plan, Send, Sleep
 
 __all__ = ["AsyncMethod", "BlockingMethod", "asynchronous", "blocking", "colour_options"]
 
@@ -157,38 +157,52 @@ class _Install:
         setattr(owner, name, method)
 
 
+# -- one plan, two colours ------------------------------------------------------------------
+
+
+def _advance(plan: Plan, value: Any, error: BaseException | None) -> tuple[bool, Any]:
+    """Resume ``plan`` with a request's result (or its exception): ``(True, value)`` once the
+    plan has returned, else ``(False, next step)``. The one step both colours' runners take."""
+    try:
+        return False, plan.throw(error) if error is not None else plan.send(value)
+    except StopIteration as stop:
+        return True, stop.value
+
+
+def _pages(call: NamedCall[Any]) -> Plan:
+    """A list call as a plan: one ``Send`` a page, the pages' items gathered by
+    :func:`~mcp_sansio.app.calls.walk_pages`."""
+    assert call.pages is not None
+    walk = walk_pages(call.pages)
+    params = next(walk)
+    while True:
+        result = yield Send(call.method, params)
+        try:
+            params = walk.send(result)
+        except StopIteration as done:
+            return done.value
+
+
 # -- async (asyncio, trio) -------------------------------------------------------------------
 
 
-async def _run_async(client: Any, plan: Plan) -> Any:
-    """Run a plan: each ``Send`` is a request, each ``Sleep`` the client's sleep."""
+async def _run_async(client: Any, plan: Plan, options: Any = None) -> Any:
+    """Run a plan: each ``Send`` is a request (with the caller's ``options``, if any), each
+    ``Sleep`` the client's sleep; a request's exception is thrown into the plan."""
     value: Any = None
     error: BaseException | None = None
     while True:
-        try:
-            step = plan.throw(error) if error is not None else plan.send(value)
-        except StopIteration as stop:
-            return stop.value
+        done, step = _advance(plan, value, error)
+        if done:
+            return step
         value, error = None, None
         if isinstance(step, Sleep):
             await client._sleep(step.seconds)
             continue
         try:
-            value = await client.request(step.method, step.params)
+            value = await client.request(step.method, step.params, **(options or {}))
         except Exception as exc:  # handed to the plan, which re-raises what it keeps
             error = exc
-
-
-async def _gather_async(client: Any, call: NamedCall[Any]) -> list[dict[str, Any]]:
-    assert call.pages is not None
-    walk = walk_pages(call.pages)
-    params = next(walk)
-    while True:
-        result = await client.request(call.method, params, **call.options)
-        try:
-            params = walk.send(result)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
 
 
 @overload
@@ -207,42 +221,29 @@ def asynchronous(define: Callable[..., Any]) -> Any:
         call = define(*args, **kwargs)
         if call.pages is None:
             return await self.request(call.method, call.params, **call.options)
-        return await _gather_async(self, call)
+        return await _run_async(self, _pages(call), call.options)
     return _Install(send, define, "async")
 
 
 # -- blocking (threads) ----------------------------------------------------------------------
 
 
-def _run_blocking(client: Any, plan: Plan) -> Any:
-    """Run a plan: each ``Send`` is a request, each ``Sleep`` the client's sleep."""
+def _run_blocking(client: Any, plan: Plan, options: Any = None) -> Any:
+    """:func:`_run_async`, blocking."""
     value: Any = None
     error: BaseException | None = None
     while True:
-        try:
-            step = plan.throw(error) if error is not None else plan.send(value)
-        except StopIteration as stop:
-            return stop.value
+        done, step = _advance(plan, value, error)
+        if done:
+            return step
         value, error = None, None
         if isinstance(step, Sleep):
             client._sleep(step.seconds)
             continue
         try:
-            value = client.request(step.method, step.params)
+            value = client.request(step.method, step.params, **(options or {}))
         except Exception as exc:  # handed to the plan, which re-raises what it keeps
             error = exc
-
-
-def _gather_blocking(client: Any, call: NamedCall[Any]) -> list[dict[str, Any]]:
-    assert call.pages is not None
-    walk = walk_pages(call.pages)
-    params = next(walk)
-    while True:
-        result = client.request(call.method, params, **call.options)
-        try:
-            params = walk.send(result)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
 
 
 @overload
@@ -261,5 +262,5 @@ def blocking(define: Callable[..., Any]) -> Any:
         call = define(*args, **kwargs)
         if call.pages is None:
             return self.request(call.method, call.params, **call.options)
-        return _gather_blocking(self, call)
+        return _run_blocking(self, _pages(call), call.options)
     return _Install(send, define, "blocking")

@@ -71,7 +71,7 @@ class Send:
 
     __slots__ = ("method", "params")
 
-    def __init__(self, method: str, params: dict[str, Any]) -> None:
+    def __init__(self, method: str, params: dict[str, Any] | None) -> None:
         self.method = method
         self.params = params
 
