@@ -147,8 +147,9 @@ from ._wires import wire_factory
 if TYPE_CHECKING:
     # At run time only a server with ``auth`` needs these (imported where used): the auth
     # package is not paid for by every server start.
+    from ..auth._access import AccessInfo
     from ..auth._deferred import VerificationPending
-    from ..auth._resource import AccessInfo, ProtectedResource
+    from ..auth._resource import ProtectedResource
     from ._wire_httptools import HttptoolsWire
 
 __all__ = [
@@ -391,7 +392,7 @@ class ServerChannel:
         self._gone = False  # the server has reported the channel closed
         #: The exchange waiting on an asynchronous answer, if any (http/_park.py): a token
         #: decision, a session record, a replay. Nothing more is read meanwhile.
-        self._parked: Parked | None = None
+        self._parked: Parked[ServerChannel] | None = None
         #: The answers the request being handled came back with, by (kind, key): handling
         #: starts over with them in hand, and they are dropped once it is handled.
         self._answers: dict[tuple[str, str], Any] = {}
@@ -702,7 +703,7 @@ class HTTPServer:
         #: Called with each :class:`~mcp_sansio.http._park.DecisionNeeded` as the exchange
         #: parks, when the adapter sets it; else they wait in :meth:`pending_decisions`.
         self.on_decision_needed: Callable[[DecisionNeeded], None] | None = None
-        self._parked: dict[int, Parked] = {}
+        self._parked: dict[int, Parked[ServerChannel]] = {}
         self._needs: list[DecisionNeeded] = []
         self._handles = itertools.count(1)
 
@@ -1145,7 +1146,7 @@ class HTTPServer:
         session = Session(self, session_id, connection, Era.HANDSHAKE)
         self._tag_requests(session)
         if principal is not None:
-            from ..auth._resource import AccessInfo
+            from ..auth._access import AccessInfo
 
             claims = {"iss": principal[1]} if principal[1] is not None else {}
             session.auth = AccessInfo(subject=principal[0], claims=claims)
