@@ -94,7 +94,7 @@ from urllib.parse import parse_qs, quote
 
 from .. import _codec
 from .._admission import ENVELOPE_ONLY, Refusal, admit_stateless, batch_refusal, unsupported_version
-from .._capabilities import lookup
+from .._capabilities import SESSION_OPENERS, lookup
 from .._codec import InvalidMessage, MessageKind
 from .._connection import ServerConnection
 from .._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
@@ -1549,7 +1549,9 @@ class HTTPServer:
             # an initialize (which 2026-07-28 does not have) or one missing its _meta.
             self._post_stateless(channel, request, value, items, version)
             return
-        if single and first[0] is MessageKind.REQUEST and first[2] == "initialize":
+        # The method table's in_session column: the request that opens a session
+        # (initialize) is never in a batch and opens a session here (lifecycle.mdx).
+        if single and first[0] is MessageKind.REQUEST and first[2] in SESSION_OPENERS:
             if self._handshake_versions and self.sessionless:
                 self._sessionless_initialize(channel, value, first[1])  # type: ignore[arg-type]
             elif self._handshake_versions:
@@ -1557,7 +1559,7 @@ class HTTPServer:
             else:
                 # A stateless-only server: the connection refuses initialize naming its
                 # versions (versioning.mdx), answered 400.
-                self._serve_stateless(channel, value, first[1], "initialize")  # type: ignore[arg-type]
+                self._serve_stateless(channel, value, first[1], first[2])  # type: ignore[arg-type]
             return
         if version is not None and version not in self._handshake_versions:
             self._unsupported_version(channel, version, first[1] if requests else None)
@@ -1762,10 +1764,11 @@ class HTTPServer:
                         "Invalid Request: clients do not send responses in 2026-07-28")
             return
         assert request_id is not None and method is not None
-        if method == "initialize":
-            # 2026-07-28 has no initialize: an unknown method, 404 (streamable-http.mdx).
+        if method in SESSION_OPENERS:
+            # 2026-07-28 has no sessions, so no request that opens one (the method table's
+            # in_session column: initialize): an unknown method, 404 (streamable-http.mdx).
             self._error(channel, 404, ErrorCode.METHOD_NOT_FOUND,
-                        "Method not found: initialize (not in 2026-07-28)", request_id)
+                        f"Method not found: {method} (not in 2026-07-28)", request_id)
             return
         # The core's admission rows up to the version, which the mirrored headers are
         # compared with first (a mismatch is -32020); the connection checks the version.
