@@ -402,3 +402,37 @@ def test_a_trio_server_runs_its_tasks_as_trio_system_tasks(stateless: bool) -> N
 
     trio.run(main)
     assert type(ledger) is TaskLedger and ledger.runtime is TRIO_TASKS
+
+
+@pytest.mark.parametrize("stateless", [False, True], ids=["2025-11-25", "2026-07-28"])
+def test_a_threading_http_server_runs_its_tasks_on_threads_of_their_own(
+        stateless: bool) -> None:
+    """The thread HTTP session supplies the threads' task runtime (thread_task_runtime)."""
+    from mcp_sansio.adapters import threading as thr
+    from mcp_sansio.adapters._tasks import THREAD_TASKS
+
+    from mcp_sansio import Era
+
+    server = thr.Server("thread-tasks")
+    ledger = server.enable_tasks(poll_interval_ms=20)
+    names: list[str] = []
+    # Held until the creating call is answered: a handler that ends first makes the answer
+    # report a terminal task without its result (a race of its own, outside this test).
+    go = threading.Event()
+
+    @server.tool(task_support="required")
+    def slow() -> str:
+        names.append(threading.current_thread().name)
+        go.wait(30)
+        return "done"
+
+    with thr.start_http(server) as service, thr.connect_http(
+            service.url, era=None if stateless else Era.HANDSHAKE,
+            capabilities={"extensions": {TASKS_EXTENSION: {}}} if stateless else None,
+    ) as client:
+        task = client.call_tool_as_task("slow", {})
+        go.set()
+        result = client.task_result(task)
+    assert result["content"][0]["text"] == "done"
+    assert names == [f"mcp task {task.task_id}"]
+    assert ledger.runtime is THREAD_TASKS
