@@ -469,7 +469,8 @@ class _TaskRuntime:
 
 
 #: The task runtimes of the bundled runtimes, one each (a ledger served by several keeps the
-#: first one's lock and clocks; each runs its tasks where its connections run).
+#: first one's lock and clocks; each runs its tasks where its connections run). Ledgers
+#: homed on one share its lock: held only around a few dict operations, never around I/O.
 ASYNCIO_TASKS: TaskRuntime = _TaskRuntime(_AsyncioRunner)
 TRIO_TASKS: TaskRuntime = _TaskRuntime(_TrioRunner)
 THREAD_TASKS: TaskRuntime = _TaskRuntime(_ThreadRunner)

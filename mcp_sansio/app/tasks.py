@@ -112,9 +112,10 @@ __all__ = [
     "TaskHost",
     "TaskLedger",
     "TaskRuntime",
-    "ToolRouter",
     "TaskSharing",
     "TaskStore",
+    "ToolEntry",
+    "ToolRouter",
     "Waiter",
 ]
 
@@ -702,10 +703,11 @@ class TaskLedger:
                 status, result, error = task.status, task.result, task.error
             return self._outcome(task.task_id, status, result, error)
 
+        runtime = self._served(ctx)  # outside the lock: it may bind the ledger's lock
         with self._lock:
             if task.terminal:
                 return Job(None, shape=outcome)
-            waiter = self._served(ctx).waiter()
+            waiter = runtime.waiter()
             task._done.append(waiter.set)
 
         async def wait() -> None:
