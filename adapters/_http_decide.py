@@ -26,7 +26,9 @@ another kind reaching a decider is answered with a :class:`TypeError`, which the
 answers as a decision that could not be made (never a hang). Every request made here gives
 up at the server's ``decision_timeout``, so nothing outlives the exchange it was for. The
 answer is the response, or the exception that stopped it; the server decides what it means.
-Tokens never reach the log.
+Tokens never reach the log. What a decider uses of its service is written here as a small
+protocol per runtime (:class:`AsyncioService`, :class:`TrioService`, :class:`ThreadService`):
+the service modules import this one, never the other way round.
 """
 
 from __future__ import annotations
