@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
-from typing import Any, Never, Protocol
+from typing import TYPE_CHECKING, Any, Never, Protocol
 
 from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
 from mcp_sansio.app.calls import ClientCalls
@@ -23,6 +23,9 @@ from mcp_sansio.app.server import ServerLogic
 from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, Session
 
 from ._colours import asynchronous
+
+if TYPE_CHECKING:
+    from mcp_sansio.app.tasks import TaskRuntime
 
 __all__ = ["AsyncClient", "AsyncContext", "AsyncServerSession", "AsyncSubscription"]
 
@@ -82,6 +85,7 @@ class AsyncRuntime(Protocol):
     def run_eager(self) -> None: ...
     async def wait_call(self, call: Call) -> None: ...
     async def sleep(self, seconds: float) -> None: ...
+    def task_runtime(self) -> TaskRuntime: ...
 
 
 class AsyncSession(Session):
@@ -113,6 +117,9 @@ class AsyncSession(Session):
 
     def _cancel_task(self, key: RequestId) -> bool:
         return self.runtime.cancel_task(key)
+
+    def _task_runtime(self) -> TaskRuntime:  # the tasks seam (mcp_sansio.app.tasks.TaskHost)
+        return self.runtime.task_runtime()
 
     def _spawn_awaitable(self, awaitable: Awaitable[Any]) -> None:
         async def run() -> None:

@@ -34,6 +34,8 @@ from ._api import _Resumed
 from ._stdio import write_all
 
 if TYPE_CHECKING:
+    from mcp_sansio.app.tasks import TaskRuntime
+
     from ._api import AsyncSession
 
 __all__ = ["AsyncioRuntime"]
@@ -91,6 +93,13 @@ class AsyncioRuntime:
 
     def wall_now(self) -> float | None:
         return time.time()
+
+    def task_runtime(self) -> TaskRuntime:
+        """Where this runtime runs a server's tasks (the ledger asks through the session:
+        :class:`mcp_sansio.app.tasks.TaskHost`)."""
+        from ._tasks import ASYNCIO_TASKS
+
+        return ASYNCIO_TASKS
 
     def arm(self, deadline: float | None) -> None:
         # Lazy: a timer already set for an earlier time stays; when it fires early,

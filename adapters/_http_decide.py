@@ -26,7 +26,9 @@ another kind reaching a decider is answered with a :class:`TypeError`, which the
 answers as a decision that could not be made (never a hang). Every request made here gives
 up at the server's ``decision_timeout``, so nothing outlives the exchange it was for. The
 answer is the response, or the exception that stopped it; the server decides what it means.
-Tokens never reach the log.
+Tokens never reach the log. What a decider uses of its service is written here as a small
+protocol per runtime (:class:`AsyncioService`, :class:`TrioService`, :class:`ThreadService`):
+the service modules import this one, never the other way round.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_sansio.auth import VerificationPending
 from mcp_sansio.http._park import DecisionNeeded
@@ -45,14 +48,53 @@ from mcp_sansio.http._park import DecisionNeeded
 from ._auth_flow import fetch, fetch_sync
 
 if TYPE_CHECKING:
-    from ._http_asyncio import HTTPService as AsyncioService
-    from ._http_threading import HTTPService as ThreadService
-    from ._http_trio import HTTPService as TrioService
+    import trio
+
+    from mcp_sansio.http import HTTPServer
 
 __all__ = ["answer_blocking", "answer_async", "asyncio_decider", "thread_decider",
            "trio_decider"]
 
 log = logging.getLogger("mcp_sansio.http")
+
+
+# -- what a decider needs of its service ----------------------------------------------------------
+# The HTTP service modules import this one (their start_http sets a decider), so what the
+# deciders use of a service is written here as protocols rather than imported back.
+
+
+class _Service(Protocol):
+    @property
+    def http(self) -> HTTPServer: ...
+
+    def _work_failed(self) -> None: ...
+
+
+class AsyncioService(_Service, Protocol):
+    """What :func:`asyncio_decider` uses of the asyncio HTTP service."""
+
+    def _safe_pump(self) -> None: ...
+
+
+class TrioService(_Service, Protocol):
+    """What :func:`trio_decider` uses of the trio HTTP service."""
+
+    @property
+    def _nursery(self) -> trio.Nursery | None: ...
+
+    def _safe_wake(self) -> None: ...
+
+
+class ThreadService(_Service, Protocol):
+    """What :func:`thread_decider` uses of the threading HTTP service."""
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...
+
+    @property
+    def _closed(self) -> bool: ...
+
+    def _safe_pump(self) -> None: ...
 
 
 def _failed(question: VerificationPending, exc: Exception) -> None:

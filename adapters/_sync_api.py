@@ -36,6 +36,8 @@ from ._colours import blocking
 
 if TYPE_CHECKING:
     import asyncio
+
+    from mcp_sansio.app.tasks import TaskRuntime
 else:  # imported when a handler first needs a loop: a cold start does without it
     from ._lazy import LazyModule
 
@@ -93,6 +95,10 @@ class SyncSession(Session):
         self._pool = pool if pool is not None else ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix="mcp-sansio-handler")
         self._cancellers: dict[RequestId, Callable[[], None]] = {}
+
+    def _task_runtime(self) -> TaskRuntime:  # the tasks seam (mcp_sansio.app.tasks.TaskHost)
+        from ._tasks import thread_task_runtime
+        return thread_task_runtime()
 
     def _wait_call(self, call: Call, cancel: CancelToken | None) -> None:
         # A held lock as a one-shot event: the call's terminal event releases it once (C

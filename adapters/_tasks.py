@@ -3,20 +3,24 @@
 Theory of operation
 -------------------
 The tasks extension itself -- the status table, TTLs, the wire shapes per revision, the
-routing of ``tasks/*`` -- is the sans-IO :class:`~mcp_sansio.app.tasks.TaskLedger`. It is
-handed a :class:`~mcp_sansio.app.tasks.TaskRuntime`; this module is that runtime: the wall
-and monotonic clocks, fresh ids from :mod:`secrets`, a real lock (a task on threads runs on
-a thread of its own), the waiters, and ``launch``, which runs a handler in the background on
-the runtime that routed its ``tools/call`` -- a task on asyncio's loop, a trio system task
-(it outlives the HTTP request that created it), or, on threads, a thread of its own (an
-``async def`` handler gets a private event loop there). Which one is found from the calling
-runtime; ``runner=`` overrides it.
+routing of ``tasks/*`` -- is the sans-IO :class:`~mcp_sansio.app.tasks.TaskLedger`, which
+:meth:`Server.enable_tasks <mcp_sansio.app.server.Server.enable_tasks>` builds without this
+module. The ledger asks the session a request came on for its
+:class:`~mcp_sansio.app.tasks.TaskRuntime` (``session._task_runtime()``, the
+:class:`~mcp_sansio.app.tasks.TaskHost` seam); a session answers with its runtime's, and this
+module holds one per runtime: :data:`ASYNCIO_TASKS` (a task on asyncio's loop, from
+``AsyncioRuntime.task_runtime()``), :data:`TRIO_TASKS` (a trio system task: it outlives the
+HTTP request that created it; ``TrioRuntime.task_runtime()``) and :data:`THREAD_TASKS` (a
+thread of its own per task, an ``async def`` handler with a private event loop there;
+:func:`thread_task_runtime`, which the thread sessions call). Each is the wall and monotonic
+clocks, fresh ids from :mod:`secrets`, a real lock (a task on threads runs on a thread of its
+own), the waiters, ``launch`` (run a handler in the background) and ``share`` (the
+:class:`~._tasks_shared.SharedTasks` of ``shared=`` stores, asyncio). Which runtime runs a
+task is thus the one that routed its ``tools/call``, told by the session, never guessed.
 
-:class:`Tasks` is what :meth:`Server.enable_tasks <mcp_sansio.app.server.Server.enable_tasks>`
-builds: a ledger over this runtime, with the options it always had (``clock=`` and
-``monotonic=`` replace the clocks, e.g. in tests). A handler running as a task gets a
-:class:`TaskContext` as its ``ctx``. ``shared=`` (the stores given to ``start_http``) shares
-the tasks with the service's other workers (:mod:`._tasks_shared`, asyncio).
+A handler running as a task gets a :class:`TaskContext` as its ``ctx``. :class:`Tasks` is the
+ledger with the options it always had (``runner=`` pins where every handler runs, e.g.
+``_ThreadRunner`` in tests; ``clock=``/``monotonic=`` replace the clocks).
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -43,6 +46,8 @@ from mcp_sansio.app.tasks import (
     TASKS_EXTENSION,
     Task,
     TaskLedger,
+    TaskRuntime,
+    TaskSharing,
     TaskStore,
 )
 
@@ -50,14 +55,18 @@ if TYPE_CHECKING:
     import asyncio
 
 __all__ = [
+    "ASYNCIO_TASKS",
     "DEFAULT_MAX_TASKS",
     "DEFAULT_POLL_INTERVAL_MS",
     "DEFAULT_TTL_MS",
     "RELATED_TASK",
     "TASKS_EXTENSION",
+    "THREAD_TASKS",
+    "TRIO_TASKS",
     "Task",
     "TaskContext",
     "Tasks",
+    "thread_task_runtime",
 ]
 
 log = logging.getLogger("mcp_sansio.adapters.tasks")
@@ -232,27 +241,6 @@ class _ThreadWaiter(_Waiter):
         self.event.wait()
 
 
-def current_runner() -> _Runner:
-    """The runner of the runtime the caller runs on: trio, asyncio, else threads."""
-    trio = sys.modules.get("trio")
-    if trio is not None:
-        try:
-            trio.lowlevel.current_task()
-        except RuntimeError:
-            pass
-        else:
-            return _TrioRunner()
-    asyncio = sys.modules.get("asyncio")  # not imported: not running on asyncio
-    if asyncio is not None:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            return _AsyncioRunner()
-    return _ThreadRunner()
-
-
 # -- the handler's context inside a task ----------------------------------------------------
 
 
@@ -407,10 +395,11 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
 
 
 class _TaskRuntime:
-    """The :class:`~mcp_sansio.app.tasks.TaskRuntime` of the bundled runtimes."""
+    """The :class:`~mcp_sansio.app.tasks.TaskRuntime` of one bundled runtime: where its
+    ``runner`` starts handlers, over the process's clocks."""
 
-    def __init__(self, runner: Callable[[], _Runner], clock: Callable[[], float],
-                 monotonic: Callable[[], float]) -> None:
+    def __init__(self, runner: Callable[[], _Runner], clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self._runner = runner
         self.wall = clock
         self.monotonic = monotonic
@@ -424,6 +413,13 @@ class _TaskRuntime:
 
     def waiter(self) -> _Waiter:
         return self._runner().waiter()
+
+    def share(self, ledger: TaskLedger, stores: Any) -> TaskSharing:
+        from ._tasks_shared import SharedTasks
+
+        sharing = SharedTasks(stores, wall=ledger.wall)
+        sharing.ledger = ledger
+        return sharing
 
     def launch(self, ledger: TaskLedger, task: Task, job: Job, ctx: Context) -> None:
         assert job.fn is not None
@@ -472,14 +468,27 @@ class _TaskRuntime:
             ledger._finish(task, job, error=exc)
 
 
+#: The task runtimes of the bundled runtimes, one each (a ledger served by several keeps the
+#: first one's lock and clocks; each runs its tasks where its connections run). Ledgers
+#: homed on one share its lock: held only around a few dict operations, never around I/O.
+ASYNCIO_TASKS: TaskRuntime = _TaskRuntime(_AsyncioRunner)
+TRIO_TASKS: TaskRuntime = _TaskRuntime(_TrioRunner)
+THREAD_TASKS: TaskRuntime = _TaskRuntime(_ThreadRunner)
+
+
+def thread_task_runtime() -> TaskRuntime:
+    """What a thread session's ``_task_runtime()`` answers: a thread of its own per task."""
+    return THREAD_TASKS
+
+
 class Tasks(TaskLedger):
-    """The task ledger of one :class:`~mcp_sansio.app.server.Server` on the bundled runtimes.
-    Made by :meth:`Server.enable_tasks <mcp_sansio.app.server.Server.enable_tasks>`.
+    """A :class:`~mcp_sansio.app.tasks.TaskLedger` with the bundled runtimes' options.
 
     :param ttl_ms: how long a task is kept after its creation (``ttlMs``).
     :param poll_interval_ms: the polling interval suggested to clients (``pollIntervalMs``).
     :param max_tasks: tasks kept at once.
-    :param runner: where handlers run (default: found from the calling runtime).
+    :param runner: where every handler runs (a runner class such as ``_ThreadRunner``);
+        default: on the runtime of the connection its ``tools/call`` came on.
     :param clock: wall-clock seconds for ``createdAt``/``lastUpdatedAt``.
     :param monotonic: seconds for expiry.
     :param store: where tasks are kept (default: in memory).
@@ -492,36 +501,14 @@ class Tasks(TaskLedger):
                  poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS,
                  max_tasks: int = DEFAULT_MAX_TASKS,
                  runner: Callable[[], _Runner] | None = None,
-                 clock: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic,
+                 clock: Callable[[], float] | None = None,
+                 monotonic: Callable[[], float] | None = None,
                  store: TaskStore | None = None, shared: Any = None) -> None:
-        sharing = None
-        if shared is not None:
-            from ._tasks_shared import SharedTasks
-
-            sharing = SharedTasks(shared, wall=clock)
-        super().__init__(_TaskRuntime(runner or current_runner, clock, monotonic),
-                         ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms,
-                         max_tasks=max_tasks, store=store, sharing=sharing)
-        if sharing is not None:
-            sharing.ledger = self
-        #: Whether :meth:`share` attached the sharing (not ``shared=``).
-        self._auto_shared = False
-
-    def share(self, stores: Any) -> None:
-        """Share this server's tasks through ``stores`` (what ``start_http(stores=...)`` and
-        the shared ASGI application call: a shared server's tasks are seen by every worker,
-        never kept apart in silence). Stores given to ``shared=`` stay, and others are
-        refused; stores this call attached are replaced (an ASGI application served again
-        from another loop builds new ones)."""
-        current = getattr(self.sharing, "stores", None)
-        if current is stores:
-            return
-        if self.sharing is not None and not self._auto_shared:
-            raise ValueError("the tasks are already shared through other stores")
-        from ._tasks_shared import SharedTasks
-
-        sharing = SharedTasks(stores, wall=self.runtime.wall)
-        sharing.ledger = self
-        self.sharing = sharing
-        self._auto_shared = True
+        pinned = None if runner is None else _TaskRuntime(runner)
+        super().__init__(pinned, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms,
+                         max_tasks=max_tasks, store=store, shared=shared, clock=clock,
+                         monotonic=monotonic)
+        if pinned is None:
+            # Its own lock, the process's clocks and ids, and the sharing built now, as
+            # before; each task still runs on the runtime of its connection.
+            self.bind(_TaskRuntime(_ThreadRunner))

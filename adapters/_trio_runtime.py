@@ -39,6 +39,8 @@ from mcp_sansio import RequestId
 from mcp_sansio.app.errors import Call, _nothing
 
 if TYPE_CHECKING:
+    from mcp_sansio.app.tasks import TaskRuntime
+
     from ._api import AsyncSession
 
 __all__ = ["TrioRuntime"]
@@ -142,6 +144,13 @@ class TrioRuntime:
 
     def wall_now(self) -> float | None:
         return time.time()
+
+    def task_runtime(self) -> TaskRuntime:
+        """Where this runtime runs a server's tasks (the ledger asks through the session:
+        :class:`mcp_sansio.app.tasks.TaskHost`)."""
+        from ._tasks import TRIO_TASKS
+
+        return TRIO_TASKS
 
     def arm(self, deadline: float | None) -> None:
         # Lazy, as on asyncio: a deadline already set for an earlier time stays; when it

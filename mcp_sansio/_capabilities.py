@@ -34,6 +34,7 @@ __all__ = [
     "INPUT_REQUEST_METHODS",
     "METHODS",
     "MRTR_METHODS",
+    "PROMPT_METHODS",
     "SERVER_WIDE_NOTIFICATIONS",
     "SESSION_OPENERS",
     "Kind",
@@ -118,6 +119,10 @@ class MethodRule:
     #: A notification about the server as a whole, not about one request or subscription:
     #: an HTTP server offers it to every session (the ``list_changed`` family).
     server_wide: bool = False
+    #: Answered by the connection at once, whatever else is in flight (``ping``: "The
+    #: receiver MUST respond promptly", basic/utilities/ping.mdx): never refused for the
+    #: ``max_incoming_requests`` limit, or a peer under load could not tell it is alive.
+    prompt: bool = False
 
     @property
     def gated_by_receiver(self) -> bool:
@@ -209,7 +214,7 @@ METHODS: tuple[MethodRule, ...] = (
     _r("initialize", _REQ, _C, _ALL_HS, in_session=False),
     _r("notifications/initialized", _NOTE, _C, _ALL_HS),
     # utilities/ping.mdx, cancellation.mdx, progress.mdx
-    _r("ping", _REQ, _B, _ALL_HS),
+    _r("ping", _REQ, _B, _ALL_HS, prompt=True),
     _r("notifications/cancelled", _NOTE, _B, _ALL_HS),
     _r("notifications/progress", _NOTE, _B, _ALL_HS),
     # server/resources.mdx
@@ -320,6 +325,9 @@ INPUT_REQUEST_METHODS: Mapping[str, str] = {
 #: Notifications about the server as a whole (the ``server_wide`` column): an HTTP server
 #: offers them to every session and listen stream.
 SERVER_WIDE_NOTIFICATIONS: frozenset[str] = frozenset(r.method for r in METHODS if r.server_wide)
+
+#: Requests answered at once whatever is in flight (the ``prompt`` column: ``ping``).
+PROMPT_METHODS: frozenset[str] = frozenset(r.method for r in METHODS if r.prompt)
 
 #: Methods whose 2026-07-28 result may be ``input_required`` (the ``mrtr`` column).
 MRTR_METHODS: frozenset[str] = frozenset(r.method for r in METHODS if r.mrtr)

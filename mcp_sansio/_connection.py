@@ -50,6 +50,7 @@ from ._capabilities import (
     ALL_METHODS,
     METHODS,
     MRTR_METHODS,
+    PROMPT_METHODS,
     SESSION_OPENERS,
     Kind,
     MethodRule,
@@ -1138,7 +1139,7 @@ class Connection:
         self, request_id: RequestId, method: str, params: dict[str, Any] | None,
         batch: _Batch | None,
     ) -> None:
-        if len(self._incoming) >= self.max_incoming_requests and method != "ping":
+        if len(self._incoming) >= self.max_incoming_requests and method not in PROMPT_METHODS:
             self._reply_error(
                 batch, request_id, ErrorCode.TOO_MANY_REQUESTS,
                 f"Too many requests in flight (limit {self.max_incoming_requests})", method,

@@ -24,6 +24,7 @@ from mcp_sansio._capabilities import (
     INPUT_REQUEST_METHODS,
     METHODS,
     MRTR_METHODS,
+    PROMPT_METHODS,
     SERVER_WIDE_NOTIFICATIONS,
     SESSION_OPENERS,
     Kind,
@@ -44,6 +45,13 @@ META_OK = {META_PROTOCOL_VERSION: SL, META_CLIENT_CAPABILITIES: {}}
 
 def test_initialize_is_the_only_session_opener() -> None:
     assert {"initialize"} == SESSION_OPENERS
+
+
+def test_ping_is_the_only_request_answered_whatever_is_in_flight() -> None:
+    # The prompt column (ping.mdx: respond promptly); the in-flight limit spares it
+    # (tests/test_requests.py, the limits).
+    assert {"ping"} == PROMPT_METHODS
+    assert all(rule.kind is Kind.REQUEST for rule in METHODS if rule.prompt)
 
 
 def test_input_request_methods_come_with_their_client_capability() -> None:

@@ -145,3 +145,85 @@ def test_the_feature_columns_that_replaced_revision_comparisons() -> None:
     assert [r for r in KNOWN_REVISIONS if not FEATURES[r].audio_content] == ["2024-11-05"]
     assert [r for r in KNOWN_REVISIONS if FEATURES[r].elicitation_modes] == [
         "2025-11-25", "2026-07-28"]
+
+
+# -- the seam: a ledger without a runtime takes the serving session's ---------------------------
+
+
+class Host:
+    """A session whose runtime runs tasks (:class:`mcp_sansio.app.tasks.TaskHost`)."""
+
+    def __init__(self, runtime: FakeRuntime) -> None:
+        self.runtime = runtime
+
+    def _task_runtime(self) -> FakeRuntime:
+        return self.runtime
+
+
+def hosted(runtime: FakeRuntime) -> FakeContext:
+    ctx = FakeContext()
+    ctx.session = Host(runtime)  # type: ignore[assignment]
+    return ctx
+
+
+def test_an_unbound_ledger_runs_each_task_on_its_sessions_runtime() -> None:
+    ledger = TaskLedger(ttl_ms=1000)
+    assert len(ledger) == 0  # nothing served yet: no clock needed
+    with pytest.raises(RuntimeError, match="no runtime"):
+        ledger.runtime  # noqa: B018 - the property raises
+    first, second = FakeRuntime(), FakeRuntime()
+    second.wall_now, second.mono_now = 0.0, 0.0
+    a = ledger.start(Job(lambda: None), hosted(first))  # type: ignore[arg-type]
+    b = ledger.start(Job(lambda: None), hosted(second))  # type: ignore[arg-type]
+    assert a is not None and b is not None
+    assert [t for t, _ in first.launched] == [a] and [t for t, _ in second.launched] == [b]
+    # Clocks, ids and the lock come from the first runtime that served the ledger.
+    assert ledger.runtime is first and (a.task_id, b.task_id) == ("t1", "t2")
+    assert b.created == first.wall_now and b.expires == first.mono_now + 1.0
+
+
+def test_a_session_whose_runtime_runs_no_tasks_is_answered_with_an_error() -> None:
+    ledger = TaskLedger()
+    ctx = FakeContext()
+    ctx.session = object()  # type: ignore[assignment]
+    with pytest.raises(RuntimeError, match="runs no tasks"):
+        ledger.start(Job(lambda: None), ctx)  # type: ignore[arg-type]
+    # Given a runtime once, the same session's request runs as a task.
+    runtime = FakeRuntime()
+    pinned = TaskLedger(runtime)
+    assert pinned.start(Job(lambda: None), ctx) is not None  # type: ignore[arg-type]
+    assert len(runtime.launched) == 1
+
+
+def test_the_servers_ledger_is_the_sans_io_one_with_clock_overrides() -> None:
+    from mcp_sansio.app.server import Server
+
+    server = Server("s")
+    ledger = server.enable_tasks(ttl_ms=500, monotonic=lambda: 7.0, clock=lambda: 0.0)
+    assert type(ledger) is TaskLedger and server.tasks is ledger
+    runtime = FakeRuntime()
+    task = ledger.start(Job(lambda: None), hosted(runtime))  # type: ignore[arg-type]
+    assert task is not None and (task.created, task.expires) == (0.0, 7.5)
+
+
+def test_stores_given_before_any_runtime_are_shared_once_one_binds() -> None:
+    built: list[tuple[TaskLedger, object]] = []
+
+    class SharingRuntime(FakeRuntime):
+        def share(self, ledger: TaskLedger, stores: object) -> Any:
+            built.append((ledger, stores))
+            return f"sharing over {stores}"
+
+    stores = "stores"
+    ledger = TaskLedger(shared=stores)
+    assert ledger.sharing is None and built == []
+    ledger.share(stores)  # the same stores again (start_http(stores=...)): nothing changes
+    with pytest.raises(ValueError, match="other stores"):
+        ledger.share("others")
+    ledger.bind(SharingRuntime())
+    assert built == [(ledger, stores)] and ledger.sharing == "sharing over stores"
+    # Stores attached by share() itself may be replaced (a new loop, new stores).
+    auto = TaskLedger(SharingRuntime())
+    auto.share("one")
+    auto.share("two")
+    assert auto.sharing == "sharing over two"

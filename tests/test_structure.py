@@ -3,10 +3,13 @@
 The import graph is computed with ``ast`` over every source file of ``mcp_sansio`` and
 ``adapters`` (installed as ``mcp_sansio.adapters``). Every ``import``/``from ... import`` counts,
 at module level and inside functions alike -- a function-level import still ties the two
-modules together, it only hides the cycle until the call. Not counted: imports under
-``if TYPE_CHECKING:`` (never executed), and the implicit import of a parent package that
-importing a submodule performs (otherwise every package ``__init__`` re-exporting its
-submodules would be a "cycle").
+modules together, it only hides the cycle until the call -- and so do imports under ``if
+TYPE_CHECKING:``: never executed, but a module that needs another's type to be checked
+depends on it as much (the cycles once hidden there are broken with small protocols or a
+type moved down a layer; docs/architecture.rst, "Seams"). Not counted: the implicit import
+of a parent package that importing a submodule performs (otherwise every package
+``__init__`` re-exporting its submodules would be a "cycle"). The app layer, besides, loads
+nothing by name (``importlib``, ``sys.modules``): what it needs of a runtime is handed in.
 
 The class check imports every module and looks at ``inspect.getmro`` of every class defined
 in it: a concrete class may resolve through at most three classes of ours (itself included).
@@ -71,26 +74,9 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def _type_checking_block(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and (
-        (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
-        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
-    )
-
-
 def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Import statements, at any depth, outside ``if TYPE_CHECKING:`` blocks."""
-    out: list[ast.Import | ast.ImportFrom] = []
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        if _type_checking_block(node):
-            stack.extend(node.orelse)  # type: ignore[attr-defined]
-            continue
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            out.append(node)
-        stack.extend(ast.iter_child_nodes(node))
-    return out
+    """Import statements, at any depth (``if TYPE_CHECKING:`` blocks included)."""
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
 
 
 def _resolve(name: str, modules: dict[str, Path]) -> str | None:
@@ -189,6 +175,32 @@ def test_the_import_graph_sees_relative_function_level_and_package_imports() -> 
     assert "mcp_sansio" not in graph["mcp_sansio._connection"]
     # adapters importing the core by its absolute name.
     assert "mcp_sansio" in graph["mcp_sansio.adapters._api"]
+
+
+def test_imports_under_type_checking_count() -> None:
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\n"
+                     "else:\n    import b\ndef f():\n    if typing.TYPE_CHECKING:\n"
+                     "        from c import d\n")
+    names = {alias.name for node in _imports(tree) for alias in node.names}
+    assert {"a", "b", "d"} <= names
+    # In the package: the asyncio runtime object names the tasks' runtime type only for
+    # the type checker, and the edge is there.
+    assert "mcp_sansio.app.tasks" in import_graph()["mcp_sansio.adapters._asyncio_runtime"]
+
+
+def test_the_app_layer_loads_nothing_by_name() -> None:
+    """``Server.enable_tasks`` once loaded the tasks runtime with ``importlib``: the app layer
+    now takes what it needs of a runtime through its seams (``TaskHost``), never by name."""
+    for name, path in _modules().items():
+        if not name.startswith("mcp_sansio.app"):
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        imported = {alias.name.split(".")[0] for node in _imports(tree)
+                    for alias in node.names if isinstance(node, ast.Import)}
+        imported |= {(node.module or "").split(".")[0] for node in _imports(tree)
+                     if isinstance(node, ast.ImportFrom) and not node.level}
+        assert not imported & {"importlib", "sys"}, name
+        assert "sys.modules" not in path.read_text(), name
 
 
 def test_no_import_cycles_in_the_core() -> None:

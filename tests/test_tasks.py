@@ -11,7 +11,7 @@ import threading
 from typing import Any
 
 import pytest
-from mcp_sansio.adapters._tasks import TASKS_EXTENSION, Task, Tasks, _ThreadRunner
+from mcp_sansio.adapters._tasks import TASKS_EXTENSION, THREAD_TASKS, Task, Tasks
 from mcp_sansio.adapters.asyncio import Context, Server, start_http
 
 from .http_util import stateless_meta
@@ -177,7 +177,7 @@ def test_cancelling_a_task_that_waits_for_input_stops_its_handler() -> None:
 @pytest.mark.parametrize("kind", ["def", "async def"])
 def test_handlers_on_a_thread_of_their_own(kind: str) -> None:
     server = Server("threads")
-    server.enable_tasks(runner=_ThreadRunner)
+    server.enable_tasks(runtime=THREAD_TASKS)  # every handler on a thread of its own
     threads: list[str] = []
 
     if kind == "def":
@@ -366,3 +366,73 @@ def test_a_handshake_era_task_notifies_on_its_session() -> None:
         assert seen[-1] == "notifications/tasks/status"
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+@pytest.mark.parametrize("stateless", [False, True], ids=["2025-11-25", "2026-07-28"])
+def test_a_trio_server_runs_its_tasks_as_trio_system_tasks(stateless: bool) -> None:
+    """The ledger is built without a runtime (Server.enable_tasks); the trio session serving
+    the call supplies trio's task runtime, so the handler runs in a trio system task."""
+    trio = pytest.importorskip("trio")
+    from mcp_sansio.adapters import trio as trio_adapter
+    from mcp_sansio.adapters._tasks import TRIO_TASKS
+
+    from mcp_sansio import Era
+    from mcp_sansio.app.tasks import TaskLedger
+
+    server = trio_adapter.Server("trio-tasks")
+    ledger = server.enable_tasks(poll_interval_ms=20)
+    names: list[str] = []
+
+    @server.tool(task_support="required")
+    async def slow() -> str:
+        names.append(trio.lowlevel.current_task().name)
+        await trio.sleep(0.01)
+        return "done"
+
+    async def main() -> None:
+        with trio.fail_after(30):
+            async with trio_adapter.start_http(server) as service, trio_adapter.connect_http(
+                    service.url, era=None if stateless else Era.HANDSHAKE,
+                    capabilities={"extensions": {TASKS_EXTENSION: {}}} if stateless
+                    else None) as client:
+                task = await client.call_tool_as_task("slow", {})
+                result = await client.task_result(task)
+        assert result["content"][0]["text"] == "done"
+        assert names == [f"mcp task {task.task_id}"]
+
+    trio.run(main)
+    assert type(ledger) is TaskLedger and ledger.runtime is TRIO_TASKS
+
+
+@pytest.mark.parametrize("stateless", [False, True], ids=["2025-11-25", "2026-07-28"])
+def test_a_threading_http_server_runs_its_tasks_on_threads_of_their_own(
+        stateless: bool) -> None:
+    """The thread HTTP session supplies the threads' task runtime (thread_task_runtime)."""
+    from mcp_sansio.adapters import threading as thr
+    from mcp_sansio.adapters._tasks import THREAD_TASKS
+
+    from mcp_sansio import Era
+
+    server = thr.Server("thread-tasks")
+    ledger = server.enable_tasks(poll_interval_ms=20)
+    names: list[str] = []
+    # Held until the creating call is answered: a handler that ends first makes the answer
+    # report a terminal task without its result (a race of its own, outside this test).
+    go = threading.Event()
+
+    @server.tool(task_support="required")
+    def slow() -> str:
+        names.append(threading.current_thread().name)
+        go.wait(30)
+        return "done"
+
+    with thr.start_http(server) as service, thr.connect_http(
+            service.url, era=None if stateless else Era.HANDSHAKE,
+            capabilities={"extensions": {TASKS_EXTENSION: {}}} if stateless else None,
+    ) as client:
+        task = client.call_tool_as_task("slow", {})
+        go.set()
+        result = client.task_result(task)
+    assert result["content"][0]["text"] == "done"
+    assert names == [f"mcp task {task.task_id}"]
+    assert ledger.runtime is THREAD_TASKS

@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .tasks import TaskLedger
+    from .tasks import TaskLedger, TaskRuntime
 
 #: The high-level layer logs under the adapters' logger name, as it did before it moved
 #: here: applications (and tests) configure that name to see handler failures.
@@ -357,15 +357,16 @@ class Server:
         """Decorator form of :meth:`set_completion`."""
         return self.set_completion
 
-    def enable_tasks(self, **options: Any) -> TaskLedger:
+    def enable_tasks(self, runtime: TaskRuntime | None = None, **options: Any) -> TaskLedger:
         """Let tools registered with ``task_support`` run as tasks (the 2026-07-28 tasks
-        extension, see :mod:`.tasks`); ``options`` go to the bundled runtimes' ledger,
-        ``mcp_sansio.adapters._tasks.Tasks``."""
-        import importlib
+        extension, see :mod:`.tasks`). ``options`` configure the ledger
+        (:class:`~.tasks.TaskLedger`: ``ttl_ms``, ``poll_interval_ms``, ``max_tasks``,
+        ``store``, ``shared``, ``clock``, ``monotonic``). The ledger is sans-IO: where a
+        task's handler runs, its waiters, clocks and ids come from the runtime serving each
+        connection (its session's ``_task_runtime()``), or from ``runtime`` when given."""
+        from .tasks import TaskLedger
 
-        # The ledger (.tasks) is sans-IO; the clocks, ids, lock and handler runners it is
-        # handed are the runtime glue's, which this layer does not import: loaded by name.
-        self.tasks = importlib.import_module("mcp_sansio.adapters._tasks").Tasks(**options)
+        self.tasks = TaskLedger(runtime, **options)
         return self.tasks
 
     # -- what the connection declares -----------------------------------------------------------

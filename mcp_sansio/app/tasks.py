@@ -51,9 +51,16 @@ the routing of the tasks methods (:class:`TaskLedger`), over a store of tasks
 (:class:`TaskStore`, in memory by default: :class:`InMemoryTaskStore`). It reads no clock,
 draws no id, takes no lock and runs nothing itself: all of that is handed in as a
 :class:`TaskRuntime` -- wall-clock seconds for ``createdAt``, monotonic seconds for expiry,
-a fresh unguessable task id, the lock around the store, a waiter, and ``launch`` to run a
-handler in the background. The runtime glue supplies it (``mcp_sansio.adapters._tasks``:
-an asyncio task, a trio system task, or a thread of its own).
+a fresh unguessable task id, the lock around the store, a waiter, ``launch`` to run a
+handler in the background, and ``share`` to build the sharing below. The runtime serving a
+connection supplies it: the ledger asks the session a request came on
+(:class:`TaskHost`, ``session._task_runtime()``), and the bundled runtimes answer with their
+runtime object's (``mcp_sansio.adapters._tasks``: an asyncio task, a trio system task, or a
+thread of its own), so a task runs on the runtime that routed its ``tools/call``. The first
+runtime that serves the ledger also gives it its clocks, ids and lock (:meth:`TaskLedger.bind`);
+a ledger given a runtime at construction uses that one for everything (tests; an embedder
+whose sessions supply none). This module imports neither the runtimes nor the server module
+(:class:`ToolRouter` is what it asks of the server).
 
 Sharing (issue 18): with several workers (processes, hosts) behind one service, a request
 about a task may land on a worker that does not run it. A ledger given a
@@ -81,8 +88,8 @@ import datetime
 import logging
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mcp_sansio import FEATURES, Era, ErrorCode
 
@@ -91,8 +98,6 @@ from .errors import InputRequiredSignal, McpError, MissingCapability, ToolError
 
 if TYPE_CHECKING:
     from mcp_sansio import Request
-
-    from .server import Server
 
 __all__ = [
     "DEFAULT_MAX_TASKS",
@@ -104,10 +109,13 @@ __all__ = [
     "TASKS_EXTENSION",
     "InMemoryTaskStore",
     "Task",
+    "TaskHost",
     "TaskLedger",
     "TaskRuntime",
     "TaskSharing",
     "TaskStore",
+    "ToolEntry",
+    "ToolRouter",
     "Waiter",
 ]
 
@@ -272,7 +280,10 @@ class Waiter(Protocol):
 
 class TaskRuntime(Protocol):
     """What a :class:`TaskLedger` needs from the world, all handed in: the two clocks, fresh
-    ids, the lock around the store, waiters, and running a handler in the background."""
+    ids, the lock around the store, waiters, running a handler in the background, and the
+    sharing of the tasks through a service's stores. The runtime serving a connection
+    supplies it (:class:`TaskHost`), or it is given to the ledger once (tests, an embedder
+    whose sessions supply none)."""
 
     #: Held around every read and change of the store (a real lock when handlers run on
     #: threads of their own).
@@ -298,6 +309,39 @@ class TaskRuntime(Protocol):
         """Run ``job`` for ``task`` in the background; it reports its end through
         ``ledger._finish`` and sets ``task._cancel``."""
         ...
+
+    def share(self, ledger: TaskLedger, stores: Any) -> TaskSharing:
+        """The sharing of ``ledger``'s tasks through ``stores`` (a
+        :class:`mcp_sansio.stores.MemoryStores` or the like; see :doc:`/stores`)."""
+        ...
+
+
+@runtime_checkable
+class TaskHost(Protocol):
+    """The seam between a ledger and the runtimes: a session whose runtime runs tasks says
+    which :class:`TaskRuntime` that is. The bundled runtimes' sessions do (their runtime
+    object's ``task_runtime()``); a session of an embedder's own loop may, or the ledger is
+    given a runtime once (``Server.enable_tasks(runtime=...)``)."""
+
+    def _task_runtime(self) -> TaskRuntime: ...
+
+
+class ToolEntry(Protocol):
+    """What the ledger reads of a registered tool: its definition (``execution``)."""
+
+    @property
+    def definition(self) -> dict[str, Any]: ...
+
+
+class ToolRouter(Protocol):
+    """What the ledger asks of the server whose requests it routes: the registered tools,
+    and the job of a ``tools/call`` (written as a Protocol, so that this module does not
+    import the server module that imports it)."""
+
+    @property
+    def tools(self) -> Mapping[str, ToolEntry]: ...
+
+    def _route_tool(self, params: Mapping[str, Any], ctx: Context) -> Job: ...
 
 
 class TaskSharing(Protocol):
@@ -407,29 +451,105 @@ class TaskLedger:
     routing of the tasks methods and the wire shapes, over a :class:`TaskStore`, with time,
     ids, the lock and the running of handlers handed in (:class:`TaskRuntime`).
 
-    :param runtime: what the ledger needs from the world (see :class:`TaskRuntime`).
+    :param runtime: what the ledger needs from the world (see :class:`TaskRuntime`), given
+        once; None (the default): each connection's runtime supplies its own
+        (:class:`TaskHost`), the first one seen also giving the clocks, ids and lock.
     :param ttl_ms: how long a task is kept after its creation (``ttlMs``).
     :param poll_interval_ms: the polling interval suggested to clients (``pollIntervalMs``).
     :param max_tasks: tasks kept at once.
     :param store: where tasks are kept (default: in memory, this process only).
     :param sharing: how tasks are shared with the service's other workers (None: they are
         not; see the module's "Sharing").
+    :param shared: stores to share the tasks through (what ``sharing`` the runtime builds
+        over them, :meth:`TaskRuntime.share`; see :meth:`share`).
+    :param clock: wall-clock seconds for ``createdAt``/``lastUpdatedAt``, instead of the
+        runtime's (tests).
+    :param monotonic: seconds for expiry, instead of the runtime's (tests).
     """
 
-    def __init__(self, runtime: TaskRuntime, *, ttl_ms: int = DEFAULT_TTL_MS,
+    def __init__(self, runtime: TaskRuntime | None = None, *, ttl_ms: int = DEFAULT_TTL_MS,
                  poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS,
                  max_tasks: int = DEFAULT_MAX_TASKS, store: TaskStore | None = None,
-                 sharing: TaskSharing | None = None) -> None:
+                 sharing: TaskSharing | None = None, shared: Any = None,
+                 clock: Callable[[], float] | None = None,
+                 monotonic: Callable[[], float] | None = None) -> None:
         if int(ttl_ms) <= 0 or int(poll_interval_ms) <= 0 or max_tasks <= 0:
             raise ValueError("ttl_ms, poll_interval_ms and max_tasks must be positive")
         self.ttl_ms = int(ttl_ms)
         self.poll_interval_ms = int(poll_interval_ms)
         self.max_tasks = max_tasks
-        self.runtime = runtime
         self._store: TaskStore = store if store is not None else InMemoryTaskStore()
         self.sharing = sharing
-        self._lock = runtime.lock
         self._first: dict[str, Mapping[str, tuple[str, Mapping[str, Any]]]] = {}
+        self._clock = clock
+        self._monotonic = monotonic
+        #: The runtime given at construction, which then serves every connection.
+        self._pinned = runtime
+        #: The runtime the clocks, ids and lock come from: the pinned one, else the first
+        #: connection's (until then the store is empty and nothing runs: no lock needed).
+        self._home: TaskRuntime | None = None
+        self._lock: AbstractContextManager[Any] = nullcontext()
+        #: The stores to share through (``shared=`` or :meth:`share`), and whether
+        #: :meth:`share` attached them.
+        self._shared: Any = shared
+        self._auto_shared = False
+        if runtime is not None:
+            self.bind(runtime)
+
+    # -- the runtime ------------------------------------------------------------------------------
+
+    @property
+    def runtime(self) -> TaskRuntime:
+        """The runtime the ledger's clocks, ids and lock come from (see ``runtime=``)."""
+        if self._home is None:
+            raise RuntimeError("no runtime has served this ledger yet")
+        return self._home
+
+    def bind(self, runtime: TaskRuntime) -> None:
+        """Take the clocks, ids, lock and sharing from ``runtime`` now (else from the first
+        connection's runtime); tasks still run on their connection's runtime."""
+        self._home = runtime
+        self._lock = runtime.lock
+        if self._shared is not None:
+            self.sharing = runtime.share(self, self._shared)
+
+    def _served(self, ctx: Context) -> TaskRuntime:
+        """The runtime of the connection ``ctx`` came on (or the pinned one): it starts the
+        request's task and makes its waiters."""
+        if self._pinned is not None:
+            return self._pinned
+        session = ctx.session
+        if not isinstance(session, TaskHost):
+            raise RuntimeError("this session's runtime runs no tasks: give "
+                               "Server.enable_tasks(runtime=...) a TaskRuntime")
+        runtime = session._task_runtime()
+        if self._home is None:
+            self.bind(runtime)
+        return runtime
+
+    def wall(self) -> float:
+        """Seconds since the epoch (``clock=``, else the runtime's)."""
+        return self._clock() if self._clock is not None else self.runtime.wall()
+
+    def monotonic(self) -> float:
+        """Seconds for expiry (``monotonic=``, else the runtime's)."""
+        return self._monotonic() if self._monotonic is not None else self.runtime.monotonic()
+
+    def share(self, stores: Any) -> None:
+        """Share this server's tasks through ``stores`` (what ``start_http(stores=...)`` and
+        the shared ASGI application call: a shared server's tasks are seen by every worker,
+        never kept apart in silence). Stores given to ``shared=`` (or a ``sharing=``) stay,
+        and others are refused; stores this call attached are replaced (an ASGI application
+        served again from another loop builds new ones). The runtime builds the sharing
+        (:meth:`TaskRuntime.share`), now or when the first connection binds it."""
+        if self._shared is stores:
+            return
+        if (self._shared is not None or self.sharing is not None) and not self._auto_shared:
+            raise ValueError("the tasks are already shared through other stores")
+        self._shared, self._auto_shared = stores, True
+        self.sharing = None
+        if self._home is not None:
+            self.sharing = self._home.share(self, stores)
 
     def gather_first(self, tool: str,
                      requests: Mapping[str, tuple[str, Mapping[str, Any]]]) -> None:
@@ -458,21 +578,25 @@ class TaskLedger:
         return {"extensions": {TASKS_EXTENSION: {}},
                 "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}
 
-    def _route(self, server: Server, request: Request, ctx: Context) -> Job | None:
+    def _route(self, server: ToolRouter, request: Request, ctx: Context) -> Job | None:
         """The job for a tasks request or a task-creating ``tools/call``; None: not ours."""
+        if self._home is None and isinstance(ctx.session, TaskHost):
+            # Bound before any decision: the sharing (answers about other workers' tasks)
+            # is built with the runtime.
+            self.bind(ctx.session._task_runtime())
         if ctx.era is Era.STATELESS:
             return self._route_stateless(server, request, ctx)
         return self._route_handshake(server, request, ctx)
 
     @staticmethod
-    def _support(server: Server, name: Any) -> str | None:
+    def _support(server: ToolRouter, name: Any) -> str | None:
         entry = server.tools.get(name) if isinstance(name, str) else None
         if entry is None:
             return None
         support = entry.definition.get("execution", {}).get("taskSupport")
         return support if support in ("optional", "required") else None
 
-    def _route_stateless(self, server: Server, request: Request, ctx: Context) -> Job | None:
+    def _route_stateless(self, server: ToolRouter, request: Request, ctx: Context) -> Job | None:
         method = request.method
         params = request.params or {}
         if method in ("tasks/get", "tasks/update", "tasks/cancel"):
@@ -513,7 +637,7 @@ class TaskLedger:
         created = self._locked(task.created_result)
         return Job(self._durable(task), shape=lambda _: created)
 
-    def _route_handshake(self, server: Server, request: Request, ctx: Context) -> Job | None:
+    def _route_handshake(self, server: ToolRouter, request: Request, ctx: Context) -> Job | None:
         """2025-11-25 tasks (``basic/utilities/tasks.mdx``): task-augmented ``tools/call``
         (``params.task``), ``tasks/get``, ``tasks/result``, ``tasks/list``,
         ``tasks/cancel``; earlier revisions have no tasks (the core refuses the methods)."""
@@ -527,7 +651,7 @@ class TaskLedger:
             answer = self._locked(self._find(params, ctx).v1)
             return Job(None, shape=lambda _: answer)
         if method == "tasks/result":
-            return self._result_job(self._find(params, ctx))
+            return self._result_job(self._find(params, ctx), ctx)
         if method == "tasks/list":
             answer = self.list_tasks(ctx)
             return Job(None, shape=lambda _: answer)
@@ -571,7 +695,7 @@ class TaskLedger:
         created = {"task": self._locked(augmented_task.v1)}
         return Job(self._durable(augmented_task), shape=lambda _: created)
 
-    def _result_job(self, task: Task) -> Job:
+    def _result_job(self, task: Task, ctx: Context) -> Job:
         """``tasks/result``: waits until the task is terminal, then answers what the call
         would have (its result, or its error verbatim), with the related-task ``_meta``."""
         def outcome(_: Any) -> dict[str, Any]:
@@ -579,10 +703,11 @@ class TaskLedger:
                 status, result, error = task.status, task.result, task.error
             return self._outcome(task.task_id, status, result, error)
 
+        runtime = self._served(ctx)  # outside the lock: it may bind the ledger's lock
         with self._lock:
             if task.terminal:
                 return Job(None, shape=outcome)
-            waiter = self.runtime.waiter()
+            waiter = runtime.waiter()
             task._done.append(waiter.set)
 
         async def wait() -> None:
@@ -693,16 +818,16 @@ class TaskLedger:
         if stateless:
             return {"resultType": "complete"}
         # On this process's monotonic clock (the bound never leaves it).
-        give_up = self.runtime.monotonic() + REMOTE_CANCEL_WAIT
+        give_up = self.monotonic() + REMOTE_CANCEL_WAIT
         step = min(task.poll_interval_ms / 1000, MAX_REMOTE_POLL)
-        while self.runtime.monotonic() < give_up:
+        while self.monotonic() < give_up:
             await sharing.until_changed(task.task_id, step)
             record = await sharing.fetch(task.task_id)
             if record is not None and record.get("status") in TERMINAL:
                 return Task.from_record(record).v1()
         # Nobody stored the end: the worker that ran it is gone. The cancel is written here.
         task.status = "cancelled"
-        task.updated = self.runtime.wall()
+        task.updated = self.wall()
         task.input_requests = {}
         sharing.saved(task, task.record())
         await sharing.stored(task.task_id)
@@ -791,7 +916,7 @@ class TaskLedger:
                     task.answers[key] = answer
             if task.status == "input_required" and not task.input_requests:
                 task.status = "working"
-                task.updated = self.runtime.wall()
+                task.updated = self.wall()
                 wake, task._wake = task._wake, None
             self._share(task)
         if wake is not None:
@@ -827,7 +952,8 @@ class TaskLedger:
         create"). A handshake-era task belongs to ``ctx``'s session, which hears its status
         changes (``notifications/tasks/status``)."""
         assert job.fn is not None
-        now, mono = self.runtime.wall(), self.runtime.monotonic()
+        runtime = self._served(ctx)
+        now, mono = self.wall(), self.monotonic()
         ttl = self.ttl_ms if ttl_ms is None else ttl_ms
         with self._lock:
             self._expire()
@@ -847,7 +973,7 @@ class TaskLedger:
                 task._notify = notify
             self._store.put(task)
             self._share(task)
-        self.runtime.launch(self, task, job, ctx)
+        runtime.launch(self, task, job, ctx)
         return task
 
     def _finish(self, task: Task, job: Job, value: Any = None,
@@ -887,7 +1013,7 @@ class TaskLedger:
     def _settle(self, task: Task, status: str) -> list[Callable[[], None]]:
         """Enter a terminal status (under the lock); what to call once it is released."""
         task.status = status
-        task.updated = self.runtime.wall()
+        task.updated = self.wall()
         task.input_requests.clear()
         task._wake = None
         return self._changed(task)
@@ -918,7 +1044,7 @@ class TaskLedger:
         with self._lock:
             if not task.terminal:
                 task.status_message = status_message
-                task.updated = self.runtime.wall()
+                task.updated = self.wall()
                 self._share(task)
 
     def _park(self, task: Task, requests: dict[str, dict[str, Any]],
@@ -930,7 +1056,7 @@ class TaskLedger:
             for key in requests:
                 task.answers.pop(key, None)
             task.status = "input_required"
-            task.updated = self.runtime.wall()
+            task.updated = self.wall()
             task._wake = waiter.set if waiter is not None else None
             calls = self._changed(task)
         self._call(calls)
@@ -942,7 +1068,7 @@ class TaskLedger:
                 return
             task.status = "working"
             task.input_requests.clear()
-            task.updated = self.runtime.wall()
+            task.updated = self.wall()
             calls = self._changed(task)
         self._call(calls)
 
@@ -957,7 +1083,9 @@ class TaskLedger:
     def _expire(self) -> None:
         """Forget the tasks whose TTL has passed (under the lock), cancelling any still
         running."""
-        for expired in self._store.expired(self.runtime.monotonic()):
+        if self._home is None and self._monotonic is None:
+            return  # served by no runtime yet: nothing was started
+        for expired in self._store.expired(self.monotonic()):
             task = self._store.remove(expired.task_id) or expired
             if not task.terminal and task._cancel is not None:
                 task._cancel()

@@ -20,6 +20,7 @@ orders, limits) are tables in :mod:`mcp_sansio.auth._rules`. The JWT verifier li
 from __future__ import annotations
 
 from . import _rules as rules
+from ._access import AccessInfo
 from ._challenge import Challenge, bearer_challenge, bearer_params, parse_challenges
 from ._client import (
     Action,
@@ -50,7 +51,6 @@ from ._errors import (
 from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPRequest, HTTPResponse, canonical_resource
 from ._introspection import IntrospectionVerifier
 from ._resource import (
-    AccessInfo,
     ProtectedResource,
     Refusal,
     TokenVerifier,

@@ -32,13 +32,10 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+from ._access import AccessInfo
 from ._errors import InvalidToken
 from ._http import HTTPRequest, HTTPResponse
-
-if TYPE_CHECKING:  # the resource module imports this one
-    from ._resource import AccessInfo
 
 __all__ = ["AnswerCache", "VerificationPending", "VerificationUnavailable"]
 

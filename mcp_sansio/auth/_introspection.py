@@ -31,10 +31,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ._access import AccessInfo
 from ._deferred import AnswerCache, VerificationPending, VerificationUnavailable
 from ._errors import InvalidToken
 from ._http import HTTPRequest, HTTPResponse, basic_credentials, form_body
-from ._resource import AccessInfo
 
 #: Seconds an active introspection answer is reused: 60. Revocation is noticed within a
 #: minute while a busy client does not cost one round trip per request.

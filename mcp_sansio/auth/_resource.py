@@ -34,13 +34,14 @@ turns the answer into the same decision :func:`authorize_request` makes
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import attrs
 
 from . import _rules as rules
+from ._access import AccessInfo
 from ._challenge import bearer_challenge
 from ._deferred import VerificationPending, VerificationUnavailable
 from ._errors import InsufficientScope, InvalidRequest, InvalidToken
@@ -48,19 +49,6 @@ from ._http import HTTPResponse
 
 #: RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
-
-
-@attrs.frozen
-class AccessInfo:
-    """Who a valid token speaks for, and what it allows."""
-
-    #: The principal: the token's ``sub`` (or the client id when there is no user).
-    subject: str
-    scopes: frozenset[str] = frozenset()
-    client_id: str | None = None
-    #: When the token stops being valid, in the verifier's ``now`` clock, if known.
-    expires_at: float | None = None
-    claims: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 class TokenVerifier(Protocol):

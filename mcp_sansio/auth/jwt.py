@@ -36,10 +36,10 @@ from joserfc import jwt
 from joserfc.errors import ClaimError, InvalidKeyIdError, JoseError
 from joserfc.jwk import KeySet
 
+from ._access import AccessInfo
 from ._deferred import VerificationPending, VerificationUnavailable
 from ._errors import InsufficientScope, InvalidToken
 from ._http import HTTPRequest, HTTPResponse
-from ._resource import AccessInfo
 
 #: Asymmetric JWS algorithms (RFC 7518 §3) accepted unless the verifier is told otherwise.
 DEFAULT_ALGORITHMS = ("RS256", "PS256", "ES256")

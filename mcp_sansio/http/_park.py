@@ -30,18 +30,19 @@ release on the client leaving, whatever the question:
    socket unparks it). Every request still ends exactly once.
 
 The handle is an ``int`` from a counter: opaque to the adapter, never reused within one
-server.
+server. A :class:`Parked` record is generic in the channel it holds: this module knows
+nothing of the server's channels, so the server imports it and never the other way round.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
 import attrs
 
-if TYPE_CHECKING:
-    from ._server import ServerChannel
+#: The channel a parked exchange belongs to (the server's ``ServerChannel``).
+ChannelT = TypeVar("ChannelT")
 
 __all__ = ["DEFAULT_DECISION_TIMEOUT", "DecisionNeeded", "Parked"]
 
@@ -65,10 +66,10 @@ class DecisionNeeded:
 
 
 @attrs.define(eq=False)
-class Parked:
-    """The server's record of a parked exchange."""
+class Parked(Generic[ChannelT]):
+    """The server's record of a parked exchange, on its channel."""
 
-    channel: ServerChannel
+    channel: ChannelT
     need: DecisionNeeded
     #: Goes on with the exchange once the answer came (called by ``decide``).
     resume: Callable[[Any], None]

@@ -94,7 +94,7 @@ from urllib.parse import parse_qs, quote
 
 from .. import _codec
 from .._admission import ENVELOPE_ONLY, Refusal, admit_stateless, batch_refusal, unsupported_version
-from .._capabilities import lookup
+from .._capabilities import SESSION_OPENERS, lookup
 from .._codec import InvalidMessage, MessageKind
 from .._connection import ServerConnection
 from .._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
@@ -147,8 +147,9 @@ from ._wires import wire_factory
 if TYPE_CHECKING:
     # At run time only a server with ``auth`` needs these (imported where used): the auth
     # package is not paid for by every server start.
+    from ..auth._access import AccessInfo
     from ..auth._deferred import VerificationPending
-    from ..auth._resource import AccessInfo, ProtectedResource
+    from ..auth._resource import ProtectedResource
     from ._wire_httptools import HttptoolsWire
 
 __all__ = [
@@ -391,7 +392,7 @@ class ServerChannel:
         self._gone = False  # the server has reported the channel closed
         #: The exchange waiting on an asynchronous answer, if any (http/_park.py): a token
         #: decision, a session record, a replay. Nothing more is read meanwhile.
-        self._parked: Parked | None = None
+        self._parked: Parked[ServerChannel] | None = None
         #: The answers the request being handled came back with, by (kind, key): handling
         #: starts over with them in hand, and they are dropped once it is handled.
         self._answers: dict[tuple[str, str], Any] = {}
@@ -702,7 +703,7 @@ class HTTPServer:
         #: Called with each :class:`~mcp_sansio.http._park.DecisionNeeded` as the exchange
         #: parks, when the adapter sets it; else they wait in :meth:`pending_decisions`.
         self.on_decision_needed: Callable[[DecisionNeeded], None] | None = None
-        self._parked: dict[int, Parked] = {}
+        self._parked: dict[int, Parked[ServerChannel]] = {}
         self._needs: list[DecisionNeeded] = []
         self._handles = itertools.count(1)
 
@@ -1145,7 +1146,7 @@ class HTTPServer:
         session = Session(self, session_id, connection, Era.HANDSHAKE)
         self._tag_requests(session)
         if principal is not None:
-            from ..auth._resource import AccessInfo
+            from ..auth._access import AccessInfo
 
             claims = {"iss": principal[1]} if principal[1] is not None else {}
             session.auth = AccessInfo(subject=principal[0], claims=claims)
@@ -1548,7 +1549,9 @@ class HTTPServer:
             # an initialize (which 2026-07-28 does not have) or one missing its _meta.
             self._post_stateless(channel, request, value, items, version)
             return
-        if single and first[0] is MessageKind.REQUEST and first[2] == "initialize":
+        # The method table's in_session column: the request that opens a session
+        # (initialize) is never in a batch and opens a session here (lifecycle.mdx).
+        if single and first[0] is MessageKind.REQUEST and first[2] in SESSION_OPENERS:
             if self._handshake_versions and self.sessionless:
                 self._sessionless_initialize(channel, value, first[1])  # type: ignore[arg-type]
             elif self._handshake_versions:
@@ -1556,7 +1559,7 @@ class HTTPServer:
             else:
                 # A stateless-only server: the connection refuses initialize naming its
                 # versions (versioning.mdx), answered 400.
-                self._serve_stateless(channel, value, first[1], "initialize")  # type: ignore[arg-type]
+                self._serve_stateless(channel, value, first[1], first[2])  # type: ignore[arg-type]
             return
         if version is not None and version not in self._handshake_versions:
             self._unsupported_version(channel, version, first[1] if requests else None)
@@ -1761,10 +1764,11 @@ class HTTPServer:
                         "Invalid Request: clients do not send responses in 2026-07-28")
             return
         assert request_id is not None and method is not None
-        if method == "initialize":
-            # 2026-07-28 has no initialize: an unknown method, 404 (streamable-http.mdx).
+        if method in SESSION_OPENERS:
+            # 2026-07-28 has no sessions, so no request that opens one (the method table's
+            # in_session column: initialize): an unknown method, 404 (streamable-http.mdx).
             self._error(channel, 404, ErrorCode.METHOD_NOT_FOUND,
-                        "Method not found: initialize (not in 2026-07-28)", request_id)
+                        f"Method not found: {method} (not in 2026-07-28)", request_id)
             return
         # The core's admission rows up to the version, which the mirrored headers are
         # compared with first (a mismatch is -32020); the connection checks the version.
