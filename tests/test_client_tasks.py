@@ -22,6 +22,7 @@ from mcp_sansio.app.client_tasks import (
     Send,
     Sleep,
     await_plan,
+    cancel_plan,
     list_plan,
     start_plan,
 )
@@ -262,3 +263,67 @@ def test_asyncio_answers_an_input_required_task_from_its_status_callback() -> No
 
     assert asyncio.run(main()) == "accept"
     assert answered and answered[0]
+
+
+# -- answers other servers may give (the spec allows them; ours does not send them) -------------
+
+
+def test_extension_creation_that_reports_an_end_is_fetched_with_one_tasks_get() -> None:
+    """The extension's creation answer is a Task ("seed state", any status) and never inlines
+    the end: a terminal one is read with tasks/get at once (no sleep), its inline field
+    beyond the schema ignored."""
+    created = {"resultType": "task", **TASK_EXT, "status": "completed",
+               "result": {"content": [{"type": "text", "text": "not from tasks/get"}]}}
+    task, _ = run(start_plan("2026-07-28", "quick", None, None, None), [created])
+    assert task.status == "completed" and task.result is None and not task.settled
+    done = {"content": [], "isError": False}
+    result, steps = run(await_plan(task), [
+        {"resultType": "complete", **TASK_EXT, "status": "completed", "result": done}])
+    assert result == done and [type(s).__name__ for s in steps] == ["Send"]
+    assert steps[0].method == "tasks/get"
+
+    failed, _ = run(start_plan("2026-07-28", "quick", None, None, None),
+                    [{"resultType": "task", **TASK_EXT, "status": "failed"}])
+    with pytest.raises(McpError) as info:
+        run(await_plan(failed), [{**TASK_EXT, "status": "failed",
+                                  "error": {"code": -32602, "message": "bad row"}}])
+    assert (info.value.code, info.value.message) == (-32602, "bad row")
+
+
+def test_a_server_that_never_inlines_the_end_is_an_error_not_a_loop() -> None:
+    task = ClientTask("t", FORM_EXTENSION)
+    task.update({"status": "completed"})
+    with pytest.raises(McpError) as info:
+        run(await_plan(task), [{**TASK_EXT, "status": "completed"}])  # one get, then give up
+    assert info.value.code == -32603
+
+
+def test_v1_creation_that_reports_an_end_asks_tasks_result() -> None:
+    for status in ("completed", "failed"):
+        task, _ = run(start_plan("2025-11-25", "quick", None, None, None),
+                      [{"task": {**TASK_V1, "status": status}}])
+        result, steps = run(await_plan(task), [{"content": []}])
+        assert result == {"content": []} and [s.method for s in steps] == ["tasks/result"]
+
+
+def test_extension_cancel_reads_where_the_task_ended() -> None:
+    """The extension's cancel is an ack; the task may have ended otherwise, or still run."""
+    done = {"content": [], "isError": False}
+    task = ClientTask("t2", FORM_EXTENSION)
+    _, steps = run(cancel_plan(task), [
+        {"resultType": "complete"},
+        {**TASK_EXT, "status": "completed", "result": done}])
+    assert [s.method for s in steps] == ["tasks/cancel", "tasks/get"]
+    assert task.status == "completed" and run(await_plan(task), [])[0] == done
+
+    running = ClientTask("t2", FORM_EXTENSION)
+    run(cancel_plan(running), [{"resultType": "complete"}, {**TASK_EXT, "status": "working"}])
+    assert running.status == "working"  # not yet: task_result keeps polling
+
+    forgotten = ClientTask("t2", FORM_EXTENSION)
+    run(cancel_plan(forgotten), [{"resultType": "complete"},
+                                 McpError(-32602, "unknown taskId")])
+    assert forgotten.status == "cancelled"
+    with pytest.raises(McpError):
+        run(cancel_plan(ClientTask("t2", FORM_EXTENSION)),
+            [{"resultType": "complete"}, McpError(-32603, "Internal error")])

@@ -19,6 +19,17 @@ Two wire forms exist (see ``adapters/_tasks.py`` for the server side):
   ``input_required``; those are answered with ``tasks/update``; ``tasks/cancel`` stops it.
   There is no ``tasks/result`` and no ``tasks/list`` (-32601).
 
+**The creation answer is a Task, not an outcome.** In both forms it carries no result, error
+or questions, and its status is the task's "seed state" -- ``working`` from our server (2025-11-25
+requires it), but the extension lets a server report any status there, a terminal one
+included. A task the client already knows to be terminal without its payload is therefore
+*fetched* the way the form says: ``tasks/result`` (2025-11-25; it answers at once for a
+terminal task) or one ``tasks/get`` (the extension's DetailedTask inlines the result or the
+error) -- never taken for a task that "ended without a result". Likewise an extension
+``tasks/cancel`` is only acknowledged ("eventually consistent": the task may still be
+working, or may have ended otherwise), so the client reads the task once after the ack
+instead of assuming ``cancelled``.
+
 :class:`ClientTask` is the client's view of one task (status, poll interval, outcome), fed
 by every answer and notification that mentions it; a status change calls ``on_status``.
 The operations are generator *plans*: they yield :class:`Send` (a request to make; the
@@ -121,6 +132,15 @@ class ClientTask:
     def terminal(self) -> bool:
         return self.status in TERMINAL
 
+    @property
+    def settled(self) -> bool:
+        """Terminal with what its end needs: the result (``completed``), the error
+        (``failed``), or nothing (``cancelled``). A terminal status learnt from a Task that
+        does not inline its end (a creation answer, 2025-11-25 ``tasks/get``) is not."""
+        return self.status == "cancelled" or (
+            self.status == "completed" and self.result is not None) or (
+            self.status == "failed" and self.error is not None)
+
     def update(self, body: Mapping[str, Any]) -> bool:
         """Take in a Task body (any form); True when the status changed."""
         self.raw = dict(body)
@@ -201,8 +221,15 @@ def start_plan(protocol_version: str | None, name: str, arguments: Mapping[str, 
             return task
         raise McpError(-32603, "the server did not answer the task-augmented call with a task")
     task = ClientTask(body["taskId"], form, on_status=on_status)
-    task.update(body)
+    # Only the Task's own fields: a creation answer inlines nothing of the end (a field a
+    # server adds beyond the schema is not taken for the outcome; tasks/get or tasks/result
+    # is the one source of it).
+    task.update({key: value for key, value in body.items() if key not in _INLINED})
     return task
+
+
+#: What a DetailedTask (extension ``tasks/get``) inlines beyond the Task's own fields.
+_INLINED = frozenset({"result", "error", "inputRequests"})
 
 
 def get_plan(task: ClientTask) -> Plan:
@@ -216,11 +243,11 @@ def await_plan(task: ClientTask) -> Plan:
     2025-11-25 asks ``tasks/result`` (the server answers when terminal); the extension polls
     ``tasks/get`` at the server's interval. An ``input_required`` extension task must be
     answered with ``tasks/update`` (by the status callback) or it never ends."""
-    if not task.task_id:  # answered plainly: nothing to wait for
+    if not task.task_id or task.settled:  # answered plainly, or known already
         return task.outcome()
     if task.form == FORM_V1:
-        if task.result is not None or task.status == "cancelled":
-            return task.outcome()
+        # Whatever status is known (a creation answer may say it ended): tasks/result
+        # answers the end of a terminal task at once and waits for that of another.
         try:
             result = yield Send("tasks/result", {"taskId": task.task_id})
         except McpError as error:
@@ -230,18 +257,36 @@ def await_plan(task: ClientTask) -> Plan:
         task.result = result
         task.update({"status": "completed"})
         return result
-    while not task.terminal:
-        yield Sleep(task.poll_interval)
+    fetched = False
+    while not task.settled:
+        if task.terminal:
+            # Ended, its end not yet seen (the creation answer said so): one tasks/get
+            # inlines it. A server that still leaves it out is answered below (-32603).
+            if fetched:
+                break
+            fetched = True
+        else:
+            yield Sleep(task.poll_interval)
         yield from get_plan(task)
     return task.outcome()
 
 
 def cancel_plan(task: ClientTask) -> Plan:
-    """``tasks/cancel``; the task's view says ``cancelled`` (2025-11-25 answers the Task)."""
+    """``tasks/cancel``. 2025-11-25 answers the cancelled Task (a terminal task is -32602,
+    raised). The extension only acknowledges: the cancel is "eventually consistent" and the
+    task "MAY ultimately reach a terminal status other than cancelled if the work finished
+    before cancellation could take effect" (ext-tasks ``tasks.md``, Task Cancellation), so
+    the task is read once after the ack (a server that has forgotten it: ``cancelled``)."""
     result = yield Send("tasks/cancel", {"taskId": task.task_id})
-    if task.form == FORM_V1 and isinstance(result, dict) and "status" in result:
-        task.update(result)
-    else:
+    if task.form == FORM_V1:
+        task.update(result if isinstance(result, dict) and "status" in result
+                    else {"status": "cancelled"})
+        return None
+    try:
+        yield from get_plan(task)
+    except McpError as error:
+        if error.code != -32602:  # not "unknown taskId"
+            raise
         task.update({"status": "cancelled"})
     return None
 

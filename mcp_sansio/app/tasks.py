@@ -195,6 +195,11 @@ class Task:
         #: authenticated principal (None without authorization).
         self.owner_key: str | None = None
         self.principal: str | None = None
+        #: The creating ``tools/call``'s answer: the task as it was created, taken before its
+        #: handler was launched (:meth:`TaskLedger.start`), so that a handler that ends
+        #: first -- on a thread of its own, or inside the dispatch on an eager runtime --
+        #: cannot make it report an end it does not carry (see :meth:`creation_answer`).
+        self.creation: dict[str, Any] = {}
 
     def record(self) -> dict[str, Any]:
         """What a shared store keeps of the task (JSON-able; no handler, no callbacks)."""
@@ -250,6 +255,16 @@ class Task:
     def created_result(self) -> dict[str, Any]:
         """The ``CreateTaskResult``: ``Result & Task``, flat, ``resultType: "task"``."""
         return {"resultType": "task", **self.envelope()}
+
+    def creation_answer(self, era: Era | None) -> dict[str, Any]:
+        """The creating call's answer in ``era``'s form, as the task is now. Both forms are
+        a bare Task: neither carries the result, the error or the questions (2025-11-25
+        ``CreateTaskResult`` is ``{task}``, "the response does not include the actual
+        operation result"; the extension's is ``Result & Task``). Taken at creation it is
+        ``working`` with ``lastUpdatedAt == createdAt`` -- what 2025-11-25 requires ("Tasks
+        MUST begin in the working status") and the extension's "seed state"; the end is
+        fetched with ``tasks/result`` or ``tasks/get``."""
+        return self.created_result() if era is Era.STATELESS else {"task": self.v1()}
 
     def detailed(self) -> dict[str, Any]:
         """The ``tasks/get`` answer: the envelope plus what the status calls for."""
@@ -634,8 +649,8 @@ class TaskLedger:
         task = self.start(job, ctx)
         if task is None:  # the store is full: run it synchronously
             return job
-        created = self._locked(task.created_result)
-        return Job(self._durable(task), shape=lambda _: created)
+        created = task.creation  # as created, whatever the handler has done since
+        return Job(self._durable(task), shape=lambda _: dict(created))
 
     def _route_handshake(self, server: ToolRouter, request: Request, ctx: Context) -> Job | None:
         """2025-11-25 tasks (``basic/utilities/tasks.mdx``): task-augmented ``tools/call``
@@ -692,8 +707,8 @@ class TaskLedger:
         augmented_task = self.start(job, ctx, ttl_ms=ttl_ms)
         if augmented_task is None:
             return job
-        created = {"task": self._locked(augmented_task.v1)}
-        return Job(self._durable(augmented_task), shape=lambda _: created)
+        created = augmented_task.creation  # as created (see start)
+        return Job(self._durable(augmented_task), shape=lambda _: dict(created))
 
     def _result_job(self, task: Task, ctx: Context) -> Job:
         """``tasks/result``: waits until the task is terminal, then answers what the call
@@ -973,6 +988,11 @@ class TaskLedger:
                 task._notify = notify
             self._store.put(task)
             self._share(task)
+            # The creation answer is taken now, before the handler can run: once launched it
+            # may end before the dispatch goes on (a thread of its own; an eager runtime runs
+            # a handler that never suspends inside launch), and an answer built then would
+            # report an end without carrying it. One instant, one consistent snapshot.
+            task.creation = task.creation_answer(ctx.era)
         runtime.launch(self, task, job, ctx)
         return task
 
