@@ -176,19 +176,28 @@ class World:
         self.next_id += 1
         params = dict(step.params or {})
         request = Request(request_id=self.next_id, method=step.method, params=params)
+        # An McpError raised by the route is answered as the request's error (ServerLogic).
         job = self.ledger._route(self.router, request, self.ctx(params))  # type: ignore[arg-type]
         assert job is not None
-        if job.fn is not None:
-            # tasks/result on a task not yet terminal: the server holds the answer until it
-            # is; here the world moves on until then.
-            assert step.method == "tasks/result"
-            task = self.ledger._store.get(params["taskId"])
-            for _ in range(10):
-                if task is None or task.terminal:
-                    break
-                self.on_wait()
-            task = self.ledger._store.get(params["taskId"])
-            assert task is not None and task.terminal, "tasks/result would block forever"
+        if job.fn is None:
+            # A job without fn is shaped at once, where nothing turns a raise into an answer
+            # (over HTTP it was a 500 and a closed connection): its shape must not raise.
+            try:
+                answer = job.shape(None)
+            except McpError as exc:
+                raise AssertionError(f"{step.method}: the shape raised {exc!r}") from exc
+            self.answers.append((step.method, answer))
+            return answer
+        # tasks/result on a task not yet terminal: the server holds the answer until it is
+        # (then shapes it where a raise is the request's error); here the world moves on.
+        assert step.method == "tasks/result"
+        task = self.ledger._store.get(params["taskId"])
+        for _ in range(10):
+            if task is None or task.terminal:
+                break
+            self.on_wait()
+        task = self.ledger._store.get(params["taskId"])
+        assert task is not None and task.terminal, "tasks/result would block forever"
         answer = job.shape(None)
         self.answers.append((step.method, answer))
         return answer

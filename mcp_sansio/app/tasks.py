@@ -720,10 +720,16 @@ class TaskLedger:
 
         runtime = self._served(ctx)  # outside the lock: it may bind the ledger's lock
         with self._lock:
-            if task.terminal:
-                return Job(None, shape=outcome)
-            waiter = runtime.waiter()
-            task._done.append(waiter.set)
+            ended = task.terminal
+            if not ended:
+                waiter = runtime.waiter()
+                task._done.append(waiter.set)
+        if ended:
+            # Answered now, its error raised here: a job without ``fn`` is shaped where a
+            # raise is not answered as the request's error (a failed task's tasks/result
+            # once broke the connection -- HTTP 500 -- instead of answering the error).
+            answer = outcome(None)
+            return Job(None, shape=lambda _: answer)
 
         async def wait() -> None:
             await waiter.wait()
