@@ -32,6 +32,12 @@ terminal and answers what the call would have (its result, or its error verbatim
 is announced with ``notifications/tasks/status``. A task belongs to the session that created
 it; other sessions do not see it.
 
+The creation answer (both eras) is the task as it was created, taken in :meth:`TaskLedger.start`
+before the handler is launched: ``working``, nothing inlined. A handler may end before the
+dispatch goes on (a thread of its own; an eager runtime runs one that never suspends inside
+``launch``); an answer built after that would report an end it cannot carry -- neither era's
+``CreateTaskResult`` has a result field.
+
 Statuses: ``working`` -> (``input_required`` <-> ``working``)* -> ``completed`` (the handler
 returned, or failed *as a tool*: ``result.isError``), ``failed`` (it raised anything else:
 a protocol-level error, -32603 with a generic message, the exception logged) or
