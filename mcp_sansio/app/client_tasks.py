@@ -103,9 +103,10 @@ StatusCallback = Callable[["ClientTask"], Any]
 class ClientTask:
     """The client's view of one task. ``status`` is one of ``working``,
     ``input_required``, ``completed``, ``failed``, ``cancelled``; ``result`` / ``error`` are
-    known once terminal (the extension inlines them; 2025-11-25 fetches with
-    ``tasks/result``); ``input_requests`` are the questions of an ``input_required`` task
-    (extension form)."""
+    known once the end has been fetched (:attr:`settled`: the extension's ``tasks/get``
+    inlines them, 2025-11-25 asks ``tasks/result``; a terminal status alone, as a
+    creation answer may report, is not the end); ``input_requests`` are the questions of
+    an ``input_required`` task (extension form)."""
 
     def __init__(self, task_id: str, form: str, *,
                  on_status: StatusCallback | None = None) -> None:
