@@ -198,8 +198,7 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
 
     def __init__(self, conn: ServerConnection, server: Server, service: HTTPService,
                  http_session: Session) -> None:
-        super().__init__(conn, server, pool=service._pool)
-        self.lock = service.lock
+        super().__init__(conn, server, pool=service._pool, lock=service.lock)
         self._bind(service, http_session)
 
     def _now(self) -> float:
@@ -225,7 +224,7 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
                 self._step(request, job, ctx)
                 return
         self._contexts[request.request_id] = ctx
-        self._pool.submit(self._run, request, job, ctx)
+        self.runtime.pool.submit(self._run, request, job, ctx)
 
     # -- stateless-era async def handlers: the first step during the dispatch ----------------
 
@@ -263,7 +262,7 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
             return
         finally:
             asyncio._set_running_loop(previous)
-        self._pool.submit(self._resume, request, job, ctx, loop,
+        self.runtime.pool.submit(self._resume, request, job, ctx, loop,
                           loop.create_task(_Resumed(coro, first), context=context))
 
     def _resume(self, request: Request, job: Job, ctx: Context,
@@ -278,14 +277,14 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
             if ctx.cancelled:
                 task.cancel()
             else:
-                self._cancellers[request_id] = cancel
+                self.runtime.cancellers[request_id] = cancel
         try:
             value = loop.run_until_complete(task)
         except asyncio.CancelledError:
             value = _CANCELLED
         except Exception as exc:
             with self.lock:
-                self._cancellers.pop(request_id, None)
+                self.runtime.cancellers.pop(request_id, None)
                 self._contexts.pop(request_id, None)
                 if not ctx.cancelled:
                     self._job_failed(request, exc)
@@ -293,7 +292,7 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
         finally:
             _close_loop(loop)
         with self.lock:
-            self._cancellers.pop(request_id, None)
+            self.runtime.cancellers.pop(request_id, None)
             if value is _CANCELLED:
                 self._contexts.pop(request_id, None)
             else:
@@ -315,8 +314,8 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
         """The session ended: its running handlers are cancelled (the pool is shared)."""
         for request_id in list(self._contexts):
             self._cancel_incoming(request_id)
-        cancellers = list(self._cancellers.values())
-        self._cancellers.clear()
+        cancellers = list(self.runtime.cancellers.values())
+        self.runtime.cancellers.clear()
         for cancel in cancellers:
             cancel()
 
@@ -1026,7 +1025,7 @@ class HTTPClientSession(HTTPClientLogic, SyncClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._sockets: dict[ClientChannel, _ClientSocket] = {}
-        lock = cast("threading.RLock", self.lock)  # SyncSession's: an RLock
+        lock = cast("threading.RLock", self.lock)  # the ThreadRuntime's: an RLock
         self._sockets_changed = threading.Condition(lock)
         self._timer = threading.Condition(lock)
         self._deadline: float | None = None
@@ -1142,7 +1141,7 @@ class HTTPClientSession(HTTPClientLogic, SyncClient):
                 reader.join()
         if self._timer_thread is not None and self._timer_thread is not threading.current_thread():
             self._timer_thread.join()
-        self._stop_workers()
+        self.runtime.stop_workers()
 
 
 @contextlib.contextmanager

@@ -51,12 +51,8 @@ KNOWN_DEEP_ADAPTER_CLASSES: set[str] = {
     "mcp_sansio.adapters._http_threading._HTTPSession",
     "mcp_sansio.adapters._http_trio.HTTPClientSession",
     "mcp_sansio.adapters._http_trio._HTTPSession",
-    "mcp_sansio.adapters._sync_api.SyncClient",
-    "mcp_sansio.adapters._sync_api.SyncServerSession",
     "mcp_sansio.adapters._trio_session.Client",
     "mcp_sansio.adapters._trio_session.ServerSession",
-    "mcp_sansio.adapters.threading.Client",
-    "mcp_sansio.adapters.threading.ServerSession",
 }
 
 
