@@ -34,7 +34,9 @@ from ._api import _Resumed
 from ._stdio import write_all
 
 if TYPE_CHECKING:
-    from ._api import AsyncSession
+    from ._api import AsyncClient, AsyncServerSession
+
+    AsyncSession = AsyncClient | AsyncServerSession
 
 __all__ = ["AsyncioRuntime"]
 

@@ -29,6 +29,7 @@ from mcp_sansio import KeyRing, RequestId, ServerConnection
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
+from ._asyncio_runtime import AsyncioRuntime
 from ._asyncio_session import ServerSession, _small_reads
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import asyncio_decider
@@ -48,9 +49,11 @@ class _HTTPSession(HTTPSessionLogic, ServerSession):
 
     context_class = HTTPContext
     _service: HTTPService
+    runtime: AsyncioRuntime
 
     def __init__(self, conn: ServerConnection, server: Server, service: HTTPService,
                  http_session: Session) -> None:
+        self.runtime = AsyncioRuntime(self)
         super().__init__(conn, server)
         self._bind(service, http_session)
 

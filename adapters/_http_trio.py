@@ -121,9 +121,11 @@ class _HTTPSession(HTTPSessionLogic, ServerSession):
 
     context_class = HTTPContext
     _service: HTTPService
+    runtime: TrioRuntime
 
     def __init__(self, conn: ServerConnection, server: Server, service: HTTPService,
                  http_session: Session) -> None:
+        self.runtime = TrioRuntime(self)
         super().__init__(conn, server)
         self._bind(service, http_session)
         self.runtime.nursery = service._nursery

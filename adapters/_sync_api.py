@@ -56,7 +56,7 @@ from mcp_sansio.app.client_tasks import (
     update_plan,
 )
 from mcp_sansio.app.context import Context, Job, elicit_request, sampling_request
-from mcp_sansio.app.errors import ProgressCallback, RequestCancelledError, outcome
+from mcp_sansio.app.errors import Call, ProgressCallback, RequestCancelledError, outcome
 from mcp_sansio.app.server import Server, ServerLogic
 from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, next_cursor, page_params
 
@@ -238,15 +238,15 @@ class SyncClient(ClientLogic):
         self.lock = self.runtime.lock
         #: The stdio server process (``connect_stdio``), or None.
         self.child: ThreadChild | None = None
+        #: The stdio server's exit status once it has ended (its child sets it).
+        self.returncode: int | None = None
 
     request = _request
     _spawn_awaitable = _spawn_awaitable
 
-    @property
-    def returncode(self) -> int | None:
-        """The stdio server's exit status once it has ended (None: still running, or not a
-        stdio client)."""
-        return self.child.returncode if self.child is not None else None
+    def _wait_call(self, call: Call, cancel: CancelToken | None) -> None:
+        """Block until ``call`` ends (the runtime's wait; benchmarks drive calls by hand)."""
+        self.runtime.wait_call(call, cancel)
 
     @property
     def _process(self) -> subprocess.Popen[bytes] | None:

@@ -385,7 +385,7 @@ class ThreadChild:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(0.05)  # usually gone by now: say so in the errors
         if process.returncode is not None:
-            self.returncode = process.returncode
+            self.returncode = self.client.returncode = process.returncode
             self.client.transport_detail = (
                 f"the server process exited with status {process.returncode}")
             return
@@ -393,7 +393,8 @@ class ThreadChild:
 
     def stop(self, shutdown_timeout: float) -> None:
         """Stop the server (the spec's sequence, blocking up to ~2x ``shutdown_timeout``)."""
-        self.returncode = stop_server(self.process, shutdown_timeout)
+        self.returncode = self.client.returncode = stop_server(self.process,
+                                                               shutdown_timeout)
 
     def close_streams(self) -> None:
         """Close our ends of its stdout and stderr (after the reader has stopped)."""

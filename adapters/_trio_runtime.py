@@ -39,7 +39,9 @@ from mcp_sansio import RequestId
 from mcp_sansio.app.errors import Call, _nothing
 
 if TYPE_CHECKING:
-    from ._api import AsyncSession
+    from ._api import AsyncClient, AsyncServerSession
+
+    AsyncSession = AsyncClient | AsyncServerSession
 
 __all__ = ["TrioRuntime"]
 

@@ -40,10 +40,6 @@ MAX_OWN_MRO = 3
 #: Classes of today's adapters/ that resolve through more than MAX_OWN_MRO of our classes
 #: (same fate as the cycles above), by qualified name.
 KNOWN_DEEP_ADAPTER_CLASSES: set[str] = {
-    "mcp_sansio.adapters._asyncio_session.Client",
-    "mcp_sansio.adapters._asyncio_session.ServerSession",
-    "mcp_sansio.adapters._api.AsyncClient",
-    "mcp_sansio.adapters._api.AsyncServerSession",
     "mcp_sansio.adapters._http_asyncio._HTTPSession",
     "mcp_sansio.adapters._http_client_asyncio.HTTPClientSession",
     "mcp_sansio.adapters._http_threading.HTTPClientSession",
@@ -51,8 +47,6 @@ KNOWN_DEEP_ADAPTER_CLASSES: set[str] = {
     "mcp_sansio.adapters._http_threading._HTTPSession",
     "mcp_sansio.adapters._http_trio.HTTPClientSession",
     "mcp_sansio.adapters._http_trio._HTTPSession",
-    "mcp_sansio.adapters._trio_session.Client",
-    "mcp_sansio.adapters._trio_session.ServerSession",
 }
 
 

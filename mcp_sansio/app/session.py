@@ -186,6 +186,9 @@ class _NoRuntime:
         raise NotImplementedError("this session holds no runtime: override _run_eager")
 
 
+_NO_RUNTIME = _NoRuntime()
+
+
 class Session:
     """The runtime-independent half of one connection's pump.
 
@@ -195,12 +198,16 @@ class Session:
     """
 
     conn: Connection
-    #: The runtime object (class default: none, for a session that overrides the hooks).
-    runtime: Runtime = _NoRuntime()
+    #: The runtime object, set by the colour class before ``__init__`` (a session that
+    #: overrides the hooks instead holds a stand-in with no wall clock).
+    runtime: Runtime
 
     def __init__(self, conn: Connection, *, keepalive: float | None = None,
                  keepalive_misses: int = DEFAULT_MAX_MISSED, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if getattr(self, "runtime", None) is None:
+            # Not a class default: ``runtime`` stays out of the public names of the class.
+            self.runtime = _NO_RUNTIME
         self.conn = conn
         #: The ping schedule (:mod:`._keepalive`), when ``keepalive`` (seconds) was given.
         self.keepalive: Keepalive | None = (
