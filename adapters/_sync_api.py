@@ -619,8 +619,10 @@ class SyncServerSession(ServerLogic):
     def __init__(self, conn: ServerConnection, server: Server, *,
                  max_workers: int = DEFAULT_MAX_WORKERS,
                  pool: ThreadPoolExecutor | None = None,
-                 lock: threading.RLock | None = None, **kwargs: Any) -> None:
-        self.runtime = ThreadRuntime(self, max_workers=max_workers, pool=pool, lock=lock)
+                 lock: threading.RLock | None = None,
+                 runtime_class: type[ThreadRuntime] = ThreadRuntime, **kwargs: Any) -> None:
+        # ``runtime_class``: the HTTP server's sessions step async handlers their own way.
+        self.runtime = runtime_class(self, max_workers=max_workers, pool=pool, lock=lock)
         super().__init__(conn, server, **kwargs)
         self.lock = self.runtime.lock
         self._contexts: dict[RequestId, Context] = {}

@@ -40,13 +40,9 @@ MAX_OWN_MRO = 3
 #: Classes of today's adapters/ that resolve through more than MAX_OWN_MRO of our classes
 #: (same fate as the cycles above), by qualified name.
 KNOWN_DEEP_ADAPTER_CLASSES: set[str] = {
-    "mcp_sansio.adapters._http_asyncio._HTTPSession",
     "mcp_sansio.adapters._http_client_asyncio.HTTPClientSession",
     "mcp_sansio.adapters._http_threading.HTTPClientSession",
-    "mcp_sansio.adapters._http_threading._AsyncContext",
-    "mcp_sansio.adapters._http_threading._HTTPSession",
     "mcp_sansio.adapters._http_trio.HTTPClientSession",
-    "mcp_sansio.adapters._http_trio._HTTPSession",
 }
 
 

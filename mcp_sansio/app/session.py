@@ -98,6 +98,7 @@ __all__ = [
     "next_cursor",
     "page_params",
     "ClientLogic",
+    "Link",
     "Listener",
     "Runtime",
     "Session",
@@ -164,6 +165,18 @@ class Runtime(Protocol):
     def run_eager(self) -> None: ...
 
 
+class Link(Protocol):
+    """What ties a session to a server that drains its connection itself (the HTTP server:
+    :class:`~.http_service.HTTPLink`), held as ``session.link``. ``service()`` hands over to
+    it; a server-wide notification a handler sends is broadcast through it; ``auth`` is who
+    the latest request spoke for."""
+
+    @property
+    def auth(self) -> Any: ...
+    def service(self) -> None: ...
+    def broadcast(self, method: str, params: Mapping[str, Any] | None) -> bool: ...
+
+
 class _NoRuntime:
     """The runtime of a session that overrides the hooks instead of holding one (an
     embedder's pump, a test's virtual session): no wall clock, and nothing else."""
@@ -209,6 +222,8 @@ class Session:
             # Not a class default: ``runtime`` stays out of the public names of the class.
             self.runtime = _NO_RUNTIME
         self.conn = conn
+        #: The server that drains this connection itself (HTTP), or None: see :class:`Link`.
+        self.link: Link | None = None
         #: The ping schedule (:mod:`._keepalive`), when ``keepalive`` (seconds) was given.
         self.keepalive: Keepalive | None = (
             Keepalive(keepalive, keepalive_misses) if keepalive is not None else None)
@@ -274,6 +289,11 @@ class Session:
         """Drain events (dispatching each), then the outbox, then re-arm the timer."""
         if self._servicing:
             return  # the outer call's loop picks up whatever we were called for
+        link = self.link
+        if link is not None:
+            # The HTTP server drains the connection (and owns every timer): hand over.
+            link.service()
+            return
         self._servicing = True
         conn = self.conn
         try:
