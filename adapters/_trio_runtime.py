@@ -41,6 +41,7 @@ from mcp_sansio.app.errors import Call, _nothing
 if TYPE_CHECKING:
     from ._api import AsyncClient, AsyncServerSession
 
+    #: The session a runtime object serves: either role of the async colour.
     AsyncSession = AsyncClient | AsyncServerSession
 
 __all__ = ["TrioRuntime"]
