@@ -1,12 +1,14 @@
 """The high-level Client and Server shapes, written once for every ``async`` runtime.
 
 asyncio and trio differ only in their primitives. A session holds a runtime object
-(``self.runtime``, an :class:`AsyncRuntime`: asyncio's is in ``._asyncio_runtime``) and the
-hooks the sans-IO session logic calls (``_now``, ``_arm``, ``_write``, see
-:class:`~mcp_sansio.app.session.Session`) and the awaiting half below calls
-(``_new_event()``, ``_start_task(key, coroutine)``, ``_cancel_task(key)``) go to it.
-trio's is in ``._trio_runtime``. The blocking twin for threads is in
-:mod:`._sync_api`.
+(``self.runtime``, an :class:`AsyncRuntime`: asyncio's is in ``._asyncio_runtime``, trio's
+in ``._trio_runtime``): the sans-IO session logic's hooks (``_now``, ``_arm``, ``_write``,
+see :class:`~mcp_sansio.app.session.Session`) delegate to it, and the awaiting code below
+calls it directly (``new_event()``, ``start_task(key, coroutine)``, ``cancel_task(key)``,
+``wait_call(call)``). The classes stack on two axes only:
+:class:`~mcp_sansio.app.session.Session`, the role (``ClientLogic``, ``ServerLogic``), this
+colour (:class:`AsyncClient`, :class:`AsyncServerSession`); ``request`` is one function
+shared by both roles. The blocking twin for threads is in :mod:`._sync_api`.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from mcp_sansio.app.calls import ClientCalls
 from mcp_sansio.app.context import Context, Job, elicit_request, sampling_request
 from mcp_sansio.app.errors import Call, ProgressCallback, outcome
 from mcp_sansio.app.server import ServerLogic
-from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, Session
+from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, log
 
 from ._colours import asynchronous
+from ._stdio import DEFAULT_SHUTDOWN_TIMEOUT
 
 if TYPE_CHECKING:
     from mcp_sansio.app.tasks import TaskRuntime
@@ -72,6 +75,16 @@ class _Resumed(Coroutine[Any, Any, Any]):
         raise TypeError("a resumed handler runs in its task only")
 
 
+class AsyncChild(Protocol):
+    """A stdio client's server process on one runtime, held by the client
+    (``client.child``): its process object, and the spec's shutdown (then the client's
+    jobs are stopped)."""
+
+    process: Any
+
+    async def aclose(self, shutdown_timeout: float) -> None: ...
+
+
 class AsyncRuntime(Protocol):
     """What one session needs from an ``async`` runtime, held as ``session.runtime``."""
 
@@ -88,88 +101,59 @@ class AsyncRuntime(Protocol):
     def task_runtime(self) -> TaskRuntime: ...
 
 
-class AsyncSession(Session):
-    """The awaiting half shared by asyncio and trio; the runtime's primitives come from the
-    runtime object it holds (``runtime``)."""
+async def _request(
+    self: AsyncClient | AsyncServerSession, method: str,
+    params: Mapping[str, Any] | None = None, *, timeout: Any = DEFAULT,
+    max_total: Any = DEFAULT, progress: ProgressCallback | None = None,
+    related_request_id: RequestId | None = None,
+) -> dict[str, Any]:
+    """Send any request and await its result.
 
-    runtime: AsyncRuntime
+    :param timeout: idle timeout in seconds, restarted by each progress notification
+        (None: none); left out: the connection's ``request_timeout``.
+    :param max_total: hard maximum in seconds, never extended by progress; left out:
+        the connection's ``max_request_time``.
+    :param progress: ``progress(progress, total, message)``, called for each progress
+        notification (asks the peer for progress).
+    :param related_request_id: (a server's request to its client) the client request
+        this one is made on behalf of.
+    :raises McpError: the peer answered with an error.
+    :raises RequestTimeout: no answer in time (``notifications/cancelled`` was sent).
+    :raises ConnectionClosedError: the connection closed first.
+    """
+    # One definition for both roles of the async colour (a class of its own between them
+    # and the role would make every concrete class one deeper).
+    call = self._start_call(method, params, timeout=timeout, max_total=max_total,
+                           on_progress=progress, related_request_id=related_request_id)
+    wait_call = self.runtime.wait_call
+    while True:
+        await wait_call(call)
+        event = call.event
+        if isinstance(event, InputRequired):
+            assert isinstance(self, ClientLogic)  # only a client is asked for input
+            answers: dict[str, Any] = {}
+            for key, input_method, input_params in self._input_items(event):
+                answers[key] = await _maybe_await(
+                    self._input_callback(input_method)(input_params))
+            call = self._retry_call(call, answers)
+            continue
+        return outcome(call, self._closed_detail())
 
-    def _now(self) -> float:
-        return self.runtime.now()
 
-    def _wall_now(self) -> float | None:
-        return self.runtime.wall_now()
+def _spawn_awaitable(self: AsyncClient | AsyncServerSession,
+                     awaitable: Awaitable[Any]) -> None:
+    """An ``async`` callback: a background job of the runtime, its failure logged."""
+    async def run() -> None:
+        try:
+            await awaitable
+        except Exception:
+            log.exception("an async callback raised")
+    self.runtime.start_task(None, run())
 
-    def _arm(self, deadline: float | None) -> None:
-        self.runtime.arm(deadline)
 
-    def _write(self, data: bytes) -> None:
-        self.runtime.write(data)
-
-    def _run_eager(self) -> None:
-        self.runtime.run_eager()
-
-    def _new_event(self) -> AsyncEvent:
-        return self.runtime.new_event()
-
-    def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
-        self.runtime.start_task(key, coro)
-
-    def _cancel_task(self, key: RequestId) -> bool:
-        return self.runtime.cancel_task(key)
-
-    def _task_runtime(self) -> TaskRuntime:  # the tasks seam (mcp_sansio.app.tasks.TaskHost)
-        return self.runtime.task_runtime()
-
-    def _spawn_awaitable(self, awaitable: Awaitable[Any]) -> None:
-        async def run() -> None:
-            try:
-                await awaitable
-            except Exception:
-                from mcp_sansio.app.session import log
-                log.exception("an async callback raised")
-        self._start_task(None, run())
-
-    async def _wait_call(self, call: Call) -> None:
-        await self.runtime.wait_call(call)
-
-    async def request(
-        self, method: str, params: Mapping[str, Any] | None = None, *,
-        timeout: Any = DEFAULT, max_total: Any = DEFAULT,
-        progress: ProgressCallback | None = None,
-        related_request_id: RequestId | None = None,
-    ) -> dict[str, Any]:
-        """Send any request and await its result.
-
-        :param timeout: idle timeout in seconds, restarted by each progress notification
-            (None: none); left out: the connection's ``request_timeout``.
-        :param max_total: hard maximum in seconds, never extended by progress; left out:
-            the connection's ``max_request_time``.
-        :param progress: ``progress(progress, total, message)``, called for each progress
-            notification (asks the peer for progress).
-        :param related_request_id: (a server's request to its client) the client request
-            this one is made on behalf of.
-        :raises McpError: the peer answered with an error.
-        :raises RequestTimeout: no answer in time (``notifications/cancelled`` was sent).
-        :raises ConnectionClosedError: the connection closed first.
-        """
-        call = self._start_call(method, params, timeout=timeout, max_total=max_total,
-                               on_progress=progress, related_request_id=related_request_id)
-        while True:
-            await self._wait_call(call)
-            event = call.event
-            if isinstance(event, InputRequired):
-                call = self._retry_call(call, await self._fulfil(event))
-                continue
-            return outcome(call, self._closed_detail())
-
-    async def _fulfil(self, event: InputRequired) -> dict[str, Any]:
-        """Answer a stateless-era ``input_required`` with the client's callbacks."""
-        assert isinstance(self, ClientLogic)
-        answers: dict[str, Any] = {}
-        for key, method, params in self._input_items(event):
-            answers[key] = await _maybe_await(self._input_callback(method)(params))
-        return answers
+def _task_runtime(self: AsyncClient | AsyncServerSession) -> TaskRuntime:
+    """The tasks seam (:class:`mcp_sansio.app.tasks.TaskHost`): the runtime's task runtime."""
+    return self.runtime.task_runtime()
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -195,7 +179,7 @@ class AsyncSubscription:
         return self._listener.acknowledged
 
     async def _wait(self) -> None:
-        event = self._client._new_event()
+        event = self._client.runtime.new_event()
         self._listener.wake = event.set
         try:
             await event.wait()
@@ -236,20 +220,48 @@ class AsyncSubscription:
         await self.close()
 
 
-class AsyncClient(ClientLogic, AsyncSession):
+class AsyncClient(ClientLogic):
     """An MCP client on an ``async`` runtime. Every method returns the server's result as a
     plain dict (the ``list_*`` methods: the items of every page) and raises
     :class:`~mcp_sansio.adapters.errors.McpError`,
     :class:`~mcp_sansio.adapters.errors.RequestTimeout` or
     :class:`~mcp_sansio.adapters.errors.ConnectionClosedError` (all in
     :mod:`mcp_sansio.adapters.errors`). Each named call accepts the keywords ``timeout``,
-    ``max_total`` and ``progress`` of :meth:`request`."""
+    ``max_total`` and ``progress`` of :meth:`request`. Its runtime's primitives are the
+    runtime object it holds (``runtime``: an :class:`AsyncRuntime`)."""
+
+    runtime: AsyncRuntime
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The stdio server process (``connect_stdio``), or None.
+        self.child: AsyncChild | None = None
+        #: The stdio server's exit status once it has ended (its child sets it).
+        self.returncode: int | None = None
+
+    request = _request
+    _spawn_awaitable = _spawn_awaitable
+    _task_runtime = _task_runtime
+
+    @property
+    def _process(self) -> Any:
+        """The stdio server's process object (the runtime's own kind), or None."""
+        return self.child.process if self.child is not None else None
+
+    async def aclose(self, shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -> None:
+        """Close the connection and, for a stdio client, stop the server as the spec says:
+        close its stdin, wait, SIGTERM, wait, SIGKILL (to its whole process group)."""
+        if self.closed is None:
+            self.conn.close(now=self._now())
+            self.service()
+        if self.child is not None:
+            await self.child.aclose(shutdown_timeout)
 
     def _spawn_incoming(self, request: Request) -> None:
-        self._start_task(request.request_id, self._answer(request))
+        self.runtime.start_task(request.request_id, self._answer(request))
 
     def _cancel_incoming(self, request_id: RequestId) -> None:
-        self._cancel_task(request_id)
+        self.runtime.cancel_task(request_id)
 
     async def _answer(self, request: Request) -> None:
         """Answer a handshake-era server's request (sampling, elicitation, roots)."""
@@ -270,7 +282,7 @@ class AsyncClient(ClientLogic, AsyncSession):
         verdict (:attr:`era` of an earlier connection)."""
         if not self._start_connect(era):
             while self.initialized is None and self.closed is None:
-                event = self._new_event()
+                event = self.runtime.new_event()
                 self._ready_wakers.append(event.set)
                 await event.wait()
         return self._connect_outcome()
@@ -377,8 +389,20 @@ class AsyncContext(Context):
         return (await self.ask({key: ("roots/list", {})}))[key]  # type: ignore[no-any-return]
 
 
-class AsyncServerSession(ServerLogic, AsyncSession):
-    """One served connection: every request runs its handler in its own task."""
+class AsyncServerSession(ServerLogic):
+    """One served connection: every request runs its handler in its own task. Its
+    runtime's primitives are the runtime object it holds (``runtime``: an
+    :class:`AsyncRuntime`)."""
+
+    runtime: AsyncRuntime
+
+    request = _request
+    _spawn_awaitable = _spawn_awaitable
+    _task_runtime = _task_runtime
+
+    def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
+        """Start a handler's job (an HTTP session changes how: it steps it at once)."""
+        self.runtime.start_task(key, coro)
 
     context_class: type[AsyncContext] = AsyncContext
 
@@ -397,7 +421,7 @@ class AsyncServerSession(ServerLogic, AsyncSession):
         ctx = self._contexts.pop(request_id, None)
         if ctx is not None:
             ctx.cancelled = True
-        self._cancel_task(request_id)
+        self.runtime.cancel_task(request_id)
 
     async def _run(self, request: Request, job: Job, ctx: Context) -> None:
         try:

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The session logic (:mod:`mcp_sansio.app.session`, the awaiting half in ``._api``) is the
+The session logic (:mod:`mcp_sansio.app.session`, the async colour in ``._api``) is the
 same for every runtime; what differs is a handful of primitives. :class:`AsyncioRuntime`
 is those primitives for one session on the running asyncio loop -- the clock (``now``),
 the wall clock (``wall_now``), the one timer (``arm``), the output (``write``), waiters
@@ -36,7 +36,10 @@ from ._stdio import write_all
 if TYPE_CHECKING:
     from mcp_sansio.app.tasks import TaskRuntime
 
-    from ._api import AsyncSession
+    from ._api import AsyncClient, AsyncServerSession
+
+    #: The session a runtime object serves: either role of the async colour.
+    AsyncSession = AsyncClient | AsyncServerSession
 
 __all__ = ["AsyncioRuntime"]
 

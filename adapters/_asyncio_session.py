@@ -1,23 +1,26 @@
-"""The asyncio session classes, :class:`Client` and :class:`ServerSession`, plus the pipe
-protocols of a stdio client. Theory of operation: each class is the shared async session
-(``._api``, over the sans-IO session logic of :mod:`mcp_sansio.app.session`) holding an
-:class:`~._asyncio_runtime.AsyncioRuntime` (``self.runtime``) for its primitives -- a
-composition, not a runtime class mixed in. The public module
-:mod:`mcp_sansio.adapters.asyncio` keeps the entry points (``connect_stdio``,
-``serve_stdio``, ``run_stdio``) and re-exports these classes, and the HTTP modules import
-from here -- so nothing imports back into the public module.
+"""The asyncio stdio client's server process and pipes; the asyncio session classes.
+
+Theory of operation: the session classes are the async colour's own
+(:class:`~._api.AsyncClient`, :class:`~._api.AsyncServerSession`, over the sans-IO session
+logic of :mod:`mcp_sansio.app.session`): the adapter hands each an
+:class:`~._asyncio_runtime.AsyncioRuntime` (``session.runtime``) for its primitives, and a
+stdio client an :class:`AsyncioChild` (``client.child``) for its server process -- both
+composed, not mixed in, so ``Client`` and ``ServerSession`` here are those classes
+themselves. The child holds the process transport, the server's stdout on a read pipe of
+our own (:class:`_ServerOutput`), why the output ended, and the spec's shutdown sequence.
+The public module :mod:`mcp_sansio.adapters.asyncio` keeps the entry points
+(``connect_stdio``, ``serve_stdio``, ``run_stdio``) and re-exports these names, and the HTTP
+modules import from here -- so nothing imports back into the public module.
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Any
 
 from ._api import AsyncClient, AsyncContext, AsyncServerSession
 from ._asyncio_runtime import AsyncioRuntime
 from ._stdio import (
-    DEFAULT_SHUTDOWN_TIMEOUT,
     LineLogger,
     kill_leftovers,
     signal_group,
@@ -26,50 +29,51 @@ from ._stdio import (
 Context = AsyncContext
 
 
-# -- the client ----------------------------------------------------------------------------------
+#: An MCP client on asyncio (the async colour's class: see
+#: :class:`~mcp_sansio.adapters._api.AsyncClient`). Made by ``connect_stdio``. Cancelling a
+#: task that awaits a call sends ``notifications/cancelled`` for it.
+Client = AsyncClient
+#: One connection served by a :class:`~mcp_sansio.app.server.Server` on asyncio.
+ServerSession = AsyncServerSession
 
 
-class Client(AsyncClient):
-    """An MCP client on asyncio (see :class:`~mcp_sansio.adapters._api.AsyncClient` for the
-    methods). Made by :func:`connect_stdio`. Cancelling a task that awaits a call sends
-    ``notifications/cancelled`` for it."""
+class AsyncioChild:
+    """A stdio client's server process on asyncio, held by the client (``client.child``):
+    its transports, why its output ended, and the shutdown (see the module docstring)."""
 
-    runtime: AsyncioRuntime
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.runtime = AsyncioRuntime(self)
-        super().__init__(*args, **kwargs)
-        self._process: asyncio.SubprocessTransport | None = None
-        self._stdout: asyncio.BaseTransport | None = None
-        self._exited = asyncio.Event()
+    def __init__(self, client: AsyncClient, runtime: AsyncioRuntime) -> None:
+        self.client = client
+        self.runtime = runtime
+        self.process: asyncio.SubprocessTransport | None = None
+        self.stdout: asyncio.BaseTransport | None = None
+        self.exited = asyncio.Event()
         self.returncode: int | None = None
 
-    def _stdout_closed(self) -> None:
-        if self.transport_detail is None:
-            self.transport_detail = "the server closed its stdout"
-        self.feed(b"")
+    def stdout_closed(self) -> None:
+        client = self.client
+        if client.transport_detail is None:
+            client.transport_detail = "the server closed its stdout"
+        client.feed(b"")
 
-    def _process_exited(self, returncode: int | None) -> None:
-        self.returncode = returncode
-        self.transport_detail = f"the server process exited with status {returncode}"
-        self._exited.set()
-        if self.closed is None:
-            self.feed(b"")  # its pipes may still be open through a grandchild: it is over
+    def process_exited(self, returncode: int | None) -> None:
+        client = self.client
+        self.returncode = client.returncode = returncode
+        client.transport_detail = f"the server process exited with status {returncode}"
+        self.exited.set()
+        if client.closed is None:
+            client.feed(b"")  # its pipes may still be open through a grandchild: it is over
 
     async def _wait_exit(self, timeout: float | None) -> bool:
         try:
-            await asyncio.wait_for(self._exited.wait(), timeout)
+            await asyncio.wait_for(self.exited.wait(), timeout)
         except TimeoutError:
             return False
         return True
 
-    async def aclose(self, shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -> None:
-        """Close the connection and stop the server as the spec says: close its stdin,
-        wait, SIGTERM, wait, SIGKILL (to its whole process group)."""
-        if self.closed is None:
-            self.conn.close(now=self.runtime.now())
-            self.service()
-        process = self._process
+    async def aclose(self, shutdown_timeout: float) -> None:
+        """Stop the server as the spec says: close its stdin, wait, SIGTERM, wait, SIGKILL
+        (to its whole process group); then stop the client's jobs."""
+        process = self.process
         out = self.runtime.out
         if out is not None:
             out.close()
@@ -82,14 +86,14 @@ class Client(AsyncClient):
                     await self._wait_exit(None)
             kill_leftovers(pid)
             process.close()
-        if self._stdout is not None:
-            self._stdout.close()
+        if self.stdout is not None:
+            self.stdout.close()
         await self.runtime.stop_tasks()
 
 
 class _ClientPipes(asyncio.SubprocessProtocol):
-    def __init__(self, client: Client, stderr: LineLogger) -> None:
-        self.client = client
+    def __init__(self, child: AsyncioChild, stderr: LineLogger) -> None:
+        self.child = child
         self.stderr = stderr
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
@@ -101,8 +105,8 @@ class _ClientPipes(asyncio.SubprocessProtocol):
             self.stderr.flush()
 
     def process_exited(self) -> None:
-        process = self.client._process
-        self.client._process_exited(process.get_returncode() if process else None)
+        process = self.child.process
+        self.child.process_exited(process.get_returncode() if process else None)
 
 
 #: How much a read asks for: asyncio's pipe transports ask for 256 KiB, an allocation that
@@ -125,26 +129,17 @@ class _ServerOutput(asyncio.Protocol):
     a child's output to its protocol one loop turn late (``call_soon``), which costs a whole
     turn of the loop per answer; a pipe transport delivers each chunk at once."""
 
-    def __init__(self, client: Client) -> None:
-        self.client = client
+    def __init__(self, child: AsyncioChild) -> None:
+        self.child = child
+        self.client = child.client
 
     def data_received(self, data: bytes) -> None:
         self.client.feed(data)
 
     def eof_received(self) -> bool:
-        self.client._stdout_closed()
+        self.child.stdout_closed()
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self.client.closed is None:
-            self.client._stdout_closed()
-
-
-class ServerSession(AsyncServerSession):
-    """One connection served by a :class:`Server` on asyncio."""
-
-    runtime: AsyncioRuntime
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.runtime = AsyncioRuntime(self)
-        super().__init__(*args, **kwargs)
+        if self.child.client.closed is None:
+            self.child.stdout_closed()

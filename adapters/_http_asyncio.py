@@ -25,14 +25,15 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
-from mcp_sansio import KeyRing, RequestId, ServerConnection
+from mcp_sansio import KeyRing, RequestId
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
+from ._asyncio_runtime import AsyncioRuntime
 from ._asyncio_session import ServerSession, _small_reads
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import asyncio_decider
-from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
+from ._http_service import HTTPLink, HTTPServiceBase, new_http_server
 from ._shared_driver import SharedDriver
 from ._shared_keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
 
@@ -42,28 +43,20 @@ __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", 
 DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
 
 
-class _HTTPSession(HTTPSessionLogic, ServerSession):
-    """The session logic of one HTTP session (:class:`HTTPSessionLogic`); what handlers
-    send is routed by flushing the HTTP session and running the server's pump."""
+class _HTTPRuntime(AsyncioRuntime):
+    """The asyncio runtime of one HTTP session's logic: events are dispatched by the HTTP
+    service's pump, not by ``Session.service``, so a request's handler is stepped at once,
+    during the dispatch: one that answers (or refuses) before it suspends does so while the
+    HTTP server is still processing the request -- a plain JSON answer, or a 400 for a
+    stateless-era refusal such as -32021 -- and only one that suspends gets a task."""
 
-    context_class = HTTPContext
-    _service: HTTPService
+    __slots__ = ()
 
-    def __init__(self, conn: ServerConnection, server: Server, service: HTTPService,
-                 http_session: Session) -> None:
-        super().__init__(conn, server)
-        self._bind(service, http_session)
-
-    def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
-        # Events are dispatched by the HTTP service's pump, not by Session.service. A
-        # request's handler is stepped at once, during the dispatch: one that answers (or
-        # refuses) before it suspends does so while the HTTP server is still processing the
-        # request -- a plain JSON answer, or a 400 for a stateless-era refusal such as
-        # -32021 -- and only one that suspends gets a task.
+    def start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
         if key is None:
-            self.runtime.spawn(coro)
+            self.spawn(coro)
             return
-        self.runtime.step(key, coro)
+        self.step(key, coro)
 
 
 class _Socket(asyncio.Protocol):
@@ -167,7 +160,7 @@ class _Socket(asyncio.Protocol):
             self.transport.resume_reading()
 
 
-class HTTPService(HTTPServiceBase["_HTTPSession"]):
+class HTTPService(HTTPServiceBase[ServerSession]):
     """A running HTTP server (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int) -> None:
@@ -178,7 +171,7 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
         self.linger_time = DEFAULT_LINGER_TIME
         self.linger_bytes = DEFAULT_LINGER_BYTES
         self._loop = asyncio.get_running_loop()
-        self._sessions: weakref.WeakKeyDictionary[Session, _HTTPSession] = (
+        self._sessions: weakref.WeakKeyDictionary[Session, ServerSession] = (
             weakref.WeakKeyDictionary())
         self._sockets: dict[ServerChannel, _Socket] = {}
         self._pumping = False
@@ -221,11 +214,17 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
         self._publishing.add(task)
         task.add_done_callback(self._publishing.discard)
 
-    def _new_logic(self, session: Session) -> _HTTPSession:
-        return _HTTPSession(session.connection, self.server, self, session)
+    def _new_logic(self, session: Session) -> ServerSession:
+        """The session logic of a new HTTP session: the plain async server session, holding
+        the HTTP runtime (handlers stepped at once) and its link to this service."""
+        logic = ServerSession(session.connection, self.server)
+        logic.runtime = _HTTPRuntime(logic)
+        logic.link = HTTPLink(self, session)
+        return logic
 
-    def _ended(self, logic: _HTTPSession) -> None:
+    def _ended(self, logic: ServerSession) -> None:
         runtime = logic.runtime
+        assert isinstance(runtime, _HTTPRuntime)
         if runtime.tasks or runtime.background:
             runtime.spawn(runtime.stop_tasks())
 
@@ -288,7 +287,9 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
         logics = list(self._sessions.values())
         self._sessions.clear()
         for logic in logics:
-            await logic.runtime.stop_tasks()
+            runtime = logic.runtime
+            assert isinstance(runtime, _HTTPRuntime)
+            await runtime.stop_tasks()
         if self._shared is not None:
             await self._shared.aclose()
         if self._listener is not None:

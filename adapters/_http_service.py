@@ -2,11 +2,11 @@
 ``async`` handler context over HTTP.
 
 Theory of operation: what the HTTP server adapters (asyncio, trio, threads) share lives in
-the sans-IO layer (:mod:`mcp_sansio.app.http_service`: the service base, the session logic
-mixin, the server-wide broadcast, the HTTP server's construction). This module adds only what
-is not sans-IO -- a random ``requestState`` key and random session ids unless given -- and
-:class:`HTTPContext`, the ``async`` context whose list changes are broadcast, and re-exports
-the rest under its old path.
+the sans-IO layer (:mod:`mcp_sansio.app.http_service`: the service base, the link a session
+logic holds, the server-wide broadcast, the HTTP server's construction). This module adds
+only what is not sans-IO -- a random ``requestState`` key and random session ids unless
+given -- and re-exports the rest under its old path (``HTTPContext`` is the plain async
+context now: its list changes are broadcast through the link).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 from mcp_sansio import KeyRing
 from mcp_sansio.app.http_service import (
     SERVER_WIDE,
+    HTTPLink,
     HTTPServiceBase,
-    HTTPSessionLogic,
     broadcast_server_wide,
     http_server_for,
 )
@@ -31,7 +31,7 @@ from ._auth_scopes import tool_scopes
 from ._http_common import tool_param_headers
 from .keys import request_state_keys, shares_state
 
-__all__ = ["SERVER_WIDE", "HTTPContext", "HTTPServiceBase", "HTTPSessionLogic",
+__all__ = ["SERVER_WIDE", "HTTPContext", "HTTPLink", "HTTPServiceBase",
            "broadcast_server_wide", "new_http_server"]
 
 
@@ -56,9 +56,6 @@ def new_http_server(
         connection_options=connection_options, http_options=http_options)
 
 
-class HTTPContext(AsyncContext):
-    """An ``async`` handler's context over HTTP (asyncio, trio): list changes broadcast."""
-
-    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        if not broadcast_server_wide(self.session, method, params):
-            super().notify(method, params)
+#: An ``async`` handler's context over HTTP (asyncio, trio): the plain one, whose
+#: ``notify`` broadcasts a list change through the session's link. The old name stays.
+HTTPContext = AsyncContext

@@ -27,8 +27,9 @@ it:
   private loop, cancelled for real). A handler that answers, logs or reports progress
   takes the lock and runs the pump itself. An ``async def`` handler (in the handshake era,
   one that takes no ``ctx``) is first stepped once during the dispatch (see
-  :meth:`_HTTPSession._step`), so that an answer or a refusal it makes before suspending is
-  ready while the request is processed.
+  :meth:`_HTTPRuntime._step_now`: the thread runtime of an HTTP session's logic), so that
+  an answer or a refusal it makes before suspending is ready while the request is
+  processed.
 
 Writes go straight to the socket from whichever thread ran the pump (a reader, a handler,
 the timer): no hop to a writer thread. They never block, though: a write is one
@@ -90,7 +91,6 @@ from mcp_sansio import (
     KeyRing,
     Notification,
     Request,
-    ServerConnection,
 )
 from mcp_sansio.app.context import Context, Job
 from mcp_sansio.app.server import Server
@@ -101,8 +101,9 @@ from ._auth_session import OAuth, SessionAuth, challenge_of
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import thread_decider
-from ._http_service import HTTPServiceBase, HTTPSessionLogic, broadcast_server_wide, new_http_server
-from ._sync_api import SyncClient, SyncServerSession, ThreadAsyncContext, ThreadContext
+from ._http_service import HTTPLink, HTTPServiceBase, new_http_server
+from ._sync_api import SyncClient, SyncServerSession
+from ._thread_runtime import ThreadRuntime
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
@@ -144,18 +145,6 @@ _CHUNK = 1 << 16
 #: A send that never blocks, and never raises SIGPIPE where the system can say so.
 _DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0) | getattr(socket, "MSG_NOSIGNAL", 0)
 
-class _Context(ThreadContext):
-    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        if not broadcast_server_wide(self.session, method, params):
-            super().notify(method, params)
-
-
-class _AsyncContext(ThreadAsyncContext):
-    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        if not broadcast_server_wide(self.session, method, params):
-            super().notify(method, params)
-
-
 #: A handler's task that ended cancelled (its request is not answered: the client left).
 _CANCELLED: Any = object()
 #: Idle event loops kept for stepping stateless-era async handlers (one is taken per step
@@ -189,47 +178,30 @@ def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
         loop.close()
 
 
-class _HTTPSession(HTTPSessionLogic, SyncServerSession):
-    """The session logic of one HTTP session (:class:`HTTPSessionLogic`); what handlers
-    send is routed by flushing the HTTP session and running the service's pump. It shares
-    the service's lock and handler pool."""
+class _HTTPRuntime(ThreadRuntime):
+    """The thread runtime of one HTTP session's logic (the service's lock and handler pool,
+    ``session.link`` to the service). What differs from stdio is when an ``async def``
+    handler is first stepped: at once, during the dispatch (:meth:`start_eagerly`)."""
 
-    _service: HTTPService
+    __slots__ = ()
 
-    def __init__(self, conn: ServerConnection, server: Server, service: HTTPService,
-                 http_session: Session) -> None:
-        super().__init__(conn, server, pool=service._pool)
-        self.lock = service.lock
-        self._bind(service, http_session)
+    def start_eagerly(self, request: Request, job: Job, ctx: Context) -> bool:
+        # Stepped during the dispatch: every stateless-era one, and a handshake-era one
+        # that takes no ctx (it cannot ask the client, the one thing that would block).
+        if not inspect.iscoroutinefunction(job.fn):
+            return False
+        if "ctx" in job.kwargs and self.session.conn.era is not Era.STATELESS:
+            return False
+        self._step_now(request, job, ctx)
+        return True
 
-    def _now(self) -> float:
-        return time.monotonic()
+    @property
+    def _service(self) -> HTTPService:
+        link = self.session.link
+        assert isinstance(link, HTTPLink)
+        return cast("HTTPService", link.service_base)
 
-    def _write(self, data: bytes) -> None:
-        """Never called: the HTTP server drains the connection."""
-
-    def _spawn_incoming(self, request: Request) -> None:
-        # SyncServerSession's, with contexts that broadcast list changes.
-        ctx: Context = _Context(self, request)
-        job = self._make_job(request, ctx)
-        if job is None:
-            return
-        if job.fn is not None and inspect.iscoroutinefunction(job.fn):
-            ctx = _AsyncContext(self, request)
-            if "ctx" in job.kwargs:
-                job.kwargs["ctx"] = ctx
-            # Stepped during the dispatch: every stateless-era one, and a handshake-era one
-            # that takes no ctx (it cannot ask the client, the one thing that would block).
-            if self.conn.era is Era.STATELESS or "ctx" not in job.kwargs:
-                self._contexts[request.request_id] = ctx
-                self._step(request, job, ctx)
-                return
-        self._contexts[request.request_id] = ctx
-        self._pool.submit(self._run, request, job, ctx)
-
-    # -- stateless-era async def handlers: the first step during the dispatch ----------------
-
-    def _step(self, request: Request, job: Job, ctx: Context) -> None:
+    def _step_now(self, request: Request, job: Job, ctx: Context) -> None:
         """Step a stateless-era ``async def`` handler once, here, during the dispatch (the
         pump's thread, the lock held), as the asyncio adapter does: one that answers or
         refuses before it first suspends does so while the HTTP server is still processing
@@ -239,6 +211,7 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
         (A handshake-era handler that takes ``ctx`` runs in the pool: its ``ask`` blocks
         until the client answers, which needs the pump.)"""
         assert job.fn is not None
+        session = cast("SyncServerSession", self.session)
         service = self._service
         loop = service._steppers.pop() if service._steppers else asyncio.new_event_loop()
         context = contextvars.copy_context()
@@ -253,23 +226,24 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
             return
         except asyncio.CancelledError:
             service._stepped(loop)
-            self._contexts.pop(request.request_id, None)
+            session._contexts.pop(request.request_id, None)
             return
         except Exception as exc:
             service._stepped(loop)
-            self._contexts.pop(request.request_id, None)
+            session._contexts.pop(request.request_id, None)
             if not ctx.cancelled:
-                self._job_failed(request, exc)
+                session._job_failed(request, exc)
             return
         finally:
             asyncio._set_running_loop(previous)
-        self._pool.submit(self._resume, request, job, ctx, loop,
-                          loop.create_task(_Resumed(coro, first), context=context))
+        self.pool.submit(self._resume_stepped, request, job, ctx, loop,
+                         loop.create_task(_Resumed(coro, first), context=context))
 
-    def _resume(self, request: Request, job: Job, ctx: Context,
-                loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+    def _resume_stepped(self, request: Request, job: Job, ctx: Context,
+                        loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
         """(A pool thread.) Run a suspended handler to its end on its own loop."""
         request_id = request.request_id
+        session = cast("SyncServerSession", self.session)
 
         def cancel() -> None:
             with contextlib.suppress(RuntimeError):  # the loop has just closed: it is over
@@ -278,45 +252,47 @@ class _HTTPSession(HTTPSessionLogic, SyncServerSession):
             if ctx.cancelled:
                 task.cancel()
             else:
-                self._cancellers[request_id] = cancel
+                self.cancellers[request_id] = cancel
         try:
             value = loop.run_until_complete(task)
         except asyncio.CancelledError:
             value = _CANCELLED
         except Exception as exc:
             with self.lock:
-                self._cancellers.pop(request_id, None)
-                self._contexts.pop(request_id, None)
+                self.cancellers.pop(request_id, None)
+                session._contexts.pop(request_id, None)
                 if not ctx.cancelled:
-                    self._job_failed(request, exc)
+                    session._job_failed(request, exc)
             return
         finally:
             _close_loop(loop)
         with self.lock:
-            self._cancellers.pop(request_id, None)
+            self.cancellers.pop(request_id, None)
             if value is _CANCELLED:
-                self._contexts.pop(request_id, None)
+                session._contexts.pop(request_id, None)
             else:
                 self._done(request, job, ctx, value)
 
     def _done(self, request: Request, job: Job, ctx: Context, value: Any) -> None:
         """(The lock held.) A handler returned ``value``: shape it and answer."""
-        self._contexts.pop(request.request_id, None)
+        session = cast("SyncServerSession", self.session)
+        session._contexts.pop(request.request_id, None)
         if ctx.cancelled:
             return
         try:
             result = job.shape(value)
         except Exception as exc:
-            self._job_failed(request, exc)
+            session._job_failed(request, exc)
             return
-        self._finish_request(request.request_id, result, method=request.method)
+        session._finish_request(request.request_id, result, method=request.method)
 
-    def _cancel_handlers(self) -> None:
+    def cancel_handlers(self) -> None:
         """The session ended: its running handlers are cancelled (the pool is shared)."""
-        for request_id in list(self._contexts):
-            self._cancel_incoming(request_id)
-        cancellers = list(self._cancellers.values())
-        self._cancellers.clear()
+        session = cast("SyncServerSession", self.session)
+        for request_id in list(session._contexts):
+            session._cancel_incoming(request_id)
+        cancellers = list(self.cancellers.values())
+        self.cancellers.clear()
         for cancel in cancellers:
             cancel()
 
@@ -551,7 +527,7 @@ class _Socket(_Writer):
             service._readers.discard(self.reader)
 
 
-class HTTPService(HTTPServiceBase["_HTTPSession"]):
+class HTTPService(HTTPServiceBase[SyncServerSession]):
     """A running HTTP server on threads (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int,
@@ -576,7 +552,7 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
         self._reaping = True
         self._pool = ThreadPoolExecutor(max_workers=max_workers,
                                         thread_name_prefix="mcp-sansio-handler")
-        self._sessions: weakref.WeakKeyDictionary[Session, _HTTPSession] = (
+        self._sessions: weakref.WeakKeyDictionary[Session, SyncServerSession] = (
             weakref.WeakKeyDictionary())
         self._sockets: dict[ServerChannel, _Socket] = {}
         self._readers: set[threading.Thread] = set()
@@ -618,11 +594,20 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
         except Exception:
             self._work_failed()
 
-    def _new_logic(self, session: Session) -> _HTTPSession:
-        return _HTTPSession(session.connection, self.server, self, session)
+    def _new_logic(self, session: Session) -> SyncServerSession:
+        """The session logic of a new HTTP session: the plain blocking server session,
+        holding the HTTP thread runtime (this service's lock and pool; async handlers
+        stepped during the dispatch) and its link to this service."""
+        logic = SyncServerSession(session.connection, self.server, pool=self._pool,
+                                  lock=self.lock, runtime_class=_HTTPRuntime)
+        logic.runtime.eager = True
+        logic.link = HTTPLink(self, session)
+        return logic
 
-    def _ended(self, logic: _HTTPSession) -> None:
-        logic._cancel_handlers()
+    def _ended(self, logic: SyncServerSession) -> None:
+        runtime = logic.runtime
+        assert isinstance(runtime, _HTTPRuntime)
+        runtime.cancel_handlers()
 
     def _stepped(self, loop: asyncio.AbstractEventLoop) -> None:
         """(The lock held.) A handler stepped on ``loop`` ended without suspending: keep
@@ -774,7 +759,9 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
             thread.join()
         with self.lock:
             for logic in logics:
-                logic._cancel_handlers()
+                runtime = logic.runtime
+                assert isinstance(runtime, _HTTPRuntime)
+                runtime.cancel_handlers()
             steppers, self._steppers = self._steppers, []
         for loop in steppers:
             loop.close()
@@ -1026,7 +1013,7 @@ class HTTPClientSession(HTTPClientLogic, SyncClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._sockets: dict[ClientChannel, _ClientSocket] = {}
-        lock = cast("threading.RLock", self.lock)  # SyncSession's: an RLock
+        lock = cast("threading.RLock", self.lock)  # the ThreadRuntime's: an RLock
         self._sockets_changed = threading.Condition(lock)
         self._timer = threading.Condition(lock)
         self._deadline: float | None = None
@@ -1142,7 +1129,7 @@ class HTTPClientSession(HTTPClientLogic, SyncClient):
                 reader.join()
         if self._timer_thread is not None and self._timer_thread is not threading.current_thread():
             self._timer_thread.join()
-        self._stop_workers()
+        self.runtime.stop_workers()
 
 
 @contextlib.contextmanager

@@ -67,7 +67,6 @@ from mcp_sansio import (
     KeyRing,
     Notification,
     RequestId,
-    ServerConnection,
 )
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
@@ -78,7 +77,7 @@ from ._http_authorized import authorized_request
 from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import trio_decider
-from ._http_service import HTTPContext, HTTPServiceBase, HTTPSessionLogic, new_http_server
+from ._http_service import HTTPLink, HTTPServiceBase, new_http_server
 from ._trio_runtime import TrioRuntime
 from ._trio_session import ServerSession, _one_error
 
@@ -115,25 +114,22 @@ _CHUNK = 1 << 16
 #: Whether a socket's descriptor can be written with os.write (not on Windows).
 _DIRECT_WRITES = sys.platform != "win32"
 
-class _HTTPSession(HTTPSessionLogic, ServerSession):
-    """The session logic of one HTTP session (:class:`HTTPSessionLogic`); what handlers
-    send is routed by flushing the HTTP session and waking the server's pump."""
+class _HTTPRuntime(TrioRuntime):
+    """The trio runtime of one HTTP session's logic: a request's handler runs in the HTTP
+    service's nursery, in a cancel scope of its own, and the service's pump waits for its
+    first step (module docstring)."""
 
-    context_class = HTTPContext
-    _service: HTTPService
+    def __init__(self, session: ServerSession, service: HTTPService) -> None:
+        super().__init__(session)
+        self.service = service
+        self.nursery = service._nursery
 
-    def __init__(self, conn: ServerConnection, server: Server, service: HTTPService,
-                 http_session: Session) -> None:
-        super().__init__(conn, server)
-        self._bind(service, http_session)
-        self.runtime.nursery = service._nursery
-
-    def _start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
-        nursery = self.runtime.nursery
+    def start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
+        nursery = self.nursery
         assert nursery is not None
-        service = self._service
+        service = self.service
         scope = trio.CancelScope()
-        scopes = self.runtime.scopes
+        scopes = self.scopes
         if key is not None:
             scopes[key] = scope
             service._unstarted += 1  # the pump waits for its first step (module docstring)
@@ -212,7 +208,7 @@ class _Socket:
         self.scope.cancel()
 
 
-class HTTPService(HTTPServiceBase["_HTTPSession"]):
+class HTTPService(HTTPServiceBase[ServerSession]):
     """A running HTTP server on trio (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int) -> None:
@@ -223,7 +219,7 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
         #: Bounds of the lingering close (seconds, bytes): see ``_http_common.py``.
         self.linger_time = DEFAULT_LINGER_TIME
         self.linger_bytes = DEFAULT_LINGER_BYTES
-        self._sessions: weakref.WeakKeyDictionary[Session, _HTTPSession] = (
+        self._sessions: weakref.WeakKeyDictionary[Session, ServerSession] = (
             weakref.WeakKeyDictionary())
         self._sockets: dict[ServerChannel, _Socket] = {}
         self._nursery: trio.Nursery | None = None
@@ -354,11 +350,18 @@ class HTTPService(HTTPServiceBase["_HTTPSession"]):
             if not self._work:
                 return
 
-    def _new_logic(self, session: Session) -> _HTTPSession:
-        return _HTTPSession(session.connection, self.server, self, session)
+    def _new_logic(self, session: Session) -> ServerSession:
+        """The session logic of a new HTTP session: the plain async server session, holding
+        the HTTP runtime (handlers in the service's nursery) and its link to this service."""
+        logic = ServerSession(session.connection, self.server)
+        logic.runtime = _HTTPRuntime(logic, self)
+        logic.link = HTTPLink(self, session)
+        return logic
 
-    def _ended(self, logic: _HTTPSession) -> None:
-        logic.runtime.stop_tasks()
+    def _ended(self, logic: ServerSession) -> None:
+        runtime = logic.runtime
+        assert isinstance(runtime, _HTTPRuntime)
+        runtime.stop_tasks()
 
     def _write(self, channel: ServerChannel, data: bytes) -> None:
         sock = self._sockets.get(channel)

@@ -10,29 +10,48 @@ Handlers run in a thread pool. A plain ``def`` handler gets a :class:`ThreadCont
 is dropped). An ``async def`` handler runs on a private event loop in its worker thread, gets
 an ``await``-able context, and is cancelled for real (its task is cancelled); it is stepped
 once before that, and needs no task if it returns without suspending. (A runtime may start
-it without the pool: :meth:`SyncServerSession._start_eagerly`; the stdio server steps it on
-its reader thread.)
+it without the pool: the stdio server sets its runtime's ``eager`` and steps it on its
+reader thread, :meth:`~._thread_runtime.ThreadRuntime.start_eagerly`.)
+
+The classes stack on two axes only: :class:`~mcp_sansio.app.session.Session`, the role
+(``ClientLogic``, ``ServerLogic``), this colour. The thread primitives -- the clock, the
+timer, the reader's pump, the lock, the worker pool, a call's wait -- are one object each
+session holds, :class:`~._thread_runtime.ThreadRuntime` (``session.runtime``), and a stdio
+client's server process another (``client.child``, a
+:class:`~._thread_runtime.ThreadChild`); ``request`` is one function shared by both roles.
 """
 
 from __future__ import annotations
 
 import contextvars
 import inspect
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from mcp_sansio import Era, Initialized, InputRequired, Notification, Request, RequestId
+from mcp_sansio import (
+    ClientConnection,
+    Era,
+    Initialized,
+    InputRequired,
+    Notification,
+    Request,
+    RequestId,
+    ServerConnection,
+)
 from mcp_sansio.app.calls import ClientCalls
 from mcp_sansio.app.context import Context, Job, elicit_request, sampling_request
 from mcp_sansio.app.errors import Call, ProgressCallback, RequestCancelledError, outcome
-from mcp_sansio.app.server import ServerLogic
-from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, Session
+from mcp_sansio.app.server import Server, ServerLogic
+from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener
 
 from ._api import AsyncContext, _Resumed
 from ._colours import blocking
+from ._stdio import DEFAULT_SHUTDOWN_TIMEOUT
+from ._thread_runtime import DEFAULT_MAX_WORKERS, CancelToken, ThreadChild, ThreadRuntime
 
 if TYPE_CHECKING:
     import asyncio
@@ -47,127 +66,59 @@ __all__ = ["CancelToken", "SyncClient", "SyncServerSession", "SyncSubscription",
            "ThreadAsyncContext", "ThreadContext"]
 
 
-class CancelToken:
-    """Cancels the calls it is given to (``call_tool(..., cancel=token)``) from any thread."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._cancelled = False
-        self._callbacks: list[Callable[[], None]] = []
-
-    @property
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    def cancel(self) -> None:
-        with self._lock:
-            self._cancelled = True
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback()
-
-    def _register(self, callback: Callable[[], None]) -> None:
-        with self._lock:
-            if not self._cancelled:
-                self._callbacks.append(callback)
-                return
-        callback()
-
-    def _unregister(self, callback: Callable[[], None]) -> None:
-        with self._lock:
-            if callback in self._callbacks:
-                self._callbacks.remove(callback)
-
-
 #: The named calls, specialised for this colour: ``cancel`` takes a :class:`CancelToken`.
 Calls = ClientCalls[CancelToken | None]
 
 
-class SyncSession(Session):
-    """The blocking half: calls wait on events; incoming requests run in a thread pool."""
+def _request(
+    self: SyncClient | SyncServerSession, method: str,
+    params: Mapping[str, Any] | None = None, *, timeout: Any = DEFAULT,
+    max_total: Any = DEFAULT, progress: ProgressCallback | None = None,
+    related_request_id: RequestId | None = None, cancel: CancelToken | None = None,
+) -> dict[str, Any]:
+    """Send any request and wait for its result.
 
-    def __init__(self, *args: Any, max_workers: int = 32,
-                 pool: ThreadPoolExecutor | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.lock = threading.RLock()
-        # ``pool``: a shared one (an HTTP session uses its service's: a pool of its own for
-        # every stateless-era request cost ~3 us to build and was never used).
-        self._pool = pool if pool is not None else ThreadPoolExecutor(
-            max_workers=max_workers, thread_name_prefix="mcp-sansio-handler")
-        self._cancellers: dict[RequestId, Callable[[], None]] = {}
+    :param timeout: idle timeout in seconds, restarted by each progress notification
+        (None: none); left out: the connection's ``request_timeout``.
+    :param max_total: hard maximum in seconds, never extended by progress; left out:
+        the connection's ``max_request_time``.
+    :param progress: ``progress(progress, total, message)``, called (on the reader
+        thread) for each progress notification (asks the peer for progress).
+    :param related_request_id: (a server's request to its client) the client request
+        this one is made on behalf of.
+    :param cancel: a :class:`CancelToken`; cancelling it sends ``notifications/cancelled``
+        and this call raises :class:`~mcp_sansio.app.errors.RequestCancelledError`.
+    """
+    # One definition for both roles of the blocking colour (a class of its own between
+    # them and the role would make every concrete class one deeper).
+    if cancel is not None and cancel.cancelled:
+        raise RequestCancelledError(f"{method} was cancelled before it was sent")
+    call = self._start_call(method, params, timeout=timeout, max_total=max_total,
+                           on_progress=progress, related_request_id=related_request_id)
+    wait_call = self.runtime.wait_call
+    while True:
+        wait_call(call, cancel)
+        event = call.event
+        if isinstance(event, InputRequired):
+            assert isinstance(self, ClientLogic)  # only a client is asked for input
+            call = self._retry_call(call, {
+                key: _resolve(self._input_callback(method)(params))
+                for key, method, params in self._input_items(event)})
+            continue
+        return outcome(call, self._closed_detail())
 
-    def _task_runtime(self) -> TaskRuntime:  # the tasks seam (mcp_sansio.app.tasks.TaskHost)
-        from ._tasks import thread_task_runtime
-        return thread_task_runtime()
+def _task_runtime(self: SyncClient | SyncServerSession) -> TaskRuntime:
+    """The tasks seam (:class:`mcp_sansio.app.tasks.TaskHost`): a thread of its own per task."""
+    from ._tasks import thread_task_runtime
+    return thread_task_runtime()
 
-    def _wait_call(self, call: Call, cancel: CancelToken | None) -> None:
-        # A held lock as a one-shot event: the call's terminal event releases it once (C
-        # level; threading.Event is a Python Condition, several us per call).
-        gate = threading.Lock()
-        gate.acquire()
-        with self.lock:
-            if call.done:
-                return
-            call.wake = gate.release
-        def on_cancel() -> None:
-            self._cancel_call(call)
-        if cancel is not None:
-            cancel._register(on_cancel)
-        try:
-            gate.acquire()
-        except BaseException:  # KeyboardInterrupt while waiting: cancel, then re-raise
-            self._cancel_call(call)
-            raise
-        finally:
-            if cancel is not None:
-                cancel._unregister(on_cancel)
 
-    def request(
-        self, method: str, params: Mapping[str, Any] | None = None, *,
-        timeout: Any = DEFAULT, max_total: Any = DEFAULT,
-        progress: ProgressCallback | None = None,
-        related_request_id: RequestId | None = None, cancel: CancelToken | None = None,
-    ) -> dict[str, Any]:
-        """Send any request and wait for its result.
+def _spawn_awaitable(self: SyncClient | SyncServerSession, awaitable: Any) -> None:
+    self.runtime.spawn_awaitable(awaitable)
 
-        :param timeout: idle timeout in seconds, restarted by each progress notification
-            (None: none); left out: the connection's ``request_timeout``.
-        :param max_total: hard maximum in seconds, never extended by progress; left out:
-            the connection's ``max_request_time``.
-        :param progress: ``progress(progress, total, message)``, called (on the reader
-            thread) for each progress notification (asks the peer for progress).
-        :param related_request_id: (a server's request to its client) the client request
-            this one is made on behalf of.
-        :param cancel: a :class:`CancelToken`; cancelling it sends ``notifications/cancelled``
-            and this call raises :class:`~mcp_sansio.app.errors.RequestCancelledError`.
-        """
-        if cancel is not None and cancel.cancelled:
-            raise RequestCancelledError(f"{method} was cancelled before it was sent")
-        call = self._start_call(method, params, timeout=timeout, max_total=max_total,
-                               on_progress=progress, related_request_id=related_request_id)
-        while True:
-            self._wait_call(call, cancel)
-            event = call.event
-            if isinstance(event, InputRequired):
-                call = self._retry_call(call, self._fulfil(event))
-                continue
-            return outcome(call, self._closed_detail())
 
-    def _fulfil(self, event: InputRequired) -> dict[str, Any]:
-        assert isinstance(self, ClientLogic)
-        return {key: _resolve(self._input_callback(method)(params))
-                for key, method, params in self._input_items(event)}
-
-    def _spawn_awaitable(self, awaitable: Any) -> None:
-        self._pool.submit(asyncio.run, awaitable)
-
-    def _stop_workers(self) -> None:
-        with self.lock:
-            cancellers = list(self._cancellers.values())
-            self._cancellers.clear()
-        for cancel in cancellers:
-            cancel()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+#: A session of the blocking colour, either role (what its :class:`ThreadRuntime` serves).
+ThreadSession: TypeAlias = "SyncClient | SyncServerSession"
 
 
 #: Per worker thread: the event loop its ``async def`` handlers run on.
@@ -238,14 +189,58 @@ class SyncSubscription:
         self.close()
 
 
-class SyncClient(ClientLogic, SyncSession):
+class SyncClient(ClientLogic):
     """A blocking MCP client. The methods mirror the async Client's (keywords ``timeout``,
     ``max_total``, ``progress``); each also takes ``cancel=`` (a :class:`CancelToken`).
     Callbacks (progress, notifications) run on the reader thread and must not block on this
-    client."""
+    client. Its thread primitives are the :class:`~._thread_runtime.ThreadRuntime` it holds
+    (``runtime``: ``max_workers``, ``pool`` and ``lock`` go to it)."""
+
+    runtime: ThreadRuntime
+
+    def __init__(self, conn: ClientConnection, *, max_workers: int = DEFAULT_MAX_WORKERS,
+                 pool: ThreadPoolExecutor | None = None,
+                 lock: threading.RLock | None = None, **kwargs: Any) -> None:
+        self.runtime = ThreadRuntime(self, max_workers=max_workers, pool=pool, lock=lock)
+        super().__init__(conn, **kwargs)
+        self.lock = self.runtime.lock
+        #: The stdio server process (``connect_stdio``), or None.
+        self.child: ThreadChild | None = None
+        #: The stdio server's exit status once it has ended (its child sets it).
+        self.returncode: int | None = None
+
+    request = _request
+    _spawn_awaitable = _spawn_awaitable
+    _task_runtime = _task_runtime
+
+    def _wait_call(self, call: Call, cancel: CancelToken | None) -> None:
+        """Block until ``call`` ends (the runtime's wait; benchmarks drive calls by hand)."""
+        self.runtime.wait_call(call, cancel)
+
+    @property
+    def _process(self) -> subprocess.Popen[bytes] | None:
+        return self.child.process if self.child is not None else None
+
+    def close(self, shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -> None:
+        """Close the connection and, for a stdio client, stop the server: close its stdin,
+        wait, SIGTERM, wait, SIGKILL (its whole process group)."""
+        runtime = self.runtime
+        with self.lock:
+            if self.closed is None:
+                self.conn.close(now=self._now())
+                self.service()
+            runtime.out_fd = None
+        child = self.child
+        if child is not None:
+            child.stop(shutdown_timeout)
+        runtime.join_reader(shutdown_timeout)
+        if child is not None:
+            child.close_streams()
+        runtime.stop_workers()
+        runtime.close_pipes()
 
     def _spawn_incoming(self, request: Request) -> None:
-        self._pool.submit(self._answer, request)
+        self.runtime.pool.submit(self._answer, request)
 
     def _cancel_incoming(self, request_id: RequestId) -> None:
         pass  # a callback answering the server is not interruptible; its answer is dropped
@@ -382,12 +377,27 @@ class ThreadAsyncContext(AsyncContext):
                 for key, (method, params) in requests.items()}
 
 
-class SyncServerSession(ServerLogic, SyncSession):
-    """One served connection; each request runs in the thread pool."""
+class SyncServerSession(ServerLogic):
+    """One served connection; each request runs in the thread pool. Its thread primitives
+    are the :class:`~._thread_runtime.ThreadRuntime` it holds (``runtime``: ``max_workers``,
+    ``pool`` and ``lock`` go to it; the stdio server sets ``runtime.eager``)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    runtime: ThreadRuntime
+
+    def __init__(self, conn: ServerConnection, server: Server, *,
+                 max_workers: int = DEFAULT_MAX_WORKERS,
+                 pool: ThreadPoolExecutor | None = None,
+                 lock: threading.RLock | None = None,
+                 runtime_class: type[ThreadRuntime] = ThreadRuntime, **kwargs: Any) -> None:
+        # ``runtime_class``: the HTTP server's sessions step async handlers their own way.
+        self.runtime = runtime_class(self, max_workers=max_workers, pool=pool, lock=lock)
+        super().__init__(conn, server, **kwargs)
+        self.lock = self.runtime.lock
         self._contexts: dict[RequestId, Context] = {}
+
+    request = _request
+    _spawn_awaitable = _spawn_awaitable
+    _task_runtime = _task_runtime
 
     def _spawn_incoming(self, request: Request) -> None:
         ctx: Context = ThreadContext(self, request)
@@ -399,20 +409,17 @@ class SyncServerSession(ServerLogic, SyncSession):
             if "ctx" in job.kwargs:
                 job.kwargs["ctx"] = ctx
         self._contexts[request.request_id] = ctx
-        if self._start_eagerly(request, job, ctx):
+        runtime = self.runtime
+        if runtime.eager and runtime.start_eagerly(request, job, ctx):
             return
-        self._pool.submit(self._run, request, job, ctx)
-
-    def _start_eagerly(self, request: Request, job: Job, ctx: Context) -> bool:
-        """Whether the runtime took the job to start without the pool (see the threading
-        adapter's ServerSession); False: it goes to the pool."""
-        return False
+        runtime.pool.submit(self._run, request, job, ctx)
 
     def _cancel_incoming(self, request_id: RequestId) -> None:
+        self._eager.pop(request_id, None)  # cancelled in the same read: it never runs
         ctx = self._contexts.pop(request_id, None)
         if ctx is not None:
             ctx.cancelled = True
-        cancel = self._cancellers.pop(request_id, None)
+        cancel = self.runtime.cancellers.pop(request_id, None)
         if cancel is not None:
             cancel()
 
@@ -433,7 +440,7 @@ class SyncServerSession(ServerLogic, SyncSession):
         finally:
             with self.lock:
                 self._contexts.pop(request.request_id, None)
-                self._cancellers.pop(request.request_id, None)
+                self.runtime.cancellers.pop(request.request_id, None)
         if not ctx.cancelled:
             self._finish_request(request.request_id, result, method=request.method)
 
@@ -461,6 +468,6 @@ class SyncServerSession(ServerLogic, SyncSession):
             if ctx.cancelled:
                 task.cancel()
             else:
-                self._cancellers[request_id] = cancel
+                self.runtime.cancellers[request_id] = cancel
         return loop.run_until_complete(task)
 

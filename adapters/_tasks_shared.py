@@ -94,8 +94,8 @@ class SharedTasks:
     def identity(self, ctx: Context) -> tuple[str | None, str | None]:
         auth = ctx.auth
         principal = auth.subject if auth is not None else None
-        http_session = getattr(ctx.session, "_http_session", None)
-        session = http_session() if callable(http_session) else None
+        link = getattr(ctx.session, "link", None)  # an HTTP session's tie (mcp_sansio.app)
+        session = getattr(link, "http_session", None)
         session_id = getattr(session, "id", None)
         if not isinstance(session_id, str):
             return None, principal

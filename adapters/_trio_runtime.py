@@ -41,7 +41,10 @@ from mcp_sansio.app.errors import Call, _nothing
 if TYPE_CHECKING:
     from mcp_sansio.app.tasks import TaskRuntime
 
-    from ._api import AsyncSession
+    from ._api import AsyncClient, AsyncServerSession
+
+    #: The session a runtime object serves: either role of the async colour.
+    AsyncSession = AsyncClient | AsyncServerSession
 
 __all__ = ["TrioRuntime"]
 

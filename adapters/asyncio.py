@@ -37,7 +37,9 @@ from mcp_sansio.app.errors import ConnectionClosedError, McpError, RequestTimeou
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 from mcp_sansio.app.server import Server
 
+from ._asyncio_runtime import AsyncioRuntime
 from ._asyncio_session import (
+    AsyncioChild,
     Client,
     Context,
     ServerSession,
@@ -107,11 +109,13 @@ async def connect_stdio(
     client = Client._create(sampling=sampling, elicitation=elicitation, roots=roots,
                            on_notification=on_notification, on_log=on_log, info=info,
                            **connection_options)
+    runtime = client.runtime = AsyncioRuntime(client)
+    child = client.child = AsyncioChild(client, runtime)
     argv = argv_of(command, args)
     out_r, out_w = os.pipe()  # the server's stdout (see _ServerOutput)
     try:
         transport, _ = await loop.subprocess_exec(
-            lambda: _ClientPipes(client, LineLogger(stderr_logger)), *argv,
+            lambda: _ClientPipes(child, LineLogger(stderr_logger)), *argv,
             stdin=asyncio.subprocess.PIPE, stdout=out_w,
             stderr=asyncio.subprocess.PIPE, env=env_of(env, inherit_env), cwd=cwd,
             start_new_session=True,
@@ -121,16 +125,16 @@ async def connect_stdio(
         raise
     finally:
         os.close(out_w)  # the child has its copy: its exit (or close) is our end of file
-    client._process = transport
+    child.process = transport
     stdin = transport.get_pipe_transport(0)
     assert isinstance(stdin, asyncio.WriteTransport)
-    client.runtime.out = stdin
+    runtime.out = stdin
     try:
-        client._stdout, _ = await loop.connect_read_pipe(
-            lambda: _ServerOutput(client), os.fdopen(out_r, "rb", buffering=0))
-        _small_reads(client._stdout)
+        child.stdout, _ = await loop.connect_read_pipe(
+            lambda: _ServerOutput(child), os.fdopen(out_r, "rb", buffering=0))
+        _small_reads(child.stdout)
         if transport.get_returncode() is not None:
-            client._process_exited(transport.get_returncode())
+            child.process_exited(transport.get_returncode())
         if connect:
             await client.connect(era=era)
         yield client
@@ -190,6 +194,7 @@ async def serve_stdio(
         request_state_key=request_state_keys(request_state_key), **connection_options)
     session = ServerSession(conn, server, keepalive=keepalive,
                             keepalive_misses=keepalive_misses)
+    runtime = session.runtime = AsyncioRuntime(session)
     finished = asyncio.Event()
     session._on_closed.append(finished.set)
     reader: asyncio.BaseTransport | None = None
@@ -199,9 +204,9 @@ async def serve_stdio(
         if pollable(out_fd):
             writer, _ = await loop.connect_write_pipe(
                 lambda: write_pipe, os.fdopen(out_fd, "wb", buffering=0, closefd=False))
-            session.runtime.out = writer
+            runtime.out = writer
         else:  # a regular file or /dev/null: plain blocking writes
-            session.runtime.out_fd = out_fd
+            runtime.out_fd = out_fd
         if pollable(in_fd):
             reader, _ = await loop.connect_read_pipe(
                 lambda: _ReadPipe(session), os.fdopen(in_fd, "rb", buffering=0, closefd=False))
@@ -210,7 +215,7 @@ async def serve_stdio(
             session.feed(await loop.run_in_executor(None, read_all, in_fd))
             session.feed(b"")
         await finished.wait()
-        await session.runtime.stop_tasks()
+        await runtime.stop_tasks()
     finally:
         if reader is not None:
             reader.close()

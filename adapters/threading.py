@@ -4,7 +4,11 @@ One reader thread per connection is the pump: it waits (``selectors``) for the p
 the child's stderr and the next deadline, feeds the core and dispatches the events. Writes go
 straight to the pipe from whichever thread produced them, under the session's lock. Handlers
 and the callbacks that answer a server run in a thread pool (a server's ``async def`` handler
-is first stepped on the reader, as on asyncio: see :class:`ServerSession`).
+is first stepped on the reader, as on asyncio). All of that is the session's runtime object,
+:class:`~mcp_sansio.adapters._thread_runtime.ThreadRuntime` (``session.runtime``); the
+server process a client spawned is another object it holds (``client.child``). This module
+keeps the stdio entry points and re-exports the rest: :class:`Client` and
+:class:`ServerSession` are the blocking colour's classes themselves.
 
 Client::
 
@@ -27,20 +31,12 @@ Server::
 from __future__ import annotations
 
 import contextlib
-import contextvars
-import inspect
 import logging
 import os
-import selectors
-import subprocess
-import threading
-import time
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mcp_sansio import Era, KeyRing, Notification, Request, RequestId
-from mcp_sansio.app.context import Context as SessionContext
-from mcp_sansio.app.context import Job
+from mcp_sansio import Era, KeyRing, Notification
 from mcp_sansio.app.errors import (
     ConnectionClosedError,
     McpError,
@@ -51,7 +47,6 @@ from mcp_sansio.app.errors import (
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 from mcp_sansio.app.server import Server
 
-from ._api import _Resumed
 from ._stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     STDERR_LOGGER,
@@ -59,17 +54,16 @@ from ._stdio import (
     ProtectedStdio,
     pollable,
     read_all,
-    write_all,
 )
 from ._sync_api import (
     CancelToken,
     SyncClient,
     SyncServerSession,
-    SyncSession,
     ThreadContext,
 )
+from ._thread_runtime import ThreadChild
 from .keys import request_state_keys
-from .stdio import spawn_server, stop_server
+from .stdio import spawn_server
 
 if TYPE_CHECKING:
     import asyncio
@@ -106,139 +100,13 @@ Context = ThreadContext
 _CHUNK = 1 << 16
 
 
-class _ThreadRuntime(SyncSession):
-    """The pump of one connection: a selector loop over the peer's output (and the child's
-    stderr), a wake-up pipe, and the core's next deadline."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._out_fd: int | None = None
-        self._deadline: float | None = None
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_w, False)
-        self._stderr: tuple[int, LineLogger] | None = None
-        self._reader: threading.Thread | None = None
-
-    def _now(self) -> float:
-        return time.monotonic()
-
-    def _wall_now(self) -> float | None:
-        return time.time()
-
-    def _arm(self, deadline: float | None) -> None:
-        # Lazy, as on asyncio: a deadline the reader already waits for stays when the new
-        # one is later (or there is none); when it passes early, handle_timeout finds nothing
-        # due and the real one is armed (_pump resets it). A nudge wakes the reader thread
-        # (a write, a thread switch, a read): before this, every call of a sequential client
-        # paid one, its request's deadline going from none to sixty seconds ahead.
-        if deadline is None:
-            return
-        previous = self._deadline
-        if previous is not None and deadline >= previous:
-            return
-        self._deadline = deadline
-        self._nudge()
-
-    def _nudge(self) -> None:
-        with contextlib.suppress(BlockingIOError, OSError):
-            os.write(self._wake_w, b"!")
-
-    def _write(self, data: bytes) -> None:
-        if self._out_fd is None:
-            return
-        try:
-            write_all(self._out_fd, data)
-        except (BrokenPipeError, OSError):
-            self._out_fd = None  # the peer is gone; its EOF reaches the reader soon
-
-    def _pump(self, in_fd: int) -> None:
-        """Read until end of file (or the connection closes); fire deadlines on time."""
-        selector = selectors.DefaultSelector()
-        selector.register(in_fd, selectors.EVENT_READ, "in")
-        selector.register(self._wake_r, selectors.EVENT_READ, "wake")
-        if self._stderr is not None:
-            selector.register(self._stderr[0], selectors.EVENT_READ, "err")
-        try:
-            while self.closed is None:
-                deadline = self._deadline
-                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-                for key, _ in selector.select(timeout):
-                    if key.data == "in":
-                        try:
-                            data = os.read(in_fd, _CHUNK)
-                        except OSError:
-                            data = b""
-                        if not data:
-                            self._on_eof()
-                        self.feed(data)
-                    elif key.data == "err":
-                        assert self._stderr is not None
-                        chunk = os.read(self._stderr[0], _CHUNK)
-                        self._stderr[1].feed(chunk)
-                        if not chunk:
-                            selector.unregister(self._stderr[0])
-                    else:
-                        os.read(self._wake_r, _CHUNK)
-                if self._deadline is not None and time.monotonic() >= self._deadline:
-                    self._deadline = None  # passed: on_timer arms the next real one
-                    self.on_timer()
-        finally:
-            selector.close()
-
-    def _on_eof(self) -> None:
-        """The peer closed its side (the client records why)."""
-
-    def _close_pipes(self) -> None:
-        for fd in (self._wake_r, self._wake_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-
-# -- the client ----------------------------------------------------------------------------------
-
-
-class Client(_ThreadRuntime, SyncClient):
-    """A blocking MCP client (see :class:`~mcp_sansio.adapters._sync_api.SyncClient`). Made
-    by :func:`connect_stdio`."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._process: subprocess.Popen[bytes] | None = None
-        self.returncode: int | None = None
-
-    def _on_eof(self) -> None:
-        process = self._process
-        if process is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(0.05)  # usually gone by now: say so in the errors
-            if process.returncode is not None:
-                self.returncode = process.returncode
-                self.transport_detail = (
-                    f"the server process exited with status {process.returncode}")
-                return
-        self.transport_detail = "the server closed its stdout"
-
-    def close(self, shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -> None:
-        """Close the connection and stop the server: close its stdin, wait, SIGTERM, wait,
-        SIGKILL (its whole process group)."""
-        with self.lock:
-            if self.closed is None:
-                self.conn.close(now=self._now())
-                self.service()
-            self._out_fd = None
-        process = self._process
-        if process is not None:
-            self.returncode = stop_server(process, shutdown_timeout)
-        self._nudge()
-        if self._reader is not None and self._reader is not threading.current_thread():
-            self._reader.join(shutdown_timeout)
-        if process is not None:
-            for stream in (process.stdout, process.stderr):
-                if stream is not None:
-                    with contextlib.suppress(OSError):
-                        stream.close()
-        self._stop_workers()
-        self._close_pipes()
+#: A blocking MCP client (:class:`~mcp_sansio.adapters._sync_api.SyncClient`), made by
+#: :func:`connect_stdio`: the same class over any transport, the server process held as
+#: ``client.child``.
+Client = SyncClient
+#: One connection served by a :class:`Server` on threads
+#: (:class:`~mcp_sansio.adapters._sync_api.SyncServerSession`).
+ServerSession = SyncServerSession
 
 
 @contextlib.contextmanager
@@ -261,18 +129,14 @@ def connect_stdio(
     client = Client._create(sampling=sampling, elicitation=elicitation, roots=roots,
                            on_notification=on_notification, on_log=on_log, info=info,
                            **connection_options)
-    try:
-        process = spawn_server(command, args, env=env, inherit_env=inherit_env, cwd=cwd)
-    except BaseException:
-        client._close_pipes()
-        raise
+    process = spawn_server(command, args, env=env, inherit_env=inherit_env, cwd=cwd)
     assert process.stdin and process.stdout and process.stderr
-    client._process = process
-    client._out_fd = process.stdin.fileno()
-    client._stderr = (process.stderr.fileno(), LineLogger(stderr_logger))
-    client._reader = threading.Thread(target=client._pump, args=(process.stdout.fileno(),),
-                                      name="mcp-sansio-reader", daemon=True)
-    client._reader.start()
+    child = client.child = ThreadChild(client, process)
+    runtime = client.runtime
+    runtime.on_eof = child.on_eof
+    runtime.out_fd = process.stdin.fileno()
+    runtime.stderr = (process.stderr.fileno(), LineLogger(stderr_logger))
+    runtime.start_reader(process.stdout.fileno())
     try:
         if connect:
             client.connect(era=era)
@@ -282,110 +146,6 @@ def connect_stdio(
 
 
 # -- the server ----------------------------------------------------------------------------------
-
-
-class ServerSession(_ThreadRuntime, SyncServerSession):
-    """One connection served by a :class:`Server` on threads.
-
-    An ``async def`` handler starts eagerly, as on asyncio: it is stepped once on the
-    thread that dispatched it (the reader, once the events of a read are drained), with a
-    private event loop set as the running loop. One that returns
-    without suspending is answered there -- no pool hand-off, no thread switch, and the
-    answers to one read leave in one write. One that suspends goes on in a worker thread,
-    which runs that loop until the handler ends (the next eager handler gets a fresh loop).
-    So, as on any event loop, an ``async def`` handler must not block before its first
-    ``await``. ``def`` handlers, and handshake-era handlers that take ``ctx`` (whose ``ask``
-    waits for the client's answer, which only the reader can read), run in the pool.
-    Measured with ``benchmarks/stdio_ab.py`` (the example server's echo, server CPU per
-    call, paired trials): 100 in flight 51.9 -> 19.9 us, sequential 84.6 -> 57.4 us.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._step_loop: asyncio.AbstractEventLoop | None = None
-
-    def _start_eagerly(self, request: Request, job: Job, ctx: SessionContext) -> bool:
-        if not self._servicing or not inspect.iscoroutinefunction(job.fn):
-            return False
-        if "ctx" in job.kwargs and self.conn.era is not Era.STATELESS:
-            return False  # its ask would block the reader until the client answers
-        self._eager[request.request_id] = (request, job, ctx)
-        return True
-
-    def _cancel_incoming(self, request_id: RequestId) -> None:
-        self._eager.pop(request_id, None)  # cancelled in the same read: it never runs
-        super()._cancel_incoming(request_id)
-
-    def _stop_workers(self) -> None:
-        super()._stop_workers()
-        with self.lock:
-            loop, self._step_loop = self._step_loop, None
-        if loop is not None:
-            loop.close()
-
-    def _run_eager(self) -> None:
-        eager = self._eager
-        while eager:
-            key = next(iter(eager))
-            self._step(*eager.pop(key))
-
-    def _step(self, request: Request, job: Job, ctx: SessionContext) -> None:
-        loop = self._step_loop
-        if loop is None:
-            loop = self._step_loop = asyncio.new_event_loop()
-        coro = self._handle(request, job, ctx)
-        context = contextvars.copy_context()  # as a task would run it
-        previous = asyncio._get_running_loop()  # a worker may be inside its own loop
-        asyncio._set_running_loop(loop)
-        try:
-            first = context.run(coro.send, None)
-        except StopIteration:
-            return  # answered (or failed) without suspending
-        finally:
-            asyncio._set_running_loop(previous)
-        self._step_loop = None  # the suspended handler keeps this loop
-        self._pool.submit(self._resume, request, loop, coro, first, context, ctx)
-
-    async def _handle(self, request: Request, job: Job, ctx: SessionContext) -> None:
-        """The handler and its answer, as ``SyncServerSession._run`` does in a worker."""
-        try:
-            assert job.fn is not None
-            value = await job.fn(*job.args, **job.kwargs)
-            result = job.shape(value)
-        except asyncio.CancelledError:
-            return
-        except Exception as exc:
-            if not ctx.cancelled:
-                self._job_failed(request, exc)
-            return
-        finally:
-            with self.lock:
-                self._contexts.pop(request.request_id, None)
-                self._cancellers.pop(request.request_id, None)
-        if not ctx.cancelled:
-            self._finish_request(request.request_id, result, method=request.method)
-
-    def _resume(self, request: Request, loop: asyncio.AbstractEventLoop,
-                coro: Coroutine[Any, Any, None], first: Any,
-                context: contextvars.Context, ctx: SessionContext) -> None:
-        """In a worker: run the suspended handler on its loop until it ends."""
-        task = loop.create_task(_Resumed(coro, first), context=context)
-
-        def cancel() -> None:
-            loop.call_soon_threadsafe(task.cancel)
-        with self.lock:
-            if ctx.cancelled:
-                task.cancel()
-            else:
-                self._cancellers[request.request_id] = cancel
-        try:
-            loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            pass
-        finally:
-            with self.lock:
-                self._cancellers.pop(request.request_id, None)
-            loop.close()
 
 
 def serve_stdio(
@@ -408,16 +168,20 @@ def serve_stdio(
         request_state_key=request_state_keys(request_state_key), **connection_options)
     session = ServerSession(conn, server, max_workers=max_workers, keepalive=keepalive,
                             keepalive_misses=keepalive_misses)
-    session._out_fd = out_fd
+    runtime = session.runtime
+    runtime.out_fd = out_fd
+    # async def handlers start on the reader (ThreadRuntime.start_eagerly): measured with
+    # benchmarks/stdio_ab.py, server CPU per call, 100 in flight 51.9 -> 19.9 us.
+    runtime.eager = True
     try:
         if pollable(in_fd):
-            session._pump(in_fd)
+            runtime.pump(in_fd)
         else:  # a regular file or /dev/null: read it whole, then end of file
             session.feed(read_all(in_fd))
             session.feed(b"")
     finally:
-        session._stop_workers()
-        session._close_pipes()
+        runtime.stop_workers()
+        runtime.close_pipes()
         if guard is not None:
             guard.close_out()
             guard.restore()

@@ -54,8 +54,8 @@ from ._stdio import (
     read_all,
     write_all,
 )
-from ._trio_runtime import _CHUNK
-from ._trio_session import Client, Context, ServerSession, _one_error
+from ._trio_runtime import _CHUNK, TrioRuntime
+from ._trio_session import Client, Context, ServerSession, TrioChild, _one_error
 from .keys import request_state_keys
 
 __all__ = [
@@ -113,15 +113,17 @@ async def connect_stdio(
         start_new_session=True,
     )
     assert process.stdin and process.stdout and process.stderr
-    client._process = process
+    runtime = client.runtime = TrioRuntime(client)
+    child = client.child = TrioChild(client, runtime, process)
+    runtime.on_eof = child.on_eof
     if isinstance(process.stdin, trio.lowlevel.FdStream):
-        client.runtime.out_fd = process.stdin.fileno()
+        runtime.out_fd = process.stdin.fileno()
     async with _one_error(), trio.open_nursery() as nursery:
-        client.runtime.nursery = nursery
-        nursery.start_soon(client.runtime.writer, process.stdin)
-        nursery.start_soon(client.runtime.pump, process.stdout)
+        runtime.nursery = nursery
+        nursery.start_soon(runtime.writer, process.stdin)
+        nursery.start_soon(runtime.pump, process.stdout)
         nursery.start_soon(_log_stderr, process.stderr, LineLogger(stderr_logger))
-        nursery.start_soon(client._watch, process)
+        nursery.start_soon(child.watch)
         try:
             if connect:
                 await client.connect(era=era)
@@ -153,26 +155,27 @@ async def serve_stdio(
         request_state_key=request_state_keys(request_state_key), **connection_options)
     session = ServerSession(conn, server, keepalive=keepalive,
                             keepalive_misses=keepalive_misses)
+    runtime = session.runtime = TrioRuntime(session)
     # A close not caused by the input (keepalive's missed pings) ends serving too; the
     # runner still waiting on the input is cancelled with the nursery below.
-    session._on_closed.append(session.runtime.done.set)
+    session._on_closed.append(runtime.done.set)
     reader = trio.lowlevel.FdStream(os.dup(in_fd)) if pollable(in_fd) else None
     writer: trio.abc.SendStream = (trio.lowlevel.FdStream(os.dup(out_fd)) if pollable(out_fd)
                                    else _BlockingWriter(out_fd))
     in_blocking = os.get_blocking(in_fd)
     if isinstance(writer, trio.lowlevel.FdStream):
-        session.runtime.out_fd = writer.fileno()
+        runtime.out_fd = writer.fileno()
     try:
         async with trio.open_nursery() as nursery:
-            session.runtime.nursery = nursery
-            nursery.start_soon(session.runtime.writer, writer)
+            runtime.nursery = nursery
+            nursery.start_soon(runtime.writer, writer)
             if reader is not None:
-                await session.runtime.serve_fd(reader.fileno())
+                await runtime.serve_fd(reader.fileno())
             else:  # a regular file or /dev/null: read it whole, then end of file
                 session.feed(await trio.to_thread.run_sync(read_all, in_fd))
                 session.feed(b"")
-            session.runtime.stop_tasks()
-            await session.runtime.flush(DEFAULT_SHUTDOWN_TIMEOUT)
+            runtime.stop_tasks()
+            await runtime.flush(DEFAULT_SHUTDOWN_TIMEOUT)
             nursery.cancel_scope.cancel()
     finally:
         if reader is not None:

@@ -93,7 +93,8 @@ class Context:
         """Who the request's access token speaks for -- principal (``subject``), scopes,
         client id, claims -- on an HTTP server protected with ``auth=``; None otherwise
         (stdio servers take credentials from the environment, MCP basic/authorization.mdx)."""
-        return cast("AccessInfo | None", getattr(self.session, "auth", None))
+        link = self.session.link
+        return cast("AccessInfo | None", link.auth) if link is not None else None
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
@@ -148,8 +149,12 @@ class Context:
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a server notification (e.g. ``notifications/tools/list_changed``); in the
-        stateless era the core puts it on the listen streams that asked for it."""
+        stateless era the core puts it on the listen streams that asked for it. Over HTTP a
+        server-wide one (a list change) goes to every session (``session.link``)."""
         session = self.session
+        link = session.link
+        if link is not None and link.broadcast(method, params):
+            return
         with session.lock:
             if session.closed is not None:
                 return

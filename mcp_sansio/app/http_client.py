@@ -20,9 +20,13 @@ client:
 
 How a runtime uses it
 ---------------------
-A runtime's client class mixes this in before its client API class, e.g. on asyncio::
+A runtime's client class mixes this in before its client API class (the colour), and holds
+its runtime object as every session does (``session.runtime``), e.g. on asyncio::
 
-    class HTTPClientSession(_AsyncioRuntime, HTTPClientLogic, AsyncClient): ...
+    class HTTPClientSession(HTTPClientLogic, AsyncClient): ...
+
+(Four or five classes of ours: the one place left where a session resolves through more
+than three, see docs/architecture.rst.)
 
 and is made with :meth:`HTTPClientLogic.create_http` (``url``, ``headers``,
 ``http_options`` for :class:`HTTPClient`, the callbacks, ``info`` and the

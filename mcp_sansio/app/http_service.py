@@ -10,9 +10,11 @@ The runtime supplies how to make that logic, how to stop what a closed session s
 and ``_kick``: route what a session logic just sent (flush and run the pump, or wake it).
 A runtime whose pump runs from synchronous code (asyncio's callbacks, threads under the
 service's lock) drains with :meth:`~HTTPServiceBase._sync_drain`.
-Each runtime's session logic mixes in :class:`HTTPSessionLogic` (its connection is drained
-by the HTTP server, which also owns every timer), and each handler context broadcasts the
-server-wide list changes through :func:`broadcast_server_wide`. :func:`http_server_for` is
+Each HTTP session's logic is the plain server session of its runtime's colour holding an
+:class:`HTTPLink` (``session.link``): its connection is drained by the HTTP server, which
+also owns every timer, and a handler context broadcasts the server-wide list changes
+through it. How a runtime starts the handlers of such a session (stepped at once, during
+the dispatch) is its runtime object's business. :func:`http_server_for` is
 what every ``start_http`` builds: the HTTP server with its connection factory and options --
 the ``requestState`` key and the session-id source handed in (the runtime glue draws them
 from :mod:`secrets`).
@@ -42,12 +44,12 @@ from mcp_sansio import NEED_DATA, ConnectionClosed, Event, KeyRing, ServerConnec
 from mcp_sansio._capabilities import SERVER_WIDE_NOTIFICATIONS
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
-from .server import Server
+from .server import Server, ServerLogic
 
 if TYPE_CHECKING:
     from mcp_sansio.auth import AccessInfo
 
-__all__ = ["SERVER_WIDE", "HTTPServiceBase", "HTTPSessionLogic", "broadcast_server_wide",
+__all__ = ["SERVER_WIDE", "HTTPLink", "HTTPServiceBase", "broadcast_server_wide",
            "http_server_for"]
 
 #: Logged under the adapters' HTTP logger name, as before this logic moved here.
@@ -73,7 +75,7 @@ def http_server_for(
     return HTTPServer(connection, new_session_id=new_session_id, **http_options)
 
 
-LogicT = TypeVar("LogicT", bound="HTTPSessionLogic")
+LogicT = TypeVar("LogicT", bound=ServerLogic)
 
 
 class HTTPServiceBase(Generic[LogicT]):
@@ -175,30 +177,40 @@ class HTTPServiceBase(Generic[LogicT]):
             self._ended(logic)
 
 
-class HTTPSessionLogic:
-    """Mixed into a runtime's server session logic for one HTTP session (a handshake-era
-    session, or one stateless-era request): the HTTP server drains its connection, so what
-    handlers send is routed by flushing the HTTP session and kicking the service's pump."""
+class HTTPLink:
+    """The tie between one session logic (a handshake-era HTTP session, or one
+    stateless-era request) and the HTTP server that drains its connection, held by the
+    session as ``session.link`` (:class:`~.session.Link`): the session's ``service()``
+    flushes the HTTP session and kicks the service's pump instead of draining (the HTTP
+    server also owns every timer); a handler's server-wide notification is broadcast; the
+    HTTP session says who its latest request spoke for. Composed, not mixed in: the session
+    is the plain server session of its runtime's colour."""
 
-    _service: HTTPServiceBase[Any]
-    _http_session: weakref.ref[Session]
+    __slots__ = ("_http_session", "service_base")
 
-    def _bind(self, service: HTTPServiceBase[Any], http_session: Session) -> None:
-        self._service = service
+    def __init__(self, service: HTTPServiceBase[Any], http_session: Session) -> None:
+        #: The running HTTP service (named apart from :meth:`service`, the session's hook).
+        self.service_base = service
         self._http_session = weakref.ref(http_session)
 
-    if TYPE_CHECKING:
-        def _dispatch(self, event: Event) -> None:  # the runtime's session logic has it
-            ...
+    @property
+    def http_session(self) -> Session | None:
+        """The sans-IO HTTP session (None once it is gone)."""
+        return self._http_session()
 
     def service(self) -> None:
         http_session = self._http_session()
         if http_session is not None:
             http_session.flush()
-        self._service._kick()
+        self.service_base._kick()
 
-    def _arm(self, deadline: float | None) -> None:
-        """The HTTP server owns every timer (next_deadline covers the connections')."""
+    def broadcast(self, method: str, params: Mapping[str, Any] | None) -> bool:
+        """Broadcast ``method`` to every session if it is a server-wide notification (True
+        when done); else the caller sends it on its own session."""
+        if method not in SERVER_WIDE:
+            return False
+        self.service_base._broadcast(method, params)
+        return True
 
     @property
     def auth(self) -> AccessInfo | None:
@@ -211,7 +223,5 @@ def broadcast_server_wide(session: object, method: str,
                           params: Mapping[str, Any] | None) -> bool:
     """Broadcast ``method`` if it is a server-wide notification sent from an HTTP session's
     handler (True when done); else the caller sends it on its own session."""
-    if method not in SERVER_WIDE or not isinstance(session, HTTPSessionLogic):
-        return False
-    session._service._broadcast(method, params)
-    return True
+    link = getattr(session, "link", None)
+    return link is not None and bool(link.broadcast(method, params))

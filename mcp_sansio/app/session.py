@@ -5,9 +5,14 @@ Theory of operation
 -------------------
 A runtime (``mcp_sansio.adapters``: asyncio, trio, threads -- or an embedder's own loop)
 owns the I/O: it reads bytes and hands them to :meth:`Session.feed`, and writes what
-:meth:`Session.service` hands to its ``_write``. It also arms one timer (``_arm``) for the
-next deadline, reads its clock (``_now``), starts jobs (``_spawn_incoming``) and wakes
-waiters (``Call.wake``). Everything else is here, written once and free of any runtime:
+:meth:`Session.service` hands to it. The session *holds* the runtime's primitives as one
+object (``session.runtime``, a :class:`Runtime`: its clock, its one timer, its output) and
+its hooks (``_now``, ``_arm``, ``_write``) delegate to it, here and only here; the role
+classes start jobs (``_spawn_incoming``) and wake waiters (``Call.wake``). Classes stack
+on two axes only: :class:`Session` (the pump), then the role (:class:`ClientLogic`,
+:class:`~.server.ServerLogic`), then the colour (the async or blocking API, in
+``mcp_sansio.adapters``) -- three classes at most. Everything else is here, written once and
+free of any runtime:
 
 * :meth:`Session.service` is the pump's middle: drain ``next_event()`` until ``NEED_DATA``,
   dispatch each event, then drain the outbox into one write and re-arm the timer. It is
@@ -35,7 +40,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, suppress
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from mcp_sansio import (
     HANDSHAKE_REVISIONS,
@@ -93,7 +98,9 @@ __all__ = [
     "next_cursor",
     "page_params",
     "ClientLogic",
+    "Link",
     "Listener",
+    "Runtime",
     "Session",
 ]
 
@@ -145,19 +152,78 @@ NO_LOCK: AbstractContextManager[Any] = _NoLock()
 # -- the session: pump bookkeeping shared by both roles ----------------------------------------
 
 
+class Runtime(Protocol):
+    """What the pump asks of a runtime object (``session.runtime``): the clocks, the one
+    timer, the output, and stepping the handlers started while dispatching (``_eager``).
+    Each runtime's object offers more (jobs, waiters: docs/architecture.rst); the role and
+    colour classes ask for that through their own annotation of ``runtime``."""
+
+    def now(self) -> float: ...
+    def wall_now(self) -> float | None: ...
+    def arm(self, deadline: float | None) -> None: ...
+    def write(self, data: bytes) -> None: ...
+    def run_eager(self) -> None: ...
+
+
+class Link(Protocol):
+    """What ties a session to a server that drains its connection itself (the HTTP server:
+    :class:`~.http_service.HTTPLink`), held as ``session.link``. ``service()`` hands over to
+    it; a server-wide notification a handler sends is broadcast through it; ``auth`` is who
+    the latest request spoke for."""
+
+    @property
+    def auth(self) -> Any: ...
+    def service(self) -> None: ...
+    def broadcast(self, method: str, params: Mapping[str, Any] | None) -> bool: ...
+
+
+class _NoRuntime:
+    """The runtime of a session that overrides the hooks instead of holding one (an
+    embedder's pump, a test's virtual session): no wall clock, and nothing else."""
+
+    __slots__ = ()
+
+    def wall_now(self) -> float | None:
+        return None
+
+    def now(self) -> float:  # pragma: no cover - a hook left neither held nor overridden
+        raise NotImplementedError("this session holds no runtime: override _now")
+
+    def arm(self, deadline: float | None) -> None:  # pragma: no cover - as above
+        raise NotImplementedError("this session holds no runtime: override _arm")
+
+    def write(self, data: bytes) -> None:  # pragma: no cover - as above
+        raise NotImplementedError("this session holds no runtime: override _write")
+
+    def run_eager(self) -> None:  # pragma: no cover - only runtimes that fill _eager
+        raise NotImplementedError("this session holds no runtime: override _run_eager")
+
+
+_NO_RUNTIME = _NoRuntime()
+
+
 class Session:
     """The runtime-independent half of one connection's pump.
 
-    Subclasses (one per runtime) implement ``_write(data)``, ``_arm(deadline)``,
-    ``_now()``, ``_spawn_incoming(request, job_or_none)`` and ``_cancel_incoming(rid)``.
+    The runtime's primitives come from the runtime object the session holds
+    (``runtime``: a :class:`Runtime`); the role classes implement
+    ``_spawn_incoming(request)`` and ``_cancel_incoming(request_id)``.
     """
 
     conn: Connection
+    #: The runtime object, set by the colour class before ``__init__`` (a session that
+    #: overrides the hooks instead holds a stand-in with no wall clock).
+    runtime: Runtime
 
     def __init__(self, conn: Connection, *, keepalive: float | None = None,
                  keepalive_misses: int = DEFAULT_MAX_MISSED, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if getattr(self, "runtime", None) is None:
+            # Not a class default: ``runtime`` stays out of the public names of the class.
+            self.runtime = _NO_RUNTIME
         self.conn = conn
+        #: The server that drains this connection itself (HTTP), or None: see :class:`Link`.
+        self.link: Link | None = None
         #: The ping schedule (:mod:`._keepalive`), when ``keepalive`` (seconds) was given.
         self.keepalive: Keepalive | None = (
             Keepalive(keepalive, keepalive_misses) if keepalive is not None else None)
@@ -173,30 +239,34 @@ class Session:
         #: Held around every use of the connection (a real lock only on threads).
         self.lock: AbstractContextManager[Any] = NO_LOCK
 
-    # -- hooks the runtime implements ------------------------------------------------------
+    # -- hooks: the runtime object's primitives ---------------------------------------------
+    #
+    # Each delegates once, here, to ``self.runtime`` (one attribute hop on the hot path). A
+    # session driven without a runtime object (``mcp_sansio.adapters.pump``), or whose
+    # connection is drained by an HTTP server, overrides the hook instead.
 
-    def _write(self, data: bytes) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _write(self, data: bytes) -> None:
+        self.runtime.write(data)
 
-    def _arm(self, deadline: float | None) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _arm(self, deadline: float | None) -> None:
+        self.runtime.arm(deadline)
 
-    def _now(self) -> float:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _now(self) -> float:
+        return self.runtime.now()
 
     def _wall_now(self) -> float | None:
         """The wall clock (seconds since the epoch) for what the connection writes down for
         another process to read -- a sealed ``requestState``'s expiry (docs/keys.rst); None
         where the runtime gives none (the connection then uses ``now``, one host only)."""
-        return None
+        return self.runtime.wall_now()
+
+    def _run_eager(self) -> None:
+        self.runtime.run_eager()
 
     def _spawn_incoming(self, request: Request) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _cancel_incoming(self, request_id: RequestId) -> None:  # pragma: no cover
-        raise NotImplementedError
-
-    def _run_eager(self) -> None:  # pragma: no cover - only runtimes that fill _eager
         raise NotImplementedError
 
     # -- the pump ----------------------------------------------------------------------------
@@ -219,6 +289,11 @@ class Session:
         """Drain events (dispatching each), then the outbox, then re-arm the timer."""
         if self._servicing:
             return  # the outer call's loop picks up whatever we were called for
+        link = self.link
+        if link is not None:
+            # The HTTP server drains the connection (and owns every timer): hand over.
+            link.service()
+            return
         self._servicing = True
         conn = self.conn
         try:
