@@ -25,6 +25,7 @@ from mcp_sansio.app.server import ServerLogic
 from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, log
 
 from ._colours import asynchronous
+from ._http_authorized import authorized_request
 from ._stdio import DEFAULT_SHUTDOWN_TIMEOUT
 
 if TYPE_CHECKING:
@@ -83,6 +84,15 @@ class AsyncChild(Protocol):
     process: Any
 
     async def aclose(self, shutdown_timeout: float) -> None: ...
+
+
+class AsyncSockets(Protocol):
+    """An HTTP client's sockets on one runtime, held by the client (``client.sockets``):
+    the runtime's half of the HTTP link (``client.link``), its OAuth step, and the close
+    (``DELETE``, then the sockets dropped)."""
+
+    async def authorize(self, auth: Any, challenge: Any, generation: int) -> None: ...
+    async def aclose(self, timeout: float | None) -> None: ...
 
 
 class AsyncRuntime(Protocol):
@@ -238,8 +248,22 @@ class AsyncClient(ClientLogic):
         self.child: AsyncChild | None = None
         #: The stdio server's exit status once it has ended (its child sets it).
         self.returncode: int | None = None
+        #: The HTTP client's sockets (``connect_http``), or None.
+        self.sockets: AsyncSockets | None = None
 
-    request = _request
+    async def request(self, method: str, params: Mapping[str, Any] | None = None,
+                      **options: Any) -> dict[str, Any]:
+        """Send any request and await its result (the options and errors of
+        :meth:`AsyncServerSession.request`). An HTTP client made with ``auth`` authorizes
+        first when the server challenges, then sends again (see :mod:`._auth_session`).
+
+        :raises ~mcp_sansio.auth.AuthFlowError: authorization was needed and failed."""
+        auth = self._auth
+        if auth is None or self.sockets is None:
+            return await _request(self, method, params, **options)
+        return await authorized_request(
+            auth, lambda: _request(self, method, params, **options), self.sockets.authorize)
+
     _spawn_awaitable = _spawn_awaitable
     _task_runtime = _task_runtime
 
@@ -248,14 +272,22 @@ class AsyncClient(ClientLogic):
         """The stdio server's process object (the runtime's own kind), or None."""
         return self.child.process if self.child is not None else None
 
-    async def aclose(self, shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -> None:
-        """Close the connection and, for a stdio client, stop the server as the spec says:
-        close its stdin, wait, SIGTERM, wait, SIGKILL (to its whole process group)."""
+    async def aclose(self, shutdown_timeout: float | None = None) -> None:
+        """Close the connection. A stdio client then stops the server as the spec says:
+        close its stdin, wait, SIGTERM, wait, SIGKILL (to its whole process group), waiting
+        ``shutdown_timeout`` seconds at each step (None: ``DEFAULT_SHUTDOWN_TIMEOUT``). An
+        HTTP client ends the session with ``DELETE`` (handshake era), waits at most
+        ``shutdown_timeout`` seconds (None: ``DEFAULT_CLOSE_TIMEOUT``) for its sockets to
+        close, then drops them and aborts what is still pending."""
+        if self.sockets is not None:
+            await self.sockets.aclose(shutdown_timeout)
+            return
         if self.closed is None:
             self.conn.close(now=self._now())
             self.service()
         if self.child is not None:
-            await self.child.aclose(shutdown_timeout)
+            await self.child.aclose(DEFAULT_SHUTDOWN_TIMEOUT if shutdown_timeout is None
+                                    else shutdown_timeout)
 
     def _spawn_incoming(self, request: Request) -> None:
         self.runtime.start_task(request.request_id, self._answer(request))

@@ -1,9 +1,16 @@
 """The asyncio HTTP client adapter: asyncio's own sockets + :class:`mcp_sansio.http.HTTPClient`.
 
+An HTTP client on asyncio is the plain asyncio client (:class:`~._api.AsyncClient`, the
+colour) holding two objects: the sans-IO HTTP link (``client.link``, an
+:class:`~mcp_sansio.app.http_client.HTTPClientLink`: the HTTP client, its pump, its failure
+mapping) and :class:`AsyncioSockets` (``client.sockets``: the TCP connections, the OAuth
+step's lock, the close) -- the way a stdio client holds its child process.
+:data:`HTTPClientSession` is that client class under its HTTP name.
+
 The pump is asyncio's protocol callbacks, as for stdio: bytes read from a socket go straight
-into the sans-IO HTTP client (:meth:`~._http_client_logic.HTTPClientLogic.channel_data`), the
-events are dispatched to the waiting calls, what the HTTP client has to send is written to
-its sockets, and one timer handle follows
+into the sans-IO HTTP client (:meth:`~mcp_sansio.app.http_client.HTTPClientLink.channel_data`),
+the events are dispatched to the waiting calls, what the HTTP client has to send is written
+to its sockets, and one timer handle follows
 :meth:`~mcp_sansio.http.HTTPClient.next_deadline`. No thread (but for resolving a host name),
 no queue: a waiting caller is the only task involved.
 
@@ -23,19 +30,20 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 from mcp_sansio import Era, Notification
+from mcp_sansio.app.http_client import HTTPClientLink, attach_http
 from mcp_sansio.http import ClientChannel
 
 from ._api import AsyncClient
 from ._asyncio_runtime import AsyncioRuntime
 from ._asyncio_session import _small_reads
 from ._auth_session import OAuth, SessionAuth, challenge_of
-from ._http_authorized import authorized_request
-from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
+from ._http_client_logic import HTTPTransportError, default_tls
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_MAX_WRITE_BUFFER",
+    "AsyncioSockets",
     "HTTPClientSession",
     "HTTPTransportError",
     "connect_http",
@@ -45,7 +53,8 @@ __all__ = [
 #: in milliseconds; beyond this the exchange fails rather than wait for the system's own
 #: timeout (minutes, for an address that drops packets).
 DEFAULT_CONNECT_TIMEOUT = 10.0
-#: Seconds :meth:`HTTPClientSession.aclose` waits for the session's ``DELETE`` to be answered
+#: Seconds :meth:`~._api.AsyncClient.aclose` of an HTTP client waits for the session's
+#: ``DELETE`` to be answered
 #: before dropping the sockets: 2 s (the DELETE is a courtesy; the server expires idle
 #: sessions anyway).
 DEFAULT_CLOSE_TIMEOUT = 2.0
@@ -58,38 +67,40 @@ class _Socket(asyncio.Protocol):
     """One channel's TCP connection: opened on the first bytes for it, fed back to the
     session as it reads."""
 
-    def __init__(self, client: HTTPClientSession, channel: ClientChannel) -> None:
-        self.client = client
+    def __init__(self, sockets: AsyncioSockets, channel: ClientChannel) -> None:
+        self.sockets = sockets
+        self.link = sockets.link
         self.channel = channel
         self.transport: asyncio.Transport | None = None
         self.pending = bytearray()  # written before the socket was open (one request)
         self.opening: asyncio.Task[None] | None = None
 
     def open(self) -> None:
-        self.client.connections_opened += 1
-        self.opening = self.client.runtime.loop.create_task(self._open())
+        self.link.connections_opened += 1
+        self.opening = self.sockets.loop.create_task(self._open())
 
     async def _open(self) -> None:
-        client = self.client
-        http = client.http
+        sockets = self.sockets
+        http = self.link.http
         try:
-            await asyncio.wait_for(client.runtime.loop.create_connection(
-                lambda: self, http.host, http.port, ssl=client.ssl_context,
-                server_hostname=http.host if client.ssl_context is not None else None,
-            ), client.connect_timeout)
+            await asyncio.wait_for(sockets.loop.create_connection(
+                lambda: self, http.host, http.port, ssl=sockets.ssl_context,
+                server_hostname=http.host if sockets.ssl_context is not None else None,
+            ), sockets.connect_timeout)
         except asyncio.CancelledError:
             self._forget()
             raise
         except Exception as exc:  # refused, unreachable, timed out, TLS, a bad address...
             self._forget()
-            client.channel_failed(self.channel, exc)
+            self.link.channel_failed(self.channel, exc)
         finally:
             self.opening = None
 
     def _forget(self) -> None:
-        if self.client._sockets.get(self.channel) is self:
-            del self.client._sockets[self.channel]
-            self.client._socket_gone()
+        sockets = self.sockets
+        if sockets.open.get(self.channel) is self:
+            del sockets.open[self.channel]
+            sockets.changed.set()
 
     def send(self, data: bytes, close: bool) -> None:
         transport = self.transport
@@ -108,7 +119,7 @@ class _Socket(asyncio.Protocol):
             transport.write(data)
         if close:
             transport.close()  # after the buffered bytes are written
-        elif transport.get_write_buffer_size() > self.client.max_write_buffer:
+        elif transport.get_write_buffer_size() > self.sockets.max_write_buffer:
             transport.abort()
 
     def abort(self) -> None:
@@ -128,87 +139,95 @@ class _Socket(asyncio.Protocol):
             self.pending.clear()
 
     def data_received(self, data: bytes) -> None:
-        self.client.channel_data(self.channel, data)
+        self.link.channel_data(self.channel, data)
 
     def eof_received(self) -> bool:
-        self.client.channel_data(self.channel, b"")
+        self.link.channel_data(self.channel, b"")
         return False  # the server is done: close our side too
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._forget()
         channel = self.channel
         if not channel.closed or channel.exchange is not None:
-            self.client.channel_lost(channel)
+            self.link.channel_lost(channel)
 
 
-class HTTPClientSession(HTTPClientLogic, AsyncClient):
-    """An MCP client over HTTP on asyncio, with the methods of the stdio
-    :class:`~mcp_sansio.adapters.asyncio.Client` (see
-    :class:`~mcp_sansio.adapters._api.AsyncClient`). Made by :func:`connect_http`.
-    Cancelling a task that awaits a call cancels the request (handshake era:
-    ``notifications/cancelled``; stateless era: its stream is closed)."""
+class AsyncioSockets:
+    """An HTTP client's TCP connections on asyncio (``client.sockets``): one
+    :class:`_Socket` per channel, opened by :meth:`send` (the link's ``send``); the lock
+    that serializes OAuth flows; the close."""
 
-    runtime: AsyncioRuntime
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.runtime = AsyncioRuntime(self)
-        super().__init__(*args, **kwargs)
-        self._sockets: dict[ClientChannel, _Socket] = {}
-        self._sockets_changed = asyncio.Event()
-        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER,
-                            default_tls(self.http.scheme))
-        #: TCP connections opened so far (keep-alive reuses them).
-        self.connections_opened = 0
-        #: The authorization hook (``connect_http(auth=...)``), else None.
-        self.auth: SessionAuth | None = None
+    def __init__(self, link: HTTPClientLink, runtime: AsyncioRuntime, *,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+                 max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
+                 ssl_context: Any = None) -> None:
+        self.link = link
+        self.runtime = runtime
+        self.loop = runtime.loop
+        #: The open sockets, by channel.
+        self.open: dict[ClientChannel, _Socket] = {}
+        #: Set whenever a socket is gone (the close waits on it).
+        self.changed = asyncio.Event()
+        #: Seconds to wait for a TCP (and TLS) connection to open.
+        self.connect_timeout = connect_timeout
+        #: Unwritten output (bytes) a socket may hold before it is dropped.
+        self.max_write_buffer = max_write_buffer
+        #: TLS for ``https``: the system's trusted certificates unless told otherwise.
+        self.ssl_context: Any = (ssl_context if ssl_context is not None
+                                 else default_tls(link.http.scheme))
         self._auth_lock = asyncio.Lock()
+        link.send = self.send
 
-    async def request(self, method: str, params: Mapping[str, Any] | None = None,
-                      **options: Any) -> dict[str, Any]:
-        """:meth:`~._api.AsyncClient.request`, authorizing first when the session has
-        ``auth`` and the server challenges (see :mod:`._auth_session`).
-
-        :raises ~mcp_sansio.auth.AuthFlowError: authorization was needed and failed."""
-        auth = self.auth
-        if auth is None:
-            return await super().request(method, params, **options)
-
-        async def send() -> dict[str, Any]:
-            return await super(HTTPClientSession, self).request(method, params, **options)
-        return await authorized_request(auth, send, self._authorize)
-
-    async def _authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
-        async with self._auth_lock:
-            if auth.generation == generation:  # else another call already did
-                await auth.run_async(challenge, asyncio.to_thread, native_fetch=True)
-
-    def _send(self, channel: ClientChannel, data: bytes) -> None:
-        sock = self._sockets.get(channel)
+    def send(self, channel: ClientChannel, data: bytes) -> None:
+        sock = self.open.get(channel)
         if sock is None:
             if channel.closed:
                 return  # never opened
             sock = _Socket(self, channel)
-            self._sockets[channel] = sock
+            self.open[channel] = sock
             sock.open()
         sock.send(data, channel.closed)
 
-    def _socket_gone(self) -> None:
-        self._sockets_changed.set()
+    async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        """Run the OAuth flow (its blocking parts in a thread), one at a time."""
+        async with self._auth_lock:
+            if auth.generation == generation:  # else another call already did
+                await auth.run_async(challenge, asyncio.to_thread, native_fetch=True)
 
-    async def aclose(self, timeout: float = DEFAULT_CLOSE_TIMEOUT) -> None:
+    async def aclose(self, timeout: float | None) -> None:
         """End the session: ``DELETE`` it (handshake era, waiting at most ``timeout``
-        seconds for the answer), close every socket, abort what is still pending."""
-        self.begin_close()
-        loop = self.runtime.loop
-        deadline = loop.time() + timeout
-        while self._sockets and (left := deadline - loop.time()) > 0:
-            self._sockets_changed.clear()
+        seconds for the answer; None: :data:`DEFAULT_CLOSE_TIMEOUT`), close every socket,
+        abort what is still pending."""
+        self.link.begin_close()
+        loop = self.loop
+        deadline = loop.time() + (DEFAULT_CLOSE_TIMEOUT if timeout is None else timeout)
+        while self.open and (left := deadline - loop.time()) > 0:
+            self.changed.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._sockets_changed.wait(), left)
-        for sock in list(self._sockets.values()):
+                await asyncio.wait_for(self.changed.wait(), left)
+        for sock in list(self.open.values()):
             sock.abort()
-        self._sockets.clear()
+        self.open.clear()
         await self.runtime.stop_tasks()
+
+
+#: An MCP client over HTTP on asyncio: the asyncio client (the methods of the stdio
+#: :class:`~mcp_sansio.adapters.asyncio.Client`, see :class:`~._api.AsyncClient`) holding
+#: an HTTP link and :class:`AsyncioSockets`. Made by :func:`connect_http`. Cancelling a task
+#: that awaits a call cancels the request (handshake era: ``notifications/cancelled``;
+#: stateless era: its stream is closed).
+HTTPClientSession = AsyncClient
+
+
+def http_client(url: str, *, headers: Iterable[tuple[str, str]] | Mapping[str, str] | None,
+                http_options: Mapping[str, Any] | None, **options: Any) -> AsyncClient:
+    """A new, unconnected asyncio HTTP client of ``url`` (``options``: the callbacks and
+    connection options of :meth:`~mcp_sansio.app.session.ClientLogic._create`)."""
+    client = AsyncClient._create(**options)
+    runtime = client.runtime = AsyncioRuntime(client)
+    link, own = attach_http(client, url, headers=headers, http_options=http_options)
+    client.sockets = AsyncioSockets(link, runtime, **own)
+    return client
 
 
 @contextlib.asynccontextmanager
@@ -223,9 +242,9 @@ async def connect_http(
     headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
     http_options: Mapping[str, Any] | None = None, auth: OAuth | None = None,
     **connection_options: Any,
-) -> AsyncIterator[HTTPClientSession]:
+) -> AsyncIterator[AsyncClient]:
     """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)
-    and yield a connected :class:`HTTPClientSession`.
+    and yield a connected :data:`HTTPClientSession` (the asyncio client over HTTP).
 
     The era is probed as on stdio (``server/discover`` first, then ``initialize``; ``era``
     is a cached verdict), and a server that refuses ``initialize`` with 4xx is tried with
@@ -241,12 +260,13 @@ async def connect_http(
     ended (``DELETE``) and every socket closed."""
     session_auth = SessionAuth(auth, url) if auth is not None else None
     while True:
-        client = HTTPClientSession.create_for_adapter(
+        client = http_client(
             url, headers=headers, http_options=http_options, sampling=sampling,
             elicitation=elicitation, roots=roots, on_notification=on_notification,
             on_log=on_log, info=info, **connection_options)
         if session_auth is not None:
             client.auth = session_auth
+            assert client.http is not None
             session_auth.install(client.http)
         if not connect:
             break

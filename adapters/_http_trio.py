@@ -784,11 +784,11 @@ class HTTPClientSession(HTTPClientLogic, AsyncClient):
 
     # -- lifetime ----------------------------------------------------------------------------
 
-    async def aclose(self, timeout: float = DEFAULT_CLOSE_TIMEOUT) -> None:
+    async def aclose(self, timeout: float | None = DEFAULT_CLOSE_TIMEOUT) -> None:
         """End the session: ``DELETE`` it (handshake era, waiting at most ``timeout``
         seconds for the answer), close every socket, abort what is still pending."""
         self.begin_close()
-        with trio.move_on_after(timeout):
+        with trio.move_on_after(DEFAULT_CLOSE_TIMEOUT if timeout is None else timeout):
             while self._sockets:
                 await self._sockets_changed.park()
         for sock in list(self._sockets.values()):

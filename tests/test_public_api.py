@@ -95,8 +95,13 @@ def test_the_blocking_client_takes_the_same_keywords() -> None:
 
 
 #: What docs/reference.rst documents of the clients, besides the named calls.
+#: What every client tells of its HTTP transport: meaningful over HTTP (the client then
+#: holds an HTTP link), neutral otherwise (None, 0) -- an HTTP client is the plain client of
+#: its runtime, so these are members of every client, not of a subclass.
+HTTP_FACTS = {"http", "transport", "session_id", "session_renewals", "on_transport_event",
+              "connections_opened", "auth"}
 CLIENT_API = {"connect", "era", "protocol_version", "server_info", "server_capabilities",
-              "instructions", "request", "listen", *NAMED_CALLS, *TASK_CALLS}
+              "instructions", "request", "listen", *NAMED_CALLS, *TASK_CALLS, *HTTP_FACTS}
 #: The pump's hooks, which every runtime adapter and the HTTP client logic call: still
 #: public by name (renaming them touches every adapter), and not documented for users.
 PUMP_HOOKS = {"feed", "service", "on_timer"}

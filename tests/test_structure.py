@@ -48,7 +48,6 @@ MAX_OWN_MRO = 3
 #: colour's client); the stdio sessions, the HTTP servers' sessions and the contexts left
 #: this list when their runtime, child process and HTTP link became objects they hold.
 KNOWN_DEEP_ADAPTER_CLASSES: set[str] = {
-    "mcp_sansio.adapters._http_client_asyncio.HTTPClientSession",
     "mcp_sansio.adapters._http_threading.HTTPClientSession",
     "mcp_sansio.adapters._http_trio.HTTPClientSession",
 }

@@ -1,57 +1,58 @@
-"""The runtime-free half of an MCP client over HTTP: :class:`ClientLogic` on top of the
-sans-IO :class:`mcp_sansio.http.HTTPClient`.
+"""The runtime-free half of an MCP client over HTTP: :class:`HTTPClientLink`, the sans-IO
+:class:`mcp_sansio.http.HTTPClient` held by a client as its ``link``.
 
 Theory of operation
 -------------------
 On stdio a client session is one byte stream: :meth:`Session.feed` hands bytes to the
 connection and :meth:`Session.service` writes ``conn.data_to_send()`` to one pipe. Over HTTP
 the connection's messages travel as HTTP exchanges on several TCP connections, which the
-sans-IO :class:`~mcp_sansio.http.HTTPClient` manages as *channels*. :class:`HTTPClientLogic`
-is :class:`~mcp_sansio.app.session.ClientLogic` (the same calls, callbacks, listen streams and
-``input_required`` handling as every stdio client) with the pump rewired to that HTTP
-client:
+sans-IO :class:`~mcp_sansio.http.HTTPClient` manages as *channels*. An HTTP client is the
+plain client of its runtime's colour (the same calls, callbacks, listen streams and
+``input_required`` handling as every stdio client) holding an :class:`HTTPClientLink` as
+``client.link`` -- the same hook the HTTP server's sessions use
+(:class:`~.http_service.HTTPLink`; :class:`~.session.ClientLink` is what the client asks of
+it). Composed, not mixed in: the client's pump hands over to the link, which
 
-* events come from :meth:`HTTPClient.next_event` (the connection's events, plus
-  :class:`~mcp_sansio.http.SessionRenewed` and :class:`~mcp_sansio.http.TransportFailed`);
-* output is ``(channel, bytes)`` pairs from :meth:`HTTPClient.data_to_send`, handed to the
-  runtime's :meth:`_send`;
-* the one timer follows :meth:`HTTPClient.next_deadline` (the core's request timeouts and
-  the HTTP client's stream resumptions alike) and fires :meth:`on_timer`.
+* drains :meth:`HTTPClient.next_event` (the connection's events, plus
+  :class:`~mcp_sansio.http.SessionRenewed` and :class:`~mcp_sansio.http.TransportFailed`,
+  which the client hands back to :meth:`HTTPClientLink.on_event`) through the session's one
+  drain loop;
+* hands each ``(channel, bytes)`` pair of :meth:`HTTPClient.data_to_send` to
+  :attr:`HTTPClientLink.send`, the runtime's socket object;
+* arms the session's one timer at :meth:`HTTPClient.next_deadline` (the core's request
+  timeouts and the HTTP client's stream resumptions alike; a keepalive ping's if sooner);
+  the client's ``on_timer`` then reaches :meth:`HTTPClientLink.on_timer`.
 
 How a runtime uses it
 ---------------------
-A runtime's client class mixes this in before its client API class (the colour), and holds
-its runtime object as every session does (``session.runtime``), e.g. on asyncio::
+``connect_http`` makes the colour's client (``_create``), gives it its runtime object, and
+calls :func:`attach_http` (``url``, ``headers``, ``http_options`` for :class:`HTTPClient`),
+which installs the link and returns the options that are the runtime's own
+(``connect_timeout``, ``max_write_buffer``, ``ssl_context``). It then makes its socket
+object with them and sets the link's ``send`` to it:
 
-    class HTTPClientSession(HTTPClientLogic, AsyncClient): ...
-
-(Four or five classes of ours: the one place left where a session resolves through more
-than three, see docs/architecture.rst.)
-
-and is made with :meth:`HTTPClientLogic.create_http` (``url``, ``headers``,
-``http_options`` for :class:`HTTPClient`, the callbacks, ``info`` and the
-:class:`~mcp_sansio.ClientConnection` options). The runtime then supplies, besides the usual
-``_now``, ``_arm`` (call :meth:`on_timer` at the deadline) and the task hooks:
-
-``_send(channel, data)``
+``send(channel, data)``
     Called from the pump for every pair :meth:`HTTPClient.data_to_send` gives. A channel
-    not seen before needs a new TCP connection to ``self.http.host``, ``self.http.port``
-    (TLS when ``self.http.scheme == "https"``); buffer ``data`` until it is open. Then write
-    ``data``; when ``channel.closed`` is true, close the socket after writing. Never call
-    back into the session from ``_send`` (it runs inside the pump).
+    not seen before needs a new TCP connection to ``link.http.host``, ``link.http.port``
+    (TLS when ``link.http.scheme == "https"``; count it in ``link.connections_opened``);
+    buffer ``data`` until it is open. Then write ``data``; when ``channel.closed`` is true,
+    close the socket after writing. Never call back into the session from ``send`` (it runs
+    inside the pump).
 
 and reports what happens on each socket, from its reader (a protocol callback, a task or a
-thread), always through these methods, which take the session's lock:
+thread), always through these methods of the link, which take the session's lock:
 
-* :meth:`channel_data` with the bytes read (``b""`` at end of file);
-* :meth:`channel_failed` when the socket could not be opened (refused, unreachable, TLS
-  failure): the server is not there, so a stream being resumed is not tried again and its
-  requests fail at once; :meth:`channel_lost` when an open socket broke.
+* :meth:`~HTTPClientLink.channel_data` with the bytes read (``b""`` at end of file);
+* :meth:`~HTTPClientLink.channel_failed` when the socket could not be opened (refused,
+  unreachable, TLS failure): the server is not there, so a stream being resumed is not
+  tried again and its requests fail at once; :meth:`~HTTPClientLink.channel_lost` when an
+  open socket broke.
 
-Closing is :meth:`begin_close` (the HTTP client sends ``DELETE`` for a handshake-era
-session, closes every stream, and the connection aborts pending calls); the runtime then
-waits, with a short bound, until the sockets it still has are closed by the pump (the
-``DELETE``'s channel comes back with ``channel.closed``), and drops what is left.
+Closing is :meth:`HTTPClientLink.begin_close` (the HTTP client sends ``DELETE`` for a
+handshake-era session, closes every stream, and the connection aborts pending calls); the
+socket object then waits, with a short bound, until the sockets it still has are closed by
+the pump (the ``DELETE``'s channel comes back with ``channel.closed``), and drops what is
+left.
 
 Failures and renewals
 ---------------------
@@ -59,15 +60,15 @@ An HTTP exchange that fails without a JSON-RPC answer (a status with no answer i
 a stream that broke and could not be resumed, a refused connection) ends the requests it
 carried: their callers get :class:`HTTPTransportError` (a
 :class:`~mcp_sansio.app.errors.ConnectionClosedError`) naming the HTTP failure, not a
-cancellation. The
-connection itself stays usable: the next request opens a new TCP connection.
+cancellation. The connection itself stays usable: the next request opens a new TCP
+connection. A connect that failed that way raises it too (:meth:`HTTPClientLink.check_connect`).
 
 When the server forgot the session (404) the HTTP client initializes again and retries
 (``basic/transports.mdx``, session management: the client MUST start a new session); the
 server's per-session state (resource subscriptions, the log level) is gone with the old
-session. That is logged as a warning and passed to :attr:`HTTPClientLogic.on_transport_event`
-(with every :class:`~mcp_sansio.http.TransportFailed`), so an application that subscribed
-can subscribe again.
+session. That is logged as a warning, counted in the client's ``session_renewals`` and
+passed to its ``on_transport_event`` (with every :class:`~mcp_sansio.http.TransportFailed`),
+so an application that subscribed can subscribe again.
 """
 
 from __future__ import annotations
@@ -76,14 +77,14 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
 
-from mcp_sansio import ClientConnection, Event, Initialized, Notification
-from mcp_sansio.http import ClientChannel, HTTPClient, SessionRenewed, Transport, TransportFailed
+from mcp_sansio import ClientConnection, Event
+from mcp_sansio.http import ClientChannel, HTTPClient, SessionRenewed, TransportFailed
 
 from .errors import ConnectionClosedError, secret_prefix
-from .keepalive import DEFAULT_MAX_MISSED
 from .session import ClientLogic, default_client_info
 
-__all__ = ["HTTPClientLogic", "HTTPTransportError"]
+__all__ = ["ADAPTER_OPTIONS", "HTTPClientLink", "HTTPClientLogic", "HTTPTransportError",
+           "attach_http"]
 
 log = logging.getLogger("mcp_sansio.adapters.http")
 
@@ -122,209 +123,175 @@ class HTTPTransportError(ConnectionClosedError):
         return next((v for k, v in self.headers if k.lower() == name), None)
 
 
-#: The ``http_options`` of ``connect_http`` that are the adapter's, not the HTTP client's.
-_ADAPTER_OPTIONS = ("connect_timeout", "max_write_buffer", "ssl_context")
+#: The ``http_options`` of ``connect_http`` that are the runtime's socket options, not the
+#: HTTP client's (each runtime documents its defaults).
+ADAPTER_OPTIONS = ("connect_timeout", "max_write_buffer", "ssl_context")
 
 
-class HTTPClientLogic(ClientLogic):
-    """:class:`~mcp_sansio.app.session.ClientLogic` whose pump is a
-    :class:`~mcp_sansio.http.HTTPClient` (see the module's documentation for the hooks a
-    runtime implements)."""
+def _no_socket(channel: ClientChannel, data: bytes) -> None:  # pragma: no cover
+    raise RuntimeError("this HTTP client has no socket object yet (attach_http's caller "
+                       "sets link.send)")
 
-    def __init__(
-        self, conn: ClientConnection, *, url: str,
-        headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
-        http_options: Mapping[str, Any] | None = None, **kwargs: Any,
-    ) -> None:
-        super().__init__(conn, **kwargs)
+
+def attach_http(client: ClientLogic, url: str, *,
+                headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
+                http_options: Mapping[str, Any] | None = None,
+                ) -> tuple[HTTPClientLink, dict[str, Any]]:
+    """Make ``client`` an HTTP client of the MCP endpoint ``url``: install an
+    :class:`HTTPClientLink` as ``client.link`` (``headers`` on every request,
+    ``http_options`` for :class:`~mcp_sansio.http.HTTPClient`: ``transport``,
+    ``standalone_stream``, limits), and return it with the options of
+    :data:`ADAPTER_OPTIONS` that were given, for the runtime's socket object (an
+    ``ssl_context`` of None is left out: the runtime's default context for ``https``)."""
+    rest = dict(http_options or {})
+    own = {name: rest.pop(name) for name in ADAPTER_OPTIONS if name in rest}
+    if own.get("ssl_context") is None:
+        own.pop("ssl_context", None)
+    link = client.link = HTTPClientLink(client, url, headers=headers, http_options=rest)
+    return link, own
+
+
+class HTTPClientLink:
+    """The tie between a client session and the sans-IO HTTP client that carries its
+    connection, held as ``client.link`` (see the module's documentation)."""
+
+    __slots__ = ("_connect_cause", "_connect_error", "closing", "connections_opened",
+                 "http", "send", "session", "session_renewals")
+
+    #: Who a request spoke for: a server's notion (:class:`~.session.Link`); None here.
+    auth: Any = None
+
+    def __init__(self, session: ClientLogic, url: str, *,
+                 headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
+                 http_options: Mapping[str, Any] | None = None) -> None:
         if isinstance(headers, Mapping):
             headers = list(headers.items())
+        self.session = session
         #: The sans-IO HTTP client (its ``transport``, ``session_id``, ``host``, ``port``).
-        self.http = HTTPClient(conn, url, headers=headers or (), **dict(http_options or {}))
-        #: Called with each :class:`~mcp_sansio.http.SessionRenewed` and
-        #: :class:`~mcp_sansio.http.TransportFailed` (a plain or async function).
-        self.on_transport_event: Callable[[Event], Any] | None = None
+        self.http = HTTPClient(session.conn, url, headers=headers or (),
+                               **dict(http_options or {}))
+        #: The runtime socket object's ``send(channel, data)`` (module documentation).
+        self.send: Callable[[ClientChannel, bytes], None] = _no_socket
         #: How many times the server forgot the session and a new one was made.
         self.session_renewals = 0
-        self._http_closing = False
+        #: TCP connections the socket object opened so far (keep-alive reuses them).
+        self.connections_opened = 0
+        self.closing = False
         self._connect_error: str | None = None
         #: The last socket error opening a channel (cleared once the server answers).
         self._connect_cause: BaseException | None = None
 
-    def _socket_options(self, connect_timeout: float, max_write_buffer: int,
-                        ssl_context: Any) -> None:
-        """The runtime's socket options at its defaults (``connect_http`` may change them:
-        :meth:`create_for_adapter`); ``ssl_context`` is the runtime's default TLS context
-        for an ``https`` URL (None for ``http``): building one reads the system's trusted
-        certificates, which this layer does not do."""
-        #: Seconds to wait for a TCP (and TLS) connection to open.
-        self.connect_timeout = connect_timeout
-        #: Unwritten output (bytes) a socket may hold before it is dropped.
-        self.max_write_buffer = max_write_buffer
-        #: TLS for ``https``: the system's trusted certificates unless told otherwise.
-        self.ssl_context: Any = ssl_context
-
-    @classmethod
-    def create_for_adapter(cls, url: str, *, http_options: Mapping[str, Any] | None = None,
-                           **options: Any) -> Self:
-        """:meth:`create_http`, after taking out of ``http_options`` the three that are the
-        adapter's own (``connect_timeout``, ``max_write_buffer``, ``ssl_context``: see
-        :meth:`_socket_options`) and applying them to the client; what every runtime's
-        ``connect_http`` does first."""
-        rest = dict(http_options or {})
-        own = {name: rest.pop(name) for name in _ADAPTER_OPTIONS if name in rest}
-        if own.get("ssl_context") is None:
-            own.pop("ssl_context", None)  # None: the default context (for https)
-        client = cls.create_http(url, http_options=rest, **options)
-        for name, value in own.items():
-            setattr(client, name, value)
-        return client
-
-    @classmethod
-    def create_http(
-        cls, url: str, *,
-        headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
-        http_options: Mapping[str, Any] | None = None,
-        sampling: Callable[[dict[str, Any]], Any] | None = None,
-        elicitation: Callable[[dict[str, Any]], Any] | None = None,
-        roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
-        on_notification: Callable[[Notification], Any] | None = None,
-        on_log: Callable[[dict[str, Any]], Any] | None = None,
-        info: Mapping[str, Any] | None = None,
-        capabilities: Mapping[str, Any] | None = None, keepalive: float | None = None,
-        keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
-    ) -> Self:
-        """A client for the MCP endpoint ``url`` on a fresh
-        :class:`~mcp_sansio.ClientConnection` that declares what the callbacks make true.
-        ``http_options`` go to :class:`~mcp_sansio.http.HTTPClient` (``transport``,
-        ``standalone_stream``, limits); ``capabilities``, ``keepalive`` and
-        ``keepalive_misses`` as for :meth:`~mcp_sansio.app.session.ClientLogic._create`;
-        ``connection_options`` to the connection."""
-        conn = ClientConnection(
-            info=info or default_client_info(),
-            capabilities=cls._capabilities_for(sampling, elicitation, roots),
-            **connection_options,
-        )
-        return cls(conn, url=url, headers=headers, http_options=http_options,
-                   sampling=sampling, elicitation=elicitation, roots=roots,
-                   on_notification=on_notification, on_log=on_log,
-                   capabilities=capabilities or {}, keepalive=keepalive,
-                   keepalive_misses=keepalive_misses)
-
-    # -- what the runtime implements -------------------------------------------------------
-
-    def _send(self, channel: ClientChannel, data: bytes) -> None:  # pragma: no cover
-        raise NotImplementedError
-
-    def _write(self, data: bytes) -> None:  # pragma: no cover - HTTP writes by channel
-        raise TypeError("an HTTP client writes to channels (_send)")
-
-    def _connect_outcome(self) -> Initialized:
-        """As for stdio, but a connection that could not be made because of an HTTP failure
-        raises :class:`HTTPTransportError` (status, URL, socket error) rather than the
-        connection's account of the made-up JSON-RPC error it was fed."""
-        failure = self.http.connect_failure
-        if self.initialized is None and failure is not None:
-            detail = failure.detail
-            if self._connect_cause is not None:
-                detail = (f"cannot connect to {self.http.host}:{self.http.port}: "
-                          f"{self._connect_cause or type(self._connect_cause).__name__}")
-            raise HTTPTransportError("connect", detail, failure.status, url=self.http.url,
-                                     cause=self._connect_cause, headers=failure.headers)
-        return super()._connect_outcome()
-
-    # -- what the runtime calls --------------------------------------------------------------
-
-    @property
-    def transport(self) -> Transport | None:
-        """The HTTP transport in use once known (streamable, or legacy HTTP+SSE)."""
-        return self.http.transport
-
-    @property
-    def session_id(self) -> str | None:
-        """The handshake era's ``Mcp-Session-Id`` (None in the stateless era)."""
-        return self.http.session_id
-
-    def channel_data(self, channel: ClientChannel, data: bytes) -> None:
-        """Bytes read from a channel's socket (``b""``: end of file)."""
-        with self.lock:
-            if data and self.transport_detail is not None:
-                self.transport_detail = None  # the server is reachable again
-            if data:
-                self._connect_cause = None
-            channel.receive_data(data, now=self._now())
-            self.service()
-
-    def channel_lost(self, channel: ClientChannel) -> None:
-        """A channel's socket broke (or was closed under it)."""
-        with self.lock:
-            if not channel.closed or channel.exchange is not None:
-                channel.connection_lost(now=self._now())
-            self.service()
-
-    def channel_failed(self, channel: ClientChannel, error: BaseException) -> None:
-        """A channel's socket could not be opened (the server is not there)."""
-        log.debug("could not connect to %s:%s: %s", self.http.host, self.http.port, error)
-        with self.lock:
-            self._connect_cause = error
-            # Named in the errors of the calls this fails, and in closed_detail() when the
-            # connection closes for it (e.g. initialize could not be sent).
-            self._connect_error = self.transport_detail = (
-                f"cannot connect to {self.http.host}:{self.http.port}: "
-                f"{error or type(error).__name__}")
-            try:
-                channel.connection_failed(now=self._now())
-                self.service()
-            finally:
-                self._connect_error = None
-
-    def on_timer(self) -> None:
-        """The deadline the runtime armed has passed."""
-        with self.lock:
-            self.http.handle_timeout(self._now())
-            self.service()
-
-    def _keepalive_close(self) -> None:
-        # Too many missed pings: end the session as begin_close does (streams, DELETE).
-        self._http_closing = True
-        self.http.close(now=self._now())
-
-    def begin_close(self) -> None:
-        """End the session: ``DELETE`` (handshake era), every stream closed, pending calls
-        aborted. The runtime then waits (briefly) for its sockets to be closed."""
-        with self.lock:
-            if self._http_closing:
-                return
-            self._http_closing = True
-            self.http.close(now=self._now())
-            self.service()
+    def broadcast(self, method: str, params: Mapping[str, Any] | None) -> bool:
+        """A client sends no server-wide notification: always False."""
+        return False
 
     # -- the pump ----------------------------------------------------------------------------
 
     def service(self) -> None:
-        """Drain the HTTP client's events (dispatching each), then its output (to
-        :meth:`_send`), then re-arm the timer."""
-        if self._servicing:
-            return  # the outer call's loop picks up whatever we were called for
-        self._servicing = True
+        """The session's ``service()`` (which checked it is not running already): drain
+        the HTTP client's events (dispatching each), then its output (to :attr:`send`),
+        then re-arm the timer."""
+        session = self.session
         http = self.http
+        session._servicing = True
         try:
-            self._drain(http.next_event)
-            if self.keepalive is not None and not self._http_closing:
-                self._keepalive_step()  # after the events: the handshake may be done
+            session._drain(http.next_event)
+            if session.keepalive is not None and not self.closing:
+                session._keepalive_step()  # after the events: the handshake may be done
             out = http.data_to_send()
         finally:
-            self._servicing = False
+            session._servicing = False
+        send = self.send
         for channel, data in out:
-            self._send(channel, data)
+            send(channel, data)
         deadline = http.next_deadline()
-        ping = self.keepalive.deadline() if self.keepalive is not None else None
-        self._arm(ping if ping is not None and (deadline is None or ping < deadline)
-                  else deadline)
-        if self.on_step is not None:
-            self._note_step()
+        keepalive = session.keepalive
+        ping = keepalive.deadline() if keepalive is not None else None
+        session._arm(ping if ping is not None and (deadline is None or ping < deadline)
+                     else deadline)
 
-    def _on_event(self, event: Event) -> None:
+    def on_timer(self) -> None:
+        """The deadline the runtime armed has passed (the client's ``on_timer``)."""
+        session = self.session
+        with session.lock:
+            self.http.handle_timeout(session._now())
+            session.service()
+
+    def begin_close(self) -> None:
+        """End the session: ``DELETE`` (handshake era), every stream closed, pending calls
+        aborted. The socket object then waits (briefly) for its sockets to be closed."""
+        session = self.session
+        with session.lock:
+            if self.closing:
+                return
+            self.closing = True
+            self.http.close(now=session._now())
+            session.service()
+
+    def keepalive_close(self) -> None:
+        """Too many missed pings: end the session as :meth:`begin_close` does (streams,
+        ``DELETE``); called from inside the pump, which writes what that sends."""
+        self.closing = True
+        self.http.close(now=self.session._now())
+
+    def check_connect(self) -> None:
+        """Raise :class:`HTTPTransportError` (status, URL, socket error) when the connect
+        failed because of an HTTP failure, rather than the connection's account of the
+        made-up JSON-RPC error it was fed."""
+        failure = self.http.connect_failure
+        if failure is None:
+            return
+        detail = failure.detail
+        if self._connect_cause is not None:
+            detail = (f"cannot connect to {self.http.host}:{self.http.port}: "
+                      f"{self._connect_cause or type(self._connect_cause).__name__}")
+        raise HTTPTransportError("connect", detail, failure.status, url=self.http.url,
+                                 cause=self._connect_cause, headers=failure.headers)
+
+    # -- what the socket object calls --------------------------------------------------------
+
+    def channel_data(self, channel: ClientChannel, data: bytes) -> None:
+        """Bytes read from a channel's socket (``b""``: end of file)."""
+        session = self.session
+        with session.lock:
+            if data:
+                if session.transport_detail is not None:
+                    session.transport_detail = None  # the server is reachable again
+                self._connect_cause = None
+            channel.receive_data(data, now=session._now())
+            session.service()
+
+    def channel_lost(self, channel: ClientChannel) -> None:
+        """A channel's socket broke (or was closed under it)."""
+        session = self.session
+        with session.lock:
+            if not channel.closed or channel.exchange is not None:
+                channel.connection_lost(now=session._now())
+            session.service()
+
+    def channel_failed(self, channel: ClientChannel, error: BaseException) -> None:
+        """A channel's socket could not be opened (the server is not there)."""
+        log.debug("could not connect to %s:%s: %s", self.http.host, self.http.port, error)
+        session = self.session
+        with session.lock:
+            self._connect_cause = error
+            # Named in the errors of the calls this fails, and in closed_detail() when the
+            # connection closes for it (e.g. initialize could not be sent).
+            self._connect_error = session.transport_detail = (
+                f"cannot connect to {self.http.host}:{self.http.port}: "
+                f"{error or type(error).__name__}")
+            try:
+                channel.connection_failed(now=session._now())
+                session.service()
+            finally:
+                self._connect_error = None
+
+    # -- the HTTP client's own events --------------------------------------------------------
+
+    def on_event(self, event: Event) -> None:
+        """An event the client's dispatch does not know: the HTTP client's
+        :class:`~mcp_sansio.http.TransportFailed` and
+        :class:`~mcp_sansio.http.SessionRenewed`."""
         if isinstance(event, TransportFailed):
             self._transport_failed(event)
         elif isinstance(event, SessionRenewed):
@@ -335,8 +302,6 @@ class HTTPClientLogic(ClientLogic):
                         secret_prefix(event.previous_session_id),
                         secret_prefix(event.session_id))
             self._transport_event(event)
-        else:
-            super()._on_event(event)
 
     def _transport_failed(self, event: TransportFailed) -> None:
         # The requests it names end next, each with a RequestCancelled: make their callers
@@ -344,8 +309,9 @@ class HTTPClientLogic(ClientLogic):
         detail = event.detail
         if self._connect_error is not None:
             detail = self._connect_error
+        calls = self.session._calls
         for request_id in event.request_ids:
-            call = self._calls.get(request_id)
+            call = calls.get(request_id)
             if call is not None:
                 call.error = HTTPTransportError(call.method, detail, event.status,
                                                 url=self.http.url, cause=self._connect_cause,
@@ -354,5 +320,88 @@ class HTTPClientLogic(ClientLogic):
         self._transport_event(event)
 
     def _transport_event(self, event: Event) -> None:
-        if self.on_transport_event is not None:
-            self._callback(self.on_transport_event, event)
+        session = self.session
+        callback = session.on_transport_event
+        if callback is not None:
+            session._callback(callback, event)
+
+
+class HTTPClientLogic(ClientLogic):
+    """Transitional: the client logic with its HTTP link made at construction and the
+    link's socket hooks forwarded, for the runtimes whose HTTP client still mixes it in
+    (trio, threads) until they hold their sockets as an object as asyncio does."""
+
+    def __init__(
+        self, conn: ClientConnection, *, url: str,
+        headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
+        http_options: Mapping[str, Any] | None = None, **kwargs: Any,
+    ) -> None:
+        super().__init__(conn, **kwargs)
+        link = self.link = HTTPClientLink(self, url, headers=headers,
+                                          http_options=http_options)
+        link.send = self._send
+
+    def _socket_options(self, connect_timeout: float, max_write_buffer: int,
+                        ssl_context: Any) -> None:
+        self.connect_timeout = connect_timeout
+        self.max_write_buffer = max_write_buffer
+        self.ssl_context: Any = ssl_context
+
+    @property
+    def connections_opened(self) -> int:
+        assert self.link is not None
+        return self.link.connections_opened
+
+    @connections_opened.setter
+    def connections_opened(self, value: int) -> None:
+        assert self.link is not None
+        self.link.connections_opened = value
+
+    @classmethod
+    def create_for_adapter(cls, url: str, *, http_options: Mapping[str, Any] | None = None,
+                           headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
+                           info: Mapping[str, Any] | None = None,
+                           **options: Any) -> Self:
+        rest = dict(http_options or {})
+        own = {name: rest.pop(name) for name in ADAPTER_OPTIONS if name in rest}
+        if own.get("ssl_context") is None:
+            own.pop("ssl_context", None)
+        callbacks = {k: options.pop(k) for k in (
+            "sampling", "elicitation", "roots", "on_notification", "on_log", "capabilities",
+            "keepalive", "keepalive_misses") if k in options}
+        conn = ClientConnection(
+            info=info or default_client_info(),
+            capabilities=cls._capabilities_for(callbacks.get("sampling"),
+                                               callbacks.get("elicitation"),
+                                               callbacks.get("roots")),
+            **options)
+        callbacks["capabilities"] = callbacks.get("capabilities") or {}
+        client = cls(conn, url=url, headers=headers, http_options=rest, **callbacks)
+        for name, value in own.items():
+            setattr(client, name, value)
+        return client
+
+    def _send(self, channel: ClientChannel, data: bytes) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    @property
+    def http(self) -> HTTPClient:
+        return self._http_link.http
+
+    @property
+    def _http_link(self) -> HTTPClientLink:
+        link = self.link
+        assert isinstance(link, HTTPClientLink)
+        return link
+
+    def channel_data(self, channel: ClientChannel, data: bytes) -> None:
+        self._http_link.channel_data(channel, data)
+
+    def channel_lost(self, channel: ClientChannel) -> None:
+        self._http_link.channel_lost(channel)
+
+    def channel_failed(self, channel: ClientChannel, error: BaseException) -> None:
+        self._http_link.channel_failed(channel, error)
+
+    def begin_close(self) -> None:
+        self._http_link.begin_close()

@@ -72,6 +72,7 @@ from mcp_sansio import (
     UnexpectedResponse,
     _capabilities,
 )
+from mcp_sansio.http import HTTPClient, Transport
 
 from .client_capabilities import declare, for_revision
 from .errors import (
@@ -97,6 +98,7 @@ __all__ = [
     "default_client_info",
     "next_cursor",
     "page_params",
+    "ClientLink",
     "ClientLogic",
     "Link",
     "Listener",
@@ -175,6 +177,22 @@ class Link(Protocol):
     def auth(self) -> Any: ...
     def service(self) -> None: ...
     def broadcast(self, method: str, params: Mapping[str, Any] | None) -> bool: ...
+
+
+class ClientLink(Link, Protocol):
+    """What ties a client to the transport that drains its connection itself (over HTTP:
+    :class:`~.http_client.HTTPClientLink`), held as ``client.link``: besides ``service()``,
+    the timer, the keepalive's close, the connect's transport failure, and the events the
+    client does not know (the HTTP client's own); the HTTP facts the client shows."""
+
+    http: HTTPClient
+    session_renewals: int
+    connections_opened: int
+
+    def on_timer(self) -> None: ...
+    def keepalive_close(self) -> None: ...
+    def check_connect(self) -> None: ...
+    def on_event(self, event: Event) -> None: ...
 
 
 class _NoRuntime:
@@ -557,6 +575,8 @@ class ClientLogic(Session):
     streams, and answering the server's input requests with the user's callbacks."""
 
     conn: ClientConnection
+    #: The transport that drains the connection itself (HTTP), or None (stdio, a pump).
+    link: ClientLink | None
 
     def __init__(
         self, conn: ClientConnection, *,
@@ -597,6 +617,66 @@ class ClientLogic(Session):
         #: Tasks we follow, by id, until terminal (``notifications/tasks/status`` updates
         #: them: 2025-11-25 basic/utilities/tasks).
         self._client_tasks: dict[str, ClientTask] = {}
+        self._on_transport_event: Callable[[Event], Any] | None = None
+        self._auth: Any = None
+
+    # -- the HTTP facts: meaningful over HTTP (``link``), neutral otherwise ------------------
+
+    @property
+    def http(self) -> HTTPClient | None:
+        """The sans-IO :class:`~mcp_sansio.http.HTTPClient` carrying the connection (None
+        when not over HTTP)."""
+        link = self.link
+        return link.http if link is not None else None
+
+    @property
+    def transport(self) -> Transport | None:
+        """The HTTP transport in use once known (streamable, or legacy HTTP+SSE); None when
+        not over HTTP."""
+        link = self.link
+        return link.http.transport if link is not None else None
+
+    @property
+    def session_id(self) -> str | None:
+        """The handshake era's ``Mcp-Session-Id`` over HTTP (None in the stateless era,
+        and when not over HTTP)."""
+        link = self.link
+        return link.http.session_id if link is not None else None
+
+    @property
+    def session_renewals(self) -> int:
+        """How many times the HTTP server forgot the session and a new one was made (0
+        when not over HTTP)."""
+        link = self.link
+        return link.session_renewals if link is not None else 0
+
+    @property
+    def connections_opened(self) -> int:
+        """TCP connections opened so far over HTTP (keep-alive reuses them; 0 when not
+        over HTTP)."""
+        link = self.link
+        return link.connections_opened if link is not None else 0
+
+    @property
+    def on_transport_event(self) -> Callable[[Event], Any] | None:
+        """Called with each :class:`~mcp_sansio.http.SessionRenewed` and
+        :class:`~mcp_sansio.http.TransportFailed` of an HTTP client (a plain or async
+        function; settable; None: nobody is told, and never called when not over HTTP)."""
+        return self._on_transport_event
+
+    @on_transport_event.setter
+    def on_transport_event(self, callback: Callable[[Event], Any] | None) -> None:
+        self._on_transport_event = callback
+
+    @property
+    def auth(self) -> Any:
+        """The authorization hook of an HTTP client made with ``connect_http(auth=...)``
+        (its token, its flow; see ``mcp_sansio.adapters.auth``), else None."""
+        return self._auth
+
+    @auth.setter
+    def auth(self, auth: Any) -> None:
+        self._auth = auth
 
     @classmethod
     def _create(
@@ -655,9 +735,24 @@ class ClientLogic(Session):
         return caps
 
     def service(self) -> None:
-        super().service()
+        super().service()  # over HTTP: the link's pump
         if self.on_step is not None:
             self._note_step()
+
+    def on_timer(self) -> None:
+        """The deadline the runtime armed has passed."""
+        link = self.link
+        if link is not None:
+            link.on_timer()  # the HTTP client's timeouts as well as the connection's
+        else:
+            super().on_timer()
+
+    def _keepalive_close(self) -> None:
+        link = self.link
+        if link is not None:
+            link.keepalive_close()  # its streams end too, and a DELETE goes out
+        else:
+            super()._keepalive_close()
 
     def _note_step(self) -> None:
         """Tell :attr:`on_step` when the connect moved on (the state is compared after each
@@ -696,6 +791,8 @@ class ClientLogic(Session):
                 listener.wake()
         elif isinstance(event, Notification):
             self._on_notification(event)
+        elif self.link is not None:
+            self.link.on_event(event)  # the HTTP client's own (TransportFailed, ...)
 
     def _follow_task(self, task: ClientTask) -> ClientTask:
         """Follow a task just created: status changes call its ``on_status`` (on this
@@ -778,6 +875,8 @@ class ClientLogic(Session):
     def _connect_outcome(self) -> Initialized:
         if self.initialized is not None:
             return self.initialized
+        if self.link is not None:
+            self.link.check_connect()  # an HTTP failure is told as one
         if self.echoed is not None:
             raise ConnectionClosedError(
                 f"could not connect: the server sent our own {self.echoed} request back "
