@@ -35,8 +35,10 @@ served more), and one whose unsent output passes ``max_write_buffer`` is dropped
 
 The client
 ----------
-:class:`HTTPClientSession` is the runtime-free
-:class:`~mcp_sansio.adapters._http_client_logic.HTTPClientLogic` on trio: the pump runs in
+:data:`HTTPClientSession` is the plain trio client (:class:`~._api.AsyncClient`) holding
+the runtime-free HTTP link (``client.link``, an
+:class:`~mcp_sansio.app.http_client.HTTPClientLink`) and :class:`TrioSockets`
+(``client.sockets``: the sockets' tasks, the timer task, the close): the pump runs in
 whichever task has something for it (a caller sending a request, a socket's task that read
 bytes, the timer task), as on stdio. Each :class:`~mcp_sansio.http.ClientChannel` the HTTP
 client opens gets one task: it connects (TLS for ``https``), then reads into the channel;
@@ -68,13 +70,13 @@ from mcp_sansio import (
     Notification,
     RequestId,
 )
+from mcp_sansio.app.http_client import HTTPClientLink, attach_http
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import AsyncClient
 from ._auth_session import OAuth, SessionAuth, challenge_of
-from ._http_authorized import authorized_request
-from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
+from ._http_client_logic import HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import trio_decider
 from ._http_service import HTTPLink, HTTPServiceBase, new_http_server
@@ -87,6 +89,7 @@ __all__ = [
     "DEFAULT_MAX_WRITE_BUFFER",
     "HTTPClientSession",
     "HTTPService",
+    "TrioSockets",
     "HTTPTransportError",
     "connect_http",
     "run_http",
@@ -608,59 +611,50 @@ class _ClientSocket:
         self.scope = trio.CancelScope()
 
 
-class HTTPClientSession(HTTPClientLogic, AsyncClient):
-    """An MCP client over HTTP on trio, with the methods of the stdio
-    :class:`~mcp_sansio.adapters.trio.Client` (see
-    :class:`~mcp_sansio.adapters._api.AsyncClient`). Made by :func:`connect_http`. A call
-    whose cancel scope is cancelled cancels the request (handshake era:
-    ``notifications/cancelled``; stateless era: its stream is closed)."""
+class TrioSockets:
+    """An HTTP client's TCP connections on trio (``client.sockets``): one task per channel
+    (:meth:`_run_socket`), opened by :meth:`send` (the link's ``send``); the timer task;
+    the lock that serializes OAuth flows; the close."""
 
-    runtime: TrioRuntime
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.runtime = TrioRuntime(self)
-        super().__init__(*args, **kwargs)
-        self._sockets: dict[ClientChannel, _ClientSocket] = {}
-        self._sockets_changed = trio.lowlevel.ParkingLot()
-        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER,
-                            default_tls(self.http.scheme))
-        #: TCP connections opened so far (keep-alive reuses them).
-        self.connections_opened = 0
-        #: The authorization hook (``connect_http(auth=...)``), else None.
-        self.auth: SessionAuth | None = None
+    def __init__(self, client: AsyncClient, link: HTTPClientLink, runtime: TrioRuntime, *,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+                 max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
+                 ssl_context: Any = None) -> None:
+        self.client = client
+        self.link = link
+        self.runtime = runtime
+        #: The open sockets, by channel.
+        self.open: dict[ClientChannel, _ClientSocket] = {}
+        #: Unparked whenever a socket is gone (the close waits on it).
+        self.changed = trio.lowlevel.ParkingLot()
+        #: Seconds to wait for a TCP (and TLS) connection to open.
+        self.connect_timeout = connect_timeout
+        #: Unwritten output (bytes) a socket may hold before it is dropped.
+        self.max_write_buffer = max_write_buffer
+        #: TLS for ``https``: the system's trusted certificates unless told otherwise.
+        self.ssl_context: Any = (ssl_context if ssl_context is not None
+                                 else default_tls(link.http.scheme))
         self._auth_lock = trio.Lock()
+        link.send = self.send
 
-    async def request(self, method: str, params: Mapping[str, Any] | None = None,
-                      **options: Any) -> dict[str, Any]:
-        """:meth:`~._api.AsyncClient.request`, authorizing first when the session has
-        ``auth`` and the server challenges (see :mod:`._auth_session`).
-
-        :raises ~mcp_sansio.auth.AuthFlowError: authorization was needed and failed."""
-        auth = self.auth
-        if auth is None:
-            return await super().request(method, params, **options)
-
-        async def send() -> dict[str, Any]:
-            return await super(HTTPClientSession, self).request(method, params, **options)
-        return await authorized_request(auth, send, self._authorize)
-
-    async def _authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+    async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        """Run the OAuth flow (its blocking parts in worker threads), one at a time."""
         async with self._auth_lock:
             if auth.generation == generation:  # else another call already did
                 await auth.run_async(challenge, _in_thread, native_fetch=False)
 
     # -- the pump's output -------------------------------------------------------------------
 
-    def _send(self, channel: ClientChannel, data: bytes) -> None:
-        sock = self._sockets.get(channel)
+    def send(self, channel: ClientChannel, data: bytes) -> None:
+        sock = self.open.get(channel)
         if sock is None:
             if channel.closed:
                 return  # never opened
             nursery = self.runtime.nursery
             assert nursery is not None
             sock = _ClientSocket(channel)
-            self._sockets[channel] = sock
-            self.connections_opened += 1
+            self.open[channel] = sock
+            self.link.connections_opened += 1
             nursery.start_soon(self._run_socket, sock)
         if data and sock.fd is not None and not sock.out and not sock.sending:
             # Fast path, as on the server: the socket has room (it nearly always does).
@@ -689,7 +683,7 @@ class HTTPClientSession(HTTPClientLogic, AsyncClient):
     # -- one task per socket -----------------------------------------------------------------
 
     async def _open(self, sock: _ClientSocket) -> trio.abc.Stream | None:
-        http = self.http
+        http = self.link.http
         try:
             with trio.fail_after(self.connect_timeout):
                 stream: trio.abc.Stream = await trio.open_tcp_stream(http.host, http.port)
@@ -698,13 +692,13 @@ class HTTPClientSession(HTTPClientLogic, AsyncClient):
                                             https_compatible=True)
                     await stream.do_handshake()
         except trio.TooSlowError:
-            self.channel_failed(sock.channel, TimeoutError(
+            self.link.channel_failed(sock.channel, TimeoutError(
                 f"no connection within {self.connect_timeout:g} s"))
             return None
         except Exception as exc:  # refused, unreachable, TLS refused, a name not found...
             # ...or anything else: a socket that cannot be opened is always reported.
             cause = exc.__cause__ if isinstance(exc, trio.BrokenResourceError) else None
-            self.channel_failed(sock.channel, cause or exc)
+            self.link.channel_failed(sock.channel, cause or exc)
             return None
         return stream
 
@@ -729,12 +723,12 @@ class HTTPClientSession(HTTPClientLogic, AsyncClient):
                     sock.fd = None  # never written again: the descriptor may be reused
                     await trio.aclose_forcefully(stream)
         finally:
-            if self._sockets.get(channel) is sock:
-                del self._sockets[channel]
-            self._sockets_changed.unpark_all()
+            if self.open.get(channel) is sock:
+                del self.open[channel]
+            self.changed.unpark_all()
             if opened or not channel.closed:
                 # channel_lost does nothing for a channel that ended cleanly
-                self.channel_lost(channel)
+                self.link.channel_lost(channel)
 
     async def _socket_reader(self, sock: _ClientSocket) -> None:
         stream = sock.stream
@@ -746,7 +740,7 @@ class HTTPClientSession(HTTPClientLogic, AsyncClient):
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 log.debug("HTTP connection lost: %r", exc)
                 return
-            self.channel_data(channel, bytes(data))
+            self.link.channel_data(channel, bytes(data))
             if not data:
                 return  # the server is done with it: close our side too
 
@@ -772,7 +766,9 @@ class HTTPClientSession(HTTPClientLogic, AsyncClient):
 
     # -- the timer ---------------------------------------------------------------------------
 
-    async def _timer(self) -> None:
+    async def timer(self) -> None:
+        """The client's one timer: wait for the runtime's deadline, then run the client's
+        ``on_timer`` (looked up on the client at each firing)."""
         runtime = self.runtime
         while True:
             with trio.CancelScope(deadline=runtime.deadline) as scope:
@@ -780,20 +776,42 @@ class HTTPClientSession(HTTPClientLogic, AsyncClient):
                 await trio.sleep_forever()
             runtime.scope = None
             runtime.deadline = math.inf  # passed: on_timer arms the next one (_arm is lazy)
-            self.on_timer()
+            self.client.on_timer()
 
     # -- lifetime ----------------------------------------------------------------------------
 
-    async def aclose(self, timeout: float | None = DEFAULT_CLOSE_TIMEOUT) -> None:
+    async def aclose(self, timeout: float | None) -> None:
         """End the session: ``DELETE`` it (handshake era, waiting at most ``timeout``
-        seconds for the answer), close every socket, abort what is still pending."""
-        self.begin_close()
+        seconds for the answer; None: :data:`DEFAULT_CLOSE_TIMEOUT`), close every socket,
+        abort what is still pending."""
+        self.link.begin_close()
         with trio.move_on_after(DEFAULT_CLOSE_TIMEOUT if timeout is None else timeout):
-            while self._sockets:
-                await self._sockets_changed.park()
-        for sock in list(self._sockets.values()):
+            while self.open:
+                await self.changed.park()
+        for sock in list(self.open.values()):
             sock.scope.cancel()
         self.runtime.stop_tasks()
+
+
+#: An MCP client over HTTP on trio: the trio client (the methods of the stdio
+#: :class:`~mcp_sansio.adapters.trio.Client`, see :class:`~._api.AsyncClient`) holding an
+#: HTTP link and :class:`TrioSockets`. Made by :func:`connect_http`. A call whose cancel
+#: scope is cancelled cancels the request (handshake era: ``notifications/cancelled``;
+#: stateless era: its stream is closed).
+HTTPClientSession = AsyncClient
+
+
+def http_client(url: str, *, headers: Iterable[tuple[str, str]] | Mapping[str, str] | None,
+                http_options: Mapping[str, Any] | None,
+                **options: Any) -> tuple[AsyncClient, TrioSockets]:
+    """A new, unconnected trio HTTP client of ``url`` and its sockets object (``options``:
+    the callbacks and connection options of
+    :meth:`~mcp_sansio.app.session.ClientLogic._create`)."""
+    client = AsyncClient._create(**options)
+    runtime = client.runtime = TrioRuntime(client)
+    link, own = attach_http(client, url, headers=headers, http_options=http_options)
+    sockets = client.sockets = TrioSockets(client, link, runtime, **own)
+    return client, sockets
 
 
 @contextlib.asynccontextmanager
@@ -808,11 +826,11 @@ async def connect_http(
     headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
     http_options: Mapping[str, Any] | None = None, auth: OAuth | None = None,
     **connection_options: Any,
-) -> AsyncIterator[HTTPClientSession]:
+) -> AsyncIterator[AsyncClient]:
     """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)
-    and yield a connected :class:`HTTPClientSession` (the same options as the asyncio
-    adapter's ``connect_http``, ``auth`` included: the flow's HTTP requests and a plain
-    user step run in worker threads).
+    and yield a connected :data:`HTTPClientSession` (the trio client over HTTP; the same
+    options as the asyncio adapter's ``connect_http``, ``auth`` included: the flow's HTTP
+    requests and a plain user step run in worker threads).
 
     The era is probed as on stdio (``server/discover`` first, then ``initialize``; ``era``
     is a cached verdict), and a server that refuses ``initialize`` with 4xx is tried with
@@ -825,17 +843,17 @@ async def connect_http(
     (``DELETE``) and every socket closed."""
     session_auth = SessionAuth(auth, url) if auth is not None else None
     while True:
-        client = HTTPClientSession.create_for_adapter(
+        client, sockets = http_client(
             url, headers=headers, http_options=http_options, sampling=sampling,
             elicitation=elicitation, roots=roots, on_notification=on_notification,
             on_log=on_log, info=info, **connection_options)
         if session_auth is not None:
             client.auth = session_auth
-            session_auth.install(client.http)
+            session_auth.install(sockets.link.http)
         challenge = None
         async with _one_error(), trio.open_nursery() as nursery:
-            client.runtime.nursery = nursery
-            nursery.start_soon(client._timer)
+            sockets.runtime.nursery = nursery
+            nursery.start_soon(sockets.timer)
             try:
                 if connect:
                     challenge = await _connect_authorized(client, session_auth, era)
@@ -858,7 +876,7 @@ async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     return await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
 
 
-async def _connect_authorized(client: HTTPClientSession, auth: SessionAuth | None,
+async def _connect_authorized(client: AsyncClient, auth: SessionAuth | None,
                               era: Era | None) -> Any:
     """Connect; the challenge if the server refused with one and ``auth`` can answer it."""
     try:

@@ -327,7 +327,7 @@ def test_close_sends_delete_and_ends_the_session(rt: Runtime) -> None:
                 sid = client.session_id
                 assert sid in service.http.sessions
             assert sid not in service.http.sessions  # DELETE ended it
-            assert not (client.sockets.open if rt.name == "asyncio" else client._sockets)
+            assert not client.sockets.open
             with pytest.raises(rt.adapter.ConnectionClosedError):
                 await client.ping()
     rt.run(main)

@@ -49,7 +49,6 @@ MAX_OWN_MRO = 3
 #: this list when their runtime, child process and HTTP link became objects they hold.
 KNOWN_DEEP_ADAPTER_CLASSES: set[str] = {
     "mcp_sansio.adapters._http_threading.HTTPClientSession",
-    "mcp_sansio.adapters._http_trio.HTTPClientSession",
 }
 
 
