@@ -1,5 +1,5 @@
-"""One authorized request on an async HTTP client: the OAuth retry written once for asyncio
-and trio.
+"""One authorized request on an HTTP client: the OAuth retry written once for asyncio and
+trio, and its blocking twin for threads.
 
 Theory of operation: a client session given ``auth`` sends each request as usual; when the
 server refuses it with a challenge (401, or 403 ``insufficient_scope``: MCP
@@ -19,7 +19,7 @@ from mcp_sansio.app.http_client import HTTPTransportError
 
 from ._auth_session import SessionAuth, challenge_of
 
-__all__ = ["authorized_request"]
+__all__ = ["authorized_request", "authorized_request_sync"]
 
 
 async def authorized_request(
@@ -38,6 +38,27 @@ async def authorized_request(
             if challenge is None:
                 raise
             await authorize(auth, challenge, generation)
+            continue
+        auth.succeeded()
+        return result
+
+
+def authorized_request_sync(
+    auth: SessionAuth, send: Callable[[], dict[str, Any]],
+    authorize: Callable[[SessionAuth, Any, int], None],
+) -> dict[str, Any]:
+    """:func:`authorized_request` for a blocking client (threads)."""
+    if auth.due():
+        authorize(auth, None, auth.generation)
+    while True:
+        generation = auth.generation
+        try:
+            result = send()
+        except HTTPTransportError as exc:
+            challenge = challenge_of(exc)
+            if challenge is None:
+                raise
+            authorize(auth, challenge, generation)
             continue
         auth.succeeded()
         return result

@@ -1,18 +1,19 @@
 """The old home of the HTTP client's session logic, and the runtimes' default TLS context.
 
 Theory of operation: the runtime-free HTTP client logic moved into the sans-IO layer
-(:mod:`mcp_sansio.app.http_client`); this module re-exports its names (the same objects)
-under their old path, and adds the one thing that reads the machine: :func:`default_tls`,
-the system's trusted certificates as an ``ssl`` context for an ``https`` endpoint.
+(:mod:`mcp_sansio.app.http_client`, the link an HTTP client holds); this module re-exports
+its error (the same object) under its old path, and adds the one thing that reads the
+machine: :func:`default_tls`, the system's trusted certificates as an ``ssl`` context for an
+``https`` endpoint.
 """
 
 from __future__ import annotations
 
 import ssl
 
-from mcp_sansio.app.http_client import HTTPClientLogic, HTTPTransportError
+from mcp_sansio.app.http_client import HTTPTransportError
 
-__all__ = ["HTTPClientLogic", "HTTPTransportError", "default_tls"]
+__all__ = ["HTTPTransportError", "default_tls"]
 
 
 def default_tls(scheme: str) -> ssl.SSLContext | None:

@@ -51,12 +51,14 @@ cancels the running handlers and joins every thread it started.
 
 Theory of operation: the client
 -------------------------------
-:class:`HTTPClientSession` is the runtime-free
-:class:`~._http_client_logic.HTTPClientLogic` (the stdio client's calls on top of the
-sans-IO :class:`~mcp_sansio.http.HTTPClient`) with the blocking client API, used under the
-session's lock. Each channel the HTTP client opens gets a socket whose own reader thread
-connects (then does the TLS handshake, for ``https``) and reads until the connection ends,
-feeding :meth:`~._http_client_logic.HTTPClientLogic.channel_data`. A thread that calls
+:data:`HTTPClientSession` is the plain blocking client (:class:`~._sync_api.SyncClient`)
+holding the runtime-free HTTP link (``client.link``, an
+:class:`~mcp_sansio.app.http_client.HTTPClientLink`: the sans-IO
+:class:`~mcp_sansio.http.HTTPClient` and its pump) and :class:`ThreadSockets`
+(``client.sockets``), used under the session's lock. Each channel the HTTP client opens
+gets a socket whose own reader thread connects (then does the TLS handshake, for
+``https``) and reads until the connection ends, feeding
+:meth:`~mcp_sansio.app.http_client.HTTPClientLink.channel_data`. A thread that calls
 writes its request to the socket itself, the same non-blocking way as the server (a
 request waits only while its socket is still opening). One timer thread follows
 :meth:`~mcp_sansio.http.HTTPClient.next_deadline` (request timeouts, stream resumption).
@@ -93,12 +95,13 @@ from mcp_sansio import (
     Request,
 )
 from mcp_sansio.app.context import Context, Job
+from mcp_sansio.app.http_client import HTTPClientLink, attach_http
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import _Resumed
 from ._auth_session import OAuth, SessionAuth, challenge_of
-from ._http_client_logic import HTTPClientLogic, HTTPTransportError, default_tls
+from ._http_client_logic import HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import thread_decider
 from ._http_service import HTTPLink, HTTPServiceBase, new_http_server
@@ -114,6 +117,7 @@ __all__ = [
     "HTTPClientSession",
     "HTTPService",
     "HTTPTransportError",
+    "ThreadSockets",
     "connect_http",
     "run_http",
     "serve_http",
@@ -853,8 +857,9 @@ def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: 
 
 #: Seconds to wait for a TCP connection (and its TLS handshake) to open: 10 s, as on asyncio.
 DEFAULT_CONNECT_TIMEOUT = 10.0
-#: Seconds :meth:`HTTPClientSession.close` waits for the session's ``DELETE`` to be answered
-#: before dropping the sockets: 2 s (a courtesy: the server expires idle sessions anyway).
+#: Seconds :meth:`~._sync_api.SyncClient.close` of an HTTP client waits for the session's
+#: ``DELETE`` to be answered before dropping the sockets: 2 s (a courtesy: the server
+#: expires idle sessions anyway).
 DEFAULT_CLOSE_TIMEOUT = 2.0
 
 
@@ -868,9 +873,10 @@ class _ClientSocket(_Writer):
     ciphertext, written the same non-blocking way as plain bytes, and the TLS object is used
     by one thread at a time (the writers and the reader) under its own lock."""
 
-    def __init__(self, client: HTTPClientSession, channel: ClientChannel) -> None:
-        super().__init__(None, client.max_write_buffer)
-        self.client = client
+    def __init__(self, sockets: ThreadSockets, channel: ClientChannel) -> None:
+        super().__init__(None, sockets.max_write_buffer)
+        self.sockets = sockets
+        self.link = sockets.link
         self.channel = channel
         self._ready = False
         self._pending: list[bytes] = []
@@ -903,22 +909,22 @@ class _ClientSocket(_Writer):
             return self.send(self._tls_out.read())
 
     def _run(self) -> None:
-        client, channel = self.client, self.channel
+        sockets, link, channel = self.sockets, self.link, self.channel
         opened = False
         try:
             try:
                 sock = self._open()
             except Exception as exc:  # refused, unreachable, timed out, TLS, a bad name
                 self.abort()
-                client._forget(self)
-                client.channel_failed(channel, exc)
+                sockets.forget(self)
+                link.channel_failed(channel, exc)
                 return
             opened = True
             if not self._attach(sock):  # dropped while it was opening
                 sock.close()
-                client._forget(self)
+                sockets.forget(self)
                 return
-            with client.lock:  # what waited goes first, in order, before any later write
+            with sockets.lock:  # what waited goes first, in order, before any later write
                 pending, self._pending = self._pending, []
                 for data in pending:
                     self._write_plain(data)
@@ -929,21 +935,21 @@ class _ClientSocket(_Writer):
             log.exception("the reader of an HTTP client connection failed")
         finally:
             self.abort()
-            client._forget(self)
+            sockets.forget(self)
             if opened:
-                with client.lock:
+                with sockets.lock:
                     if not channel.closed or channel.exchange is not None:
-                        client.channel_lost(channel)
+                        link.channel_lost(channel)
             self._release()
 
     def _open(self) -> socket.socket:
-        client = self.client
-        http = client.http
-        sock = socket.create_connection((http.host, http.port), timeout=client.connect_timeout)
+        sockets = self.sockets
+        http = self.link.http
+        sock = socket.create_connection((http.host, http.port), timeout=sockets.connect_timeout)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if client.ssl_context is not None:
-                tls = client.ssl_context.wrap_bio(self._tls_in, self._tls_out,
+            if sockets.ssl_context is not None:
+                tls = sockets.ssl_context.wrap_bio(self._tls_in, self._tls_out,
                                                   server_hostname=http.host)
                 while True:
                     try:
@@ -964,7 +970,7 @@ class _ClientSocket(_Writer):
         return sock
 
     def _read(self, sock: socket.socket) -> None:
-        client, channel = self.client, self.channel
+        link, channel = self.link, self.channel
         while True:
             try:
                 data = sock.recv(_CHUNK)
@@ -972,7 +978,7 @@ class _ClientSocket(_Writer):
                 return  # lost: the finally of _run says so
             plain = data if self._tls is None else self._decrypt(data)
             if plain or not data:
-                client.channel_data(channel, plain)
+                link.channel_data(channel, plain)
             if not data:
                 return
 
@@ -999,126 +1005,108 @@ class _ClientSocket(_Writer):
         return bytes(out)
 
 
-class HTTPClientSession(HTTPClientLogic, SyncClient):
-    """A blocking MCP client over HTTP, with the methods of the threading stdio
-    :class:`~mcp_sansio.adapters.threading.Client` (see
-    :class:`~mcp_sansio.adapters._sync_api.SyncClient`). Made by :func:`connect_http`.
+class ThreadSockets:
+    """A blocking HTTP client's TCP connections (``client.sockets``): one
+    :class:`_ClientSocket` per channel with its reader thread, opened by :meth:`send` (the
+    link's ``send``); the client's timer thread (the link's ``arm``: an HTTP client has no
+    stdio reader whose wait could keep its deadline); the lock that serializes OAuth flows;
+    the close, which joins every thread it started. Everything runs under the session's
+    lock (the :class:`~._thread_runtime.ThreadRuntime`'s)."""
 
-    One reader thread per TCP connection feeds the sans-IO HTTP client under the session's
-    lock; a thread that calls writes its request to the socket itself; one timer thread
-    follows :meth:`~mcp_sansio.http.HTTPClient.next_deadline`. Cancelling a call (a
-    :class:`~mcp_sansio.adapters.threading.CancelToken`) cancels the request (handshake
-    era: ``notifications/cancelled``; stateless era: its stream is closed)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._sockets: dict[ClientChannel, _ClientSocket] = {}
-        lock = cast("threading.RLock", self.lock)  # the ThreadRuntime's: an RLock
-        self._sockets_changed = threading.Condition(lock)
-        self._timer = threading.Condition(lock)
+    def __init__(self, client: SyncClient, link: HTTPClientLink, runtime: ThreadRuntime, *,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+                 max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
+                 ssl_context: Any = None) -> None:
+        self.client = client
+        self.link = link
+        self.runtime = runtime
+        self.lock = runtime.lock
+        #: The open sockets, by channel.
+        self.open: dict[ClientChannel, _ClientSocket] = {}
+        self._changed = threading.Condition(self.lock)
+        self._timer = threading.Condition(self.lock)
         self._deadline: float | None = None
         self._timer_at: float | None = None
         self._stopping = False
         self._timer_thread: threading.Thread | None = None
         self._readers: set[threading.Thread] = set()
-        self._socket_options(DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_WRITE_BUFFER,
-                            default_tls(self.http.scheme))
-        #: TCP connections opened so far (keep-alive reuses them).
-        self.connections_opened = 0
-        #: The authorization hook (``connect_http(auth=...)``), else None.
-        self.auth: SessionAuth | None = None
+        #: Seconds to wait for a TCP (and TLS) connection to open.
+        self.connect_timeout = connect_timeout
+        #: Unwritten output (bytes) a socket may hold before it is dropped.
+        self.max_write_buffer = max_write_buffer
+        #: TLS for ``https``: the system's trusted certificates unless told otherwise.
+        self.ssl_context: Any = (ssl_context if ssl_context is not None
+                                 else default_tls(link.http.scheme))
         # Not the session's lock: the flow makes HTTP requests and waits for the user.
         self._auth_lock = threading.Lock()
+        link.send = self.send
+        link.arm = self.arm
 
-    def request(self, method: str, params: Mapping[str, Any] | None = None,
-                **options: Any) -> dict[str, Any]:
-        """:meth:`~._sync_api.SyncClient.request`, authorizing first when the session has
-        ``auth`` and the server challenges (see :mod:`._auth_session`).
-
-        :raises ~mcp_sansio.auth.AuthFlowError: authorization was needed and failed."""
-        auth = self.auth
-        if auth is None:
-            return super().request(method, params, **options)
-        if auth.due():
-            self._authorize(auth, None, auth.generation)
-        while True:
-            generation = auth.generation
-            try:
-                result = super().request(method, params, **options)
-            except HTTPTransportError as exc:
-                challenge = challenge_of(exc)
-                if challenge is None:
-                    raise
-                self._authorize(auth, challenge, generation)
-                continue
-            auth.succeeded()
-            return result
-
-    def _authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+    def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        """Run the OAuth flow (on the calling thread), one at a time."""
         with self._auth_lock:
             if auth.generation == generation:  # else another call already did
                 auth.run_sync(challenge)
 
-    def _now(self) -> float:
-        return time.monotonic()
+    # -- the link's hooks (the session's lock is held) -------------------------------------
 
-    # -- the runtime's hooks (the session's lock is held) ----------------------------------
-
-    def _arm(self, deadline: float | None) -> None:
+    def arm(self, deadline: float | None) -> None:
         with self.lock:
             self._deadline = deadline
             if deadline is not None and (self._timer_at is None or deadline < self._timer_at):
                 self._timer_at = deadline
                 self._timer.notify()
 
-    def _send(self, channel: ClientChannel, data: bytes) -> None:
-        sock = self._sockets.get(channel)
+    def send(self, channel: ClientChannel, data: bytes) -> None:
+        sock = self.open.get(channel)
         if sock is None:
             if channel.closed:
                 return  # never opened
             sock = _ClientSocket(self, channel)
-            self._sockets[channel] = sock
-            self.connections_opened += 1
+            self.open[channel] = sock
+            self.link.connections_opened += 1
             self._readers.add(sock.reader)
             sock.reader.start()
         sock.write(data, channel.closed)
 
-    def _forget(self, sock: _ClientSocket) -> None:
+    def forget(self, sock: _ClientSocket) -> None:
         with self.lock:
-            if self._sockets.get(sock.channel) is sock:
-                del self._sockets[sock.channel]
-                self._sockets_changed.notify_all()
+            if self.open.get(sock.channel) is sock:
+                del self.open[sock.channel]
+                self._changed.notify_all()
             self._readers.discard(sock.reader)
 
     def _run_timer(self) -> None:
+        client = self.client
         with self.lock:
             while not self._stopping:
                 deadline = self._deadline
                 now = time.monotonic()
                 if deadline is not None and deadline <= now:
                     self._deadline = self._timer_at = None
-                    self.on_timer()
+                    client.on_timer()
                     continue
                 self._timer_at = deadline
                 self._timer.wait(None if deadline is None else deadline - now)
 
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Start the timer thread."""
         self._timer_thread = threading.Thread(target=self._run_timer, daemon=True,
                                               name="mcp-sansio-http-client-timer")
         self._timer_thread.start()
 
     # -- lifetime ----------------------------------------------------------------------------
 
-    def close(self, timeout: float = DEFAULT_CLOSE_TIMEOUT) -> None:
+    def close(self, timeout: float | None) -> None:
         """End the session: ``DELETE`` it (handshake era, waiting at most ``timeout``
-        seconds for the answer), close every socket, abort what is still pending, and join
-        the threads the client started."""
-        self.begin_close()
-        deadline = time.monotonic() + timeout
+        seconds for the answer; None: :data:`DEFAULT_CLOSE_TIMEOUT`), close every socket,
+        abort what is still pending, and join the threads the client started."""
+        self.link.begin_close()
+        deadline = time.monotonic() + (DEFAULT_CLOSE_TIMEOUT if timeout is None else timeout)
         with self.lock:
-            while self._sockets and (left := deadline - time.monotonic()) > 0:
-                self._sockets_changed.wait(left)
-            sockets = list(self._sockets.values())
+            while self.open and (left := deadline - time.monotonic()) > 0:
+                self._changed.wait(left)
+            sockets = list(self.open.values())
             readers = list(self._readers)
             self._stopping = True
             self._timer.notify_all()
@@ -1130,6 +1118,29 @@ class HTTPClientSession(HTTPClientLogic, SyncClient):
         if self._timer_thread is not None and self._timer_thread is not threading.current_thread():
             self._timer_thread.join()
         self.runtime.stop_workers()
+
+
+#: A blocking MCP client over HTTP: the threading client (the methods of the stdio
+#: :class:`~mcp_sansio.adapters.threading.Client`, see :class:`~._sync_api.SyncClient`)
+#: holding an HTTP link and :class:`ThreadSockets`. Made by :func:`connect_http`. One reader
+#: thread per TCP connection feeds the sans-IO HTTP client under the session's lock; a
+#: thread that calls writes its request to the socket itself; one timer thread follows
+#: :meth:`~mcp_sansio.http.HTTPClient.next_deadline`. Cancelling a call (a
+#: :class:`~mcp_sansio.adapters.threading.CancelToken`) cancels the request (handshake
+#: era: ``notifications/cancelled``; stateless era: its stream is closed).
+HTTPClientSession = SyncClient
+
+
+def http_client(url: str, *, headers: Iterable[tuple[str, str]] | Mapping[str, str] | None,
+                http_options: Mapping[str, Any] | None,
+                **options: Any) -> tuple[SyncClient, ThreadSockets]:
+    """A new, unconnected blocking HTTP client of ``url`` and its sockets object
+    (``options``: the callbacks and connection options of
+    :meth:`~mcp_sansio.app.session.ClientLogic._create`)."""
+    client = SyncClient._create(**options)
+    link, own = attach_http(client, url, headers=headers, http_options=http_options)
+    sockets = client.sockets = ThreadSockets(client, link, client.runtime, **own)
+    return client, sockets
 
 
 @contextlib.contextmanager
@@ -1144,9 +1155,10 @@ def connect_http(
     headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
     http_options: Mapping[str, Any] | None = None, auth: OAuth | None = None,
     **connection_options: Any,
-) -> Iterator[HTTPClientSession]:
+) -> Iterator[SyncClient]:
     """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)
-    and yield a connected blocking :class:`HTTPClientSession`.
+    and yield a connected blocking :data:`HTTPClientSession` (the threading client over
+    HTTP).
 
     As the asyncio adapter's ``connect_http``: the era is probed as on stdio, a server that
     refuses ``initialize`` with 4xx is tried with the legacy HTTP+SSE transport, ``headers``
@@ -1159,14 +1171,14 @@ def connect_http(
     socket closed and every thread joined."""
     session_auth = SessionAuth(auth, url) if auth is not None else None
     while True:
-        client = HTTPClientSession.create_for_adapter(
+        client, sockets = http_client(
             url, headers=headers, http_options=http_options, sampling=sampling,
             elicitation=elicitation, roots=roots, on_notification=on_notification,
             on_log=on_log, info=info, **connection_options)
         if session_auth is not None:
             client.auth = session_auth
-            session_auth.install(client.http)
-        client._start()
+            session_auth.install(sockets.link.http)
+        sockets.start()
         if not connect:
             break
         try:

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from mcp_sansio import (
     ClientConnection,
@@ -50,6 +50,7 @@ from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener
 
 from ._api import AsyncContext, _Resumed
 from ._colours import blocking
+from ._http_authorized import authorized_request_sync
 from ._stdio import DEFAULT_SHUTDOWN_TIMEOUT
 from ._thread_runtime import DEFAULT_MAX_WORKERS, CancelToken, ThreadChild, ThreadRuntime
 
@@ -137,6 +138,15 @@ def _resolve(value: Any) -> Any:
 # -- the client ----------------------------------------------------------------------------------
 
 
+class SyncSockets(Protocol):
+    """A blocking HTTP client's sockets, held by the client (``client.sockets``): the
+    runtime's half of the HTTP link (``client.link``), its OAuth step, and the close
+    (``DELETE``, then the sockets dropped and the threads joined)."""
+
+    def authorize(self, auth: Any, challenge: Any, generation: int) -> None: ...
+    def close(self, timeout: float | None) -> None: ...
+
+
 class SyncSubscription:
     """A listen stream: ``for notification in subscription`` (blocks); ``close()`` or
     leaving ``with`` cancels it."""
@@ -208,8 +218,23 @@ class SyncClient(ClientLogic):
         self.child: ThreadChild | None = None
         #: The stdio server's exit status once it has ended (its child sets it).
         self.returncode: int | None = None
+        #: The HTTP client's sockets (``connect_http``), or None.
+        self.sockets: SyncSockets | None = None
 
-    request = _request
+    def request(self, method: str, params: Mapping[str, Any] | None = None,
+                **options: Any) -> dict[str, Any]:
+        """Send any request and wait for its result (the options and errors of
+        :meth:`SyncServerSession.request`, and ``cancel``). An HTTP client made with
+        ``auth`` authorizes first when the server challenges, then sends again (see
+        :mod:`._auth_session`).
+
+        :raises ~mcp_sansio.auth.AuthFlowError: authorization was needed and failed."""
+        auth = self._auth
+        if auth is None or self.sockets is None:
+            return _request(self, method, params, **options)
+        return authorized_request_sync(
+            auth, lambda: _request(self, method, params, **options), self.sockets.authorize)
+
     _spawn_awaitable = _spawn_awaitable
     _task_runtime = _task_runtime
 
@@ -221,9 +246,18 @@ class SyncClient(ClientLogic):
     def _process(self) -> subprocess.Popen[bytes] | None:
         return self.child.process if self.child is not None else None
 
-    def close(self, shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -> None:
-        """Close the connection and, for a stdio client, stop the server: close its stdin,
-        wait, SIGTERM, wait, SIGKILL (its whole process group)."""
+    def close(self, shutdown_timeout: float | None = None) -> None:
+        """Close the connection. A stdio client then stops the server: close its stdin,
+        wait, SIGTERM, wait, SIGKILL (its whole process group), waiting
+        ``shutdown_timeout`` seconds at each step (None: ``DEFAULT_SHUTDOWN_TIMEOUT``). An
+        HTTP client ends the session with ``DELETE`` (handshake era), waits at most
+        ``shutdown_timeout`` seconds (None: ``DEFAULT_CLOSE_TIMEOUT``) for its sockets to
+        close, drops them, aborts what is still pending and joins its threads."""
+        if self.sockets is not None:
+            self.sockets.close(shutdown_timeout)
+            return
+        if shutdown_timeout is None:
+            shutdown_timeout = DEFAULT_SHUTDOWN_TIMEOUT
         runtime = self.runtime
         with self.lock:
             if self.closed is None:

@@ -639,7 +639,7 @@ def test_client_close_sends_delete_and_ends_the_session() -> None:
             sid = client.session_id
             assert sid in service.http.sessions
         assert sid not in service.http.sessions  # DELETE ended it
-        assert not client._sockets
+        assert not client.sockets.open
         with pytest.raises(ConnectionClosedError):
             client.ping()
 

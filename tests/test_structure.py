@@ -16,12 +16,9 @@ in it: a concrete class may resolve through at most three classes of ours (itsel
 
 Classes stack on two axes only -- ``Session``, the role (``ClientLogic``, ``ServerLogic``),
 the colour (``AsyncClient``, ``SyncServerSession``, ...) -- and everything else (the runtime
-object, a stdio child, the HTTP server's link) is held, not mixed in (issue 13,
-docs/architecture.rst). Three classes of ``adapters/`` are still deeper: the HTTP clients,
-``HTTPClientLogic`` mixed with the colour's client. They are listed below by name, so the
-list can only shrink: a new cycle or deep class fails, and so does an entry that no longer
-exists (remove it). The core and the app layer (``mcp_sansio`` outside ``adapters``) have
-no entries.
+object, a stdio child, the HTTP link of either role, an HTTP client's sockets) is held, not
+mixed in (issue 13, docs/architecture.rst). No class anywhere, core, app layer or
+adapters, is deeper.
 """
 
 from __future__ import annotations
@@ -42,15 +39,6 @@ KNOWN_ADAPTER_CYCLES: set[frozenset[str]] = set()
 
 #: Deepest resolution allowed: the class itself and two more classes of ours.
 MAX_OWN_MRO = 3
-
-#: Classes of adapters/ that still resolve through more than MAX_OWN_MRO of our classes,
-#: by qualified name: the HTTP clients (HTTPClientLogic over ClientLogic, mixed with the
-#: colour's client); the stdio sessions, the HTTP servers' sessions and the contexts left
-#: this list when their runtime, child process and HTTP link became objects they hold.
-KNOWN_DEEP_ADAPTER_CLASSES: set[str] = {
-    "mcp_sansio.adapters._http_threading.HTTPClientSession",
-}
-
 
 def _modules() -> dict[str, Path]:
     """Every module of both packages: dotted name -> source file."""
@@ -213,10 +201,6 @@ def _all_module_names() -> list[str]:
     return sorted(_modules())
 
 
-#: Modules that could not be imported (an optional runtime such as trio not installed).
-_UNIMPORTABLE: set[str] = set()
-
-
 def own_mro_depths() -> dict[str, int]:
     """``module.Class`` -> how many classes of ours its MRO holds, for every class defined in
     a module of ours."""
@@ -224,8 +208,7 @@ def own_mro_depths() -> dict[str, int]:
     for name in _all_module_names():
         try:
             module = importlib.import_module(name)
-        except ImportError:
-            _UNIMPORTABLE.add(name)
+        except ImportError:  # an optional runtime (trio) not installed
             continue
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ != name:
@@ -235,20 +218,9 @@ def own_mro_depths() -> dict[str, int]:
     return depths
 
 
-def test_no_core_class_resolves_through_more_than_three_of_ours() -> None:
-    deep = {name: depth for name, depth in own_mro_depths().items()
-            if depth > MAX_OWN_MRO and not name.startswith("mcp_sansio.adapters.")}
+def test_no_class_resolves_through_more_than_three_of_ours() -> None:
+    deep = {name: depth for name, depth in own_mro_depths().items() if depth > MAX_OWN_MRO}
     assert deep == {}
-
-
-def test_deep_adapter_classes_only_shrink() -> None:
-    deep = {name for name, depth in own_mro_depths().items()
-            if depth > MAX_OWN_MRO and name.startswith("mcp_sansio.adapters.")}
-    new = deep - KNOWN_DEEP_ADAPTER_CLASSES
-    assert not new, f"new deep classes: {sorted(new)}"
-    gone = {name for name in KNOWN_DEEP_ADAPTER_CLASSES - deep
-            if name.rpartition(".")[0] not in _UNIMPORTABLE}
-    assert not gone, f"classes no longer deep still listed (remove them): {sorted(gone)}"
 
 
 @pytest.mark.parametrize("module", ["mcp_sansio._admission", "mcp_sansio._listen",

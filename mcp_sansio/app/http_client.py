@@ -19,7 +19,8 @@ it). Composed, not mixed in: the client's pump hands over to the link, which
   drain loop;
 * hands each ``(channel, bytes)`` pair of :meth:`HTTPClient.data_to_send` to
   :attr:`HTTPClientLink.send`, the runtime's socket object;
-* arms the session's one timer at :meth:`HTTPClient.next_deadline` (the core's request
+* arms the one timer (:attr:`HTTPClientLink.arm`: the session's, or the socket object's)
+  at :meth:`HTTPClient.next_deadline` (the core's request
   timeouts and the HTTP client's stream resumptions alike; a keepalive ping's if sooner);
   the client's ``on_timer`` then reaches :meth:`HTTPClientLink.on_timer`.
 
@@ -75,16 +76,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Self
+from typing import Any
 
-from mcp_sansio import ClientConnection, Event
+from mcp_sansio import Event
 from mcp_sansio.http import ClientChannel, HTTPClient, SessionRenewed, TransportFailed
 
 from .errors import ConnectionClosedError, secret_prefix
-from .session import ClientLogic, default_client_info
+from .session import ClientLogic
 
-__all__ = ["ADAPTER_OPTIONS", "HTTPClientLink", "HTTPClientLogic", "HTTPTransportError",
-           "attach_http"]
+__all__ = ["ADAPTER_OPTIONS", "HTTPClientLink", "HTTPTransportError", "attach_http"]
 
 log = logging.getLogger("mcp_sansio.adapters.http")
 
@@ -155,7 +155,7 @@ class HTTPClientLink:
     """The tie between a client session and the sans-IO HTTP client that carries its
     connection, held as ``client.link`` (see the module's documentation)."""
 
-    __slots__ = ("_connect_cause", "_connect_error", "closing", "connections_opened",
+    __slots__ = ("_connect_cause", "_connect_error", "arm", "closing", "connections_opened",
                  "http", "send", "session", "session_renewals")
 
     #: Who a request spoke for: a server's notion (:class:`~.session.Link`); None here.
@@ -172,6 +172,9 @@ class HTTPClientLink:
                                **dict(http_options or {}))
         #: The runtime socket object's ``send(channel, data)`` (module documentation).
         self.send: Callable[[ClientChannel, bytes], None] = _no_socket
+        #: Where the pump arms the one timer: the session's (its runtime's), unless the
+        #: socket object keeps a timer of its own (threads: no stdio reader waits there).
+        self.arm: Callable[[float | None], None] = session._arm
         #: How many times the server forgot the session and a new one was made.
         self.session_renewals = 0
         #: TCP connections the socket object opened so far (keep-alive reuses them).
@@ -207,8 +210,8 @@ class HTTPClientLink:
         deadline = http.next_deadline()
         keepalive = session.keepalive
         ping = keepalive.deadline() if keepalive is not None else None
-        session._arm(ping if ping is not None and (deadline is None or ping < deadline)
-                     else deadline)
+        self.arm(ping if ping is not None and (deadline is None or ping < deadline)
+                 else deadline)
 
     def on_timer(self) -> None:
         """The deadline the runtime armed has passed (the client's ``on_timer``)."""
@@ -325,83 +328,3 @@ class HTTPClientLink:
         if callback is not None:
             session._callback(callback, event)
 
-
-class HTTPClientLogic(ClientLogic):
-    """Transitional: the client logic with its HTTP link made at construction and the
-    link's socket hooks forwarded, for the runtimes whose HTTP client still mixes it in
-    (trio, threads) until they hold their sockets as an object as asyncio does."""
-
-    def __init__(
-        self, conn: ClientConnection, *, url: str,
-        headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
-        http_options: Mapping[str, Any] | None = None, **kwargs: Any,
-    ) -> None:
-        super().__init__(conn, **kwargs)
-        link = self.link = HTTPClientLink(self, url, headers=headers,
-                                          http_options=http_options)
-        link.send = self._send
-
-    def _socket_options(self, connect_timeout: float, max_write_buffer: int,
-                        ssl_context: Any) -> None:
-        self.connect_timeout = connect_timeout
-        self.max_write_buffer = max_write_buffer
-        self.ssl_context: Any = ssl_context
-
-    @property
-    def connections_opened(self) -> int:
-        assert self.link is not None
-        return self.link.connections_opened
-
-    @connections_opened.setter
-    def connections_opened(self, value: int) -> None:
-        assert self.link is not None
-        self.link.connections_opened = value
-
-    @classmethod
-    def create_for_adapter(cls, url: str, *, http_options: Mapping[str, Any] | None = None,
-                           headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
-                           info: Mapping[str, Any] | None = None,
-                           **options: Any) -> Self:
-        rest = dict(http_options or {})
-        own = {name: rest.pop(name) for name in ADAPTER_OPTIONS if name in rest}
-        if own.get("ssl_context") is None:
-            own.pop("ssl_context", None)
-        callbacks = {k: options.pop(k) for k in (
-            "sampling", "elicitation", "roots", "on_notification", "on_log", "capabilities",
-            "keepalive", "keepalive_misses") if k in options}
-        conn = ClientConnection(
-            info=info or default_client_info(),
-            capabilities=cls._capabilities_for(callbacks.get("sampling"),
-                                               callbacks.get("elicitation"),
-                                               callbacks.get("roots")),
-            **options)
-        callbacks["capabilities"] = callbacks.get("capabilities") or {}
-        client = cls(conn, url=url, headers=headers, http_options=rest, **callbacks)
-        for name, value in own.items():
-            setattr(client, name, value)
-        return client
-
-    def _send(self, channel: ClientChannel, data: bytes) -> None:  # pragma: no cover
-        raise NotImplementedError
-
-    @property
-    def http(self) -> HTTPClient:
-        return self._http_link.http
-
-    @property
-    def _http_link(self) -> HTTPClientLink:
-        link = self.link
-        assert isinstance(link, HTTPClientLink)
-        return link
-
-    def channel_data(self, channel: ClientChannel, data: bytes) -> None:
-        self._http_link.channel_data(channel, data)
-
-    def channel_lost(self, channel: ClientChannel) -> None:
-        self._http_link.channel_lost(channel)
-
-    def channel_failed(self, channel: ClientChannel, error: BaseException) -> None:
-        self._http_link.channel_failed(channel, error)
-
-    def begin_close(self) -> None:
-        self._http_link.begin_close()

@@ -23,7 +23,10 @@ free of any runtime:
   callbacks that answer a handshake-era server's requests, and the call goes on under the
   retry's id.
 * :class:`ClientLogic` adds the client: the connect's steps, notifications, listen streams,
-  the server's input requests answered by the user's callbacks, the tasks it follows.
+  the server's input requests answered by the user's callbacks, the tasks it follows. Over
+  HTTP it holds a :class:`ClientLink` (``link``) that drains the HTTP client instead of the
+  connection; its HTTP facts (``transport``, ``session_id``, ...) read the link and are
+  neutral without one.
 * The server side (registry, router, :class:`~.server.ServerLogic`) is in :mod:`.server`;
   the handler's context in :mod:`.context`.
 
@@ -168,10 +171,11 @@ class Runtime(Protocol):
 
 
 class Link(Protocol):
-    """What ties a session to a server that drains its connection itself (the HTTP server:
-    :class:`~.http_service.HTTPLink`), held as ``session.link``. ``service()`` hands over to
-    it; a server-wide notification a handler sends is broadcast through it; ``auth`` is who
-    the latest request spoke for."""
+    """What ties a session to the transport that drains its connection itself, held as
+    ``session.link``: the HTTP server (:class:`~.http_service.HTTPLink`) or, for a client,
+    the HTTP client (:class:`ClientLink`). ``service()`` hands over to it; a server-wide
+    notification a handler sends is broadcast through it; ``auth`` is who the latest
+    request spoke for (a server's notion: None on a client's link)."""
 
     @property
     def auth(self) -> Any: ...
@@ -240,7 +244,7 @@ class Session:
             # Not a class default: ``runtime`` stays out of the public names of the class.
             self.runtime = _NO_RUNTIME
         self.conn = conn
-        #: The server that drains this connection itself (HTTP), or None: see :class:`Link`.
+        #: What drains this connection itself (HTTP, either role), or None: see :class:`Link`.
         self.link: Link | None = None
         #: The ping schedule (:mod:`._keepalive`), when ``keepalive`` (seconds) was given.
         self.keepalive: Keepalive | None = (
