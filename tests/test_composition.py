@@ -1,6 +1,6 @@
 """What a session holds instead of inheriting (issue 13): its runtime object, a stdio
-client's child process, an HTTP session's link -- and the public session classes being the
-colour classes themselves."""
+client's child process, the HTTP link of either role -- and the public session classes being
+the colour classes themselves."""
 
 from __future__ import annotations
 
@@ -15,9 +15,12 @@ from mcp_sansio.adapters._api import AsyncClient, AsyncServerSession
 from mcp_sansio.adapters._sync_api import SyncClient, SyncServerSession
 from mcp_sansio.adapters._thread_runtime import ThreadChild, ThreadRuntime
 
+from mcp_sansio import Era
+from mcp_sansio.app.http_client import HTTPTransportError, attach_http
 from mcp_sansio.app.http_service import HTTPLink, broadcast_server_wide
 from mcp_sansio.app.server import Server
-from mcp_sansio.app.session import Session
+from mcp_sansio.app.session import ClientLogic, Session
+from mcp_sansio.http import SessionRenewed, TransportFailed
 
 EXAMPLE_SERVER = [sys.executable, "-P", "-m", "mcp_sansio", "serve-example"]
 
@@ -106,3 +109,61 @@ def test_an_http_link_takes_the_pump_and_the_server_wide_notifications() -> None
     assert not broadcast_server_wide(session, "notifications/message", {"level": "info"})
     assert service.broadcasts == [("notifications/tools/list_changed", None)]
     session.runtime.stop_workers()
+
+
+class _VirtualClient(ClientLogic):
+    """A client on a virtual clock that records what it arms (no runtime, no sockets)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.clock = 0.0
+        self.armed: list[float | None] = []
+
+    def _now(self) -> float:
+        return self.clock
+
+    def _arm(self, deadline: float | None) -> None:
+        self.armed.append(deadline)
+
+
+def test_a_client_without_a_link_tells_neutral_http_facts() -> None:
+    client = _VirtualClient._create()
+    assert client.link is None
+    assert (client.http, client.transport, client.session_id, client.on_transport_event,
+            client.auth) == (None, None, None, None, None)
+    assert (client.session_renewals, client.connections_opened) == (0, 0)
+
+
+def test_an_http_client_link_takes_the_client_pump_timer_events_and_connect_failure() -> None:
+    client = _VirtualClient._create()
+    link, own = attach_http(client, "http://127.0.0.1:9/mcp",
+                            http_options={"connect_timeout": 3.0, "ssl_context": None})
+    assert own == {"connect_timeout": 3.0}  # the runtime's; None: its default TLS context
+    assert client.link is link and client.http is link.http
+    sent: list[tuple[Any, bytes]] = []
+    link.send = lambda channel, data: sent.append((channel, data))
+    client._start_connect(Era.STATELESS)
+    (channel, data), = sent  # the pump drained the HTTP client, not the connection
+    assert data.startswith(b"POST /mcp HTTP/1.1\r\n")
+    assert client.armed and client.armed[-1] is not None  # the probe's deadline, via the link
+    link.connections_opened += 1  # what a socket object does when it opens the channel
+    assert client.connections_opened == 1
+    link.channel_failed(channel, ConnectionRefusedError("refused"))
+    assert client.closed is not None
+    try:
+        client._connect_outcome()
+    except HTTPTransportError as exc:  # the HTTP failure, not the made-up JSON-RPC error
+        assert isinstance(exc.cause, ConnectionRefusedError) and exc.url == link.http.url
+    else:  # pragma: no cover - the assertion this test exists for
+        raise AssertionError("the failed connect raised nothing")
+    told: list[Any] = []
+    client.on_transport_event = told.append
+    renewed = SessionRenewed(previous_session_id="old-session", session_id="new-session")
+    failed = TransportFailed(status=502, detail="bad gateway")
+    client._dispatch(renewed)  # the client's dispatch hands the HTTP client's own to the link
+    client._dispatch(failed)
+    assert told == [renewed, failed] and client.session_renewals == 1
+    client.clock = 1000.0
+    before = len(client.armed)
+    client.on_timer()  # through the link: the HTTP client's timeouts, then its pump
+    assert len(client.armed) == before + 1
