@@ -25,7 +25,6 @@ from mcp_sansio.app.server import ServerLogic
 from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, log
 
 from ._colours import asynchronous
-from ._http_authorized import authorized_request
 from ._stdio import DEFAULT_SHUTDOWN_TIMEOUT
 
 if TYPE_CHECKING:
@@ -88,10 +87,12 @@ class AsyncChild(Protocol):
 
 class AsyncSockets(Protocol):
     """An HTTP client's sockets on one runtime, held by the client (``client.sockets``):
-    the runtime's half of the HTTP link (``client.link``), its OAuth step, and the close
-    (``DELETE``, then the sockets dropped)."""
+    the runtime's half of the HTTP link (``client.link``), a request under the OAuth retry
+    (the auth machinery is loaded by the HTTP modules only), and the close (``DELETE``,
+    then the sockets dropped)."""
 
-    async def authorize(self, auth: Any, challenge: Any, generation: int) -> None: ...
+    async def authorized(self, auth: Any,
+                         send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]: ...
     async def aclose(self, timeout: float | None) -> None: ...
 
 
@@ -261,8 +262,8 @@ class AsyncClient(ClientLogic):
         auth = self._auth
         if auth is None or self.sockets is None:
             return await _request(self, method, params, **options)
-        return await authorized_request(
-            auth, lambda: _request(self, method, params, **options), self.sockets.authorize)
+        return await self.sockets.authorized(
+            auth, lambda: _request(self, method, params, **options))
 
     _spawn_awaitable = _spawn_awaitable
     _task_runtime = _task_runtime

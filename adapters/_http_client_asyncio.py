@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from mcp_sansio import Era, Notification
@@ -37,6 +37,7 @@ from ._api import AsyncClient
 from ._asyncio_runtime import AsyncioRuntime
 from ._asyncio_session import _small_reads
 from ._auth_session import OAuth, SessionAuth, challenge_of
+from ._http_authorized import authorized_request
 from ._http_client_logic import HTTPTransportError, default_tls
 
 __all__ = [
@@ -187,6 +188,11 @@ class AsyncioSockets:
             self.open[channel] = sock
             sock.open()
         sock.send(data, channel.closed)
+
+    async def authorized(self, auth: SessionAuth,
+                         send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        """``send()`` under the OAuth retry (:mod:`._http_authorized`)."""
+        return await authorized_request(auth, send, self.authorize)
 
     async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
         """Run the OAuth flow (its blocking parts in a thread), one at a time."""

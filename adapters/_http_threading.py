@@ -101,6 +101,7 @@ from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import _Resumed
 from ._auth_session import OAuth, SessionAuth, challenge_of
+from ._http_authorized import authorized_request_sync
 from ._http_client_logic import HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import thread_decider
@@ -1041,6 +1042,10 @@ class ThreadSockets:
         self._auth_lock = threading.Lock()
         link.send = self.send
         link.arm = self.arm
+
+    def authorized(self, auth: SessionAuth, send: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``send()`` under the OAuth retry (:mod:`._http_authorized`)."""
+        return authorized_request_sync(auth, send, self.authorize)
 
     def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
         """Run the OAuth flow (on the calling thread), one at a time."""

@@ -58,7 +58,7 @@ import os
 import sys
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
 import trio
@@ -76,6 +76,7 @@ from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import AsyncClient
 from ._auth_session import OAuth, SessionAuth, challenge_of
+from ._http_authorized import authorized_request
 from ._http_client_logic import HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import trio_decider
@@ -636,6 +637,11 @@ class TrioSockets:
                                  else default_tls(link.http.scheme))
         self._auth_lock = trio.Lock()
         link.send = self.send
+
+    async def authorized(self, auth: SessionAuth,
+                         send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        """``send()`` under the OAuth retry (:mod:`._http_authorized`)."""
+        return await authorized_request(auth, send, self.authorize)
 
     async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
         """Run the OAuth flow (its blocking parts in worker threads), one at a time."""

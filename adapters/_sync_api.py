@@ -50,7 +50,6 @@ from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener
 
 from ._api import AsyncContext, _Resumed
 from ._colours import blocking
-from ._http_authorized import authorized_request_sync
 from ._stdio import DEFAULT_SHUTDOWN_TIMEOUT
 from ._thread_runtime import DEFAULT_MAX_WORKERS, CancelToken, ThreadChild, ThreadRuntime
 
@@ -140,10 +139,11 @@ def _resolve(value: Any) -> Any:
 
 class SyncSockets(Protocol):
     """A blocking HTTP client's sockets, held by the client (``client.sockets``): the
-    runtime's half of the HTTP link (``client.link``), its OAuth step, and the close
-    (``DELETE``, then the sockets dropped and the threads joined)."""
+    runtime's half of the HTTP link (``client.link``), a request under the OAuth retry
+    (the auth machinery is loaded by the HTTP modules only), and the close (``DELETE``,
+    then the sockets dropped and the threads joined)."""
 
-    def authorize(self, auth: Any, challenge: Any, generation: int) -> None: ...
+    def authorized(self, auth: Any, send: Callable[[], dict[str, Any]]) -> dict[str, Any]: ...
     def close(self, timeout: float | None) -> None: ...
 
 
@@ -232,8 +232,7 @@ class SyncClient(ClientLogic):
         auth = self._auth
         if auth is None or self.sockets is None:
             return _request(self, method, params, **options)
-        return authorized_request_sync(
-            auth, lambda: _request(self, method, params, **options), self.sockets.authorize)
+        return self.sockets.authorized(auth, lambda: _request(self, method, params, **options))
 
     _spawn_awaitable = _spawn_awaitable
     _task_runtime = _task_runtime

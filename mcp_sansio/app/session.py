@@ -75,7 +75,6 @@ from mcp_sansio import (
     UnexpectedResponse,
     _capabilities,
 )
-from mcp_sansio.http import HTTPClient, Transport
 
 from .client_capabilities import declare, for_revision
 from .errors import (
@@ -90,6 +89,9 @@ from .errors import (
 from .keepalive import DEFAULT_MAX_MISSED, Keepalive
 
 if TYPE_CHECKING:
+    # Types only: a stdio client (or server) does not load the HTTP stack.
+    from mcp_sansio.http import HTTPClient, Transport
+
     from .client_tasks import ClientTask
 
 __all__ = [
