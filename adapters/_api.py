@@ -252,18 +252,24 @@ class AsyncClient(ClientLogic):
         #: The HTTP client's sockets (``connect_http``), or None.
         self.sockets: AsyncSockets | None = None
 
-    async def request(self, method: str, params: Mapping[str, Any] | None = None,
-                      **options: Any) -> dict[str, Any]:
-        """Send any request and await its result (the options and errors of
-        :meth:`AsyncServerSession.request`). An HTTP client made with ``auth`` authorizes
-        first when the server challenges, then sends again (see :mod:`._auth_session`).
-
-        :raises ~mcp_sansio.auth.AuthFlowError: authorization was needed and failed."""
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *,
+        timeout: Any = DEFAULT, max_total: Any = DEFAULT,
+        progress: ProgressCallback | None = None, related_request_id: RequestId | None = None,
+    ) -> dict[str, Any]:
         auth = self._auth
         if auth is None or self.sockets is None:
-            return await _request(self, method, params, **options)
-        return await self.sockets.authorized(
-            auth, lambda: _request(self, method, params, **options))
+            return await _request(self, method, params, timeout=timeout, max_total=max_total,
+                                  progress=progress, related_request_id=related_request_id)
+        return await self.sockets.authorized(auth, lambda: _request(
+            self, method, params, timeout=timeout, max_total=max_total, progress=progress,
+            related_request_id=related_request_id))
+
+    request.__doc__ = f"""{_request.__doc__}
+    An HTTP client made with ``auth`` authorizes first when the server challenges, then
+    sends again (see :mod:`._auth_session`); it raises
+    :class:`~mcp_sansio.auth.AuthFlowError` when authorization was needed and failed.
+    """
 
     _spawn_awaitable = _spawn_awaitable
     _task_runtime = _task_runtime
