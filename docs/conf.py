@@ -53,6 +53,9 @@ autodoc_typehints_format = "short"
 autodoc_member_order = "bysource"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_preserve_defaults = True
+# Short names in annotations that more than one documented class bears: the client's
+# ``transport`` is the HTTP transport (``mcp_sansio.testing.Transport`` is the kit's).
+autodoc_type_aliases = {"Transport": "mcp_sansio.http.Transport"}
 # The docstrings cross-reference private modules (``mcp_sansio._state`` ...) that are not
 # documented as such; an unresolved reference renders as plain code. Keep that lenient, but
 # every other warning fails the build.
