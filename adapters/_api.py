@@ -112,6 +112,14 @@ class AsyncRuntime(Protocol):
     def task_runtime(self) -> TaskRuntime: ...
 
 
+#: What ``auth`` adds to a client's ``request`` (both colours' docstrings end with it).
+AUTHORIZED_NOTE = """
+    An HTTP client made with ``auth`` authorizes first when the server challenges, then
+    sends again (see :mod:`._auth_session`); it raises
+    :class:`~mcp_sansio.auth.AuthFlowError` when authorization was needed and failed.
+    """
+
+
 async def _request(
     self: AsyncClient | AsyncServerSession, method: str,
     params: Mapping[str, Any] | None = None, *, timeout: Any = DEFAULT,
@@ -265,11 +273,7 @@ class AsyncClient(ClientLogic):
             self, method, params, timeout=timeout, max_total=max_total, progress=progress,
             related_request_id=related_request_id))
 
-    request.__doc__ = f"""{_request.__doc__}
-    An HTTP client made with ``auth`` authorizes first when the server challenges, then
-    sends again (see :mod:`._auth_session`); it raises
-    :class:`~mcp_sansio.auth.AuthFlowError` when authorization was needed and failed.
-    """
+    request.__doc__ = f"{_request.__doc__}{AUTHORIZED_NOTE}"
 
     _spawn_awaitable = _spawn_awaitable
     _task_runtime = _task_runtime

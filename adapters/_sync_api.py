@@ -48,7 +48,7 @@ from mcp_sansio.app.errors import Call, ProgressCallback, RequestCancelledError,
 from mcp_sansio.app.server import Server, ServerLogic
 from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener
 
-from ._api import AsyncContext, _Resumed
+from ._api import AUTHORIZED_NOTE, AsyncContext, _Resumed
 from ._colours import blocking
 from ._stdio import DEFAULT_SHUTDOWN_TIMEOUT
 from ._thread_runtime import DEFAULT_MAX_WORKERS, CancelToken, ThreadChild, ThreadRuntime
@@ -236,11 +236,7 @@ class SyncClient(ClientLogic):
             self, method, params, timeout=timeout, max_total=max_total, progress=progress,
             related_request_id=related_request_id, cancel=cancel))
 
-    request.__doc__ = f"""{_request.__doc__}
-    An HTTP client made with ``auth`` authorizes first when the server challenges, then
-    sends again (see :mod:`._auth_session`); it raises
-    :class:`~mcp_sansio.auth.AuthFlowError` when authorization was needed and failed.
-    """
+    request.__doc__ = f"{_request.__doc__}{AUTHORIZED_NOTE}"
 
     _spawn_awaitable = _spawn_awaitable
     _task_runtime = _task_runtime
