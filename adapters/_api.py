@@ -467,18 +467,16 @@ class AsyncServerSession(ServerLogic):
         self.runtime.cancel_task(request_id)
 
     async def _run(self, request: Request, job: Job, ctx: Context) -> None:
+        value: Any = None
+        error: Exception | None = None
         try:
             assert job.fn is not None
             value = await _maybe_await(job.fn(*job.args, **job.kwargs))
-            result = job.shape(value)
         except Exception as exc:
-            if not ctx.cancelled:
-                self._job_failed(request, exc)
-            return
+            error = exc
         finally:
             self._contexts.pop(request.request_id, None)
-        if not ctx.cancelled:
-            self._finish_request(request.request_id, result, method=request.method)
+        self._job_ended(request, job, ctx, value, error)
 
 
 Callback = Callable[[dict[str, Any]], Any]

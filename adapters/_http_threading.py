@@ -236,8 +236,7 @@ class _HTTPRuntime(ThreadRuntime):
         except Exception as exc:
             service._stepped(loop)
             session._contexts.pop(request.request_id, None)
-            if not ctx.cancelled:
-                session._job_failed(request, exc)
+            session._job_ended(request, job, ctx, error=exc)
             return
         finally:
             asyncio._set_running_loop(previous)
@@ -266,8 +265,7 @@ class _HTTPRuntime(ThreadRuntime):
             with self.lock:
                 self.cancellers.pop(request_id, None)
                 session._contexts.pop(request_id, None)
-                if not ctx.cancelled:
-                    session._job_failed(request, exc)
+                session._job_ended(request, job, ctx, error=exc)
             return
         finally:
             _close_loop(loop)
@@ -282,14 +280,7 @@ class _HTTPRuntime(ThreadRuntime):
         """(The lock held.) A handler returned ``value``: shape it and answer."""
         session = cast("SyncServerSession", self.session)
         session._contexts.pop(request.request_id, None)
-        if ctx.cancelled:
-            return
-        try:
-            result = job.shape(value)
-        except Exception as exc:
-            session._job_failed(request, exc)
-            return
-        session._finish_request(request.request_id, result, method=request.method)
+        session._job_ended(request, job, ctx, value)
 
     def cancel_handlers(self) -> None:
         """The session ended: its running handlers are cancelled (the pool is shared)."""

@@ -461,25 +461,23 @@ class SyncServerSession(ServerLogic):
             cancel()
 
     def _run(self, request: Request, job: Job, ctx: Context) -> None:
+        value: Any = None
+        error: Exception | None = None
         try:
             assert job.fn is not None
             if inspect.iscoroutinefunction(job.fn):
                 value = self._run_async(request.request_id, job, ctx)
             else:
                 value = job.fn(*job.args, **job.kwargs)
-            result = job.shape(value)
         except asyncio.CancelledError:
             return
         except Exception as exc:
-            if not ctx.cancelled:
-                self._job_failed(request, exc)
-            return
+            error = exc
         finally:
             with self.lock:
                 self._contexts.pop(request.request_id, None)
                 self.runtime.cancellers.pop(request.request_id, None)
-        if not ctx.cancelled:
-            self._finish_request(request.request_id, result, method=request.method)
+        self._job_ended(request, job, ctx, value, error)
 
     def _run_async(self, request_id: RequestId, job: Job, ctx: Context) -> Any:
         assert job.fn is not None

@@ -85,10 +85,8 @@ class _SteppedServer(Protocol):
 
     _contexts: dict[RequestId, Context]
 
-    def _job_failed(self, request: Request, error: BaseException) -> None: ...
-
-    def _finish_request(self, request_id: RequestId, result: dict[str, Any] | None = None,
-                        error: BaseException | None = None, method: str = "") -> None: ...
+    def _job_ended(self, request: Request, job: Job, ctx: Context, value: Any = None,
+                   error: BaseException | None = None) -> None: ...
 
 
 class CancelToken:
@@ -369,22 +367,20 @@ class ThreadRuntime:
     async def _handle(self, request: Request, job: Job, ctx: Context) -> None:
         """The handler and its answer, as ``SyncServerSession._run`` does in a worker."""
         session = cast("_SteppedServer", self.session)  # only a server steps handlers
+        value: Any = None
+        error: Exception | None = None
         try:
             assert job.fn is not None
             value = await job.fn(*job.args, **job.kwargs)
-            result = job.shape(value)
         except asyncio.CancelledError:
             return
         except Exception as exc:
-            if not ctx.cancelled:
-                session._job_failed(request, exc)
-            return
+            error = exc
         finally:
             with self.lock:
                 session._contexts.pop(request.request_id, None)
                 self.cancellers.pop(request.request_id, None)
-        if not ctx.cancelled:
-            session._finish_request(request.request_id, result, method=request.method)
+        session._job_ended(request, job, ctx, value, error)
 
     def _resume(self, request: Request, loop: asyncio.AbstractEventLoop,
                 coro: Coroutine[Any, Any, None], first: Any,

@@ -610,6 +610,23 @@ class ServerLogic(Session):
             return None
         return job
 
+    def _job_ended(self, request: Request, job: Job, ctx: Context, value: Any = None,
+                   error: BaseException | None = None) -> None:
+        """A handler's end, on every runtime and colour: its value shaped and answered, or its
+        exception answered by :meth:`_job_failed` -- nothing for a request the client
+        cancelled (it gets no answer: ``notifications/cancelled``, basic/utilities)."""
+        if ctx.cancelled:
+            return
+        if error is None:
+            try:
+                result = job.shape(value)
+            except Exception as exc:  # a value the shaping refuses fails like the handler
+                error = exc
+            else:
+                self._finish_request(request.request_id, result, method=request.method)
+                return
+        self._job_failed(request, error)
+
     def _job_failed(self, request: Request, error: BaseException) -> None:
         """A handler raised: a ToolError is a tool result; the rest go to finish_incoming."""
         if isinstance(error, ToolError) and request.method == "tools/call":
