@@ -48,7 +48,7 @@ from mcp_sansio.app.session import (
     page_params,
 )
 
-from ._stdio import STDERR_LOGGER, LineLogger
+from .common.stdio import STDERR_LOGGER, LineLogger
 
 __all__ = [
     "DEFAULT",

@@ -14,9 +14,9 @@ import os
 from typing import Any
 
 import pytest
-from mcp_sansio.adapters._api import _Resumed
 from mcp_sansio.adapters._session import Server
 from mcp_sansio.adapters.asyncio import Context, serve_stdio
+from mcp_sansio.adapters.common.async_session import _Resumed
 
 from mcp_sansio import ErrorResponse, Response
 

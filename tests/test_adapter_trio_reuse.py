@@ -15,8 +15,8 @@ from functools import partial
 from typing import Any
 
 import trio
-from mcp_sansio.adapters._api import AsyncContext as Context
 from mcp_sansio.adapters._session import RequestTimeout, Server
+from mcp_sansio.adapters.common.async_session import AsyncContext as Context
 from mcp_sansio.adapters.trio import serve_stdio
 
 from mcp_sansio import HANDSHAKE_REVISIONS, ClientConnection

@@ -368,7 +368,7 @@ def test_the_docs_http_failure_lines_are_what_probe_prints() -> None:
     import re
     from pathlib import Path
 
-    from mcp_sansio.adapters._http_client_logic import HTTPTransportError
+    from mcp_sansio.adapters.common.http_client import HTTPTransportError
     from mcp_sansio.adapters.tools._cli import explain_http_failure
 
     text = (Path(__file__).parent.parent / "docs" / "cli.rst").read_text()

@@ -515,8 +515,8 @@ def test_a_plain_def_handler_in_the_thread_pool_refuses_with_400() -> None:
     import json
 
     from mcp_sansio.adapters._session import Server
-    from mcp_sansio.adapters._sync_api import ThreadContext
     from mcp_sansio.adapters.threading import start_http
+    from mcp_sansio.adapters.threading.session import ThreadContext
 
     server = Server("refusals")
 

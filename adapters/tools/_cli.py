@@ -35,7 +35,7 @@ from .._session import ConnectionClosedError, McpError, RequestTimeout
 from . import _example_server
 
 if TYPE_CHECKING:  # the HTTP client is imported only when a URL is probed
-    from .._http_client_logic import HTTPTransportError
+    from ..common.http_client import HTTPTransportError
 
 __all__ = ["RUNTIMES", "conformance_client", "demo", "explain_http_failure", "probe",
            "serve_example"]
@@ -527,7 +527,7 @@ async def _probe_http_async(runtime: str, url: str, era: Era | None, timeout: fl
 
 def _login_needed(client: Any, exc: BaseException) -> Any:
     """The challenge to log in with, when ``exc`` is one and the client may; else re-raise."""
-    from .._auth_session import challenge_of
+    from ..auth.session import challenge_of
 
     challenge = challenge_of(exc) if getattr(client, "auth", None) is not None else None
     if challenge is None:
@@ -536,7 +536,7 @@ def _login_needed(client: Any, exc: BaseException) -> Any:
 
 
 def _login(store: bool, token_file: str | None) -> Any:
-    """The probe's :class:`~._auth_session.OAuth`: the loopback redirect (RFC 8252 §7.3),
+    """The probe's :class:`~.session.OAuth`: the loopback redirect (RFC 8252 §7.3),
     the URL opened in the browser and printed on stderr, tokens in a file unless not
     stored."""
     import threading
@@ -702,7 +702,7 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
         return 1
     except (ConnectionClosedError, McpError, RequestTimeout, OSError) as exc:
         if url is not None:
-            from .._http_client_logic import HTTPTransportError
+            from ..common.http_client import HTTPTransportError
 
             if isinstance(exc, HTTPTransportError):
                 sys.stderr.write(f"mcp-sansio probe: {explain_http_failure(exc)}\n")

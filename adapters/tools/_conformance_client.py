@@ -25,7 +25,7 @@ this module's: the harness checks the library through it.
 Authorization (the ``auth/*`` scenarios): the session authorizes itself with
 :class:`mcp_sansio.auth.OAuthClientFlow`: ``connect_http(auth=...)`` runs the flow on every
 401 or 403 ``insufficient_scope`` the connect or a call gets, with the mocks'
-authorization endpoints approving at once (:func:`._auth_flow.follow_redirect`). The
+authorization endpoints approving at once (:func:`.auth.flow.follow_redirect`). The
 scenario's context may carry pre-registered credentials (``client_id``, ``client_secret``,
 ``issuer``); the client ID metadata document URL is the one the harness expects.
 
@@ -252,12 +252,12 @@ REDIRECT_URI = "http://127.0.0.1:3000/callback"
 
 
 def oauth_for(context: Mapping[str, Any]) -> Any:
-    """The :class:`~._auth_session.OAuth` of an ``auth/*`` scenario: the mocks approve at
+    """The :class:`~.session.OAuth` of an ``auth/*`` scenario: the mocks approve at
     once, so the user step follows their redirect."""
     from mcp_sansio.auth import ClientConfig, ClientCredentials
 
-    from .._auth_flow import follow_redirect
-    from .._auth_session import OAuth
+    from ..auth.flow import follow_redirect
+    from ..auth.session import OAuth
 
     pre: dict[str, ClientCredentials] = {}
     client_id, issuer = context.get("client_id"), context.get("issuer")

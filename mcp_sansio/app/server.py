@@ -207,7 +207,7 @@ class Entry:
         self.pattern = pattern
         #: A tool's argument types (from its input schema), worked out once.
         self.arg_types = _argument_types(definition.get("inputSchema"))
-        #: The scopes calling a tool needs over a protected HTTP server (_auth_scopes.py).
+        #: The scopes calling a tool needs over a protected HTTP server (auth/scopes.py).
         self.scopes: frozenset[str] = frozenset()
 
 

@@ -61,7 +61,7 @@ a fresh unguessable task id, the lock around the store, a waiter, ``launch`` to 
 handler in the background, and ``share`` to build the sharing below. The runtime serving a
 connection supplies it: the ledger asks the session a request came on
 (:class:`TaskHost`, ``session._task_runtime()``), and the bundled runtimes answer with their
-runtime object's (``mcp_sansio.adapters._tasks``: an asyncio task, a trio system task, or a
+runtime object's (``mcp_sansio.adapters.common.tasks``: an asyncio task, a trio system task, or a
 thread of its own), so a task runs on the runtime that routed its ``tools/call``. The first
 runtime that serves the ledger also gives it its clocks, ids and lock (:meth:`TaskLedger.bind`);
 a ledger given a runtime at construction uses that one for everything (tests; an embedder

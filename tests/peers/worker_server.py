@@ -20,8 +20,8 @@ import os
 import sys
 from typing import Any
 
-from mcp_sansio.adapters._api import AsyncContext
 from mcp_sansio.adapters._session import Server, elicit_request
+from mcp_sansio.adapters.common.async_session import AsyncContext
 from mcp_sansio.adapters.tools import _example_server
 
 from mcp_sansio import SessionlessError

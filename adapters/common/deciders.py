@@ -10,7 +10,7 @@ made here, which answers the question off the server's path and feeds the answer
 exchange is written:
 
 * **asyncio**: a task per question (:func:`asyncio_decider`), the request made with the
-  asyncio carrier (``_auth_flow.fetch``);
+  asyncio carrier (``auth.flow.fetch``);
 * **trio**: a task in the service's nursery (:func:`trio_decider`), the request made by the
   blocking carrier in a worker thread (``trio.to_thread``), as trio's OAuth client does;
 * **threads**: a short-lived thread per question (:func:`thread_decider`), feeding the
@@ -21,7 +21,7 @@ exchange is written:
 The only question handed out here is a token one (:class:`~mcp_sansio.auth.VerificationPending`:
 make its HTTP request). A shared server's store lookups park their exchanges the same way
 (one waiting mechanism: the same slot, timeout and release) but go out with its store
-effects, in order, and are answered by ``_shared_driver`` with ``HTTPServer.resolve``;
+effects, in order, and are answered by ``stores.driver`` with ``HTTPServer.resolve``;
 another kind reaching a decider is answered with a :class:`TypeError`, which the server
 answers as a decision that could not be made (never a hang). Every request made here gives
 up at the server's ``decision_timeout``, so nothing outlives the exchange it was for. The
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mcp_sansio.auth import VerificationPending
 from mcp_sansio.http._park import DecisionNeeded
 
-from ._auth_flow import fetch, fetch_sync
+from ..auth.flow import fetch, fetch_sync
 
 if TYPE_CHECKING:
     import trio

@@ -20,7 +20,7 @@ it:
   it) and runs :meth:`~mcp_sansio.http.HTTPServer.handle_timeout`;
 * one **reaper thread** ends lingering closes that last ``linger_time``: a connection the
   server closes is half-closed once its output is written, its reader discards what the
-  client still sends until the client closes too (``adapters/_http_common.py``), and the
+  client still sends until the client closes too (``adapters/common/http_options.py``), and the
   reaper shuts it down if that takes too long;
 * request handlers run in one thread pool shared by every session, as in the stdio
   adapter (plain ``def`` handlers cancelled cooperatively, ``async def`` handlers on a
@@ -51,7 +51,7 @@ cancels the running handlers and joins every thread it started.
 
 Theory of operation: the client
 -------------------------------
-:data:`HTTPClientSession` is the plain blocking client (:class:`~._sync_api.SyncClient`)
+:data:`HTTPClientSession` is the plain blocking client (:class:`~.session.SyncClient`)
 holding the runtime-free HTTP link (``client.link``, an
 :class:`~mcp_sansio.app.http_client.HTTPClientLink`: the sans-IO
 :class:`~mcp_sansio.http.HTTPClient` and its pump) and :class:`ThreadSockets`
@@ -99,15 +99,15 @@ from mcp_sansio.app.http_client import HTTPClientLink, attach_http
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
-from ._api import _Resumed
-from ._auth_session import OAuth, SessionAuth, challenge_of
-from ._http_authorized import authorized_request_sync
-from ._http_client_logic import HTTPTransportError, default_tls
-from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
-from ._http_decide import thread_decider
-from ._http_service import HTTPLink, HTTPServiceBase, new_http_server
-from ._sync_api import SyncClient, SyncServerSession
-from ._thread_runtime import ThreadRuntime
+from ..auth.session import OAuth, SessionAuth, challenge_of
+from ..common.async_session import _Resumed
+from ..common.authorized import authorized_request_sync
+from ..common.deciders import thread_decider
+from ..common.http_client import HTTPTransportError, default_tls
+from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
+from ..common.http_server import HTTPLink, HTTPServiceBase, new_http_server
+from .runtime import ThreadRuntime
+from .session import SyncClient, SyncServerSession
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
@@ -448,7 +448,7 @@ class _Socket(_Writer):
         self.reader = threading.Thread(target=self._read, name="mcp-sansio-http-reader",
                                        daemon=True)
         #: The answer is out and the write side shut: the lingering close is under way
-        #: (adapters/_http_common.py): the reader discards what comes until the client
+        #: (adapters/common/http_options.py): the reader discards what comes until the client
         #: closes, ``linger_bytes`` were read, or the service's reaper ends it.
         self.lingering = False
 
@@ -500,7 +500,7 @@ class _Socket(_Writer):
                                                      wall_time=time.time())
                             service._pump()
                         except Exception:  # a bug: this connection alone ends
-                            service._contain(channel)  # (_http_service.py) with a 500,
+                            service._contain(channel)  # (common/http_server.py) with a 500,
                             service._safe_pump()  # written; the reader then lingers
                     else:
                         discarded += len(data)
@@ -536,7 +536,7 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
         self.max_write_buffer = max_write_buffer
         self.max_connections = max_connections
         self.shutdown_timeout = shutdown_timeout
-        #: Bounds of the lingering close (seconds, bytes): see ``_http_common.py``.
+        #: Bounds of the lingering close (seconds, bytes): see ``common/http_options.py``.
         self.linger_time = DEFAULT_LINGER_TIME
         self.linger_bytes = DEFAULT_LINGER_BYTES
         # The reaper's heap of lingering sockets, under a lock of its own (taken while a
@@ -812,7 +812,7 @@ def start_http(
                           max_connections=max_connections, max_workers=max_workers,
                           shutdown_timeout=shutdown_timeout)
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
-    http.on_decision_needed = thread_decider(service)  # parked exchanges (_http_decide)
+    http.on_decision_needed = thread_decider(service)  # parked exchanges (common.deciders)
     try:
         service._listen(host, port, backlog)
         yield service
@@ -849,7 +849,7 @@ def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: 
 
 #: Seconds to wait for a TCP connection (and its TLS handshake) to open: 10 s, as on asyncio.
 DEFAULT_CONNECT_TIMEOUT = 10.0
-#: Seconds :meth:`~._sync_api.SyncClient.close` of an HTTP client waits for the session's
+#: Seconds :meth:`~.session.SyncClient.close` of an HTTP client waits for the session's
 #: ``DELETE`` to be answered before dropping the sockets: 2 s (a courtesy: the server
 #: expires idle sessions anyway).
 DEFAULT_CLOSE_TIMEOUT = 2.0
@@ -1003,7 +1003,7 @@ class ThreadSockets:
     link's ``send``); the client's timer thread (the link's ``arm``: an HTTP client has no
     stdio reader whose wait could keep its deadline); the lock that serializes OAuth flows;
     the close, which joins every thread it started. Everything runs under the session's
-    lock (the :class:`~._thread_runtime.ThreadRuntime`'s)."""
+    lock (the :class:`~.runtime.ThreadRuntime`'s)."""
 
     def __init__(self, client: SyncClient, link: HTTPClientLink, runtime: ThreadRuntime, *,
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
@@ -1035,7 +1035,7 @@ class ThreadSockets:
         link.arm = self.arm
 
     def authorized(self, auth: SessionAuth, send: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """``send()`` under the OAuth retry (:mod:`._http_authorized`)."""
+        """``send()`` under the OAuth retry (:mod:`.common.authorized`)."""
         return authorized_request_sync(auth, send, self.authorize)
 
     def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
@@ -1117,7 +1117,7 @@ class ThreadSockets:
 
 
 #: A blocking MCP client over HTTP: the threading client (the methods of the stdio
-#: :class:`~mcp_sansio.adapters.threading.Client`, see :class:`~._sync_api.SyncClient`)
+#: :class:`~mcp_sansio.adapters.threading.Client`, see :class:`~.session.SyncClient`)
 #: holding an HTTP link and :class:`ThreadSockets`. Made by :func:`connect_http`. One reader
 #: thread per TCP connection feeds the sans-IO HTTP client under the session's lock; a
 #: thread that calls writes its request to the socket itself; one timer thread follows

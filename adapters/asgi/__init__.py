@@ -17,7 +17,7 @@ adapter's cost (``benchmarks/asgi.py``). ``http.disconnect`` is the client leavi
 request's stream is detached from it (in 2026-07-28, where a request lives on its stream,
 that cancels the request; in the handshake era a resumable stream's events wait for
 ``Last-Event-ID``). One sans-IO :class:`~mcp_sansio.http.HTTPServer` serves every request
-of the worker process, its timers armed on the running loop (``adapters/_asgi_service.py``).
+of the worker process, its timers armed on the running loop (``adapters/asgi/service.py``).
 
 The ``lifespan`` scope starts the service before the first request and, at shutdown, cancels
 the handlers still running. An application mounted where no ``lifespan`` reaches it (a
@@ -35,7 +35,7 @@ Shared mode (``stores=``, several workers or several machines; docs/stores.rst):
 server is built with ``shared=True`` and a ``stream_tag`` unique to the worker process
 (drawn again in a process forked after the application was built), and the service's start
 -- the ``lifespan`` startup, or the first request -- reads the store's ``requestState`` key
-ring and starts the same :class:`~._shared_driver.SharedDriver` as ``start_http(stores=)``
+ring and starts the same :class:`~.driver.SharedDriver` as ``start_http(stores=)``
 on the running loop: it carries out the server's store effects, listens on the event bus and
 keeps the key ring current. Until then the ring holds a throwaway key that nothing can use
 (every request waits for the start). The stores are redis-py asyncio or in-memory, so shared
@@ -73,10 +73,10 @@ from mcp_sansio.http._exchange import (
 )
 from mcp_sansio.http._headers import Headers
 
-from ._asgi_service import EventHandler, Exchange, Routing, new_service
-from ._http_service import new_http_server
-from ._session import Server
-from ._shared_keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys
+from .._session import Server
+from ..common.http_server import new_http_server
+from ..stores.keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys
+from .service import EventHandler, Exchange, Routing, new_service
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "ASGIApp", "app", "http_app"]
 
@@ -163,7 +163,7 @@ class ASGIApp:
         if service is not None:
             await service.aclose()
         if self.stores is not None:  # the last task records written before the stores close
-            from ._tasks_shared import close_sharing
+            from ..stores.tasks import close_sharing
 
             await close_sharing(self.server)
         owned, self._owned_stores = self._owned_stores, None
@@ -234,8 +234,8 @@ class ASGIApp:
 
     async def _share(self, service: Routing, token: object) -> None:
         """Start shared mode on the running loop (module docstring)."""
-        from ._shared_driver import SharedDriver
-        from ._shared_keys import store_key_ring
+        from ..stores.driver import SharedDriver
+        from ..stores.keys import store_key_ring
 
         if self._tag_pid is not None and self._tag_pid != os.getpid():
             # Built before a fork: each worker process needs a tag of its own (a stream id,
@@ -246,7 +246,7 @@ class ASGIApp:
             if self._owned_stores is None or self._owned_token is not token:
                 # (Stores of another loop -- an application reused across asyncio.run
                 # calls without its shutdown -- hold connections of that loop: new ones.)
-                from .redis import RedisStores
+                from ..redis import RedisStores
 
                 self._owned_stores = RedisStores.from_url(stores)
                 self._owned_token = token

@@ -34,7 +34,7 @@ retries.
 
 Every failure of the flow is an :class:`~mcp_sansio.auth.AuthFlowError` naming the step and
 the URL; the request that needed it raises that error. Failures that are not challenges
-stay :class:`~._http_client_logic.HTTPTransportError`.
+stay :class:`~.http_client.HTTPTransportError`.
 """
 
 from __future__ import annotations
@@ -58,14 +58,14 @@ from mcp_sansio.auth import (
     bearer_params,
 )
 
-from ._auth_flow import DEFAULT_FETCH_TIMEOUT, fetch, fetch_sync, run_flow, run_flow_sync
-from ._http_client_logic import HTTPTransportError
+from ..common.http_client import HTTPTransportError
+from .flow import DEFAULT_FETCH_TIMEOUT, fetch, fetch_sync, run_flow, run_flow_sync
 
 __all__ = ["OAuth", "SessionAuth", "challenge_of"]
 
 #: The user step: the authorization to show the user -> the URL the browser came back with.
 #: A plain function is called in a worker thread on asyncio and trio (it may block, as
-#: :class:`~._auth_flow.LoopbackListener` does); a coroutine function is awaited.
+#: :class:`~.flow.LoopbackListener` does); a coroutine function is awaited.
 UserStep = Callable[[UserAuthorization], "str | Awaitable[str]"]
 
 
@@ -82,7 +82,7 @@ class OAuth:
         pre-registered credentials, client ID metadata document URL...); its
         ``redirect_uri`` is replaced by the one above when given.
     :param fetch_timeout: seconds each of the flow's HTTP requests may take (30 s, see
-        :data:`~mcp_sansio.adapters._auth_flow.DEFAULT_FETCH_TIMEOUT`).
+        :data:`~mcp_sansio.adapters.auth.flow.DEFAULT_FETCH_TIMEOUT`).
     :param ssl_context: TLS for the authorization server (default: the system's).
     """
 
@@ -190,7 +190,7 @@ class SessionAuth:
                         native_fetch: bool) -> None:
         """Run the flow on an event loop. ``in_thread(fn, *args)`` runs blocking code in a
         worker thread (``asyncio.to_thread``, ``trio.to_thread.run_sync``);
-        ``native_fetch``: the loop is asyncio, whose own :func:`~._auth_flow.fetch` is
+        ``native_fetch``: the loop is asyncio, whose own :func:`~.flow.fetch` is
         used (else the blocking one, in a thread)."""
         oauth = self.oauth
 

@@ -1,9 +1,9 @@
 """The trio stdio client's server process; the trio session classes.
 
 Theory of operation: the session classes are the async colour's own
-(:class:`~._api.AsyncClient`, :class:`~._api.AsyncServerSession`, over the sans-IO session
-logic of :mod:`mcp_sansio.app.session`): the adapter hands each a
-:class:`~._trio_runtime.TrioRuntime` (``session.runtime``) for its primitives, and a stdio
+(:class:`~.async_session.AsyncClient`, :class:`~.async_session.AsyncServerSession`, over the
+sans-IO session logic of :mod:`mcp_sansio.app.session`): the adapter hands each a
+:class:`~.runtime.TrioRuntime` (``session.runtime``) for its primitives, and a stdio
 client a :class:`TrioChild` (``client.child``) for its server process -- both composed, not
 mixed in, so ``Client`` and ``ServerSession`` here are those classes themselves. The child
 watches the process, records why the output ended, and runs the spec's shutdown sequence.
@@ -20,15 +20,15 @@ from collections.abc import AsyncIterator
 
 import trio
 
-from ._api import AsyncClient, AsyncContext, AsyncServerSession
-from ._stdio import kill_leftovers, signal_group
-from ._trio_runtime import TrioRuntime
+from ..common.async_session import AsyncClient, AsyncContext, AsyncServerSession
+from ..common.stdio import kill_leftovers, signal_group
+from .runtime import TrioRuntime
 
 Context = AsyncContext
 
 
 #: An MCP client on trio (the async colour's class: see
-#: :class:`~mcp_sansio.adapters._api.AsyncClient`). Made by ``connect_stdio``. A call
+#: :class:`~.async_session.AsyncClient`). Made by ``connect_stdio``. A call
 #: cancelled by its cancel scope sends ``notifications/cancelled``.
 Client = AsyncClient
 #: One connection served by a :class:`~mcp_sansio.app.server.Server` on trio.

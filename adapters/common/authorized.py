@@ -17,7 +17,7 @@ from typing import Any
 
 from mcp_sansio.app.http_client import HTTPTransportError
 
-from ._auth_session import SessionAuth, challenge_of
+from ..auth.session import SessionAuth, challenge_of
 
 __all__ = ["authorized_request", "authorized_request_sync"]
 

@@ -35,7 +35,7 @@ served more), and one whose unsent output passes ``max_write_buffer`` is dropped
 
 The client
 ----------
-:data:`HTTPClientSession` is the plain trio client (:class:`~._api.AsyncClient`) holding
+:data:`HTTPClientSession` is the plain trio client (:class:`~.async_session.AsyncClient`) holding
 the runtime-free HTTP link (``client.link``, an
 :class:`~mcp_sansio.app.http_client.HTTPClientLink`) and :class:`TrioSockets`
 (``client.sockets``: the sockets' tasks, the timer task, the close): the pump runs in
@@ -74,15 +74,15 @@ from mcp_sansio.app.http_client import HTTPClientLink, attach_http
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
-from ._api import AsyncClient
-from ._auth_session import OAuth, SessionAuth, challenge_of
-from ._http_authorized import authorized_request
-from ._http_client_logic import HTTPTransportError, default_tls
-from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
-from ._http_decide import trio_decider
-from ._http_service import HTTPLink, HTTPServiceBase, new_http_server
-from ._trio_runtime import TrioRuntime
-from ._trio_session import ServerSession, _one_error
+from ..auth.session import OAuth, SessionAuth, challenge_of
+from ..common.async_session import AsyncClient
+from ..common.authorized import authorized_request
+from ..common.deciders import trio_decider
+from ..common.http_client import HTTPTransportError, default_tls
+from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
+from ..common.http_server import HTTPLink, HTTPServiceBase, new_http_server
+from .runtime import TrioRuntime
+from .session import ServerSession, _one_error
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
@@ -167,7 +167,7 @@ class _Socket:
     def __init__(self, stream: trio.SocketStream, channel: ServerChannel) -> None:
         self.stream = stream
         #: The answer is out and the write side shut: the lingering close is under way
-        #: (adapters/_http_common.py).
+        #: (adapters/common/http_options.py).
         self.lingering = False
         self.channel = channel
         #: The socket's descriptor, for writes straight from the pump (POSIX: a socket is a
@@ -220,7 +220,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
         #: The sans-IO HTTP server.
         self.http = http
         self.max_write_buffer = max_write_buffer
-        #: Bounds of the lingering close (seconds, bytes): see ``_http_common.py``.
+        #: Bounds of the lingering close (seconds, bytes): see ``common/http_options.py``.
         self.linger_time = DEFAULT_LINGER_TIME
         self.linger_bytes = DEFAULT_LINGER_BYTES
         self._sessions: weakref.WeakKeyDictionary[Session, ServerSession] = (
@@ -391,7 +391,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
                     nursery.start_soon(self._send_loop, sock)
                     await self._receive_loop(sock)
         except Exception:  # pragma: no cover - a bug the reader did not contain: the
-            # connection's task ends here, never the server's nursery (_http_service.py)
+            # connection's task ends here, never the server's nursery (common/http_server.py)
             self._contain(channel)
         finally:
             sock.gone = True
@@ -433,7 +433,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
                 channel.receive_data(bytes(data), now=trio.current_time(),
                                      wall_time=time.time())
                 await self._pump_after_read()
-            except Exception:  # a bug: this connection alone ends (_http_service.py),
+            except Exception:  # a bug: this connection alone ends (common/http_server.py),
                 self._contain(channel)  # with a 500 the sender writes before it lingers
                 self._safe_wake()
                 continue  # then what the client still sends is discarded
@@ -550,7 +550,7 @@ async def start_http(
                            new_session_id=new_session_id, http_options=http_options)
     service = HTTPService(server, http, max_write_buffer=max_write_buffer)
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
-    http.on_decision_needed = trio_decider(service)  # parked exchanges (_http_decide)
+    http.on_decision_needed = trio_decider(service)  # parked exchanges (common.deciders)
     listeners = await trio.open_tcp_listeners(port, host=host)
     sockname = listeners[0].socket.getsockname()
     service.address = (sockname[0], sockname[1])
@@ -640,7 +640,7 @@ class TrioSockets:
 
     async def authorized(self, auth: SessionAuth,
                          send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        """``send()`` under the OAuth retry (:mod:`._http_authorized`)."""
+        """``send()`` under the OAuth retry (:mod:`.common.authorized`)."""
         return await authorized_request(auth, send, self.authorize)
 
     async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
@@ -800,7 +800,7 @@ class TrioSockets:
 
 
 #: An MCP client over HTTP on trio: the trio client (the methods of the stdio
-#: :class:`~mcp_sansio.adapters.trio.Client`, see :class:`~._api.AsyncClient`) holding an
+#: :class:`~mcp_sansio.adapters.trio.Client`, see :class:`~.async_session.AsyncClient`) holding an
 #: HTTP link and :class:`TrioSockets`. Made by :func:`connect_http`. A call whose cancel
 #: scope is cancelled cancels the request (handshake era: ``notifications/cancelled``;
 #: stateless era: its stream is closed).

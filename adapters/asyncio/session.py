@@ -1,9 +1,9 @@
 """The asyncio stdio client's server process and pipes; the asyncio session classes.
 
 Theory of operation: the session classes are the async colour's own
-(:class:`~._api.AsyncClient`, :class:`~._api.AsyncServerSession`, over the sans-IO session
-logic of :mod:`mcp_sansio.app.session`): the adapter hands each an
-:class:`~._asyncio_runtime.AsyncioRuntime` (``session.runtime``) for its primitives, and a
+(:class:`~.async_session.AsyncClient`, :class:`~.async_session.AsyncServerSession`, over the
+sans-IO session logic of :mod:`mcp_sansio.app.session`): the adapter hands each an
+:class:`~.runtime.AsyncioRuntime` (``session.runtime``) for its primitives, and a
 stdio client an :class:`AsyncioChild` (``client.child``) for its server process -- both
 composed, not mixed in, so ``Client`` and ``ServerSession`` here are those classes
 themselves. The child holds the process transport, the server's stdout on a read pipe of
@@ -18,19 +18,19 @@ from __future__ import annotations
 import asyncio
 import signal
 
-from ._api import AsyncClient, AsyncContext, AsyncServerSession
-from ._asyncio_runtime import AsyncioRuntime
-from ._stdio import (
+from ..common.async_session import AsyncClient, AsyncContext, AsyncServerSession
+from ..common.stdio import (
     LineLogger,
     kill_leftovers,
     signal_group,
 )
+from .runtime import AsyncioRuntime
 
 Context = AsyncContext
 
 
 #: An MCP client on asyncio (the async colour's class: see
-#: :class:`~mcp_sansio.adapters._api.AsyncClient`). Made by ``connect_stdio``. Cancelling a
+#: :class:`~.async_session.AsyncClient`). Made by ``connect_stdio``. Cancelling a
 #: task that awaits a call sends ``notifications/cancelled`` for it.
 Client = AsyncClient
 #: One connection served by a :class:`~mcp_sansio.app.server.Server` on asyncio.

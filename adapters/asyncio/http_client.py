@@ -1,6 +1,6 @@
 """The asyncio HTTP client adapter: asyncio's own sockets + :class:`mcp_sansio.http.HTTPClient`.
 
-An HTTP client on asyncio is the plain asyncio client (:class:`~._api.AsyncClient`, the
+An HTTP client on asyncio is the plain asyncio client (:class:`~.async_session.AsyncClient`, the
 colour) holding two objects: the sans-IO HTTP link (``client.link``, an
 :class:`~mcp_sansio.app.http_client.HTTPClientLink`: the HTTP client, its pump, its failure
 mapping) and :class:`AsyncioSockets` (``client.sockets``: the TCP connections, the OAuth
@@ -33,12 +33,12 @@ from mcp_sansio import Era, Notification
 from mcp_sansio.app.http_client import HTTPClientLink, attach_http
 from mcp_sansio.http import ClientChannel
 
-from ._api import AsyncClient
-from ._asyncio_runtime import AsyncioRuntime
-from ._asyncio_session import _small_reads
-from ._auth_session import OAuth, SessionAuth, challenge_of
-from ._http_authorized import authorized_request
-from ._http_client_logic import HTTPTransportError, default_tls
+from ..auth.session import OAuth, SessionAuth, challenge_of
+from ..common.async_session import AsyncClient
+from ..common.authorized import authorized_request
+from ..common.http_client import HTTPTransportError, default_tls
+from .runtime import AsyncioRuntime
+from .session import _small_reads
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
@@ -54,7 +54,7 @@ __all__ = [
 #: in milliseconds; beyond this the exchange fails rather than wait for the system's own
 #: timeout (minutes, for an address that drops packets).
 DEFAULT_CONNECT_TIMEOUT = 10.0
-#: Seconds :meth:`~._api.AsyncClient.aclose` of an HTTP client waits for the session's
+#: Seconds :meth:`~.async_session.AsyncClient.aclose` of an HTTP client waits for the session's
 #: ``DELETE`` to be answered
 #: before dropping the sockets: 2 s (the DELETE is a courtesy; the server expires idle
 #: sessions anyway).
@@ -191,7 +191,7 @@ class AsyncioSockets:
 
     async def authorized(self, auth: SessionAuth,
                          send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        """``send()`` under the OAuth retry (:mod:`._http_authorized`)."""
+        """``send()`` under the OAuth retry (:mod:`.common.authorized`)."""
         return await authorized_request(auth, send, self.authorize)
 
     async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
@@ -218,7 +218,7 @@ class AsyncioSockets:
 
 
 #: An MCP client over HTTP on asyncio: the asyncio client (the methods of the stdio
-#: :class:`~mcp_sansio.adapters.asyncio.Client`, see :class:`~._api.AsyncClient`) holding
+#: :class:`~mcp_sansio.adapters.asyncio.Client`, see :class:`~.async_session.AsyncClient`) holding
 #: an HTTP link and :class:`AsyncioSockets`. Made by :func:`connect_http`. Cancelling a task
 #: that awaits a call cancels the request (handshake era: ``notifications/cancelled``;
 #: stateless era: its stream is closed).

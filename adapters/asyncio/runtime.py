@@ -2,11 +2,11 @@
 
 Theory of operation
 -------------------
-The session logic (:mod:`mcp_sansio.app.session`, the async colour in ``._api``) is the
-same for every runtime; what differs is a handful of primitives. :class:`AsyncioRuntime`
-is those primitives for one session on the running asyncio loop -- the clock (``now``),
-the wall clock (``wall_now``), the one timer (``arm``), the output (``write``), waiters
-(``new_event``), starting and cancelling a request's job (``start_task``,
+The session logic (:mod:`mcp_sansio.app.session`, the async colour in
+``common.async_session``) is the same for every runtime; what differs is a handful of primitives.
+:class:`AsyncioRuntime` is those primitives for one session on the running asyncio loop -- the
+clock (``now``), the wall clock (``wall_now``), the one timer (``arm``), the output (``write``),
+waiters (``new_event``), starting and cancelling a request's job (``start_task``,
 ``cancel_task``), the eager first step of a handler (``run_eager``, ``step``), a sleep and
 the final ``stop_tasks``. The session *holds* one (``session.runtime``) and its hooks
 call it; nothing is mixed in by inheritance (the same style as
@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from mcp_sansio import RequestId
 from mcp_sansio.app.errors import Call
 
-from ._api import _Resumed
-from ._stdio import write_all
+from ..common.async_session import _Resumed
+from ..common.stdio import write_all
 
 if TYPE_CHECKING:
     from mcp_sansio.app.tasks import TaskRuntime
 
-    from ._api import AsyncClient, AsyncServerSession
+    from ..common.async_session import AsyncClient, AsyncServerSession
 
     #: The session a runtime object serves: either role of the async colour.
     AsyncSession = AsyncClient | AsyncServerSession
@@ -100,7 +100,7 @@ class AsyncioRuntime:
     def task_runtime(self) -> TaskRuntime:
         """Where this runtime runs a server's tasks (the ledger asks through the session:
         :class:`mcp_sansio.app.tasks.TaskHost`)."""
-        from ._tasks import ASYNCIO_TASKS
+        from ..common.tasks import ASYNCIO_TASKS
 
         return ASYNCIO_TASKS
 

@@ -37,17 +37,7 @@ from mcp_sansio.app.errors import ConnectionClosedError, McpError, RequestTimeou
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 from mcp_sansio.app.server import Server
 
-from ._asyncio_runtime import AsyncioRuntime
-from ._asyncio_session import (
-    AsyncioChild,
-    Client,
-    Context,
-    ServerSession,
-    _ClientPipes,
-    _ServerOutput,
-    _small_reads,
-)
-from ._stdio import (
+from ..common.stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     STDERR_LOGGER,
     LineLogger,
@@ -57,7 +47,17 @@ from ._stdio import (
     pollable,
     read_all,
 )
-from .keys import request_state_keys
+from ..keys import request_state_keys
+from .runtime import AsyncioRuntime
+from .session import (
+    AsyncioChild,
+    Client,
+    Context,
+    ServerSession,
+    _ClientPipes,
+    _ServerOutput,
+    _small_reads,
+)
 
 __all__ = [
     "Client",
@@ -71,7 +71,7 @@ __all__ = [
     "connect_stdio",
     "run_stdio",
     "serve_stdio",
-    # HTTP (adapters/_http_asyncio.py, adapters/_http_client_asyncio.py)
+    # HTTP (adapters/asyncio/http_server.py, adapters/asyncio/http_client.py)
     "HTTPClientSession",
     "HTTPService",
     "HTTPTransportError",
@@ -242,17 +242,17 @@ _HTTP_NAMES = ("HTTPService", "run_http", "serve_http", "start_http")
 _HTTP_CLIENT_NAMES = ("HTTPClientSession", "HTTPTransportError", "connect_http")
 
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
-    from ._http_asyncio import HTTPService, run_http, serve_http, start_http
-    from ._http_client_asyncio import HTTPClientSession, HTTPTransportError, connect_http
+    from .http_client import HTTPClientSession, HTTPTransportError, connect_http
+    from .http_server import HTTPService, run_http, serve_http, start_http
 
 
 def __getattr__(name: str) -> Any:
     if name in _HTTP_NAMES:
-        from . import _http_asyncio
+        from . import http_server as _http_asyncio
 
         return getattr(_http_asyncio, name)
     if name in _HTTP_CLIENT_NAMES:
-        from . import _http_client_asyncio
+        from . import http_client as _http_client_asyncio
 
         return getattr(_http_client_asyncio, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,7 +15,7 @@ thread of its own per task, an ``async def`` handler with a private event loop t
 :func:`thread_task_runtime`, which the thread sessions call). Each is the wall and monotonic
 clocks, fresh ids from :mod:`secrets`, a real lock (a task on threads runs on a thread of its
 own), the waiters, ``launch`` (run a handler in the background) and ``share`` (the
-:class:`~._tasks_shared.SharedTasks` of ``shared=`` stores, asyncio). Which runtime runs a
+:class:`~.tasks.SharedTasks` of ``shared=`` stores, asyncio). Which runtime runs a
 task is thus the one that routed its ``tools/call``, told by the session, never guessed.
 
 A handler running as a task gets a :class:`TaskContext` as its ``ctx``. :class:`Tasks` is the
@@ -415,7 +415,7 @@ class _TaskRuntime:
         return self._runner().waiter()
 
     def share(self, ledger: TaskLedger, stores: Any) -> TaskSharing:
-        from ._tasks_shared import SharedTasks
+        from ..stores.tasks import SharedTasks
 
         sharing = SharedTasks(stores, wall=ledger.wall)
         sharing.ledger = ledger

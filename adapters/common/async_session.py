@@ -1,14 +1,14 @@
 """The high-level Client and Server shapes, written once for every ``async`` runtime.
 
 asyncio and trio differ only in their primitives. A session holds a runtime object
-(``self.runtime``, an :class:`AsyncRuntime`: asyncio's is in ``._asyncio_runtime``, trio's
-in ``._trio_runtime``): the sans-IO session logic's hooks (``_now``, ``_arm``, ``_write``,
+(``self.runtime``, an :class:`AsyncRuntime`: asyncio's is in ``.asyncio.runtime``, trio's
+in ``.trio.runtime``): the sans-IO session logic's hooks (``_now``, ``_arm``, ``_write``,
 see :class:`~mcp_sansio.app.session.Session`) delegate to it, and the awaiting code below
 calls it directly (``new_event()``, ``start_task(key, coroutine)``, ``cancel_task(key)``,
 ``wait_call(call)``). The classes stack on two axes only:
 :class:`~mcp_sansio.app.session.Session`, the role (``ClientLogic``, ``ServerLogic``), this
 colour (:class:`AsyncClient`, :class:`AsyncServerSession`); ``request`` is one function
-shared by both roles. The blocking twin for threads is in :mod:`._sync_api`.
+shared by both roles. The blocking twin for threads is in :mod:`.threading.session`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from mcp_sansio.app.errors import Call, ProgressCallback, outcome
 from mcp_sansio.app.server import ServerLogic
 from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, log
 
-from ._colours import asynchronous
-from ._stdio import DEFAULT_SHUTDOWN_TIMEOUT
+from .plans import asynchronous
+from .stdio import DEFAULT_SHUTDOWN_TIMEOUT
 
 if TYPE_CHECKING:
     from mcp_sansio.app.tasks import TaskRuntime
@@ -115,7 +115,7 @@ class AsyncRuntime(Protocol):
 #: What ``auth`` adds to a client's ``request`` (both colours' docstrings end with it).
 AUTHORIZED_NOTE = """
     An HTTP client made with ``auth`` authorizes first when the server challenges, then
-    sends again (see :mod:`._auth_session`); it raises
+    sends again (see :mod:`.auth.session`); it raises
     :class:`~mcp_sansio.auth.AuthFlowError` when authorization was needed and failed.
     """
 
@@ -356,7 +356,7 @@ class AsyncClient(ClientLogic):
         return self.conn.instructions
 
     # -- the named calls: each defined once in mcp_sansio/app/calls.py, made into this
-    # colour's method by adapters/_colours.py (asynchronous); signature and docstring come
+    # colour's method by adapters/common/plans.py (asynchronous); signature and docstring come
     # from the definition (tests/test_app_calls.py checks both colours have every one).
 
     list_tools = asynchronous(Calls.list_tools)

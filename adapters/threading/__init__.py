@@ -5,7 +5,7 @@ the child's stderr and the next deadline, feeds the core and dispatches the even
 straight to the pipe from whichever thread produced them, under the session's lock. Handlers
 and the callbacks that answer a server run in a thread pool (a server's ``async def`` handler
 is first stepped on the reader, as on asyncio). All of that is the session's runtime object,
-:class:`~mcp_sansio.adapters._thread_runtime.ThreadRuntime` (``session.runtime``); the
+:class:`~mcp_sansio.adapters.threading.runtime.ThreadRuntime` (``session.runtime``); the
 server process a client spawned is another object it holds (``client.child``). This module
 keeps the stdio entry points and re-exports the rest: :class:`Client` and
 :class:`ServerSession` are the blocking colour's classes themselves.
@@ -47,7 +47,7 @@ from mcp_sansio.app.errors import (
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 from mcp_sansio.app.server import Server
 
-from ._stdio import (
+from ..common.stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     STDERR_LOGGER,
     LineLogger,
@@ -55,20 +55,20 @@ from ._stdio import (
     pollable,
     read_all,
 )
-from ._sync_api import (
+from ..keys import request_state_keys
+from ..stdio import spawn_server
+from .runtime import ThreadChild
+from .session import (
     CancelToken,
     SyncClient,
     SyncServerSession,
     ThreadContext,
 )
-from ._thread_runtime import ThreadChild
-from .keys import request_state_keys
-from .stdio import spawn_server
 
 if TYPE_CHECKING:
     import asyncio
 else:  # imported when an async def handler first runs: a cold start does without it
-    from ._lazy import LazyModule
+    from ..common.lazy import LazyModule
 
     asyncio = LazyModule("asyncio", globals())
 
@@ -86,7 +86,7 @@ __all__ = [
     "connect_stdio",
     "run_stdio",
     "serve_stdio",
-    # HTTP (adapters/_http_threading.py)
+    # HTTP (adapters/threading/http_server.py)
     "HTTPClientSession",
     "HTTPService",
     "HTTPTransportError",
@@ -100,12 +100,12 @@ Context = ThreadContext
 _CHUNK = 1 << 16
 
 
-#: A blocking MCP client (:class:`~mcp_sansio.adapters._sync_api.SyncClient`), made by
+#: A blocking MCP client (:class:`~mcp_sansio.adapters.threading.session.SyncClient`), made by
 #: :func:`connect_stdio`: the same class over any transport, the server process held as
 #: ``client.child``.
 Client = SyncClient
 #: One connection served by a :class:`Server` on threads
-#: (:class:`~mcp_sansio.adapters._sync_api.SyncServerSession`).
+#: (:class:`~mcp_sansio.adapters.threading.session.SyncServerSession`).
 ServerSession = SyncServerSession
 
 
@@ -199,7 +199,7 @@ _HTTP_NAMES = ("HTTPClientSession", "HTTPService", "HTTPTransportError", "connec
                "run_http", "serve_http", "start_http")
 
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
-    from ._http_threading import (
+    from .http_server import (
         HTTPClientSession,
         HTTPService,
         HTTPTransportError,
@@ -212,7 +212,7 @@ if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ load
 
 def __getattr__(name: str) -> Any:
     if name in _HTTP_NAMES:
-        from . import _http_threading
+        from . import http_server as _http_threading
 
         return getattr(_http_threading, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

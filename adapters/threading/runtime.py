@@ -2,10 +2,10 @@
 
 Theory of operation
 -------------------
-The session logic (:mod:`mcp_sansio.app.session`, the blocking half in ``._sync_api``) is
+The session logic (:mod:`mcp_sansio.app.session`, the blocking half in ``.threading.session``) is
 the same for every runtime; what differs is a handful of primitives. :class:`ThreadRuntime`
 is those primitives for one session driven by threads, the twin of
-:class:`~._asyncio_runtime.AsyncioRuntime` and ``TrioRuntime``:
+:class:`~.runtime.AsyncioRuntime` and ``TrioRuntime``:
 
 * the clock (``now``, ``wall_now``), the output (``write``: straight to a descriptor, from
   whichever thread produced the bytes, under the session's lock);
@@ -56,16 +56,16 @@ from mcp_sansio import Era, Request, RequestId
 from mcp_sansio.app.context import Context, Job
 from mcp_sansio.app.errors import Call
 
-from ._api import _Resumed
-from ._stdio import LineLogger, write_all
-from .stdio import stop_server
+from ..common.async_session import _Resumed
+from ..common.stdio import LineLogger, write_all
+from ..stdio import stop_server
 
 if TYPE_CHECKING:
     import asyncio
 
     from mcp_sansio.app.session import Session
 else:  # imported when an async def handler first runs: a cold start does without it
-    from ._lazy import LazyModule
+    from ..common.lazy import LazyModule
 
     asyncio = LazyModule("asyncio", globals())
 
@@ -81,7 +81,7 @@ DEFAULT_MAX_WORKERS = 32
 
 class _SteppedServer(Protocol):
     """What the eager step asks of the blocking server session it serves (a Protocol: that
-    class is in ``._sync_api``, which imports this module)."""
+    class is in ``.threading.session``, which imports this module)."""
 
     _contexts: dict[RequestId, Context]
 

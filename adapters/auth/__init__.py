@@ -3,9 +3,9 @@
 Theory of operation: this module is only the public, stable home of the names an
 application needs to authorize an HTTP client; they live where they work.
 :class:`OAuth` (the option, and one :class:`~mcp_sansio.auth.OAuthClientFlow` per MCP
-server URL) is in the runtime-free hook :mod:`._auth_session`, which each runtime's client
+server URL) is in the runtime-free hook :mod:`.auth.session`, which each runtime's client
 calls on a 401 or 403 ``insufficient_scope``; the carriers of the flow's I/O are in
-:mod:`._auth_flow`: :class:`LoopbackListener` (the user step for a native application: the
+:mod:`.auth.flow`: :class:`LoopbackListener` (the user step for a native application: the
 browser comes back to 127.0.0.1, RFC 8252 §7.3), :func:`follow_redirect_sync` (the user
 step for an authorization server that approves without a user, e.g. in tests) and
 :class:`FileStorage` (tokens in a 0600 JSON file, for command-line tools).
@@ -22,8 +22,8 @@ from pathlib import Path
 
 from mcp_sansio.auth import ClientConfig, ClientCredentials, MemoryStorage, TokenStorage
 
-from ._auth_flow import FileStorage, LoopbackListener, follow_redirect, follow_redirect_sync
-from ._auth_session import OAuth
+from .flow import FileStorage, LoopbackListener, follow_redirect, follow_redirect_sync
+from .session import OAuth
 
 __all__ = [
     "ClientConfig",

@@ -26,10 +26,10 @@ from mcp_sansio.app.http_service import (
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer
 
-from ._api import AsyncContext
-from ._auth_scopes import tool_scopes
-from ._http_common import tool_param_headers
-from .keys import request_state_keys, shares_state
+from ..auth.scopes import tool_scopes
+from ..keys import request_state_keys, shares_state
+from .async_session import AsyncContext
+from .http_options import tool_param_headers
 
 __all__ = ["SERVER_WIDE", "HTTPContext", "HTTPLink", "HTTPServiceBase",
            "broadcast_server_wide", "new_http_server"]

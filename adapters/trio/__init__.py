@@ -43,7 +43,7 @@ from mcp_sansio.app.errors import (
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 from mcp_sansio.app.server import Server
 
-from ._stdio import (
+from ..common.stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     STDERR_LOGGER,
     LineLogger,
@@ -54,9 +54,9 @@ from ._stdio import (
     read_all,
     write_all,
 )
-from ._trio_runtime import _CHUNK, TrioRuntime
-from ._trio_session import Client, Context, ServerSession, TrioChild, _one_error
-from .keys import request_state_keys
+from ..keys import request_state_keys
+from .runtime import _CHUNK, TrioRuntime
+from .session import Client, Context, ServerSession, TrioChild, _one_error
 
 __all__ = [
     "Client",
@@ -70,7 +70,7 @@ __all__ = [
     "connect_stdio",
     "run_stdio",
     "serve_stdio",
-    # HTTP (adapters/_http_trio.py)
+    # HTTP (adapters/trio/http_server.py)
     "HTTPClientSession",
     "HTTPService",
     "HTTPTransportError",
@@ -226,7 +226,7 @@ _HTTP_NAMES = ("HTTPClientSession", "HTTPService", "HTTPTransportError", "connec
                "run_http", "serve_http", "start_http")
 
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
-    from ._http_trio import (
+    from .http_server import (
         HTTPClientSession,
         HTTPService,
         HTTPTransportError,
@@ -239,7 +239,7 @@ if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ load
 
 def __getattr__(name: str) -> Any:
     if name in _HTTP_NAMES:
-        from . import _http_trio
+        from . import http_server as _http_trio
 
         return getattr(_http_trio, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -43,7 +43,7 @@ stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStor
 One task, in order: an event is appended before a later replay on this worker reads the
 log, and the record of a session is saved before its DELETE drops it.
 
-:mod:`._shared_keys` gives a shared server its ``requestState`` key ring from the store's;
+:mod:`.stores.keys` gives a shared server its ``requestState`` key ring from the store's;
 the driver keeps it current (a read every ``refresh_interval``, and one at once on the bus's
 ``keys`` topic).
 """
@@ -74,7 +74,7 @@ from mcp_sansio.http._shared import (
 )
 from mcp_sansio.stores import parse_event_id
 
-from ._shared_keys import StoreKeys
+from .keys import StoreKeys
 
 __all__ = ["SharedDriver"]
 

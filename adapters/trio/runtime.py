@@ -3,8 +3,8 @@
 Theory of operation
 -------------------
 :class:`TrioRuntime` is, for one session, the primitives the shared async session
-(``._api``) and the sans-IO session logic (:mod:`mcp_sansio.app.session`) call through
-``session.runtime``: the clock, the wall clock, the one deadline (``arm``), the output
+(``common.async_session``) and the sans-IO session logic (:mod:`mcp_sansio.app.session`) call
+through ``session.runtime``: the clock, the wall clock, the one deadline (``arm``), the output
 (``write``: straight to a non-blocking pipe when it has room, else a writer task), waiters
 (``new_event``, ``wait_call``), starting and cancelling a request's job, a sleep and
 ``stop_tasks`` -- plus the loops that move bytes (``pump``, ``serve_fd``, ``writer``,
@@ -41,7 +41,7 @@ from mcp_sansio.app.errors import Call, _nothing
 if TYPE_CHECKING:
     from mcp_sansio.app.tasks import TaskRuntime
 
-    from ._api import AsyncClient, AsyncServerSession
+    from ..common.async_session import AsyncClient, AsyncServerSession
 
     #: The session a runtime object serves: either role of the async colour.
     AsyncSession = AsyncClient | AsyncServerSession
@@ -151,7 +151,7 @@ class TrioRuntime:
     def task_runtime(self) -> TaskRuntime:
         """Where this runtime runs a server's tasks (the ledger asks through the session:
         :class:`mcp_sansio.app.tasks.TaskHost`)."""
-        from ._tasks import TRIO_TASKS
+        from ..common.tasks import TRIO_TASKS
 
         return TRIO_TASKS
 

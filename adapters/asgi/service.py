@@ -7,8 +7,8 @@ request. The MCP side is the same as on our own sockets: one sans-IO
 :class:`~mcp_sansio.http.HTTPServer` for the whole worker, drained by one pump that hands
 every ``(session, event)`` pair to the session logic of its HTTP session and arms one timer
 for :meth:`~mcp_sansio.http.HTTPServer.next_deadline`. That pump, the timer and the handler
-tasks are the runtime's own HTTP service's (``adapters/_http_asyncio.py`` on asyncio,
-``adapters/_http_trio.py`` on trio): the classes here subclass them and change only where
+tasks are the runtime's own HTTP service's (``adapters/asyncio/http_server.py`` on asyncio,
+``adapters/trio/http_server.py`` on trio): the classes here subclass them and change only where
 output goes. Instead of a socket, each ASGI request has an :class:`Exchange` -- the queue of
 :mod:`~mcp_sansio.http._exchange` output events the request's coroutine sends as
 ``http.response.*`` messages -- and each request's input is fed to a channel of its own on
@@ -46,7 +46,7 @@ from mcp_sansio.http._exchange import (
 )
 from mcp_sansio.http._exchange_wire import ExchangeWire
 
-from ._session import Server
+from .._session import Server
 
 __all__ = ["Exchange", "Routing", "SignallingWire", "new_service"]
 
@@ -189,7 +189,7 @@ def _asyncio_service(server: Server | None, http: HTTPServer, max_write_buffer: 
                      on_event: EventHandler | None) -> Routing:
     import asyncio
 
-    from ._http_asyncio import HTTPService
+    from ..asyncio.http_server import HTTPService
 
     class AsyncioService(Routing, HTTPService):
         def _now(self) -> float:
@@ -206,7 +206,7 @@ def _asyncio_service(server: Server | None, http: HTTPServer, max_write_buffer: 
                         break
                     channel.receive_event(event, now=now, wall_time=wall)
                 self._pump()
-            except Exception:  # a bug: this request alone ends (_http_service.py)
+            except Exception:  # a bug: this request alone ends (common/http_server.py)
                 self._contain(channel)
                 self._loop.call_soon(self._safe_pump)
 
@@ -217,8 +217,8 @@ def _asyncio_service(server: Server | None, http: HTTPServer, max_write_buffer: 
     service._exchanges = {}
     service._on_event = on_event
     assert service._loop is asyncio.get_running_loop()
-    if http.on_decision_needed is None:  # parked exchanges (tokens to ask about: _http_decide)
-        from ._http_decide import asyncio_decider
+    if http.on_decision_needed is None:  # parked exchanges (tokens to ask about: common.deciders)
+        from ..common.deciders import asyncio_decider
 
         http.on_decision_needed = asyncio_decider(service)
     return service
@@ -228,7 +228,7 @@ def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int
                   on_event: EventHandler | None) -> Routing:
     import trio
 
-    from ._http_trio import HTTPService
+    from ..trio.http_server import HTTPService
 
     class TrioService(Routing, HTTPService):
         def _now(self) -> float:
@@ -245,7 +245,7 @@ def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int
                         break
                     channel.receive_event(event, now=now, wall_time=wall)
                 await self._pump_after_read()
-            except Exception:  # a bug: this request alone ends (_http_service.py)
+            except Exception:  # a bug: this request alone ends (common/http_server.py)
                 self._contain(channel)
                 self._safe_wake()
 
@@ -277,7 +277,7 @@ def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int
     service._exchanges = {}
     service._on_event = on_event
     if http.on_decision_needed is None:  # parked exchanges, asked in the service's nursery
-        from ._http_decide import trio_decider
+        from ..common.deciders import trio_decider
 
         http.on_decision_needed = trio_decider(service)
     return service

@@ -29,13 +29,13 @@ from mcp_sansio import KeyRing, RequestId
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
-from ._asyncio_runtime import AsyncioRuntime
-from ._asyncio_session import ServerSession, _small_reads
-from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
-from ._http_decide import asyncio_decider
-from ._http_service import HTTPLink, HTTPServiceBase, new_http_server
-from ._shared_driver import SharedDriver
-from ._shared_keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
+from ..common.deciders import asyncio_decider
+from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
+from ..common.http_server import HTTPLink, HTTPServiceBase, new_http_server
+from ..stores.driver import SharedDriver
+from ..stores.keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
+from .runtime import AsyncioRuntime
+from .session import ServerSession, _small_reads
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
 
@@ -67,7 +67,7 @@ class _Socket(asyncio.Protocol):
         self.channel: ServerChannel | None = None
         self.transport: asyncio.Transport | None = None
         self.eof = False  # the client closed its side
-        #: Lingering close (adapters/_http_common.py): bytes discarded since the answer
+        #: Lingering close (adapters/common/http_options.py): bytes discarded since the answer
         #: was done, None while the connection is in use.
         self.discarded: int | None = None
         self.linger_timer: asyncio.TimerHandle | None = None
@@ -92,7 +92,7 @@ class _Socket(asyncio.Protocol):
             self.channel.receive_data(data, now=self.service._loop.time(),
                                       wall_time=time.time())
             self.service._pump()
-        except Exception:  # a bug: this connection alone ends (_http_service.py)
+        except Exception:  # a bug: this connection alone ends (common/http_server.py)
             self.failed()
 
     def eof_received(self) -> bool:
@@ -103,7 +103,7 @@ class _Socket(asyncio.Protocol):
         try:
             self.channel.receive_data(b"", now=self.service._loop.time())
             self.service._pump()
-        except Exception:  # a bug: this connection alone ends (_http_service.py)
+        except Exception:  # a bug: this connection alone ends (common/http_server.py)
             self.failed()
         return True  # the answer may still be written: h11 closes when it is done
 
@@ -123,7 +123,7 @@ class _Socket(asyncio.Protocol):
 
     def linger(self) -> None:
         """The channel is over: half-close after what is buffered, discard what the client
-        still sends, close when it closes too or a bound is reached (_http_common.py)."""
+        still sends, close when it closes too or a bound is reached (common/http_options.py)."""
         transport = self.transport
         if transport is None or self.discarded is not None:
             return
@@ -167,7 +167,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
         self.server = server
         self.http = http
         self.max_write_buffer = max_write_buffer
-        #: Bounds of the lingering close (seconds, bytes): see ``_http_common.py``.
+        #: Bounds of the lingering close (seconds, bytes): see ``common/http_options.py``.
         self.linger_time = DEFAULT_LINGER_TIME
         self.linger_bytes = DEFAULT_LINGER_BYTES
         self._loop = asyncio.get_running_loop()
@@ -190,7 +190,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
     def _pump(self) -> None:
         if self._sync_drain():
             self._arm(self.http.next_deadline())
-        if self._shared is not None:  # a shared server's store effects (_shared_driver.py)
+        if self._shared is not None:  # a shared server's store effects (stores/driver.py)
             self._shared.kick()
 
     _kick = _pump
@@ -337,14 +337,14 @@ async def start_http(
     caller owns the stores (close them after the block)."""
     stores = http_options.pop("stores", None)
     key_refresh = http_options.pop("key_refresh_interval", DEFAULT_KEY_REFRESH_INTERVAL)
-    # Liveness of the workers sharing the stores (issue 18; _shared_driver.py).
+    # Liveness of the workers sharing the stores (issue 18; stores/driver.py).
     liveness = {name: http_options.pop(name) for name in ("heartbeat_interval", "worker_timeout")
                 if name in http_options}
     key_source: StoreKeys | None = None
     if stores is not None:
         http_options.setdefault("shared", True)
         http_options.setdefault("stream_tag", secrets.token_hex(4))
-        if request_state_key is None:  # the store's key ring, kept current (_shared_keys)
+        if request_state_key is None:  # the store's key ring, kept current (stores.keys)
             request_state_key, key_source = await store_key_ring(
                 stores, refresh_interval=key_refresh)
     http = new_http_server(server, request_state_key=request_state_key,
@@ -352,7 +352,7 @@ async def start_http(
                            new_session_id=new_session_id, http_options=http_options)
     service = HTTPService(server, http, max_write_buffer=max_write_buffer)
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
-    http.on_decision_needed = asyncio_decider(service)  # parked exchanges (_http_decide)
+    http.on_decision_needed = asyncio_decider(service)  # parked exchanges (common.deciders)
     if stores is not None:
         service._shared = SharedDriver(http, stores, service._safe_pump, keys=key_source,
                                        **liveness)
@@ -366,7 +366,7 @@ async def start_http(
     finally:
         await asyncio.shield(service.aclose())
         if stores is not None:  # the last task records written before the stores close
-            from ._tasks_shared import close_sharing
+            from ..stores.tasks import close_sharing
 
             await asyncio.shield(close_sharing(server))
 

@@ -19,7 +19,7 @@ secrets: cache keys are their SHA-256, and nothing is logged beyond a short pref
 Both are ``await verify(token)`` objects for code of your own on asyncio. The HTTP servers
 of every runtime take the pure verifiers instead, which raise
 :class:`~mcp_sansio.auth.VerificationPending` when they must ask and let the server park the
-request while its adapter fetches (``_http_decide.py``):
+request while its adapter fetches (``common/deciders.py``):
 :class:`~mcp_sansio.auth.IntrospectionVerifier` itself, and :class:`JWKSKeeper` -- the pure
 :class:`mcp_sansio.auth.jwt.JWKSCache` plus the first fetch before serving, on asyncio, trio
 (``async with``) and threads (``with``).
@@ -45,7 +45,7 @@ from mcp_sansio.auth._introspection import (
     DEFAULT_INTROSPECTION_TTL,
 )
 
-from ._auth_flow import Fetch, fetch, fetch_sync
+from .flow import Fetch, fetch, fetch_sync
 
 __all__ = ["DEFAULT_JWKS_MAX_AGE", "DEFAULT_JWKS_MIN_REFETCH", "DEFAULT_INTROSPECTION_TTL",
            "IntrospectionCache", "JWKSKeeper", "JWKSVerifier"]

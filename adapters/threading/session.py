@@ -1,4 +1,4 @@
-"""The blocking twin of :mod:`._api`, for the threading adapter.
+"""The blocking twin of :mod:`.common.async_session`, for the threading adapter.
 
 The same Client and Server shapes, with plain (blocking) methods. The session is driven by
 one reader thread and by the threads that call it, so every use of the connection holds
@@ -11,14 +11,14 @@ is dropped). An ``async def`` handler runs on a private event loop in its worker
 an ``await``-able context, and is cancelled for real (its task is cancelled); it is stepped
 once before that, and needs no task if it returns without suspending. (A runtime may start
 it without the pool: the stdio server sets its runtime's ``eager`` and steps it on its
-reader thread, :meth:`~._thread_runtime.ThreadRuntime.start_eagerly`.)
+reader thread, :meth:`~.runtime.ThreadRuntime.start_eagerly`.)
 
 The classes stack on two axes only: :class:`~mcp_sansio.app.session.Session`, the role
 (``ClientLogic``, ``ServerLogic``), this colour. The thread primitives -- the clock, the
 timer, the reader's pump, the lock, the worker pool, a call's wait -- are one object each
-session holds, :class:`~._thread_runtime.ThreadRuntime` (``session.runtime``), and a stdio
+session holds, :class:`~.runtime.ThreadRuntime` (``session.runtime``), and a stdio
 client's server process another (``client.child``, a
-:class:`~._thread_runtime.ThreadChild`); ``request`` is one function shared by both roles.
+:class:`~.runtime.ThreadChild`); ``request`` is one function shared by both roles.
 """
 
 from __future__ import annotations
@@ -48,17 +48,17 @@ from mcp_sansio.app.errors import Call, ProgressCallback, RequestCancelledError,
 from mcp_sansio.app.server import Server, ServerLogic
 from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener
 
-from ._api import AUTHORIZED_NOTE, AsyncContext, _Resumed
-from ._colours import blocking
-from ._stdio import DEFAULT_SHUTDOWN_TIMEOUT
-from ._thread_runtime import DEFAULT_MAX_WORKERS, CancelToken, ThreadChild, ThreadRuntime
+from ..common.async_session import AUTHORIZED_NOTE, AsyncContext, _Resumed
+from ..common.plans import blocking
+from ..common.stdio import DEFAULT_SHUTDOWN_TIMEOUT
+from .runtime import DEFAULT_MAX_WORKERS, CancelToken, ThreadChild, ThreadRuntime
 
 if TYPE_CHECKING:
     import asyncio
 
     from mcp_sansio.app.tasks import TaskRuntime
 else:  # imported when a handler first needs a loop: a cold start does without it
-    from ._lazy import LazyModule
+    from ..common.lazy import LazyModule
 
     asyncio = LazyModule("asyncio", globals())
 
@@ -109,7 +109,7 @@ def _request(
 
 def _task_runtime(self: SyncClient | SyncServerSession) -> TaskRuntime:
     """The tasks seam (:class:`mcp_sansio.app.tasks.TaskHost`): a thread of its own per task."""
-    from ._tasks import thread_task_runtime
+    from ..common.tasks import thread_task_runtime
     return thread_task_runtime()
 
 
@@ -203,7 +203,7 @@ class SyncClient(ClientLogic):
     """A blocking MCP client. The methods mirror the async Client's (keywords ``timeout``,
     ``max_total``, ``progress``); each also takes ``cancel=`` (a :class:`CancelToken`).
     Callbacks (progress, notifications) run on the reader thread and must not block on this
-    client. Its thread primitives are the :class:`~._thread_runtime.ThreadRuntime` it holds
+    client. Its thread primitives are the :class:`~.runtime.ThreadRuntime` it holds
     (``runtime``: ``max_workers``, ``pool`` and ``lock`` go to it)."""
 
     runtime: ThreadRuntime
@@ -332,7 +332,7 @@ class SyncClient(ClientLogic):
         return self.conn.instructions
 
     # -- the named calls: each defined once in mcp_sansio/app/calls.py, made into this
-    # colour's method by adapters/_colours.py (blocking); signature and docstring come
+    # colour's method by adapters/common/plans.py (blocking); signature and docstring come
     # from the definition (tests/test_app_calls.py checks both colours have every one).
 
     list_tools = blocking(Calls.list_tools)
@@ -387,11 +387,11 @@ class ThreadContext(Context):
 
     def elicit(self, message: str, schema: Mapping[str, Any], *,
                key: str = "elicitation") -> dict[str, Any]:
-        """As :meth:`AsyncContext.elicit <._api.AsyncContext.elicit>`, blocking."""
+        """As :meth:`AsyncContext.elicit <.common.async_session.AsyncContext.elicit>`, blocking."""
         return self.ask({key: elicit_request(message, schema)})[key]  # type: ignore[no-any-return]
 
     def sample(self, params: Mapping[str, Any], *, key: str = "sampling") -> dict[str, Any]:
-        """As :meth:`AsyncContext.sample <._api.AsyncContext.sample>`, blocking."""
+        """As :meth:`AsyncContext.sample <.common.async_session.AsyncContext.sample>`, blocking."""
         return self.ask({key: sampling_request(params)})[key]  # type: ignore[no-any-return]
 
     def list_roots(self, *, key: str = "roots") -> dict[str, Any]:
@@ -416,7 +416,7 @@ class ThreadAsyncContext(AsyncContext):
 
 class SyncServerSession(ServerLogic):
     """One served connection; each request runs in the thread pool. Its thread primitives
-    are the :class:`~._thread_runtime.ThreadRuntime` it holds (``runtime``: ``max_workers``,
+    are the :class:`~.runtime.ThreadRuntime` it holds (``runtime``: ``max_workers``,
     ``pool`` and ``lock`` go to it; the stdio server sets ``runtime.eager``)."""
 
     runtime: ThreadRuntime
