@@ -30,13 +30,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import Any
 
 from mcp_sansio import Era, Notification
-from mcp_sansio.app.http_client import HTTPClientLink, attach_http
+from mcp_sansio.app.http_client import HTTPClientLink, HTTPTransportError, attach_http
 from mcp_sansio.http import ClientChannel
 
 from ..auth.session import OAuth, SessionAuth, challenge_of
 from ..common.async_session import AsyncClient
 from ..common.authorized import authorized_request
-from ..common.http_client import HTTPTransportError, default_tls
+from ..common.http_client import default_tls
 from .runtime import AsyncioRuntime
 from .session import _small_reads
 

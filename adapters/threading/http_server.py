@@ -95,7 +95,8 @@ from mcp_sansio import (
     Request,
 )
 from mcp_sansio.app.context import Context, Job
-from mcp_sansio.app.http_client import HTTPClientLink, attach_http
+from mcp_sansio.app.http_client import HTTPClientLink, HTTPTransportError, attach_http
+from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
@@ -103,9 +104,9 @@ from ..auth.session import OAuth, SessionAuth, challenge_of
 from ..common.async_session import _Resumed
 from ..common.authorized import authorized_request_sync
 from ..common.deciders import thread_decider
-from ..common.http_client import HTTPTransportError, default_tls
+from ..common.http_client import default_tls
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
-from ..common.http_server import HTTPLink, HTTPServiceBase, new_http_server
+from ..common.http_server import new_http_server
 from .runtime import ThreadRuntime
 from .session import SyncClient, SyncServerSession
 

@@ -70,7 +70,8 @@ from mcp_sansio import (
     Notification,
     RequestId,
 )
-from mcp_sansio.app.http_client import HTTPClientLink, attach_http
+from mcp_sansio.app.http_client import HTTPClientLink, HTTPTransportError, attach_http
+from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
@@ -78,9 +79,9 @@ from ..auth.session import OAuth, SessionAuth, challenge_of
 from ..common.async_session import AsyncClient
 from ..common.authorized import authorized_request
 from ..common.deciders import trio_decider
-from ..common.http_client import HTTPTransportError, default_tls
+from ..common.http_client import default_tls
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
-from ..common.http_server import HTTPLink, HTTPServiceBase, new_http_server
+from ..common.http_server import new_http_server
 from .runtime import TrioRuntime
 from .session import ServerSession, _one_error
 
