@@ -213,7 +213,8 @@ def test_file_storage_persists_privately(tmp_path: Path) -> None:
 def test_which_failures_are_challenges(status: int | None, challenge: str | None,
                                        is_challenge: bool) -> None:
     from mcp_sansio.adapters.auth.session import challenge_of
-    from mcp_sansio.adapters.common.http_client import HTTPTransportError
+
+    from mcp_sansio.app.http_client import HTTPTransportError
 
     headers = (("www-authenticate", challenge),) if challenge else ()
     found = challenge_of(HTTPTransportError("tools/call", "refused", status, headers=headers))

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from mcp_sansio.adapters import asyncio as aio
 from mcp_sansio.adapters import threading as thr
-from mcp_sansio.adapters._session import McpError
 from mcp_sansio.adapters.common.tasks import _AsyncioRunner, _TaskRuntime
 
 from mcp_sansio import Era
 from mcp_sansio.app.client_tasks import TASKS_EXTENSION
+from mcp_sansio.app.errors import McpError
 
 ERAS = {"2025-11-25": {"era": Era.HANDSHAKE},
         "2026-07-28": {"era": Era.STATELESS,

@@ -250,8 +250,9 @@ def test_registration_checks() -> None:
 def test_handshake_era_tasks_over_stdio(runtime: str) -> None:
     import sys
 
-    from mcp_sansio.adapters._session import McpError
     from mcp_sansio.adapters.asyncio import connect_stdio
+
+    from mcp_sansio.app.errors import McpError
 
     if runtime == "trio":
         pytest.importorskip("trio")

@@ -59,6 +59,7 @@ import anyio
 import sniffio
 
 from mcp_sansio import KeyRing
+from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer
 from mcp_sansio.http._exchange import (
     CloseConnection,
@@ -73,7 +74,6 @@ from mcp_sansio.http._exchange import (
 )
 from mcp_sansio.http._headers import Headers
 
-from .._session import Server
 from ..common.http_server import new_http_server
 from ..stores.keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys
 from .service import EventHandler, Exchange, Routing, new_service
@@ -261,7 +261,7 @@ class ASGIApp:
         service._shared = driver  # type: ignore[attr-defined]
         await driver.start()
         share_tasks = getattr(getattr(self.server, "tasks", None), "share", None)
-        if share_tasks is not None:  # issue 18: the server's tasks on every worker
+        if share_tasks is not None:  # the server's tasks on every worker
             share_tasks(stores)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:

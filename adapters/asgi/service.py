@@ -38,6 +38,7 @@ from collections.abc import Callable
 import anyio
 
 from mcp_sansio import Event
+from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 from mcp_sansio.http._exchange import (
     ExchangeInput,
@@ -45,8 +46,6 @@ from mcp_sansio.http._exchange import (
     ResponseData,
 )
 from mcp_sansio.http._exchange_wire import ExchangeWire
-
-from .._session import Server
 
 __all__ = ["Exchange", "Routing", "SignallingWire", "new_service"]
 

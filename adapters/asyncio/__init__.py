@@ -26,20 +26,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from mcp_sansio import Era, KeyRing, Notification
+from mcp_sansio import KeyRing
 from mcp_sansio.app.errors import ConnectionClosedError, McpError, RequestTimeout, ToolError
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 from mcp_sansio.app.server import Server
 
+from ..common import entry_points
+from ..common.entry_points import StdioClientCall, runs
 from ..common.stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
-    STDERR_LOGGER,
     LineLogger,
     ProtectedStdio,
     argv_of,
@@ -81,43 +81,21 @@ __all__ = [
     "start_http",
 ]
 
+@runs(entry_points.connect_stdio, "On asyncio, cancelling a task that awaits a call sends "
+      "``notifications/cancelled`` for it.")
 @contextlib.asynccontextmanager
-async def connect_stdio(
-    command: str | Sequence[str], args: Sequence[str] = (), *,
-    env: Mapping[str, str] | None = None, inherit_env: bool = True,
-    cwd: str | os.PathLike[str] | None = None, connect: bool = True, era: Era | None = None,
-    sampling: Callable[[dict[str, Any]], Any] | None = None,
-    elicitation: Callable[[dict[str, Any]], Any] | None = None,
-    roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
-    on_notification: Callable[[Notification], Any] | None = None,
-    on_log: Callable[[dict[str, Any]], Any] | None = None,
-    info: Mapping[str, Any] | None = None,
-    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
-    stderr_logger: logging.Logger = STDERR_LOGGER,
-    **connection_options: Any,
-) -> AsyncIterator[Client]:
-    """Spawn an MCP server (in its own process group) and yield a connected :class:`Client`.
-
-    ``command`` is a program or a whole argv; ``env`` is added to ours (replaces it with
-    ``inherit_env=False``). The server's stderr goes to ``stderr_logger`` line by line. The
-    callbacks answer the server's requests -- and the stateless era's ``input_required``
-    -- and declare the matching client capabilities. ``connection_options`` go to
-    :class:`~mcp_sansio.ClientConnection` (``versions``, ``request_timeout``,
-    ``max_request_time``, ``probe_timeout``, ...). On exit the server is shut down
-    (:meth:`Client.aclose`)."""
+async def connect_stdio(call: StdioClientCall) -> AsyncIterator[Client]:
     loop = asyncio.get_running_loop()
-    client = Client._create(sampling=sampling, elicitation=elicitation, roots=roots,
-                           on_notification=on_notification, on_log=on_log, info=info,
-                           **connection_options)
+    client = Client._create(**call.client)
     runtime = client.runtime = AsyncioRuntime(client)
     child = client.child = AsyncioChild(client, runtime)
-    argv = argv_of(command, args)
+    argv = argv_of(call.command, call.args)
     out_r, out_w = os.pipe()  # the server's stdout (see _ServerOutput)
     try:
         transport, _ = await loop.subprocess_exec(
-            lambda: _ClientPipes(child, LineLogger(stderr_logger)), *argv,
+            lambda: _ClientPipes(child, LineLogger(call.stderr_logger)), *argv,
             stdin=asyncio.subprocess.PIPE, stdout=out_w,
-            stderr=asyncio.subprocess.PIPE, env=env_of(env, inherit_env), cwd=cwd,
+            stderr=asyncio.subprocess.PIPE, env=env_of(call.env, call.inherit_env), cwd=call.cwd,
             start_new_session=True,
         )
     except BaseException:
@@ -135,11 +113,11 @@ async def connect_stdio(
         _small_reads(child.stdout)
         if transport.get_returncode() is not None:
             child.process_exited(transport.get_returncode())
-        if connect:
-            await client.connect(era=era)
+        if call.connect:
+            await client.connect(era=call.era)
         yield client
     finally:
-        await asyncio.shield(client.aclose(shutdown_timeout))
+        await asyncio.shield(client.aclose(call.shutdown_timeout))
 
 
 # -- the server ----------------------------------------------------------------------------------

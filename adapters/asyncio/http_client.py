@@ -29,14 +29,15 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from mcp_sansio import Era, Notification
-from mcp_sansio.app.http_client import HTTPClientLink, attach_http
+from mcp_sansio.app.http_client import HTTPClientLink, HTTPTransportError, attach_http
 from mcp_sansio.http import ClientChannel
 
-from ..auth.session import OAuth, SessionAuth, challenge_of
+from ..auth.session import SessionAuth
+from ..common import entry_points
 from ..common.async_session import AsyncClient
-from ..common.authorized import authorized_request
-from ..common.http_client import HTTPTransportError, default_tls
+from ..common.authorized import run_async
+from ..common.entry_points import HTTPClientCall, runs
+from ..common.http_client import default_tls
 from .runtime import AsyncioRuntime
 from .session import _small_reads
 
@@ -191,14 +192,13 @@ class AsyncioSockets:
 
     async def authorized(self, auth: SessionAuth,
                          send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        """``send()`` under the OAuth retry (:mod:`.common.authorized`)."""
-        return await authorized_request(auth, send, self.authorize)
+        """``send()`` under the OAuth retry (:mod:`~mcp_sansio.adapters.common.authorized`)."""
+        return await run_async(auth, send, self.authorize)
 
     async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
         """Run the OAuth flow (its blocking parts in a thread), one at a time."""
         async with self._auth_lock:
-            if auth.generation == generation:  # else another call already did
-                await auth.run_async(challenge, asyncio.to_thread, native_fetch=True)
+            await _authorize(auth, challenge, generation)
 
     async def aclose(self, timeout: float | None) -> None:
         """End the session: ``DELETE`` it (handshake era, waiting at most ``timeout``
@@ -236,61 +236,37 @@ def http_client(url: str, *, headers: Iterable[tuple[str, str]] | Mapping[str, s
     return client
 
 
-@contextlib.asynccontextmanager
-async def connect_http(
-    url: str, *, connect: bool = True, era: Era | None = None,
-    sampling: Callable[[dict[str, Any]], Any] | None = None,
-    elicitation: Callable[[dict[str, Any]], Any] | None = None,
-    roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
-    on_notification: Callable[[Notification], Any] | None = None,
-    on_log: Callable[[dict[str, Any]], Any] | None = None,
-    info: Mapping[str, Any] | None = None,
-    headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
-    http_options: Mapping[str, Any] | None = None, auth: OAuth | None = None,
-    **connection_options: Any,
-) -> AsyncIterator[AsyncClient]:
-    """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)
-    and yield a connected :data:`HTTPClientSession` (the asyncio client over HTTP).
+async def _authorize(auth: SessionAuth, challenge: Any, generation: int) -> None:
+    """Run the OAuth flow, its blocking parts in a thread (unless it ran since
+    ``generation``: another call already did)."""
+    if auth.generation == generation:
+        await auth.run_async(challenge, asyncio.to_thread, native_fetch=True)
 
-    The era is probed as on stdio (``server/discover`` first, then ``initialize``; ``era``
-    is a cached verdict), and a server that refuses ``initialize`` with 4xx is tried with
-    the legacy HTTP+SSE transport. ``headers`` go on every request (e.g.
-    ``Authorization``). ``http_options`` go to :class:`~mcp_sansio.http.HTTPClient`
-    (``transport``, ``standalone_stream``, ``max_connections``, ``max_body_size``,
-    reconnection settings), except three that are the adapter's: ``connect_timeout``,
-    ``max_write_buffer`` and ``ssl_context`` (for ``https``; default:
-    :func:`ssl.create_default_context`). The callbacks and ``connection_options`` are as
-    for :func:`~mcp_sansio.adapters.asyncio.connect_stdio`. ``auth``
-    (:class:`~mcp_sansio.adapters.auth.OAuth`): run the OAuth flow when the server answers
-    401 (or 403 ``insufficient_scope``), then retry with the token. On exit the session is
-    ended (``DELETE``) and every socket closed."""
-    session_auth = SessionAuth(auth, url) if auth is not None else None
-    while True:
-        client = http_client(
-            url, headers=headers, http_options=http_options, sampling=sampling,
-            elicitation=elicitation, roots=roots, on_notification=on_notification,
-            on_log=on_log, info=info, **connection_options)
+
+@runs(entry_points.connect_http)
+@contextlib.asynccontextmanager
+async def connect_http(call: HTTPClientCall) -> AsyncIterator[AsyncClient]:
+    session_auth = SessionAuth(call.auth, call.url) if call.auth is not None else None
+
+    async def attempt() -> AsyncClient:
+        client = http_client(call.url, headers=call.headers, http_options=call.http_options,
+                             **call.client)
         if session_auth is not None:
             client.auth = session_auth
             assert client.http is not None
             session_auth.install(client.http)
-        if not connect:
-            break
-        try:
-            if session_auth is not None and session_auth.due():
-                await session_auth.run_async(None, asyncio.to_thread, native_fetch=True)
-            await client.connect(era=era)
-            if session_auth is not None:
-                session_auth.succeeded()
-            break
-        except BaseException as exc:
-            await asyncio.shield(client.aclose())
-            challenge = challenge_of(exc) if session_auth is not None else None
-            if challenge is None or session_auth is None:
+        if call.connect:
+            try:
+                await client.connect(era=call.era)
+            except BaseException:
+                await asyncio.shield(client.aclose())
                 raise
-            # The session never opened: authorize, then start over on a new connection
-            # (the refused initialize closed this one). Bounded by the flow's challenges.
-            await session_auth.run_async(challenge, asyncio.to_thread, native_fetch=True)
+        return client
+
+    if session_auth is None or not call.connect:
+        client = await attempt()
+    else:  # a refused connect is tried again on a new connection, once authorized
+        client = await run_async(session_auth, attempt, _authorize)
     try:
         yield client
     finally:

@@ -26,12 +26,13 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
 from mcp_sansio import KeyRing, RequestId
+from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ..common.deciders import asyncio_decider
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
-from ..common.http_server import HTTPLink, HTTPServiceBase, new_http_server
+from ..common.http_server import new_http_server
 from ..stores.driver import SharedDriver
 from ..stores.keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
 from .runtime import AsyncioRuntime
@@ -337,7 +338,7 @@ async def start_http(
     caller owns the stores (close them after the block)."""
     stores = http_options.pop("stores", None)
     key_refresh = http_options.pop("key_refresh_interval", DEFAULT_KEY_REFRESH_INTERVAL)
-    # Liveness of the workers sharing the stores (issue 18; stores/driver.py).
+    # Liveness of the workers sharing the stores (stores/driver.py).
     liveness = {name: http_options.pop(name) for name in ("heartbeat_interval", "worker_timeout")
                 if name in http_options}
     key_source: StoreKeys | None = None
@@ -357,7 +358,7 @@ async def start_http(
         service._shared = SharedDriver(http, stores, service._safe_pump, keys=key_source,
                                        **liveness)
         await service._shared.start()
-        share_tasks = getattr(server.tasks, "share", None)  # issue 18: tasks on every worker
+        share_tasks = getattr(server.tasks, "share", None)  # the server's tasks on every worker
         if share_tasks is not None:
             share_tasks(stores)
     await service._listen(host, port)

@@ -66,7 +66,7 @@ log = logging.getLogger("mcp_sansio.auth")
 
 #: Seconds one request of the flow may take, connection included: 30 s. Metadata and token
 #: endpoints answer in milliseconds; a server that takes longer is down, and the flow must
-#: end with an error rather than hang (issue 15: "never a hang").
+#: end with an error rather than hang (never a hang).
 DEFAULT_FETCH_TIMEOUT = 30.0
 #: Seconds the loopback listener waits for the browser to come back: 5 minutes, time for a
 #: user to log in and consent; after that the attempt is abandoned.

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .._session import Server
+    from mcp_sansio.app.server import Server
 
 __all__ = ["tool_scopes"]
 

@@ -48,6 +48,7 @@ from typing import Any
 
 import attrs
 
+from mcp_sansio.app.http_client import HTTPTransportError
 from mcp_sansio.auth import (
     ClientConfig,
     HTTPResponse,
@@ -58,7 +59,6 @@ from mcp_sansio.auth import (
     bearer_params,
 )
 
-from ..common.http_client import HTTPTransportError
 from .flow import DEFAULT_FETCH_TIMEOUT, fetch, fetch_sync, run_flow, run_flow_sync
 
 __all__ = ["OAuth", "SessionAuth", "challenge_of"]

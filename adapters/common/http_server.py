@@ -1,12 +1,11 @@
-"""The HTTP service on the bundled runtimes: the defaults drawn from :mod:`secrets`, and the
-``async`` handler context over HTTP.
+"""The HTTP server every bundled runtime serves: the sans-IO one with the defaults drawn from
+:mod:`secrets` and the options derived from the :class:`~mcp_sansio.app.server.Server`.
 
 Theory of operation: what the HTTP server adapters (asyncio, trio, threads) share lives in
 the sans-IO layer (:mod:`mcp_sansio.app.http_service`: the service base, the link a session
 logic holds, the server-wide broadcast, the HTTP server's construction). This module adds
 only what is not sans-IO -- a random ``requestState`` key and random session ids unless
-given -- and re-exports the rest under its old path (``HTTPContext`` is the plain async
-context now: its list changes are broadcast through the link).
+given -- and the ``tool_param_headers`` and ``tool_scopes`` options read off the server.
 """
 
 from __future__ import annotations
@@ -16,23 +15,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp_sansio import KeyRing
-from mcp_sansio.app.http_service import (
-    SERVER_WIDE,
-    HTTPLink,
-    HTTPServiceBase,
-    broadcast_server_wide,
-    http_server_for,
-)
+from mcp_sansio.app.http_service import http_server_for
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer
 
 from ..auth.scopes import tool_scopes
 from ..keys import request_state_keys, shares_state
-from .async_session import AsyncContext
 from .http_options import tool_param_headers
 
-__all__ = ["SERVER_WIDE", "HTTPContext", "HTTPLink", "HTTPServiceBase",
-           "broadcast_server_wide", "new_http_server"]
+__all__ = ["new_http_server"]
 
 
 def new_http_server(
@@ -55,7 +46,3 @@ def new_http_server(
         new_session_id=new_session_id or (lambda: secrets.token_urlsafe(32)),
         connection_options=connection_options, http_options=http_options)
 
-
-#: An ``async`` handler's context over HTTP (asyncio, trio): the plain one, whose
-#: ``notify`` broadcasts a list change through the session's link. The old name stays.
-HTTPContext = AsyncContext

@@ -31,7 +31,7 @@ stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStor
 * the bus's ``broadcast`` topic: a server-wide notification (a list changed) published by
   any worker is offered to this worker's sessions and listen streams.
 
-* liveness (issue 18): every ``heartbeat_interval`` seconds the driver says on the bus's
+* liveness: every ``heartbeat_interval`` seconds the driver says on the bus's
   ``workers`` topic that this worker is alive, and at :meth:`SharedDriver.aclose` that it
   is gone (at once, before anything else stops). It hears the others' heartbeats into a
   :class:`~mcp_sansio.http._shared.WorkerLiveness` (arrival times on this process's
@@ -106,7 +106,7 @@ class SharedDriver:
         self._task: asyncio.Task[None] | None = None
         self._unsubscribe: list[Callable[[], Awaitable[None]]] = []
         self._closed = False
-        # Liveness (issue 18): this worker's heartbeats, and the others' as heard here.
+        # Liveness: this worker's heartbeats, and the others' as heard here.
         self.heartbeat_interval = heartbeat_interval
         self.liveness = WorkerLiveness(timeout=worker_timeout, started=self._loop.time())
         self._heartbeat: asyncio.Task[None] | None = None
@@ -221,7 +221,7 @@ class SharedDriver:
         """Publish the change, then let out the answers that waited for it. In that order:
         the client may send its next request to another worker (another host) the moment
         it has the answer, and that worker must have been told first -- a DELETE answered
-        before the news left let the other host serve the ended session (issue 18, the
+        before the news left let the other host serve the ended session (the
         two-host test). A bus that fails raises to :meth:`_run`, which releases them."""
         await self.stores.bus.publish(topic, json.dumps(note).encode())
         self._release(effect)
@@ -259,7 +259,7 @@ class SharedDriver:
             self.http.refresh_session(saved, note.get("record"), now=now)
         self._safe_pump()
 
-    # -- liveness (issue 18) ------------------------------------------------------------------
+    # -- liveness -----------------------------------------------------------------------------
 
     async def _start_liveness(self) -> None:
         self.liveness.started = self._loop.time()

@@ -1,4 +1,4 @@
-"""Tasks every worker of a service sees (issue 18): the asyncio
+"""Tasks every worker of a service sees: the asyncio
 :class:`~mcp_sansio.app.tasks.TaskSharing` over the shared stores.
 
 Theory of operation

@@ -31,12 +31,10 @@ Server::
 from __future__ import annotations
 
 import contextlib
-import logging
-import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from mcp_sansio import Era, KeyRing, Notification
+from mcp_sansio import KeyRing
 from mcp_sansio.app.errors import (
     ConnectionClosedError,
     McpError,
@@ -47,9 +45,9 @@ from mcp_sansio.app.errors import (
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 from mcp_sansio.app.server import Server
 
+from ..common import entry_points
+from ..common.entry_points import StdioClientCall, runs
 from ..common.stdio import (
-    DEFAULT_SHUTDOWN_TIMEOUT,
-    STDERR_LOGGER,
     LineLogger,
     ProtectedStdio,
     pollable,
@@ -109,40 +107,26 @@ Client = SyncClient
 ServerSession = SyncServerSession
 
 
+@runs(entry_points.connect_stdio, "On threads the client blocks; a call takes a "
+      "``cancel`` token (:class:`CancelToken`).")
 @contextlib.contextmanager
-def connect_stdio(
-    command: str | Sequence[str], args: Sequence[str] = (), *,
-    env: Mapping[str, str] | None = None, inherit_env: bool = True,
-    cwd: str | os.PathLike[str] | None = None, connect: bool = True, era: Era | None = None,
-    sampling: Callable[[dict[str, Any]], Any] | None = None,
-    elicitation: Callable[[dict[str, Any]], Any] | None = None,
-    roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
-    on_notification: Callable[[Notification], Any] | None = None,
-    on_log: Callable[[dict[str, Any]], Any] | None = None,
-    info: Mapping[str, Any] | None = None,
-    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
-    stderr_logger: logging.Logger = STDERR_LOGGER,
-    **connection_options: Any,
-) -> Iterator[Client]:
-    """Spawn an MCP server and yield a connected blocking :class:`Client` (the same options
-    as the asyncio adapter's ``connect_stdio``)."""
-    client = Client._create(sampling=sampling, elicitation=elicitation, roots=roots,
-                           on_notification=on_notification, on_log=on_log, info=info,
-                           **connection_options)
-    process = spawn_server(command, args, env=env, inherit_env=inherit_env, cwd=cwd)
+def connect_stdio(call: StdioClientCall) -> Iterator[Client]:
+    client = Client._create(**call.client)
+    process = spawn_server(call.command, call.args, env=call.env, inherit_env=call.inherit_env,
+                           cwd=call.cwd)
     assert process.stdin and process.stdout and process.stderr
     child = client.child = ThreadChild(client, process)
     runtime = client.runtime
     runtime.on_eof = child.on_eof
     runtime.out_fd = process.stdin.fileno()
-    runtime.stderr = (process.stderr.fileno(), LineLogger(stderr_logger))
+    runtime.stderr = (process.stderr.fileno(), LineLogger(call.stderr_logger))
     runtime.start_reader(process.stdout.fileno())
     try:
-        if connect:
-            client.connect(era=era)
+        if call.connect:
+            client.connect(era=call.era)
         yield client
     finally:
-        client.close(shutdown_timeout)
+        client.close(call.shutdown_timeout)
 
 
 # -- the server ----------------------------------------------------------------------------------

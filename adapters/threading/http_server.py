@@ -91,21 +91,23 @@ from typing import Any, cast
 from mcp_sansio import (
     Era,
     KeyRing,
-    Notification,
     Request,
 )
 from mcp_sansio.app.context import Context, Job
-from mcp_sansio.app.http_client import HTTPClientLink, attach_http
+from mcp_sansio.app.http_client import HTTPClientLink, HTTPTransportError, attach_http
+from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
-from ..auth.session import OAuth, SessionAuth, challenge_of
+from ..auth.session import SessionAuth
+from ..common import entry_points
 from ..common.async_session import _Resumed
-from ..common.authorized import authorized_request_sync
+from ..common.authorized import run_blocking
 from ..common.deciders import thread_decider
-from ..common.http_client import HTTPTransportError, default_tls
+from ..common.entry_points import HTTPClientCall, runs
+from ..common.http_client import default_tls
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
-from ..common.http_server import HTTPLink, HTTPServiceBase, new_http_server
+from ..common.http_server import new_http_server
 from .runtime import ThreadRuntime
 from .session import SyncClient, SyncServerSession
 
@@ -1035,14 +1037,13 @@ class ThreadSockets:
         link.arm = self.arm
 
     def authorized(self, auth: SessionAuth, send: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """``send()`` under the OAuth retry (:mod:`.common.authorized`)."""
-        return authorized_request_sync(auth, send, self.authorize)
+        """``send()`` under the OAuth retry (:mod:`~mcp_sansio.adapters.common.authorized`)."""
+        return run_blocking(auth, send, self.authorize)
 
     def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
         """Run the OAuth flow (on the calling thread), one at a time."""
         with self._auth_lock:
-            if auth.generation == generation:  # else another call already did
-                auth.run_sync(challenge)
+            _authorize(auth, challenge, generation)
 
     # -- the link's hooks (the session's lock is held) -------------------------------------
 
@@ -1139,60 +1140,38 @@ def http_client(url: str, *, headers: Iterable[tuple[str, str]] | Mapping[str, s
     return client, sockets
 
 
-@contextlib.contextmanager
-def connect_http(
-    url: str, *, connect: bool = True, era: Era | None = None,
-    sampling: Callable[[dict[str, Any]], Any] | None = None,
-    elicitation: Callable[[dict[str, Any]], Any] | None = None,
-    roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
-    on_notification: Callable[[Notification], Any] | None = None,
-    on_log: Callable[[dict[str, Any]], Any] | None = None,
-    info: Mapping[str, Any] | None = None,
-    headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
-    http_options: Mapping[str, Any] | None = None, auth: OAuth | None = None,
-    **connection_options: Any,
-) -> Iterator[SyncClient]:
-    """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)
-    and yield a connected blocking :data:`HTTPClientSession` (the threading client over
-    HTTP).
+def _authorize(auth: SessionAuth, challenge: Any, generation: int) -> None:
+    """Run the OAuth flow on this thread (unless it ran since ``generation``: another call
+    already did)."""
+    if auth.generation == generation:
+        auth.run_sync(challenge)
 
-    As the asyncio adapter's ``connect_http``: the era is probed as on stdio, a server that
-    refuses ``initialize`` with 4xx is tried with the legacy HTTP+SSE transport, ``headers``
-    go on every request, and ``http_options`` go to :class:`~mcp_sansio.http.HTTPClient`
-    except three that are the adapter's: ``connect_timeout``, ``max_write_buffer`` and
-    ``ssl_context`` (for ``https``; default: :func:`ssl.create_default_context`). The
-    callbacks and ``connection_options`` are as for
-    :func:`~mcp_sansio.adapters.threading.connect_stdio`. ``auth`` as on asyncio (its user
-    step must be a plain function here). On exit the session is ended (``DELETE``), every
-    socket closed and every thread joined."""
-    session_auth = SessionAuth(auth, url) if auth is not None else None
-    while True:
-        client, sockets = http_client(
-            url, headers=headers, http_options=http_options, sampling=sampling,
-            elicitation=elicitation, roots=roots, on_notification=on_notification,
-            on_log=on_log, info=info, **connection_options)
+
+@runs(entry_points.connect_http, "On threads the OAuth flow's user step must be a plain "
+      "function; on exit every thread of the client is joined too.")
+@contextlib.contextmanager
+def connect_http(call: HTTPClientCall) -> Iterator[SyncClient]:
+    session_auth = SessionAuth(call.auth, call.url) if call.auth is not None else None
+
+    def attempt() -> SyncClient:
+        client, sockets = http_client(call.url, headers=call.headers,
+                                      http_options=call.http_options, **call.client)
         if session_auth is not None:
             client.auth = session_auth
             session_auth.install(sockets.link.http)
         sockets.start()
-        if not connect:
-            break
-        try:
-            if session_auth is not None and session_auth.due():
-                session_auth.run_sync(None)
-            client.connect(era=era)
-        except BaseException as exc:
-            client.close()
-            challenge = challenge_of(exc) if session_auth is not None else None
-            if challenge is None or session_auth is None:
+        if call.connect:
+            try:
+                client.connect(era=call.era)
+            except BaseException:
+                client.close()
                 raise
-            # The session never opened: authorize, then start over on a new connection.
-            # Bounded by the flow's challenge count.
-            session_auth.run_sync(challenge)
-            continue
-        if session_auth is not None:
-            session_auth.succeeded()
-        break
+        return client
+
+    if session_auth is None or not call.connect:
+        client = attempt()
+    else:  # a refused connect is tried again on a new connection, once authorized
+        client = run_blocking(session_auth, attempt, _authorize)
     try:
         yield client
     finally:

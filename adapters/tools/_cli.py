@@ -30,12 +30,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mcp_sansio import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, Era, __version__
+from mcp_sansio.app.errors import ConnectionClosedError, McpError, RequestTimeout
 
-from .._session import ConnectionClosedError, McpError, RequestTimeout
 from . import _example_server
 
 if TYPE_CHECKING:  # the HTTP client is imported only when a URL is probed
-    from ..common.http_client import HTTPTransportError
+    from mcp_sansio.app.http_client import HTTPTransportError
 
 __all__ = ["RUNTIMES", "conformance_client", "demo", "explain_http_failure", "probe",
            "serve_example"]
@@ -105,7 +105,7 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
         sys.stderr.write(f"mcp-sansio serve-example: {refused}\n")
         return 2
     if workers > 1 and store is None and not sessionless:
-        # Issue 14: several workers and nothing shared -- a handshake-era session opened on
+        # Several workers and nothing shared -- a handshake-era session opened on
         # one worker would be unknown to the others, so keep none (docs/deploying.rst).
         sessionless = True
         sys.stderr.write(
@@ -702,7 +702,7 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
         return 1
     except (ConnectionClosedError, McpError, RequestTimeout, OSError) as exc:
         if url is not None:
-            from ..common.http_client import HTTPTransportError
+            from mcp_sansio.app.http_client import HTTPTransportError
 
             if isinstance(exc, HTTPTransportError):
                 sys.stderr.write(f"mcp-sansio probe: {explain_http_failure(exc)}\n")

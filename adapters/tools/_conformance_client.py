@@ -44,9 +44,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mcp_sansio import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, Era, __version__
+from mcp_sansio.app.errors import ConnectionClosedError, McpError, RequestTimeout
 from mcp_sansio.auth import AuthFlowError
-
-from .._session import ConnectionClosedError, McpError, RequestTimeout
 
 __all__ = ["SCENARIOS", "main", "run", "settings_for"]
 

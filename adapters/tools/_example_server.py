@@ -24,14 +24,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from mcp_sansio import FEATURES
+from mcp_sansio.app.context import elicit_request, sampling_request
+from mcp_sansio.app.errors import ToolError
+from mcp_sansio.app.server import Server
+from mcp_sansio.app.session import INPUT_METHODS
 
-from .._session import (
-    INPUT_METHODS,
-    Server,
-    ToolError,
-    elicit_request,
-    sampling_request,
-)
 from ..common.async_session import AsyncContext as Context
 
 if TYPE_CHECKING:

@@ -25,15 +25,14 @@ Server::
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import subprocess
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from mcp_sansio import Era, KeyRing, Notification
+from mcp_sansio import KeyRing
 from mcp_sansio.app.errors import (
     ConnectionClosedError,
     McpError,
@@ -43,9 +42,10 @@ from mcp_sansio.app.errors import (
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 from mcp_sansio.app.server import Server
 
+from ..common import entry_points
+from ..common.entry_points import StdioClientCall, runs
 from ..common.stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
-    STDERR_LOGGER,
     LineLogger,
     ProtectedStdio,
     argv_of,
@@ -87,29 +87,14 @@ async def _log_stderr(stream: trio.abc.ReceiveStream, lines: LineLogger) -> None
     lines.flush()
 
 
+@runs(entry_points.connect_stdio, "On trio, a call cancelled by its cancel scope sends "
+      "``notifications/cancelled``.")
 @contextlib.asynccontextmanager
-async def connect_stdio(
-    command: str | Sequence[str], args: Sequence[str] = (), *,
-    env: Mapping[str, str] | None = None, inherit_env: bool = True,
-    cwd: str | os.PathLike[str] | None = None, connect: bool = True, era: Era | None = None,
-    sampling: Callable[[dict[str, Any]], Any] | None = None,
-    elicitation: Callable[[dict[str, Any]], Any] | None = None,
-    roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
-    on_notification: Callable[[Notification], Any] | None = None,
-    on_log: Callable[[dict[str, Any]], Any] | None = None,
-    info: Mapping[str, Any] | None = None,
-    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
-    stderr_logger: logging.Logger = STDERR_LOGGER,
-    **connection_options: Any,
-) -> AsyncIterator[Client]:
-    """Spawn an MCP server and yield a connected :class:`Client` (the same options as the
-    asyncio adapter's ``connect_stdio``)."""
-    client = Client._create(sampling=sampling, elicitation=elicitation, roots=roots,
-                           on_notification=on_notification, on_log=on_log, info=info,
-                           **connection_options)
+async def connect_stdio(call: StdioClientCall) -> AsyncIterator[Client]:
+    client = Client._create(**call.client)
     process = await trio.lowlevel.open_process(
-        argv_of(command, args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, env=env_of(env, inherit_env), cwd=cwd,
+        argv_of(call.command, call.args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env_of(call.env, call.inherit_env), cwd=call.cwd,
         start_new_session=True,
     )
     assert process.stdin and process.stdout and process.stderr
@@ -122,15 +107,15 @@ async def connect_stdio(
         runtime.nursery = nursery
         nursery.start_soon(runtime.writer, process.stdin)
         nursery.start_soon(runtime.pump, process.stdout)
-        nursery.start_soon(_log_stderr, process.stderr, LineLogger(stderr_logger))
+        nursery.start_soon(_log_stderr, process.stderr, LineLogger(call.stderr_logger))
         nursery.start_soon(child.watch)
         try:
-            if connect:
-                await client.connect(era=era)
+            if call.connect:
+                await client.connect(era=call.era)
             yield client
         finally:
             with trio.CancelScope(shield=True):
-                await client.aclose(shutdown_timeout)
+                await client.aclose(call.shutdown_timeout)
             nursery.cancel_scope.cancel()
 
 

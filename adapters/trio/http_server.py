@@ -65,22 +65,23 @@ import trio
 
 from mcp_sansio import (
     NEED_DATA,
-    Era,
     KeyRing,
-    Notification,
     RequestId,
 )
-from mcp_sansio.app.http_client import HTTPClientLink, attach_http
+from mcp_sansio.app.http_client import HTTPClientLink, HTTPTransportError, attach_http
+from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
-from ..auth.session import OAuth, SessionAuth, challenge_of
+from ..auth.session import SessionAuth
+from ..common import entry_points
 from ..common.async_session import AsyncClient
-from ..common.authorized import authorized_request
+from ..common.authorized import ATTEMPT, Authorize, advance, authorized, run_async
 from ..common.deciders import trio_decider
-from ..common.http_client import HTTPTransportError, default_tls
+from ..common.entry_points import HTTPClientCall, runs
+from ..common.http_client import default_tls
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
-from ..common.http_server import HTTPLink, HTTPServiceBase, new_http_server
+from ..common.http_server import new_http_server
 from .runtime import TrioRuntime
 from .session import ServerSession, _one_error
 
@@ -640,14 +641,13 @@ class TrioSockets:
 
     async def authorized(self, auth: SessionAuth,
                          send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        """``send()`` under the OAuth retry (:mod:`.common.authorized`)."""
-        return await authorized_request(auth, send, self.authorize)
+        """``send()`` under the OAuth retry (:mod:`~mcp_sansio.adapters.common.authorized`)."""
+        return await run_async(auth, send, self.authorize)
 
     async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
         """Run the OAuth flow (its blocking parts in worker threads), one at a time."""
         async with self._auth_lock:
-            if auth.generation == generation:  # else another call already did
-                await auth.run_async(challenge, _in_thread, native_fetch=False)
+            await _authorize(auth, challenge, generation)
 
     # -- the pump's output -------------------------------------------------------------------
 
@@ -820,60 +820,51 @@ def http_client(url: str, *, headers: Iterable[tuple[str, str]] | Mapping[str, s
     return client, sockets
 
 
+@runs(entry_points.connect_http, "On trio the OAuth flow's HTTP requests and a plain user "
+      "step run in worker threads.")
 @contextlib.asynccontextmanager
-async def connect_http(
-    url: str, *, connect: bool = True, era: Era | None = None,
-    sampling: Callable[[dict[str, Any]], Any] | None = None,
-    elicitation: Callable[[dict[str, Any]], Any] | None = None,
-    roots: Callable[[dict[str, Any]], Any] | list[dict[str, Any]] | None = None,
-    on_notification: Callable[[Notification], Any] | None = None,
-    on_log: Callable[[dict[str, Any]], Any] | None = None,
-    info: Mapping[str, Any] | None = None,
-    headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
-    http_options: Mapping[str, Any] | None = None, auth: OAuth | None = None,
-    **connection_options: Any,
-) -> AsyncIterator[AsyncClient]:
-    """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)
-    and yield a connected :data:`HTTPClientSession` (the trio client over HTTP; the same
-    options as the asyncio adapter's ``connect_http``, ``auth`` included: the flow's HTTP
-    requests and a plain user step run in worker threads).
-
-    The era is probed as on stdio (``server/discover`` first, then ``initialize``; ``era``
-    is a cached verdict), and a server that refuses ``initialize`` with 4xx is tried with
-    the legacy HTTP+SSE transport. ``headers`` go on every request (e.g.
-    ``Authorization``). ``http_options`` go to :class:`~mcp_sansio.http.HTTPClient`, except
-    three that are the adapter's: ``connect_timeout``, ``max_write_buffer`` and
-    ``ssl_context`` (for ``https``; default: :func:`ssl.create_default_context`). The
-    callbacks and ``connection_options`` are as for
-    :func:`~mcp_sansio.adapters.trio.connect_stdio`. On exit the session is ended
-    (``DELETE``) and every socket closed."""
-    session_auth = SessionAuth(auth, url) if auth is not None else None
+async def connect_http(call: HTTPClientCall) -> AsyncIterator[AsyncClient]:
+    # The OAuth retry's plan (common/authorized.py), run here: each attempt's client lives
+    # in a nursery of its own, which the authorizing between two attempts is outside of.
+    session_auth = SessionAuth(call.auth, call.url) if call.auth is not None else None
+    plan = authorized(session_auth) if session_auth is not None and call.connect else None
+    error: Exception | None = None
     while True:
-        client, sockets = http_client(
-            url, headers=headers, http_options=http_options, sampling=sampling,
-            elicitation=elicitation, roots=roots, on_notification=on_notification,
-            on_log=on_log, info=info, **connection_options)
+        step: Any = ATTEMPT
+        if plan is not None:
+            _, step = advance(plan, None, error)
+        if isinstance(step, Authorize):
+            assert session_auth is not None
+            await _authorize(session_auth, step.challenge, step.generation)
+            error = None
+            continue
+        client, sockets = http_client(call.url, headers=call.headers,
+                                      http_options=call.http_options, **call.client)
         if session_auth is not None:
             client.auth = session_auth
             session_auth.install(sockets.link.http)
-        challenge = None
+        error = None
         async with _one_error(), trio.open_nursery() as nursery:
             sockets.runtime.nursery = nursery
             nursery.start_soon(sockets.timer)
             try:
-                if connect:
-                    challenge = await _connect_authorized(client, session_auth, era)
-                if challenge is None:
+                if call.connect:
+                    try:
+                        await client.connect(era=call.era)
+                    except HTTPTransportError as exc:
+                        if plan is None:
+                            raise
+                        error = exc  # the plan's to judge, once this client is closed
+                if error is None:
+                    if plan is not None:
+                        advance(plan, None, None)  # connected: the plan ends
                     yield client
             finally:
                 with trio.CancelScope(shield=True):
                     await client.aclose()
                 nursery.cancel_scope.cancel()
-        if challenge is None or session_auth is None:
+        if error is None:
             return
-        # The session never opened: authorize, then start over on a new connection (the
-        # refused initialize closed this one). Bounded by the flow's challenge count.
-        await session_auth.run_async(challenge, _in_thread, native_fetch=False)
 
 
 async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
@@ -882,18 +873,8 @@ async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     return await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
 
 
-async def _connect_authorized(client: AsyncClient, auth: SessionAuth | None,
-                              era: Era | None) -> Any:
-    """Connect; the challenge if the server refused with one and ``auth`` can answer it."""
-    try:
-        if auth is not None and auth.due():
-            await auth.run_async(None, _in_thread, native_fetch=False)
-        await client.connect(era=era)
-    except HTTPTransportError as exc:
-        challenge = challenge_of(exc) if auth is not None else None
-        if challenge is None:
-            raise
-        return challenge
-    if auth is not None:
-        auth.succeeded()
-    return None
+async def _authorize(auth: SessionAuth, challenge: Any, generation: int) -> None:
+    """Run the OAuth flow, its blocking parts in worker threads (unless it ran since
+    ``generation``: another call already did)."""
+    if auth.generation == generation:
+        await auth.run_async(challenge, _in_thread, native_fetch=False)
