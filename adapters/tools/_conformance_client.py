@@ -251,13 +251,47 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"
 REDIRECT_URI = "http://127.0.0.1:3000/callback"
 
 
-def oauth_for(context: Mapping[str, Any]) -> Any:
-    """The :class:`~._auth_session.OAuth` of an ``auth/*`` scenario: the mocks approve at
-    once, so the user step follows their redirect."""
+def _text(context: Mapping[str, Any], name: str) -> str | None:
+    value = context.get(name)
+    return value if isinstance(value, str) else None
+
+
+def machine_auth_for(scenario: str, context: Mapping[str, Any]) -> Any:
+    """The ``auth=`` of the extension scenarios without a browser (client credentials with
+    a secret or a signed assertion, workload identity, enterprise-managed ID-JAG), from the
+    scenario's context; None for the others."""
+    from mcp_sansio.auth import ClientCredentials, IdentityAssertionGrant, JWTBearerGrant
+
+    client_id = _text(context, "client_id") or ""
+    if scenario == "auth/client-credentials-basic":
+        return ClientCredentials(client_id, _text(context, "client_secret"))
+    if scenario == "auth/client-credentials-jwt":
+        return ClientCredentials(client_id, private_key=_text(context, "private_key_pem"),
+                                 signing_alg=_text(context, "signing_algorithm"))
+    if scenario == "auth/wif-jwt-bearer":
+        return JWTBearerGrant(_text(context, "valid_jwt") or "", client_id=client_id)
+    if scenario == "auth/enterprise-managed-authorization":
+        return IdentityAssertionGrant(
+            id_token=_text(context, "idp_id_token") or "",
+            idp_token_endpoint=_text(context, "idp_token_endpoint") or "",
+            idp_client=ClientCredentials(_text(context, "idp_client_id") or ""),
+            client=ClientCredentials(client_id, _text(context, "client_secret")))
+    return None
+
+
+def oauth_for(context: Mapping[str, Any], scenario: str = "") -> Any:
+    """The ``auth=`` of an ``auth/*`` scenario: a grant without a browser for the machine
+    scenarios, else :class:`~._auth_session.OAuth` whose user step follows the mocks'
+    redirect (they approve at once), asking for DPoP-bound tokens where the authorization
+    server offers them."""
     from mcp_sansio.auth import ClientConfig, ClientCredentials
 
     from .._auth_flow import follow_redirect
     from .._auth_session import OAuth
+
+    machine = machine_auth_for(scenario, context)
+    if machine is not None:
+        return machine
 
     pre: dict[str, ClientCredentials] = {}
     client_id, issuer = context.get("client_id"), context.get("issuer")
@@ -266,7 +300,7 @@ def oauth_for(context: Mapping[str, Any]) -> Any:
         pre[issuer] = ClientCredentials(client_id, secret if isinstance(secret, str) else None)
     config = ClientConfig(REDIRECT_URI, client_name=INFO["name"],
                           client_id_metadata_url=CIMD_URL, pre_registered=pre)
-    return OAuth(follow_redirect, config=config)
+    return OAuth(follow_redirect, config=config, dpop=True)
 
 
 # -- running -------------------------------------------------------------------------------------
@@ -286,7 +320,7 @@ async def run(url: str, scenario: str, protocol_version: str,
     play = SCENARIOS.get(scenario, exercise)
     log.info("scenario %r at %s (%s era, versions %s) against %s", scenario,
              protocol_version, era.value, ", ".join(versions), url)
-    auth = oauth_for(context or {}) if scenario.startswith("auth/") else None
+    auth = oauth_for(context or {}, scenario) if scenario.startswith("auth/") else None
     async with connect_http(url, era=era, versions=versions, sampling=sampling,
                             elicitation=elicitation, roots=[], info=INFO, auth=auth,
                             request_timeout=request_timeout) as client:

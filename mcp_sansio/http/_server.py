@@ -1396,7 +1396,8 @@ class HTTPServer:
             try:
                 decision = auth.authorize(
                     request.headers.raw, request.target,
-                    channel._wall if channel._wall is not None else self._now)
+                    channel._wall if channel._wall is not None else self._now,
+                    method=request.method)
             except VerificationPending as pending:
                 self._park_verification(channel, request, pending)
                 return False
