@@ -138,3 +138,43 @@ def test_a_refused_grant_is_a_named_error_and_not_retried() -> None:
         assert caught.value.step == "token"
         assert "invalid_client" in str(caught.value)
         assert len(world.token_requests()) == 1
+
+
+def _probe(world: MachineAS, port: int, **options: Any) -> tuple[int, str]:
+    import io
+
+    from mcp_sansio.adapters.tools._cli import probe
+
+    out = io.StringIO()
+    with serving("asyncio", whoami_server(), auth=protected(world, dpop="allowed"),
+                 port=port):
+        code = probe(out, [], url=world.resource, store=False, timeout=60.0, **options)
+    return code, out.getvalue()
+
+
+def test_probe_client_credentials_reads_the_secret_from_the_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_SANSIO_CLIENT_SECRET", SECRET)
+    with machine_world() as (world, port):
+        code, out = _probe(world, port, client_credentials=CLIENT_ID)
+        assert code == 0 and "whoami" in out
+        assert world.token_requests()[0]["form"]["grant_type"] == "client_credentials"
+
+
+def test_probe_client_credentials_signs_with_a_key_file(tmp_path: Path) -> None:
+    with machine_world() as (world, port):
+        key = tmp_path / "client.pem"
+        key.write_bytes(world.client_key.as_pem(private=True))
+        code, out = _probe(world, port, client_credentials=CLIENT_ID,
+                           client_key_file=str(key))
+        assert code == 0 and "whoami" in out
+        assert "client_assertion" in world.token_requests()[0]["form"]
+
+
+def test_probe_client_credentials_without_a_secret_is_a_usage_error(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("MCP_SANSIO_CLIENT_SECRET", raising=False)
+    with machine_world() as (world, port):
+        code, _ = _probe(world, port, client_credentials=CLIENT_ID)
+    assert code == 2
+    assert "MCP_SANSIO_CLIENT_SECRET" in capsys.readouterr().err
