@@ -104,3 +104,51 @@ def test_the_sdks_identity_assertion_provider() -> None:
         assert served_call(world, port, provider)["sub"] == "grace@example.com"
         bearer = world.token_requests()[-1]
         assert bearer["form"]["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer"
+
+
+def test_our_enterprise_managed_client_against_the_sdks_authorization_server() -> None:
+    """Leg 2 at the SDK's token endpoint (its jwt-bearer grant for ID-JAGs), leg 1 at the
+    loopback IdP; our server trusts the SDK issuer's tokens."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from mcp_sansio.adapters.asyncio import connect_http
+    from mcp_sansio.adapters.auth import ClientCredentials, IdentityAssertionGrant
+
+    from mcp_sansio.auth import ProtectedResource
+    from mcp_sansio.auth.jwt import JWTVerifier
+
+    peer = Path(__file__).parent / "peers" / "sdk_idjag_issuer.py"
+    with machine_world() as (world, port):
+        proc = subprocess.Popen(
+            [sys.executable, str(peer), json.dumps(world.idp_key.as_dict(private=False)),
+             CLIENT_ID, SECRET], stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout is not None
+            issuer = proc.stdout.readline().strip()
+            assert issuer.startswith("http://127.0.0.1:"), issuer
+            keys = json.loads(urllib.request.urlopen(f"{issuer}jwks", timeout=WAIT).read())
+            rs = ProtectedResource(world.resource, [issuer],
+                                   JWTVerifier(keys, issuer=issuer, audience=world.resource))
+            grant = IdentityAssertionGrant(
+                id_token=world.id_token("linus@example.com"),
+                idp_token_endpoint=f"{world.issuer}/idp/token",
+                idp_client=ClientCredentials(IDP_CLIENT),
+                client=ClientCredentials(CLIENT_ID, SECRET,
+                                         token_endpoint_auth_method="client_secret_post"))
+
+            async def call() -> dict[str, Any]:
+                async with connect_http(world.resource, auth=grant,
+                                        request_timeout=WAIT) as client:
+                    result = await client.call_tool("whoami", {})
+                return dict(json.loads(result["content"][0]["text"]))
+
+            with asyncio_service(whoami_server(), port=port, auth=rs):
+                answer = asyncio.run(call())
+        finally:
+            proc.terminate()
+            proc.wait(30)
+        assert answer["sub"] == "linus@example.com" and answer["iss"] == issuer
+        (exchange,) = world.requests
+        assert exchange["form"]["audience"] == issuer
