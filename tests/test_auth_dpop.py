@@ -258,3 +258,28 @@ def test_proofs_made_now_verify_on_the_wall_clock() -> None:
     now = time.time()
     ProofVerifier().check([KEY.proof("GET", URL, now=now, jti="w")], method="GET", url=URL,
                           now=now, access_token=None)
+
+
+def test_a_verdict_that_waits_for_an_answer_still_checks_the_key_binding() -> None:
+    """A verifier that must ask (introspection) raises VerificationPending; the decision it
+    finishes with holds the token to the proof's key all the same."""
+    from mcp_sansio.auth import AccessInfo, HTTPRequest, HTTPResponse, VerificationPending
+
+    class Asking:
+        def verify(self, token: str, now: float) -> AccessInfo:
+            def finish(response: HTTPResponse, when: float) -> AccessInfo:
+                return AccessInfo("ada", frozenset({"mcp"}),
+                                  claims={"cnf": {"jkt": response.body.decode()}})
+            raise VerificationPending(HTTPRequest("POST", "https://as/introspect"), finish,
+                                      "asking")
+
+    rs = ProtectedResource(URL, [ISSUER], Asking(), dpop="required")
+    token = "opaque-token"
+    headers = [("authorization", f"DPoP {token}"),
+               ("dpop", KEY.proof("POST", URL, now=NOW, jti="p1", access_token=token))]
+    with pytest.raises(VerificationPending) as pending:
+        rs.authorize(headers, "/mcp", NOW, method="POST")
+    good = rs.conclude(pending.value, HTTPResponse(200, (), KEY.thumbprint.encode()), NOW)
+    assert good.subject == "ada"
+    bad = rs.conclude(pending.value, HTTPResponse(200, (), OTHER.thumbprint.encode()), NOW)
+    assert isinstance(bad, Refusal) and bad.status == 401
