@@ -24,6 +24,11 @@ remembers what it discovered and registered across sessions.
 * before a request, tokens about to expire (the flow's ``refresh_margin``) are refreshed
   first (:meth:`SessionAuth.due`), so a long session does not collect a 401 per hour.
 
+Without a browser, ``auth=`` may be :class:`~mcp_sansio.auth.ClientCredentials` or a grant
+(:func:`as_oauth` wraps it in an :class:`OAuth` with no user step). With DPoP-bound tokens
+the HTTP client's ``request_headers`` hook asks for a fresh proof for every request
+(:meth:`SessionAuth.install`); a 401 ``use_dpop_nonce`` only sets the nonce.
+
 The retry loop has no bound of its own: the flow counts challenges without a successful
 request in between and ends with :class:`~mcp_sansio.auth.LimitExceeded`
 (:data:`~mcp_sansio.auth._rules.MAX_CONSECUTIVE_CHALLENGES`), so a server that never

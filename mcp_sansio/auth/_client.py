@@ -15,6 +15,10 @@ tells it what to do next, one *action* at a time:
 
 Anything wrong raises an :class:`~mcp_sansio.auth.AuthFlowError` that names the step and
 the URL; the flow is then over (a later :meth:`~OAuthClientFlow.start` begins again).
+With :attr:`ClientConfig.grant` the same discovery leads to a grant without a browser
+instead (:mod:`mcp_sansio.auth._grants`); with :attr:`ClientConfig.dpop` token requests
+carry DPoP proofs and the tokens are bound to a key (:meth:`OAuthClientFlow.proof_headers`
+then makes each MCP request's proof; RFC 9449).
 
 The steps follow MCP 2025-11-25 basic/authorization.mdx "Authorization Flow Steps" (2026-07-28
 keeps them): protected-resource metadata (RFC 9728), authorization-server metadata (RFC 8414
