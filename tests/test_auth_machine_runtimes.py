@@ -178,3 +178,16 @@ def test_probe_client_credentials_without_a_secret_is_a_usage_error(
         code, _ = _probe(world, port, client_credentials=CLIENT_ID)
     assert code == 2
     assert "MCP_SANSIO_CLIENT_SECRET" in capsys.readouterr().err
+
+
+def test_what_auth_accepts() -> None:
+    from mcp_sansio.adapters._auth_session import as_oauth
+
+    bare = as_oauth(ClientCredentials(CLIENT_ID, SECRET))
+    assert isinstance(bare.config.grant, ClientCredentialsGrant)
+    assert as_oauth(bare) is bare
+    assert as_oauth(JWTBearerGrant("t")).config.grant == JWTBearerGrant("t")
+    with pytest.raises(TypeError, match="auth must be"):
+        as_oauth("a token")
+    with pytest.raises(ValueError, match="user step"):
+        OAuth()
