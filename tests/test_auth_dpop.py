@@ -283,3 +283,26 @@ def test_a_verdict_that_waits_for_an_answer_still_checks_the_key_binding() -> No
     assert good.subject == "ada"
     bad = rs.conclude(pending.value, HTTPResponse(200, (), OTHER.thumbprint.encode()), NOW)
     assert isinstance(bad, Refusal) and bad.status == 401
+
+
+def test_workers_sharing_the_replay_cache_through_the_event_bus_refuse_a_replay() -> None:
+    import asyncio
+
+    from mcp_sansio.adapters._auth_verify import shared_replay_cache
+
+    from mcp_sansio.stores import MemoryEventBus
+
+    async def main() -> None:
+        bus = MemoryEventBus()
+        async with shared_replay_cache(bus) as one, shared_replay_cache(bus) as two:
+            first, second = ProofVerifier(replay=one), ProofVerifier(replay=two)
+            proof = KEY.proof("POST", URL, now=NOW, jti="shared")
+            first.check([proof], method="POST", url=URL, now=NOW, access_token=None)
+            await asyncio.sleep(0)  # the publication goes out
+            with pytest.raises(InvalidProof, match="jti"):
+                second.check([proof], method="POST", url=URL, now=NOW, access_token=None)
+            one.receive(b"not json", NOW)  # another worker's garbage is ignored
+            second.check([KEY.proof("POST", URL, now=NOW, jti="fresh")], method="POST",
+                         url=URL, now=NOW, access_token=None)
+
+    asyncio.run(main())

@@ -17,10 +17,12 @@ Server side, :class:`ProofVerifier` performs the checks of RFC 9449 §4.3 in the
 :data:`PROOF_CHECKS`, each failure an :class:`InvalidProof` naming the check; a missing or
 stale nonce is :class:`UseNonce` (answered ``use_dpop_nonce`` with a fresh ``DPoP-Nonce``).
 Replayed ``jti`` values are caught by a :class:`ReplayCache` -- :class:`MemoryReplayCache`
-bounded in memory for one process. Nonces come from :class:`NonceSource`, an HMAC of the
-time window under a secret: stateless, rotating every ``period`` seconds, and the same on
-every worker that holds the secret. The resource-server decision (which scheme, the
-``cnf.jkt`` binding, the challenges) is :mod:`mcp_sansio.auth._dpop_resource`.
+bounded in memory for one process, :class:`SharedReplayCache` for the workers of a service
+(each tells the others, through the event bus of :mod:`mcp_sansio.stores`, what it saw).
+Nonces come from :class:`NonceSource`, an HMAC of the time window under a secret:
+stateless, rotating every ``period`` seconds, the same on every worker holding the secret.
+The resource-server decision (which scheme, the ``cnf.jkt`` binding, the challenges) is
+:mod:`mcp_sansio.auth._dpop_resource`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import hashlib
 import hmac
 import json
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -42,8 +44,9 @@ from ._errors import InvalidToken
 from ._http import b64url
 
 __all__ = [
-    "DEFAULT_IAT_WINDOW", "PROOF_ALGORITHMS", "PROOF_CHECKS", "DPoPKey", "InvalidProof",
-    "MemoryReplayCache", "NonceSource", "ProofVerifier", "ReplayCache", "UseNonce",
+    "DEFAULT_IAT_WINDOW", "PROOF_ALGORITHMS", "PROOF_CHECKS", "REPLAY_TOPIC", "DPoPKey",
+    "InvalidProof", "MemoryReplayCache", "NonceSource", "ProofVerifier", "ReplayCache",
+    "SharedReplayCache", "UseNonce",
     "access_token_hash", "htu_of",
 ]
 
@@ -173,6 +176,39 @@ class MemoryReplayCache:
         seen[key] = expires_at
         seen.move_to_end(key)
         return True
+
+
+#: The :class:`~mcp_sansio.stores.EventBus` topic on which workers tell each other the proof
+#: keys they accepted (:class:`SharedReplayCache`).
+REPLAY_TOPIC = "dpop-jti"
+
+
+class SharedReplayCache:
+    """A :class:`ReplayCache` for the workers of one service: each keeps its own
+    :class:`MemoryReplayCache`, hands every key it records to ``publish`` (the adapter
+    publishes it on :data:`REPLAY_TOPIC`) and records what the others published
+    (:meth:`receive`). A replay that reaches another worker before the publication does is
+    not caught: the window is the bus's latency, not the proof's lifetime."""
+
+    def __init__(self, publish: Callable[[bytes], None], *,
+                 max_entries: int = 100_000) -> None:
+        self.local = MemoryReplayCache(max_entries)
+        self._publish = publish
+
+    def first_use(self, key: str, expires_at: float, now: float) -> bool:
+        if not self.local.first_use(key, expires_at, now):
+            return False
+        self._publish(json.dumps([key, expires_at]).encode())
+        return True
+
+    def receive(self, message: bytes, now: float) -> None:
+        """Another worker's key (malformed messages are ignored)."""
+        try:
+            key, expires_at = json.loads(message)
+        except (ValueError, TypeError, RecursionError):
+            return
+        if isinstance(key, str) and isinstance(expires_at, int | float):
+            self.local.first_use(key, float(expires_at), now)
 
 
 @attrs.frozen
