@@ -80,7 +80,7 @@ from ._auth_flow import (
 )
 from ._http_client_logic import HTTPTransportError
 
-__all__ = ["OAuth", "SessionAuth", "as_oauth", "challenge_of"]
+__all__ = ["AuthOption", "OAuth", "SessionAuth", "as_oauth", "challenge_of"]
 
 #: The user step: the authorization to show the user -> the URL the browser came back with.
 #: A plain function is called in a worker thread on asyncio and trio (it may block, as
@@ -173,6 +173,10 @@ def as_oauth(auth: Any) -> OAuth:
         return OAuth(grant=auth)
     raise TypeError(f"auth must be OAuth, ClientCredentials or a grant, not "
                     f"{type(auth).__name__}")
+
+
+#: What ``connect_http(url, auth=...)`` takes (see :func:`as_oauth`).
+AuthOption = OAuth | ClientCredentials | MachineGrant
 
 
 def challenge_of(error: BaseException) -> HTTPResponse | None:

@@ -36,7 +36,7 @@ from mcp_sansio.http import ClientChannel
 from ._api import AsyncClient
 from ._asyncio_runtime import AsyncioRuntime
 from ._asyncio_session import _small_reads
-from ._auth_session import OAuth, SessionAuth, challenge_of
+from ._auth_session import AuthOption, SessionAuth, challenge_of
 from ._http_authorized import authorized_request
 from ._http_client_logic import HTTPTransportError, default_tls
 
@@ -246,7 +246,7 @@ async def connect_http(
     on_log: Callable[[dict[str, Any]], Any] | None = None,
     info: Mapping[str, Any] | None = None,
     headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
-    http_options: Mapping[str, Any] | None = None, auth: OAuth | None = None,
+    http_options: Mapping[str, Any] | None = None, auth: AuthOption | None = None,
     **connection_options: Any,
 ) -> AsyncIterator[AsyncClient]:
     """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)

@@ -100,7 +100,7 @@ from mcp_sansio.app.server import Server
 from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import _Resumed
-from ._auth_session import OAuth, SessionAuth, challenge_of
+from ._auth_session import AuthOption, SessionAuth, challenge_of
 from ._http_authorized import authorized_request_sync
 from ._http_client_logic import HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
@@ -1149,7 +1149,7 @@ def connect_http(
     on_log: Callable[[dict[str, Any]], Any] | None = None,
     info: Mapping[str, Any] | None = None,
     headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
-    http_options: Mapping[str, Any] | None = None, auth: OAuth | None = None,
+    http_options: Mapping[str, Any] | None = None, auth: AuthOption | None = None,
     **connection_options: Any,
 ) -> Iterator[SyncClient]:
     """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)
