@@ -16,6 +16,10 @@
   scenario in ``MCP_CONFORMANCE_*`` environment variables. The full output of each client
   run (with every client's log) goes to ``.cache/conformance-client-R.log``; this log shows
   the summary.
+* The authorization extension scenarios (:data:`EXTENSIONS`) once more with the clients of
+  the other runtimes (``MCP_SANSIO_CONFORMANCE_RUNTIME``): the harness's ``extensions``
+  suite at 2025-11-25, and each scenario forced at 2026-07-28 (the suite cannot be given a
+  revision: extension scenarios are not on the spec timeline).
 * Known failures are listed, each with its reason, in ``.ci/conformance-expected-failures.yml``.
   Its ``#: PATTERN: REASON`` comment lines give the reason per group of entries (shell-style
   patterns over scenario names) for the summaries; the harness reads the list and ignores
@@ -279,13 +283,13 @@ def details(out: str, outcome: Outcome, client_mode: bool) -> list[str]:
 
 
 def _run(args: list[str], label: str, results: list[str], harness: Path = HARNESS,
-         log: Path | None = None) -> bool:
+         log: Path | None = None, env: dict[str, str] | None = None) -> bool:
     cmd = [str(NODE), str(harness), *args]
     if harness == HARNESS:
         cmd += ["--expected-failures", str(EXPECTED)]
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, check=False)
+                          text=True, check=False, env=env)
     took = time.monotonic() - start
     out = proc.stdout
     # Every run's whole output is kept: client mode interleaves every scenario's checks and
@@ -305,6 +309,43 @@ def _run(args: list[str], label: str, results: list[str], harness: Path = HARNES
         print(f"(the whole output: {log.relative_to(ROOT)})", flush=True)
     results.append(line)
     return not failed
+
+
+#: Names the conformance client's runtime (adapters/tools/_conformance_client.py).
+RUNTIME_ENV = "MCP_SANSIO_CONFORMANCE_RUNTIME"
+
+
+def _extensions(runtime: str, results: list[str]) -> bool:
+    """The :data:`EXTENSIONS` with ``runtime``'s client, in both revisions: one line each."""
+    env = {**os.environ, RUNTIME_ENV: runtime}
+    client = ["client", "--command", CLIENT_COMMAND]
+    ok = _run([*client, "--suite", "extensions"], f"client extensions 2025-11-25 ({runtime})",
+              results, env=env)
+    start = time.monotonic()
+    outcome = Outcome(baseline=True)
+    failed_output = []
+    for scenario in EXTENSIONS:
+        proc = subprocess.run(
+            [str(NODE), str(HARNESS), *client, "--scenario", scenario,
+             "--spec-version", REQUIREMENTS[-1], "--force"], cwd=ROOT, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+        passed = proc.returncode == 0
+        (outcome.passed if passed else outcome.failed).append(scenario)
+        if not passed:
+            failed_output.append(proc.stdout)
+    label = f"client extensions {REQUIREMENTS[-1]} ({runtime})"
+    ext_passed, ext_failed = outcome.extensions()
+    line = (f"{label}: {len(ext_passed)} of {len(EXTENSIONS)} authorization extension "
+            f"scenarios passed" + (f", {len(ext_failed)} FAILED ({', '.join(ext_failed)})"
+                                   if ext_failed else "")
+            + f" ({'FAILED' if ext_failed else 'ok'}, {time.monotonic() - start:.0f} s)")
+    print(line, flush=True)
+    results.append(line)
+    if failed_output:
+        log = CACHE / f"conformance-client-extensions-{runtime}.log"
+        log.write_text("\n".join(failed_output))
+        print(f"(the failed scenarios' output: {log.relative_to(ROOT)})", flush=True)
+    return ok and not failed_output
 
 
 def inside() -> int:
@@ -341,6 +382,8 @@ def inside() -> int:
         ok &= _run(["client", "--command", CLIENT_COMMAND, "--requirements", requirements],
                    f"client {requirements}", results,
                    log=CACHE / f"conformance-client-{requirements}.log")
+    for runtime in ("trio", "threading"):
+        ok &= _extensions(runtime, results)
     passed = sum(", ok, " in line or "(ok, " in line for line in results)
     print(f"\nconformance: {passed} of {len(results)} runs passed "
           f"(each run's whole output: .cache/conformance-*.log)")
