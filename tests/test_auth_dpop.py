@@ -283,6 +283,7 @@ def test_a_verdict_that_waits_for_an_answer_still_checks_the_key_binding() -> No
     assert good.subject == "ada"
     bad = rs.conclude(pending.value, HTTPResponse(200, (), OTHER.thumbprint.encode()), NOW)
     assert isinstance(bad, Refusal) and bad.status == 401
+    assert challenge_schemes(bad)["dpop"]["error"] == "invalid_token"  # a DPoP challenge
 
 
 def test_workers_sharing_the_replay_cache_through_the_event_bus_refuse_a_replay() -> None:

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 from ._access import AccessInfo
 from ._challenge import PARAM_CHARSETS, bearer_challenge
 from ._deferred import VerificationPending
-from ._errors import InsufficientScope, InvalidRequest, InvalidToken
+from ._errors import InvalidToken
 from ._resource import _B64TOKEN, Refusal, TokenVerifier, judge
 
 if TYPE_CHECKING:
     from .dpop import ProofVerifier
 
-__all__ = ["MODES", "SCHEMES", "authorize_dpop", "dpop_challenge"]
+__all__ = ["MODES", "SCHEMES", "authorize_dpop", "dpop_challenge", "dpop_refusal", "rechallenge"]
 
 #: ``ProtectedResource(dpop=...)``: ``required`` accepts only DPoP-bound tokens with a
 #: proof; ``allowed`` accepts those and unbound bearer tokens (RFC 9449 §7.1, §7.2).
@@ -63,6 +63,41 @@ def dpop_challenge(algs: Iterable[str], *, resource_metadata: str | None = None,
     return "DPoP " + ", ".join(parts)
 
 
+def dpop_refusal(status: int, reason: str, error: str | None, *, proofs: ProofVerifier,
+                 mode: str, now: float, resource_metadata: str, scope: str | None,
+                 nonce: bool = False) -> Refusal:
+    """A refusal on a DPoP-aware resource: the ``DPoP`` challenge with ``algs``, a ``Bearer``
+    one too where bearer tokens are allowed, and a fresh ``DPoP-Nonce`` when ``nonce``."""
+    values = [("WWW-Authenticate", dpop_challenge(
+        proofs.algorithms, resource_metadata=resource_metadata, scope=scope, error=error,
+        error_description=reason if error else None))]
+    if mode == "allowed":
+        values.append(("WWW-Authenticate", bearer_challenge(
+            resource_metadata=resource_metadata, scope=scope,
+            error=error if error in ("invalid_token", "invalid_request",
+                                     "insufficient_scope") else None)))
+    if nonce and proofs.nonces is not None:
+        values.append(("DPoP-Nonce", proofs.nonces.current(now)))
+    return Refusal(status, tuple(values), reason)
+
+
+def rechallenge(decided: AccessInfo | Refusal, *, proofs: ProofVerifier, mode: str,
+                now: float, resource_metadata: str) -> AccessInfo | Refusal:
+    """A verdict of :func:`~mcp_sansio.auth.judge` with its Bearer challenge replaced by the
+    DPoP ones (a 401 is ``invalid_token``, a 403 ``insufficient_scope``)."""
+    if not isinstance(decided, Refusal) or decided.status not in (401, 403):
+        return decided
+    scope = None
+    for name, value in decided.headers:
+        if name.lower() == "www-authenticate":
+            from ._challenge import auth_params
+
+            scope = (auth_params([value]) or {}).get("scope")
+    error = "insufficient_scope" if decided.status == 403 else "invalid_token"
+    return dpop_refusal(decided.status, decided.reason, error, proofs=proofs, mode=mode,
+                        now=now, resource_metadata=resource_metadata, scope=scope)
+
+
 def _credentials(headers: Iterable[tuple[str, str]] | Iterable[tuple[bytes, bytes]],
                  ) -> tuple[list[str], list[str]]:
     auth: list[str] = []
@@ -86,21 +121,11 @@ def authorize_dpop(
     """Decide one request on a DPoP-aware resource (see the module docstring)."""
     required = frozenset(required_scopes)
     scope = " ".join(sorted(required)) or None
-    algs = proofs.algorithms
 
     def refuse(status: int, reason: str, error: str | None,
                nonce: bool = False) -> Refusal:
-        values = [("WWW-Authenticate", dpop_challenge(
-            algs, resource_metadata=resource_metadata, scope=scope, error=error,
-            error_description=reason if error else None))]
-        if mode == "allowed":
-            values.append(("WWW-Authenticate", bearer_challenge(
-                resource_metadata=resource_metadata, scope=scope,
-                error=error if error in ("invalid_token", "invalid_request",
-                                         "insufficient_scope") else None)))
-        if nonce and proofs.nonces is not None:
-            values.append(("DPoP-Nonce", proofs.nonces.current(now)))
-        return Refusal(status, tuple(values), reason)
+        return dpop_refusal(status, reason, error, proofs=proofs, mode=mode, now=now,
+                            resource_metadata=resource_metadata, scope=scope, nonce=nonce)
 
     if "access_token=" in target.partition("?")[2]:
         return refuse(400, "access token in the query string (RFC 6750 §2.3)",
@@ -149,15 +174,9 @@ def authorize_dpop(
         except VerificationPending as pending:
             raise _bound(pending, bind) from None
 
-    try:
-        decided = judge(verdict, resource_metadata=resource_metadata,
-                        required_scopes=required)
-    except (InvalidRequest, InsufficientScope) as exc:  # pragma: no cover - judge maps them
-        return refuse(400, str(exc), "invalid_request")
-    if isinstance(decided, Refusal) and decided.status in (401, 403):
-        error = "insufficient_scope" if decided.status == 403 else "invalid_token"
-        return refuse(decided.status, decided.reason, error)
-    return decided
+    decided = judge(verdict, resource_metadata=resource_metadata, required_scopes=required)
+    return rechallenge(decided, proofs=proofs, mode=mode, now=now,
+                       resource_metadata=resource_metadata)
 
 
 def _bound(pending: VerificationPending, bind: Any) -> VerificationPending:

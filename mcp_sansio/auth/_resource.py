@@ -317,12 +317,20 @@ class ProtectedResource:
         server's decision timeout) -- then 503 unless the verifier has a fallback."""
         if isinstance(answer, HTTPResponse):
             response = answer
-            return judge(lambda: pending.finish(response, now),
-                         resource_metadata=self.metadata_url,
-                         required_scopes=self.required_scopes)
-        reason = str(answer) or answer.__class__.__name__
-        return judge(lambda: pending.fail(reason, now), resource_metadata=self.metadata_url,
-                     required_scopes=self.required_scopes)
+            decided = judge(lambda: pending.finish(response, now),
+                            resource_metadata=self.metadata_url,
+                            required_scopes=self.required_scopes)
+        else:
+            reason = str(answer) or answer.__class__.__name__
+            decided = judge(lambda: pending.fail(reason, now),
+                            resource_metadata=self.metadata_url,
+                            required_scopes=self.required_scopes)
+        if self.dpop is not None:
+            from ._dpop_resource import rechallenge
+
+            return rechallenge(decided, proofs=self.dpop_proofs, mode=self.dpop, now=now,
+                               resource_metadata=self.metadata_url)
+        return decided
 
 
 def _refuse(status: int, reason: str, resource_metadata: str, scope: str | None,
