@@ -33,7 +33,8 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["ENGINES", "OPTIONS_ENV", "example_app", "missing", "serve_engine"]
+__all__ = ["ENGINES", "ENGINE_OPTIONS", "OPTIONS_ENV", "example_app", "missing",
+           "serve_engine"]
 
 #: The engines, each with the extra that installs it.
 ENGINES = {"uvicorn": "uvicorn", "hypercorn": "hypercorn", "granian": "granian"}
@@ -44,6 +45,33 @@ OPTIONS_ENV = "MCP_SANSIO_EXAMPLE_HTTP_OPTIONS"
 #: takes seconds; beyond a minute something is wrong and the engine's own log says what).
 READY_TIMEOUT = 60.0
 _APP = "mcp_sansio.adapters.tools._asgi_serve:example_app"
+#: The largest request head our own servers accept (mcp_sansio.http's default).
+_HEAD = 16 * 1024
+
+#: What each engine is given to close the hardening gaps only it can close -- the rows of
+#: the engine table in docs/deploying.rst ("Hardening, engine by engine"), where the same
+#: options are shown for a launch command of one's own: engine -> option -> value.
+ENGINE_OPTIONS: dict[str, dict[str, Any]] = {
+    "uvicorn": {
+        # h11 rather than httptools: it keeps an absolute-form target's authority (checked
+        # against the allowed hosts), hands over any method token (405 with Allow), and
+        # bounds a chunk line and a trailer section with the limit below.
+        "http": "h11",
+        "h11_max_incomplete_event_size": _HEAD,  # a head, a chunk line, a trailer section
+        "timeout_keep_alive": 5,  # seconds an idle keep-alive connection is kept
+    },
+    "hypercorn": {
+        "h11_max_incomplete_size": _HEAD,
+        "keep_alive_timeout": 5,
+        "read_timeout": 60,  # seconds without a byte from a client before it is dropped
+    },
+    "granian": {
+        # hyper bounds a head by its read buffer; a head that fills it gets 431
+        "http1_max_buffer_size": 64 * 1024,
+        "http1_header_read_timeout": 30_000,  # milliseconds for a whole head (slow heads)
+        "backpressure": 1024,  # requests a worker runs at once
+    },
+}
 
 
 def example_app() -> Any:
@@ -127,17 +155,18 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
     threading.Thread(target=_announce, args=(host, port, f"http://{shown}:{port}/mcp"),
                      daemon=True).start()
     level = "warning"
+    tuned = ENGINE_OPTIONS[engine]
     if engine == "uvicorn":
         import uvicorn
 
         if workers == 1:
             uvicorn.run(_APP, factory=True, host=host, port=port, log_level=level,
-                        lifespan="on")
+                        lifespan="on", **tuned)
         else:
             from uvicorn.supervisors import Multiprocess
 
             shared = uvicorn.Config(_APP, factory=True, host=host, port=port,
-                                    workers=workers, log_level=level, lifespan="on")
+                                    workers=workers, log_level=level, lifespan="on", **tuned)
             Multiprocess(shared, sockets=[_no_delay(shared.bind_socket())]).run()
     elif engine == "hypercorn":
         from hypercorn.config import Config
@@ -152,16 +181,22 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
         # only (KeyboardInterrupt), not on SIGTERM, which is what supervisors send.
         config.workers = workers
         config.loglevel = level.upper()
+        for name, value in tuned.items():
+            setattr(config, name, value)
         run(config)
     else:
         from granian import Granian
         from granian.constants import Interfaces
+        from granian.http import HTTP1Settings
         from granian.log import LogLevels
 
         # A worker that dies is started again, as uvicorn does (granian's default, like
         # hypercorn's only behaviour, is to stop the whole server): with shared stores the
         # other workers carry its sessions meanwhile, and the service keeps its full size.
+        http1 = HTTP1Settings(header_read_timeout=tuned["http1_header_read_timeout"],
+                              max_buffer_size=tuned["http1_max_buffer_size"])
         Granian(_APP, factory=True, address=host, port=port, interface=Interfaces.ASGI,
                 workers=workers, log_level=LogLevels.warning,
-                respawn_failed_workers=True).serve()
+                respawn_failed_workers=True, http1_settings=http1,
+                backpressure=tuned["backpressure"]).serve()
 
