@@ -84,10 +84,12 @@ CASES: dict[str, tuple[bytes, list[str], list[int], bool]] = {
     "body too large": (raw_post(b"x" * BIG), [], [413], True),
     "chunked body too large": (_chunked_post(b"%x\r\n%s\r\n0\r\n\r\n" % (BIG, b"x" * BIG)),
                                [], [413], True),
-    "64 KiB chunk extension": (_init_chunked(extension=b";x=" + b"a" * 65_536), [], [431],
+    # (our h11 wire names a chunk line or trailer over the head limit 414, as it would a
+    # request line that long; every parser refuses them with some 4xx: ANY_REFUSAL)
+    "64 KiB chunk extension": (_init_chunked(extension=b";x=" + b"a" * 65_536), [], [414],
                                True),
     "64 KiB trailer section": (_init_chunked(trailer=b"X-T: " + b"a" * 65_536 + b"\r\n"),
-                               [], [431], True),
+                               [], [414], True),
     "Connection: close, then a pipelined request": (
         raw_post(extra=b"Connection: close\r\n") + raw_post(), [], [200], True),
 }
@@ -184,3 +186,37 @@ def exchange(address: object, data: bytes, methods: list[str], *, count: int,
         return list(parse(out, methods)), closed
     except (ValueError, IndexError, AssertionError):
         return [out[:200]], closed
+
+
+#: The columns of the engine table: engine -> its heading (hypercorn's two workers share
+#: one parser, h11, and so one column's answers; both run the corpus).
+COLUMNS = {"uvicorn": "uvicorn (h11)", "hypercorn": "hypercorn (asyncio, trio)",
+           "granian": "granian"}
+#: Cases whose rule the engine's parser alone can apply (the application never sees the
+#: bytes that break it); every other case's rule the application applies under any engine.
+PARSER_ONLY = frozenset({
+    "bad chunk size", "obs-fold", "space before colon", "NUL in a value",
+    "invalid method byte", "not HTTP", "64 KiB chunk extension", "64 KiB trailer section",
+    "Connection: close, then a pipelined request"})
+
+
+def render_table() -> str:
+    """The engine table of docs/deploying.rst, from :data:`CASES` and
+    :data:`ENGINE_ANSWERS` (tests/test_asgi_engine_hardening.py checks that the page
+    shows exactly this)."""
+    lines = [".. list-table::", "   :header-rows: 1", "", "   * - request",
+             "     - our servers", *[f"     - {title}" for title in COLUMNS.values()]]
+    for case, (_, _, statuses, closes) in CASES.items():
+        ours = ", ".join(str(s) for s in statuses) + (", close" if closes else "")
+        lines.append(f"   * - {case}")
+        lines.append(f"     - {ours}")
+        for engine in COLUMNS:
+            row = ENGINE_ANSWERS.get(case, {}).get(engine)
+            if row is not None:
+                cell = row[2]
+            elif case in PARSER_ONLY:
+                cell = "the same, by the engine"
+            else:
+                cell = "the same, by the application"
+            lines.append(f"     - {cell}")
+    return "\n".join(lines) + "\n"

@@ -16,10 +16,20 @@ import json
 import socket
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from .engine_corpus import ANY_REFUSAL, BIG, CASES, ENGINE_ANSWERS, exchange, raw_post, sse_call
+from .engine_corpus import (
+    ANY_REFUSAL,
+    BIG,
+    CASES,
+    ENGINE_ANSWERS,
+    exchange,
+    raw_post,
+    render_table,
+    sse_call,
+)
 from .test_asgi_engines import ENGINES, process, serve_example
 
 
@@ -116,3 +126,8 @@ def test_the_session_cap_is_answered_503_with_retry_after(name: str, runtime: st
             statuses.append(reply.status)  # type: ignore[union-attr]
         assert statuses == [200, 200, 503]
         assert reply.header("retry-after") == "1"  # type: ignore[union-attr]
+
+
+def test_the_deploying_page_shows_the_engine_table() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "deploying.rst").read_text()
+    assert render_table() in page
