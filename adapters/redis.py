@@ -146,6 +146,10 @@ class RedisEventLog:
         if parsed is None:
             return None
         stream_id, seq = parsed
+        return events_after(stream_id, seq, await self.kept(stream_id, wall_time=wall_time))
+
+    async def kept(self, stream_id: str, *, wall_time: float) -> list[tuple[int, bytes]]:
+        """Every event kept for ``stream_id`` (sequence, data), oldest first."""
         entries = await self._client.lrange(self._prefix + stream_id, 0, -1)
         horizon = wall_time - self.ttl
         kept = []
@@ -154,7 +158,7 @@ class RedisEventLog:
             number, stored_at = _ENTRY.unpack_from(raw)
             if stored_at > horizon:
                 kept.append((number, raw[_ENTRY.size:]))
-        return events_after(stream_id, seq, kept)
+        return kept
 
     async def forget(self, stream_id: str) -> None:
         await self._client.delete(self._prefix + stream_id)

@@ -134,6 +134,7 @@ from ._shared import (
 )
 from ._sse import encode_comment, encode_event
 from ._store import EventStore, InMemoryEventStore
+from ._stranded import is_opening, opening_record
 from ._wire import (
     DEFAULT_MAX_HEADER_COUNT,
     DEFAULT_MAX_HEADER_SIZE,
@@ -1054,7 +1055,7 @@ class HTTPServer:
             if data == STREAM_END:
                 self._end_relay(relay)
                 return
-            if data:
+            if data and not is_opening(data):
                 channel.wire.send_body(encode_event(data, id=f"{relay.id}:{seq}"))
                 self._writable[channel] = None
 
@@ -1945,7 +1946,7 @@ class HTTPServer:
             self._writable[old] = None
         channel.wire.start_response(200, _SSE_HEADERS)
         for event_id, data in events:
-            if data and data != STREAM_END:
+            if data and data != STREAM_END and not is_opening(data):
                 channel.wire.send_body(encode_event(data, id=event_id))
         self._writable[channel] = None
         if stream is None or stream.finished:
@@ -2268,7 +2269,10 @@ class HTTPServer:
         if stream.resumable and self.event_store is not None:
             version = session.connection.protocol_version
             if version is not None and FEATURES[version].sse_priming:
-                event_id = self.event_store.store(stream.id, b"")
+                # (shared: the record of the stream's requests, for a worker that finishes
+                # it if this one dies: _stranded.py; the client gets empty data all the same)
+                event_id = self.event_store.store(
+                    stream.id, opening_record(stream.pending) if self.shared else b"")
                 channel.wire.send_body(encode_event(b"", id=event_id, retry=self.retry_ms))
             elif self.retry_ms is not None:
                 channel.wire.send_body(encode_event(None, retry=self.retry_ms))
