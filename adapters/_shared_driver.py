@@ -78,10 +78,14 @@ from mcp_sansio.stores import parse_event_id
 
 from ._shared_keys import StoreKeys
 
-__all__ = ["SharedDriver"]
+__all__ = ["DEFAULT_STORE_TIMEOUT", "SharedDriver"]
 
 log = logging.getLogger(__name__)
 
+#: Seconds a store effect (a read, an append, a publish) may take: 5, half the server's
+#: decision timeout (10 s), so that a request waiting on a lookup is answered 503 with
+#: Retry-After by the store's failure rather than by its own timeout.
+DEFAULT_STORE_TIMEOUT = 5.0
 #: Seconds between two checks of the relayed streams' writers: 1 (heartbeats go out every
 #: ``heartbeat_interval``; the check is a look at a few timestamps).
 _WRITER_CHECK_INTERVAL = 1.0
@@ -102,11 +106,15 @@ class SharedDriver:
     def __init__(self, http: HTTPServer, stores: Any, pump: Callable[[], None], *,
                  keys: StoreKeys | None = None,
                  heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
-                 worker_timeout: float = DEFAULT_WORKER_TIMEOUT) -> None:
+                 worker_timeout: float = DEFAULT_WORKER_TIMEOUT,
+                 store_timeout: float = DEFAULT_STORE_TIMEOUT) -> None:
         if heartbeat_interval <= 0 or worker_timeout <= heartbeat_interval:
             raise ValueError("the heartbeat interval must be positive and shorter than the "
                              "worker timeout")
         self.http = http
+        #: Seconds one store effect may take (a Redis that is down or stopped answers
+        #: nothing): beyond it the effect fails as if the store had refused it.
+        self.store_timeout = store_timeout
         #: The key ring's source to keep current (None: the keys were given, not stored).
         self.keys = keys
         self._key_tasks: set[asyncio.Task[None]] = set()
@@ -171,13 +179,18 @@ class SharedDriver:
         while effects:
             for effect in effects:
                 try:
-                    await self._carry_out(effect)
-                except Exception:
-                    log.exception("a shared store failed on %r", effect)
-                    # Nothing is left hanging: a lookup is answered "not found", a held
-                    # initialize answer goes (the session then lives on this worker only).
+                    async with asyncio.timeout(self.store_timeout):
+                        await self._carry_out(effect)
+                except Exception as exc:  # (TimeoutError included: a store that hangs)
+                    log.warning("a shared store failed on %r", effect,
+                                exc_info=not isinstance(exc, TimeoutError))
+                    # Nothing is left hanging: a lookup is answered 503 with Retry-After
+                    # (the server: nothing known, nothing lost), a held answer goes (the
+                    # session's change then lives on this worker only).
                     if isinstance(effect, Lookup):
-                        self.http.resolve(effect, None, now=self._loop.time())
+                        failure = exc if str(exc) else TimeoutError(
+                            f"no answer within {self.store_timeout:g} s")
+                        self.http.resolve(effect, failure, now=self._loop.time())
                     elif isinstance(effect, SaveSession | DropSession):
                         self.http.stored(effect, now=self._loop.time())
                     self._safe_pump()

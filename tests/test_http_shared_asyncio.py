@@ -402,7 +402,8 @@ def test_a_list_change_on_one_worker_reaches_a_listen_stream_on_the_other(
 def test_a_store_that_fails_leaves_no_request_hanging(tmp_path: Any,
                                                       caplog: pytest.LogCaptureFixture) -> None:
     """Redis unreachable: every store call fails. initialize is still answered (the session
-    lives on that worker only), another worker answers 404 for it, a resumption 400."""
+    lives on that worker only, which goes on serving it), another worker answers 503 with
+    Retry-After for it (the store did not answer: it cannot say the session is gone)."""
     pytest.importorskip("redis")
     from mcp_sansio.adapters.redis import RedisStores
 
@@ -421,11 +422,12 @@ def test_a_store_that_fails_leaves_no_request_hanging(tmp_path: Any,
                                                          headers(sid))
                 assert status == 200 and messages[-1]["result"]
                 other = await Conn.open(b.port)
-                status, _, _ = await other.request("POST", call(2, "echo", {"text": "b"}),
-                                                   headers(sid))
-                assert status == 404
+                status, answered, _ = await other.request(
+                    "POST", call(2, "echo", {"text": "b"}), headers(sid))
+                # nothing known, nothing lost: try again (not 404, which ends the session)
+                assert status == 503 and answered["retry-after"] == "1"
                 await other.send("GET", None, headers(sid, **{"last-event-id": "x-1:0"}))
-                assert (await other.head())[0] == 404  # unknown session first
+                assert (await other.head())[0] == 503  # the session's lookup first
                 await conn.close()
                 await other.close()
         finally:

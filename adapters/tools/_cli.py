@@ -115,6 +115,13 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
     stores = _shared_stores(store, transport, runtime) if store is not None else None
     if stores is False:
         return 2
+    if store is not None:
+        from ..redis import store_unreachable
+
+        if (reason := store_unreachable(store)) is not None:  # one line, not a traceback
+            sys.stderr.write(f"mcp-sansio serve-example: cannot reach the store at "
+                             f"{store}: {reason}\n")
+            return 1
     if transport == "http":
         if not is_loopback(host) and not allow_hosts:
             # DNS rebinding (basic/transports.mdx, security warning): a page on any site can

@@ -928,6 +928,16 @@ class HTTPServer:
         channel = lookup.channel
         if lookup.kind == "replay":
             channel._answers[("follow", lookup.key)] = self._unfollow(channel, lookup.key)
+        if isinstance(answer, BaseException) and (
+                lookup.kind == "session" and lookup.key in self._sessions):
+            answer = None  # the store failed: this worker's own copy serves, as it is
+        elif isinstance(answer, BaseException):
+            # The store failed or was too slow: nothing is known and nothing is lost, so
+            # the client is asked to try again rather than told its session is gone.
+            self._error(channel, 503, ErrorCode.INTERNAL_ERROR,
+                        f"Service Unavailable: the shared store did not answer ({answer})",
+                        headers=[("retry-after", "1")])
+            return
         if lookup.kind == "session" and answer is not None:
             if lookup.key in self._sessions:  # a copy in doubt (_session_for): update it
                 self.refresh_session(lookup.key, answer)
@@ -1117,7 +1127,9 @@ class HTTPServer:
         lookup = Lookup(kind, key, channel, channel._request)
         # Bounded like every parked exchange: a store that never answers is "not found".
         need = self._park(channel, lookup, lambda answer: self._looked_up(lookup, answer),
-                          lambda: self._looked_up(lookup, None), announce=False)
+                          lambda: self._looked_up(lookup, TimeoutError(
+                              f"no answer within {self.decision_timeout:g} s")),
+                          announce=False)
         lookup.handle = need.handle
         self._effects.append(lookup)
         if kind == "replay":
