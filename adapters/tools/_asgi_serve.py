@@ -28,13 +28,15 @@ import importlib.util
 import json
 import os
 import socket
+import stat
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
-__all__ = ["ENGINES", "ENGINE_OPTIONS", "OPTIONS_ENV", "example_app", "missing",
-           "serve_engine"]
+__all__ = ["ENGINES", "ENGINE_OPTIONS", "OPTIONS_ENV", "UDS_MODE", "UDS_URL",
+           "claim_socket_path", "example_app", "missing", "serve_engine"]
 
 #: The engines, each with the extra that installs it.
 ENGINES = {"uvicorn": "uvicorn", "hypercorn": "hypercorn", "granian": "granian"}
@@ -45,6 +47,11 @@ OPTIONS_ENV = "MCP_SANSIO_EXAMPLE_HTTP_OPTIONS"
 #: takes seconds; beyond a minute something is wrong and the engine's own log says what).
 READY_TIMEOUT = 60.0
 _APP = "mcp_sansio.adapters.tools._asgi_serve:example_app"
+#: The mode of the Unix socket file ``--uds`` listens on: its owner's alone (a local proxy
+#: or sidecar runs as the same user, or is let in with chmod/chgrp after the start).
+UDS_MODE = 0o600
+#: The URL printed for a server on a Unix socket: the path and the Host a client sends.
+UDS_URL = "http://localhost/mcp"
 #: The largest request head our own servers accept (mcp_sansio.http's default).
 _HEAD = 16 * 1024
 
@@ -141,10 +148,58 @@ def _no_delay(sock: socket.socket) -> socket.socket:
     return sock
 
 
+def claim_socket_path(path: str) -> str | None:
+    """Make ``path`` free for a Unix socket to listen on, or say why not (one line): a
+    socket file nobody listens on (a server that died leaves it behind) is removed; one
+    a server listens on, or a file that is not a socket, is left alone and refused."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISSOCK(mode):
+        return f"{path} exists and is not a socket"
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(path)
+    except (ConnectionRefusedError, FileNotFoundError):
+        os.unlink(path)  # stale: its server is gone
+        return None
+    except OSError as exc:
+        return f"cannot tell whether a server listens on {path}: {exc}"
+    finally:
+        probe.close()
+    return f"a server already listens on {path}"
+
+
+def _announce_uds(path: str, url: str) -> None:
+    """Print ``url`` once the socket at ``path`` accepts connections."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(path)
+            break
+        except OSError:
+            time.sleep(0.05)
+        finally:
+            probe.close()
+    else:
+        return
+    sys.stdout.write(f"{url}\n")
+    sys.stdout.flush()
+
+
 def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: int,
-                 options: dict[str, Any]) -> None:
-    """Run the example server's ASGI application on ``engine`` until it is stopped."""
-    if port == 0:
+                 options: dict[str, Any], uds: str | None = None) -> int:
+    """Run the example server's ASGI application on ``engine`` until it is stopped (on the
+    Unix socket ``uds`` instead of ``host:port`` when given); the exit status."""
+    if uds is not None:
+        refused = claim_socket_path(uds)
+        if refused is not None:
+            sys.stderr.write(f"mcp-sansio serve-example: --uds: {refused}\n")
+            return 1
+    elif port == 0:
         port = _free_port(host)
     os.environ[OPTIONS_ENV] = json.dumps(options)
     if "stores" not in options:
@@ -152,14 +207,25 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
 
         os.environ.update(worker_environment(workers))
     shown = f"[{host}]" if ":" in host else host
-    threading.Thread(target=_announce, args=(host, port, f"http://{shown}:{port}/mcp"),
-                     daemon=True).start()
+    if uds is not None:  # the URL names the path and the Host; the socket, the connection
+        threading.Thread(target=_announce_uds, args=(uds, UDS_URL), daemon=True).start()
+    else:
+        threading.Thread(target=_announce, args=(host, port, f"http://{shown}:{port}/mcp"),
+                         daemon=True).start()
     level = "warning"
     tuned = ENGINE_OPTIONS[engine]
     if engine == "uvicorn":
         import uvicorn
 
-        if workers == 1:
+        if uds is not None:
+            from uvicorn.supervisors import Multiprocess
+
+            shared = uvicorn.Config(_APP, factory=True, uds=uds, workers=workers,
+                                    log_level=level, lifespan="on", **tuned)
+            sock = shared.bind_socket()
+            os.chmod(uds, UDS_MODE)  # (uvicorn makes it 0666)
+            Multiprocess(shared, sockets=[sock]).run()
+        elif workers == 1:
             uvicorn.run(_APP, factory=True, host=host, port=port, log_level=level,
                         lifespan="on", **tuned)
         else:
@@ -174,7 +240,9 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
 
         config = Config()
         config.application_path = _APP + "()"  # hypercorn evaluates the name: a call
-        config.bind = [f"{shown}:{port}"]
+        config.bind = [f"unix:{uds}"] if uds is not None else [f"{shown}:{port}"]
+        if uds is not None:
+            os.umask(0o777 & ~UDS_MODE)  # the socket file is made with this process's umask
         config.worker_class = runtime
         # Worker processes even for one: hypercorn's parent turns SIGINT and SIGTERM into a
         # graceful stop; served in this process (workers = 0) its workers stop on Ctrl-C
@@ -195,8 +263,11 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
         # other workers carry its sessions meanwhile, and the service keeps its full size.
         http1 = HTTP1Settings(header_read_timeout=tuned["http1_header_read_timeout"],
                               max_buffer_size=tuned["http1_max_buffer_size"])
-        Granian(_APP, factory=True, address=host, port=port, interface=Interfaces.ASGI,
+        where: dict[str, Any] = ({"uds": Path(uds), "uds_permissions": UDS_MODE}
+                                 if uds is not None else {"address": host, "port": port})
+        Granian(_APP, factory=True, interface=Interfaces.ASGI,
                 workers=workers, log_level=LogLevels.warning,
                 respawn_failed_workers=True, http1_settings=http1,
-                backpressure=tuned["backpressure"]).serve()
+                backpressure=tuned["backpressure"], **where).serve()
+    return 0
 
