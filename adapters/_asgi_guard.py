@@ -58,11 +58,12 @@ def refusal(http: HTTPServer, scope: MutableMapping[str, Any]) -> HeadRefusal | 
     raw = scope.get("raw_path") or scope.get("path", "/").encode("utf-8", "replace")
     query = scope.get("query_string") or b""
     target = raw.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
+    limits = http.config
     return judge_head(
         scope.get("method", "GET"), target, scope.get("http_version", "1.1"),
-        scope.get("headers") or (), max_header_size=http.max_header_size,
-        max_header_count=http.max_header_count, max_target_length=http.max_target_length,
-        max_body_size=http.max_body_size)
+        scope.get("headers") or (), max_header_size=limits.max_header_size,
+        max_header_count=limits.max_header_count,
+        max_target_length=limits.max_target_length, max_body_size=limits.max_body_size)
 
 
 def _expects_continue(scope: MutableMapping[str, Any]) -> bool:
