@@ -291,7 +291,7 @@ class SharedRelay:
             return False
         assert channel._request is not None
         lookup = Lookup(kind, key, channel, channel._request)
-        # Bounded like every parked exchange: a store that never answers is "not found".
+        # Bounded like every parked exchange: a store that never answers is 503 (try again).
         need = self.parking._park(channel, lookup, lambda answer: self._looked_up(lookup, answer),
                           lambda: self._looked_up(lookup, TimeoutError(
                               f"no answer within {self.hub.config.decision_timeout:g} s")),
