@@ -213,6 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="http: serve the ASGI application on this engine (each needs "
                        "its extra, e.g. mcp-sansio[uvicorn]); --runtime trio selects "
                        "hypercorn's trio worker")
+    serve.add_argument("--uds", metavar="PATH", default=None,
+                       help="with --engine: listen on this Unix domain socket instead of "
+                       "a TCP port (mode 0600; a stale socket file is replaced; clients "
+                       "connect with the URL http://localhost/mcp)")
     serve.add_argument("--workers", type=int, default=1, metavar="N",
                        help="with --engine: worker processes (default: %(default)s); they "
                        "share one requestState key ring, from $MCP_SANSIO_STATE_KEYS or "
@@ -301,7 +305,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                                                  sessionless=args.sessionless,
                                                  store=args.store,
                                                  engine=args.engine, workers=args.workers,
-                                                 wire=args.wire))
+                                                 wire=args.wire, uds=args.uds))
     if args.command == "probe":
         command = args.server[1:] if args.server[:1] == ["--"] else args.server
         try:

@@ -86,8 +86,12 @@ def host_allow_list(allow_hosts: Sequence[str]) -> list[str]:
 def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.0.1",
                   port: int = 0, allow_hosts: Sequence[str] = (),
                   sessionless: bool = False, store: str | None = None,
-                  engine: str | None = None, workers: int = 1, wire: str = "h11") -> int:
+                  engine: str | None = None, workers: int = 1, wire: str = "h11",
+                  uds: str | None = None) -> int:
     if _missing_runtime(runtime, "serve-example"):
+        return 2
+    if uds is not None and engine is None:
+        sys.stderr.write("mcp-sansio serve-example: --uds needs --engine in this version\n")
         return 2
     if _bad_wire(wire, transport):
         return 2
@@ -116,6 +120,13 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
     stores = _shared_stores(store, transport, runtime) if store is not None else None
     if stores is False:
         return 2
+    if store is not None:
+        from ..redis import store_unreachable
+
+        if (reason := store_unreachable(store)) is not None:  # one line, not a traceback
+            sys.stderr.write(f"mcp-sansio serve-example: cannot reach the store at "
+                             f"{store}: {reason}\n")
+            return 1
     if transport == "http":
         if not is_loopback(host) and not allow_hosts:
             # DNS rebinding (basic/transports.mdx, security warning): a page on any site can
@@ -144,8 +155,8 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
             if engine is not None:  # an ASGI engine (adapters/tools/_asgi_serve.py)
                 from ._asgi_serve import serve_engine
 
-                serve_engine(engine, runtime, host, port, workers=workers, options=options)
-                return 0
+                return serve_engine(engine, runtime, host, port, workers=workers,
+                                    options=options, uds=uds)
             _serve(runtime, (host, port, options))
         except OSError as exc:  # the port is taken, the address is not this machine's...
             sys.stderr.write(f"mcp-sansio serve-example: cannot listen on "

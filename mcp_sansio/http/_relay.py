@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .._codec import MessageKind
+from .._errors import ErrorCode
 from .._events import RequestId
 from .._snapshot import refresh_session, restore_session, snapshot_session
 from .._versions import Era
@@ -43,6 +44,7 @@ from ._shared import (
     stream_writer,
 )
 from ._sse import encode_event
+from ._stranded import is_opening
 from ._streams import SSE_HEADERS as _SSE_HEADERS
 from ._streams import Streams
 
@@ -84,15 +86,25 @@ class SharedRelay:
         its connection read on; drain :meth:`next_event` and :meth:`data_to_send` after.
         A lookup is a parked exchange like any other (:meth:`decide` with its ``handle``
         does the same): False when it no longer waits (answered already, timed out -- it
-        was then answered "not found" -- or its client left)."""
+        was then answered 503 -- or its client left)."""
         return self.parking.decide(lookup.handle, answer, now=now)
 
     def _looked_up(self, lookup: Lookup, answer: Any) -> None:
-        """The store's answer to ``lookup`` (None when none came in time): handle the
-        request again with it in hand."""
+        """The store's answer to ``lookup`` (an exception when it failed, or none came in
+        time: answered 503 with Retry-After): handle the request again with it in hand."""
         channel = lookup.channel
         if lookup.kind == "replay":
             channel._answers[("follow", lookup.key)] = self._unfollow(channel, lookup.key)
+        if isinstance(answer, BaseException) and (
+                lookup.kind == "session" and lookup.key in self.hub._sessions):
+            answer = None  # the store failed: this worker's own copy serves, as it is
+        elif isinstance(answer, BaseException):
+            # The store failed or was too slow: nothing is known and nothing is lost, so
+            # the client is asked to try again rather than told its session is gone.
+            self.hub._error(channel, 503, ErrorCode.INTERNAL_ERROR,
+                            f"Service Unavailable: the shared store did not answer ({answer})",
+                            headers=[("retry-after", "1")])
+            return
         if lookup.kind == "session" and answer is not None:
             if lookup.key in self.hub._sessions:  # a copy in doubt (_session_for): update it
                 self.refresh_session(lookup.key, answer)
@@ -218,7 +230,7 @@ class SharedRelay:
             if data == STREAM_END:
                 self._end_relay(relay)
                 return
-            if data:
+            if data and not is_opening(data):
                 channel.wire.send_body(encode_event(data, id=f"{relay.id}:{seq}"))
                 self.hub._writable[channel] = None
 
@@ -279,9 +291,11 @@ class SharedRelay:
             return False
         assert channel._request is not None
         lookup = Lookup(kind, key, channel, channel._request)
-        # Bounded like every parked exchange: a store that never answers is "not found".
+        # Bounded like every parked exchange: a store that never answers is 503 (try again).
         need = self.parking._park(channel, lookup, lambda answer: self._looked_up(lookup, answer),
-                          lambda: self._looked_up(lookup, None), announce=False)
+                          lambda: self._looked_up(lookup, TimeoutError(
+                              f"no answer within {self.hub.config.decision_timeout:g} s")),
+                          announce=False)
         lookup.handle = need.handle
         self._effects.append(lookup)
         if kind == "replay":

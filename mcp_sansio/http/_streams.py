@@ -30,6 +30,7 @@ from ._config import ResponseMode
 from ._hub import _JSON, Hub, ServerChannel, Session, SessionEnd, _Kind, _Stream
 from ._shared import STREAM_END
 from ._sse import encode_comment, encode_event
+from ._stranded import is_opening, opening_record
 
 __all__ = ["SSE_HEADERS", "Streams"]
 
@@ -231,7 +232,11 @@ class Streams:
         if stream.resumable and self.hub.event_store is not None:
             version = session.connection.protocol_version
             if version is not None and FEATURES[version].sse_priming:
-                event_id = self.hub.event_store.store(stream.id, b"")
+                # (shared: the record of the stream's requests, for a worker that finishes
+                # it if this one dies: _stranded.py; the client gets empty data all the same)
+                event_id = self.hub.event_store.store(
+                    stream.id, opening_record(stream.pending) if self.hub.config.shared
+                    else b"")
                 channel.wire.send_body(
                     encode_event(b"", id=event_id, retry=self.hub.config.retry_ms))
             elif self.hub.config.retry_ms is not None:
@@ -390,7 +395,7 @@ class Streams:
             self.hub._writable[old] = None
         channel.wire.start_response(200, _SSE_HEADERS)
         for event_id, data in events:
-            if data and data != STREAM_END:
+            if data and data != STREAM_END and not is_opening(data):
                 channel.wire.send_body(encode_event(data, id=event_id))
         self.hub._writable[channel] = None
         if stream is None or stream.finished:
