@@ -1496,12 +1496,15 @@ class HTTPServer:
                 return f"Forbidden: Origin {origin!r} is not allowed"
         return None
 
-    def _session_for(self, channel: ServerChannel, headers: Headers) -> Session | None:
-        """The session a request names, or None after answering 400 (no id) or 404."""
+    def _session_for(self, channel: ServerChannel, headers: Headers,
+                     request_id: RequestId | None = None) -> Session | None:
+        """The session a request names, or None after answering 400 (no id) or 404.
+        ``request_id``: a lone request's, which the error carries (JSON-RPC 2.0 s. 5: null
+        only when the id could not be read)."""
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             self._error(channel, 400, ErrorCode.INVALID_REQUEST,
-                        "Bad Request: the Mcp-Session-Id header is required")
+                        "Bad Request: the Mcp-Session-Id header is required", request_id)
             return None
         session = self._sessions.get(session_id)
         if session is None and self._wait_for(channel, "session", session_id):
@@ -1572,10 +1575,18 @@ class HTTPServer:
                         "Header mismatch: the MCP-Protocol-Version header is required",
                         first[1] if first[0] is MessageKind.REQUEST else None)
             return
+        if (self._stateless_versions and single and first[0] is MessageKind.REQUEST
+                and has_stateless_meta(first[3]) and headers.get("mcp-session-id") is None):
+            # Per-request _meta selects the stateless era, which does not carry this
+            # handshake-era revision: -32022 (2026-07-28 basic/versioning.mdx, "Protocol
+            # Version Negotiation" and "Backward Compatibility ...": a dual-era server).
+            self._unsupported_version(channel, version, first[1])  # type: ignore[arg-type]
+            return
         if self.sessionless:
             self._post_sessionless(channel, headers, value, items, version)
             return
-        session = self._session_for(channel, headers)
+        session = self._session_for(channel, headers,
+                                    first[1] if single and requests else None)
         if session is None:
             return
         self._post_to_session(channel, session, value, items)
