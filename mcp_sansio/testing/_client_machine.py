@@ -238,8 +238,9 @@ class ClientMachine:
         self.cut_short = False
         self._http_hostile_due = False
         self._drop_done = False
-        #: HTTP: the session ids the client ended with DELETE.
-        self._deleted: set[str] = set()
+        #: HTTP: whether the client sent a DELETE at all (one without the right session id
+        #: is the business of client-session-id).
+        self._delete_seen = False
         #: What the run went through, in order (for a reader of the report, and for tests
         #: that a clean run really exercised each step).
         self.steps: list[str] = []
@@ -426,10 +427,10 @@ class ClientMachine:
         Management: it ends the session it names; 2026-07-28 has no sessions: 405)."""
         if self.era_now == "stateless":
             return 405
+        self._delete_seen = True
         session = headers.get("mcp-session-id")
         if session is None or session != self.session_id:
             return 404
-        self._deleted.add(session)
         self.steps.append("session deleted")
         return 200
 
@@ -1048,7 +1049,7 @@ class ClientMachine:
             self.finding("client-reinitialize", "after a 404 the client did not start a "
                          "new session with initialize")
         if (self.transport == "http" and exit_code == 0 and self.session_id is not None
-                and self.era_now == "handshake" and self.session_id not in self._deleted):
+                and self.era_now == "handshake" and not self._delete_seen):
             self.finding("client-session-end", f"the client exited (status 0) without "
                          f"ending its session {self.session_id!r} with DELETE")
         live = [p for p in self._pending.values() if p.liveness]

@@ -191,6 +191,9 @@ class PeerMachine(RuleBasedStateMachine):
     #: How long one tool call may take in all, progress or not (needs ``clock``). The
     #: default, 30 s, is six times ``reply_timeout``: a tool does real work, a ping none.
     call_timeout: ClassVar[float] = 30.0
+    #: How long the first answer of a session may take at least (a process is starting: an
+    #: interpreter importing a framework on a loaded machine takes seconds).
+    startup_timeout: ClassVar[float] = 20.0
     #: Shell-style patterns of the tools to call (None: all) and not to call.
     tools_include: ClassVar[tuple[str, ...] | None] = None
     tools_exclude: ClassVar[tuple[str, ...]] = ()
@@ -927,6 +930,8 @@ class PeerMachine(RuleBasedStateMachine):
         state["examples"] = state.get("examples", 0) + 1
         if self.over_budget():
             return  # the run's budget is spent: this example does nothing
+        if revision in state.get("unspoken", ()):
+            return  # the peer showed it does not speak it: no second wait for a discover
         self.open_session(revision, early_ping=early_ping)
 
     def open_session(self, revision: str, *, early_ping: bool = False) -> None:
@@ -1022,7 +1027,7 @@ class PeerMachine(RuleBasedStateMachine):
                 return
             self.note(f"no answer to server/discover: the server does not speak "
                       f"{self.revision}")
-            self.alive = False
+            self._unspoken()
             return
         reply = replies[0]
         if "error" in reply:
@@ -1030,7 +1035,7 @@ class PeerMachine(RuleBasedStateMachine):
             self.note(f"server/discover was answered with error {error.get('code')} "
                       f"({_short(error.get('message'))}): the server does not speak "
                       f"{self.revision}")
-            self.alive = False
+            self._unspoken()
             return
         result = reply["result"]
         problems = self._schemas.errors(self.revision, "DiscoverResult", result)
@@ -1049,10 +1054,16 @@ class PeerMachine(RuleBasedStateMachine):
         info = meta.get("io.modelcontextprotocol/serverInfo") if isinstance(meta, dict) else None
         self.peer_info = info if isinstance(info, dict) else {}
 
+    def _unspoken(self) -> None:
+        """The peer does not speak this revision: end the session, and let later sessions
+        drawn for it do nothing (their draws stay the same)."""
+        self.alive = False
+        type(self).run_state.setdefault("unspoken", set()).add(self.revision)
+
     def _startup_time(self) -> float:
         """How long the first answers of a session may take: a process is starting."""
         cls = type(self)
-        return max(cls.reply_timeout, cls.call_timeout)
+        return max(cls.reply_timeout, cls.call_timeout, cls.startup_timeout)
 
     def _wait_startup(self, pending: _Pending) -> bool:
         """Wait for a request of the session's opening; False (and the request abandoned:
