@@ -39,3 +39,32 @@ def test_a_request_without_its_session_is_answered_with_its_own_id() -> None:
     assert r.status == 400
     assert r.json["id"] == "abc"
     assert r.json["error"]["code"] == -32600
+
+
+def test_unsubscribe_without_a_string_uri_is_invalid_params() -> None:
+    # Found by seeded random sessions: UnsubscribeRequest (schema) requires the string uri;
+    # JSON-RPC 2.0 s. 5.1: -32602. The server answered {} -- the server changed.
+    import sys
+
+    from mcp_sansio.adapters.testing_stdio import StdioTransport
+
+    from mcp_sansio import testing as kit
+
+    machine = kit.PeerMachine.configure(
+        lambda: StdioTransport([sys.executable, "-P", "-m", "mcp_sansio", "serve-example"]),
+        reply_timeout=5.0, settle_time=0.1)
+    session = machine()
+    session.open_session("2025-06-18")
+    try:
+        assert session.alive
+        missing = session.request("resources/unsubscribe", {})
+        wrong = session.request("resources/unsubscribe", {"uri": [1]})
+        both = {missing.request_id, wrong.request_id}
+        replies: list[dict[str, object]] = []
+        session._on_error = lambda pending, message: replies.append(message)  # type: ignore[method-assign]
+        session._on_result = lambda pending, message: replies.append(message)  # type: ignore[method-assign]
+        assert session.wait_until(lambda: not both & set(session._pending))
+    finally:
+        session.teardown()
+    codes = [r["error"]["code"] for r in replies if r["id"] in both]  # type: ignore[index]
+    assert codes == [-32602, -32602], replies
