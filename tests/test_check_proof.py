@@ -30,6 +30,8 @@ from mcp_sansio.testing import SLOW_NOTE
 
 PEERS = Path(__file__).parent / "peers"
 SEEDS = range(1, 1 + int(os.environ.get("MCP_CHECK_SEEDS", "1")))
+#: Random sessions per later seed (each a new process or HTTP session).
+EXAMPLES = int(os.environ.get("MCP_CHECK_EXAMPLES", "3"))
 ALL_REVISIONS = bool(os.environ.get("MCP_CHECK_ALL_REVISIONS")) or len(SEEDS) > 1
 RUNTIMES = ("asyncio", "trio", "threading")
 #: Small and quick: the sweep covers every rule; two random sessions on top.
@@ -53,7 +55,7 @@ def _server(seed: int, target: list[str], index: int, tmp_path: Path,
                      tmp_path))
         return
     url = target[1] if target[0] == "--url" else None
-    report = check_server(None if url else target[1:], url=url, seed=seed, examples=3,
+    report = check_server(None if url else target[1:], url=url, seed=seed, examples=EXAMPLES,
                           call_timeout=1.0, budget=90, sweep_first=False)
     text = report.summary()
     assert report.findings == [], text
