@@ -289,7 +289,7 @@ def test_a_verdict_that_waits_for_an_answer_still_checks_the_key_binding() -> No
 def test_workers_sharing_the_replay_cache_through_the_event_bus_refuse_a_replay() -> None:
     import asyncio
 
-    from mcp_sansio.adapters._auth_verify import shared_replay_cache
+    from mcp_sansio.adapters.auth.verify import shared_replay_cache
 
     from mcp_sansio.stores import MemoryEventBus
 

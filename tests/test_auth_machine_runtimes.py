@@ -181,7 +181,7 @@ def test_probe_client_credentials_without_a_secret_is_a_usage_error(
 
 
 def test_what_auth_accepts() -> None:
-    from mcp_sansio.adapters._auth_session import as_oauth
+    from mcp_sansio.adapters.auth.session import as_oauth
 
     bare = as_oauth(ClientCredentials(CLIENT_ID, SECRET))
     assert isinstance(bare.config.grant, ClientCredentialsGrant)

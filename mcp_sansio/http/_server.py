@@ -575,10 +575,18 @@ class HTTPServer:
                         "Header mismatch: the MCP-Protocol-Version header is required",
                         first[1] if first[0] is MessageKind.REQUEST else None)
             return
+        if (hub._stateless_versions and single and first[0] is MessageKind.REQUEST
+                and has_stateless_meta(first[3]) and headers.get("mcp-session-id") is None):
+            # Per-request _meta selects the stateless era, which does not carry this
+            # handshake-era revision: -32022 (2026-07-28 basic/versioning.mdx, "Protocol
+            # Version Negotiation" and "Backward Compatibility ...": a dual-era server).
+            self.checks._unsupported_version(channel, version, first[1])  # type: ignore[arg-type]
+            return
         if config.sessionless:
             self.oneshot._post_sessionless(channel, headers, value, items, version)
             return
-        session = self.table._session_for(channel, headers)
+        session = self.table._session_for(channel, headers,
+                                          first[1] if single and requests else None)
         if session is None:
             return
         self.table._post_to_session(channel, session, value, items)

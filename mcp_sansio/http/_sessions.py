@@ -76,12 +76,15 @@ class SessionTable:
             self.hub._dirty[session] = None
         return count
 
-    def _session_for(self, channel: ServerChannel, headers: Headers) -> Session | None:
-        """The session a request names, or None after answering 400 (no id) or 404."""
+    def _session_for(self, channel: ServerChannel, headers: Headers,
+                     request_id: RequestId | None = None) -> Session | None:
+        """The session a request names, or None after answering 400 (no id) or 404.
+        ``request_id``: a lone request's, which the error carries (JSON-RPC 2.0 s. 5: null
+        only when the id could not be read)."""
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             self.hub._error(channel, 400, ErrorCode.INVALID_REQUEST,
-                        "Bad Request: the Mcp-Session-Id header is required")
+                        "Bad Request: the Mcp-Session-Id header is required", request_id)
             return None
         session = self.hub._sessions.get(session_id)
         if session is None and self.relay._wait_for(channel, "session", session_id):
