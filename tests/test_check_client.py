@@ -29,9 +29,9 @@ HTTP_STEPS = ["stream dropped", "stream resumed", "session expired",
 STATELESS_STEPS = ["input_required sent", "input_required retried", "hostile output sent"]
 
 
-def command(script: str, *args: str, http: bool) -> list[str]:
+def command(script: str, *args: str, http: bool, flag: str = "--http") -> list[str]:
     return [sys.executable, str(PEERS / script), *args,
-            *(["--http"] if http else ["--", "{server}"])]
+            *([flag] if http else ["--", "{server}"])]
 
 
 def steps(report: Report) -> str:
@@ -53,6 +53,21 @@ def test_our_clients_have_no_findings(runtime: str, era: str, http: bool) -> Non
     expected = (HANDSHAKE_STEPS + (HTTP_STEPS if http else []) if era == "handshake"
                 else STATELESS_STEPS)
     for step in expected:
+        assert step in steps(report), report.summary()
+
+
+LEGACY_STEPS = ["endpoint sent", *HANDSHAKE_STEPS]
+
+
+@pytest.mark.parametrize("era", ["handshake", None], ids=["handshake", "dual"])
+@pytest.mark.parametrize("runtime", ["asyncio", "trio", "threads"])
+def test_our_clients_pass_over_legacy_http_sse(runtime: str, era: str | None) -> None:
+    # Each finds the legacy transport by itself: its POST to the URL is refused (405),
+    # it GETs the URL and the endpoint event follows.
+    report = run(command("kit_clients.py", runtime, *(["--era", era] if era else []),
+                         http=True), http=True, legacy_sse=True)
+    assert not report.findings, report.summary()
+    for step in LEGACY_STEPS:
         assert step in steps(report), report.summary()
 
 
@@ -120,6 +135,7 @@ BROKEN = [
     ("no-reinitialize", "http", "client-reinitialize"),
     ("no-resume", "http", "client-sse-resume"),
     ("no-delete", "http", "client-session-end"),
+    ("wrong-endpoint", "sse", "client-sse-endpoint"),
     ("no-meta", "stdio-stateless", "client-meta-envelope"),
     ("retry-same-id", "stdio-stateless", "client-input-retry"),
     ("no-method-header", "http-stateless", "client-method-headers"),
@@ -137,12 +153,15 @@ def test_the_broken_clients_break_distinct_rules() -> None:
                          ids=[f"{f}-{w}" for f, w, _ in BROKEN])
 def test_a_broken_client_trips_exactly_its_finding(fault: str, where: str,
                                                    rule: str) -> None:
-    http = where.startswith("http")
+    http = where.startswith(("http", "sse"))
     era = ["--era", "stateless"] if where.endswith("stateless") else []
     options: dict[str, Any] = {"era": "stateless" if era else None}
     if fault in WAITED_OUT:
         options["call_timeout"] = WAITED_OUT_TIMEOUT
-    report = run(command("broken_clients.py", fault, *era, http=http), http=http, **options)
+    if where == "sse":
+        options["legacy_sse"] = True
+    report = run(command("broken_clients.py", fault, *era, http=http,
+                         flag="--sse" if where == "sse" else "--http"), http=http, **options)
     assert report.rules() == {rule}, report.summary()
     assert report.findings[0].requirement == CHECKS[rule].requirement or (
         rule == "client-capability-gating")
@@ -152,6 +171,10 @@ def test_the_correct_broken_client_is_clean() -> None:
     for http in (False, True):
         report = run(command("broken_clients.py", "none", http=http), http=http)
         assert not report.findings, report.summary()
+    report = run(command("broken_clients.py", "none", http=True, flag="--sse"), http=True,
+                 legacy_sse=True)
+    assert not report.findings, report.summary()
+    assert "liveness ping answered" in steps(report), report.summary()
 
 
 #: What the official SDK's client (``mcp``, see docs/checking-clients.rst) trips, by mode

@@ -652,3 +652,33 @@ def test_leaving_with_the_liveness_ping_due(exit_code: int | None, found: bool) 
     machine.close(2.0, exit_code=exit_code)
     assert (machine.report.rules() == {"client-robustness"}) == found
     assert machine.report.rules() <= {"client-robustness"}
+
+
+def test_legacy_sse_endpoint_and_posts() -> None:
+    machine = ClientMachine(transport="sse")
+    assert machine.era_now == "handshake"
+    # Before the stream is open, a POST is the back-compatibility probe: 405, no finding.
+    assert machine.sse_post("/sse", req(1, "initialize"), 0.0) == 405
+    endpoint = machine.sse_endpoint(0.0)
+    assert endpoint is not None and "?" in endpoint
+    assert machine.sse_endpoint(0.1) is None  # one stream per run
+    assert machine.sse_post(endpoint, req(1, "initialize"), 0.2) is None
+    assert not machine.report.findings
+    # Everything the kit sends goes on the one stream, without SSE ids.
+    initialize(machine)
+    assert machine.session_id is None
+    machine.receive(req(2, "tools/list"), 0.3)
+    machine.tick(0.3)
+    outs = machine.take()
+    assert outs and all(o.stream == "main" and o.event_id is None for o in outs)
+    # A message POSTed anywhere but the endpoint, query included, is found (and still taken).
+    path = endpoint.split("?")[0]
+    assert machine.sse_post(path, note("notifications/roots/list_changed"), 0.4) is None
+    assert machine.report.rules() == {"client-sse-endpoint"}
+
+
+def test_the_legacy_transport_has_no_stateless_era() -> None:
+    with pytest.raises(ValueError, match="stateless"):
+        ClientMachine(transport="sse", era="stateless")
+    with pytest.raises(ValueError, match="stateless"):
+        ClientMachine(transport="sse", revision="2026-07-28")

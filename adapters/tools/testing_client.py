@@ -22,6 +22,13 @@ HTTP (``http=True``)
     a GET opens the standalone stream, or resumes a dropped one with ``Last-Event-ID``;
     a DELETE ends the session it names (a client that exits cleanly without one is found).
 
+Legacy HTTP+SSE (``http=True, legacy_sse=True``)
+    The kit serves the 2024-11-05 transport: the command gets the SSE URL (``.../sse``); a GET
+    there opens the one stream, which starts with the ``endpoint`` event, and the client
+    POSTs every message to that endpoint (each answered 202; the kit's messages all come on
+    the stream). A POST to the SSE URL before the stream is open is answered 405, as a
+    2024-11-05 server answers the 2025-03-26+ back-compatibility probe.
+
 The run ends when the client exits (and, on stdio, closes the relay), or when the budget is
 spent: then the client's process group is killed and the report says the run was cut short.
 """
@@ -342,6 +349,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         check = self.check
+        if check.machine.transport == "sse":
+            self._plain(405)
+            return
         with check.lock:
             status = check.machine.http_delete(self._headers(), check.now())
         self._plain(status)
@@ -351,8 +361,13 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
         try:
-            message = json.loads(body)
+            message: Any = json.loads(body)
         except ValueError:
+            message = None
+        if check.machine.transport == "sse":
+            self._legacy_post(body, message)
+            return
+        if message is None and body.strip() != b"null":
             with check.lock:
                 check.machine.receive_garbage(body, check.now())
             self._plain(400)
@@ -388,8 +403,37 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         self._stream(stream)
 
+    def _legacy_post(self, body: bytes, message: Any) -> None:
+        check = self.check
+        with check.lock:
+            status = check.machine.sse_post(self.path, message, check.now())
+            if status is None:
+                if message is None and body.strip() != b"null":
+                    check.machine.receive_garbage(body, check.now())
+                else:
+                    check.machine.receive(message, check.now())
+                check.flush()
+        self._plain(202 if status is None else status)
+
     def do_GET(self) -> None:
         check = self.check
+        if check.machine.transport == "sse":
+            with check.lock:
+                endpoint = (check.machine.sse_endpoint(check.now())
+                            if self.path == "/sse" else None)
+            if endpoint is None:
+                self._plain(404 if self.path != "/sse" else 409)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.wfile.write(f"event: endpoint\ndata: {endpoint}\n\n".encode())
+            self._stream("main", endless=True)
+            return
         with check.lock:
             stream = check.machine.http_get(self._headers(), check.now())
             check.flush()
@@ -404,7 +448,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         self._stream(stream)
 
-    def _stream(self, stream: str) -> None:
+    def _stream(self, stream: str, *, endless: bool = False) -> None:
+        """Write ``stream``'s items as SSE events until its last (``endless``: the legacy
+        transport's one stream, which carries every answer, lasts until the run is over)."""
         check = self.check
         with contextlib.suppress(OSError):
             self.wfile.flush()
@@ -431,15 +477,23 @@ class _Handler(BaseHTTPRequestHandler):
                 lines.append(f"data: {data}")
                 self.wfile.write(("\n".join(x for x in lines if x) + "\n\n").encode())
                 self.wfile.flush()
-                if out.end:
+                if out.end and not endless:
                     return
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up mid-request (a reset keep-alive connection) is no finding,
+        # and its traceback is no part of the report.
+        log.debug("http: the connection from %s failed", client_address, exc_info=True)
 
 
 def _check_http(check: _Check, command: list[str]) -> Report:
     handler = type("_BoundHandler", (_Handler,), {"check": check})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _Server(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    path = "/sse" if check.machine.transport == "sse" else "/mcp"
+    url = f"http://127.0.0.1:{server.server_address[1]}{path}"
     serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
                                daemon=True)
     serving.start()
@@ -459,12 +513,15 @@ def _check_http(check: _Check, command: list[str]) -> Report:
 
 def check_client(command: list[str], *, http: bool, revision: str | None = None,
                  era: str | None = None, budget: float = 60.0, call_timeout: float = 10.0,
-                 examples: int = 50, seed: int | None = None) -> Report:
+                 examples: int = 50, seed: int | None = None,
+                 legacy_sse: bool = False) -> Report:
     """Run the client ``command`` against the kit's server and judge it.
 
     :param command: the client's argv. stdio: with a ``{server}`` placeholder (see the
         module docstring); HTTP: the URL is appended.
     :param http: serve Streamable HTTP instead of stdio.
+    :param legacy_sse: with ``http``, serve the legacy HTTP+SSE transport instead (handshake
+        era only).
     :param revision: the revision the kit speaks (``None``: the one the client asks for).
     :param era: ``"handshake"`` or ``"stateless"`` to serve one era only (``None``: both).
     :param budget: wall-time budget of the whole run, seconds; past it the client is killed
@@ -481,8 +538,10 @@ def check_client(command: list[str], *, http: bool, revision: str | None = None,
     """
     if not http:
         substitute(command, ["x"])  # fail early on a command without the placeholder
+    if legacy_sse and not http:
+        raise ValueError("legacy_sse needs http=True")
     machine = ClientMachine(revision=revision, era=era, call_timeout=call_timeout,
-                            transport="http" if http else "stdio")
+                            transport=("sse" if legacy_sse else "http") if http else "stdio")
     extra_revision = revision or "2025-11-25"
     features = FEATURES.get(extra_revision)
     if machine.era_now == "handshake" and features is not None and features.handshake:

@@ -33,6 +33,13 @@ Handshake era (2024-11-05 .. 2025-11-25), in order:
    output comes last on HTTP, on the stream of the first request of the new session, so a
    client that gives up on a garbage event has shown its resumption and 404 handling first.
 
+Legacy HTTP+SSE (``transport="sse"``, 2024-11-05 ``basic/transports.mdx``, HTTP with SSE;
+handshake era only): the client's GET opens the one SSE stream, whose first event is
+``endpoint`` (:meth:`ClientMachine.sse_endpoint`); everything the kit sends goes on that
+stream (as on stdio, in the same order), and every client message must be POSTed to that
+endpoint, query included (:meth:`ClientMachine.sse_post`). A POST to the SSE URL before the
+stream is open is the 2025-03-26+ back-compatibility probe, answered 405.
+
 Stateless era (2026-07-28): every request must carry the ``_meta`` envelope (version and
 client capabilities; on HTTP, the same version in the ``MCP-Protocol-Version`` header). The
 first ``tools/call`` is answered ``input_required`` -- an input request per client
@@ -177,7 +184,8 @@ class ClientMachine:
     :param revision: the revision the kit speaks (``None``: any the client asks for).
     :param era: ``"handshake"`` or ``"stateless"`` to serve one era only (``None``: both,
         as a dual-era server does; the client's first message picks).
-    :param transport: ``"stdio"`` or ``"http"``.
+    :param transport: ``"stdio"``, ``"http"`` (Streamable HTTP) or ``"sse"`` (the legacy
+        HTTP+SSE transport; handshake era only).
     :param call_timeout: seconds the client has to answer each of the kit's requests (and
         to take each step it owes: ``initialized``, a resumption, a retry).
     :param extra: further server notifications to send in the hostile phase.
@@ -192,6 +200,10 @@ class ClientMachine:
             raise ValueError(f"era must be 'handshake' or 'stateless', not {era!r}")
         if revision is not None:
             era = "stateless" if revision in STATELESS_REVISIONS else "handshake"
+        if transport == "sse":
+            if era == "stateless":
+                raise ValueError("the legacy HTTP+SSE transport has no stateless era")
+            era = "handshake"
         self.pinned = revision
         self.era = era
         self.transport = transport
@@ -241,6 +253,9 @@ class ClientMachine:
         #: HTTP: whether the client sent a DELETE at all (one without the right session id
         #: is the business of client-session-id).
         self._delete_seen = False
+        #: Legacy HTTP+SSE: the endpoint URI given in the ``endpoint`` event (None until
+        #: the client opened the stream).
+        self.endpoint: str | None = None
         #: What the run went through, in order (for a reader of the report, and for tests
         #: that a clean run really exercised each step).
         self.steps: list[str] = []
@@ -275,7 +290,7 @@ class ClientMachine:
     # -- output ------------------------------------------------------------------------------
 
     def _stream_for(self, key: str | None) -> str:
-        return "main" if self.transport == "stdio" or key is None else key
+        return "main" if self.transport != "http" or key is None else key
 
     def _emit(self, stream: str, message: Any = None, *, raw: bytes | None = None,
               end: bool = False, retry: int | None = None) -> Out:
@@ -461,6 +476,30 @@ class ClientMachine:
             self._expire_next = True
             return stream
         return "main"
+
+    # -- legacy HTTP+SSE ----------------------------------------------------------------------
+
+    def sse_endpoint(self, now: float) -> str | None:
+        """Legacy HTTP+SSE: a GET on the SSE URL. Returns the URI for the ``endpoint`` event
+        that opens the stream (then the ``"main"`` stream follows), or ``None`` to refuse a
+        second stream (409: the kit serves one connection)."""
+        if self.endpoint is not None:
+            return None
+        self.endpoint = "/messages?session_id=kit-legacy-1"
+        self.steps.append("endpoint sent")
+        return self.endpoint
+
+    def sse_post(self, target: str, message: Any, now: float) -> int | None:
+        """Legacy HTTP+SSE: a POST to ``target`` (path and query). Returns the status to
+        answer instead of taking the message (405: the back-compatibility probe, before
+        the stream is open), else ``None`` (the message is then given to :meth:`receive`
+        and answered 202)."""
+        if self.endpoint is None:
+            return 405
+        if target != self.endpoint:
+            self.finding("client-sse-endpoint", f"a message was POSTed to {target!r}, not to "
+                         f"the endpoint {self.endpoint!r} the server gave", received=message)
+        return None
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -973,7 +1012,7 @@ class ClientMachine:
                          f"{limit:g} s of the initialize result")
         if (self.phase == "ready" and self._ready_at is not None and not self._probing
                 and not self._probed and self._held is None
-                and now - self._ready_at > IDLE_BEFORE_PROBES and self.transport == "stdio"):
+                and now - self._ready_at > IDLE_BEFORE_PROBES and self.transport != "http"):
             self._start_probes(now)
         for key, probe in list(self._pending.items()):
             if now - probe.sent_at > limit:

@@ -2,6 +2,7 @@
 
     python broken_clients.py FAULT [--era stateless] -- SERVER ARGV...   (stdio)
     python broken_clients.py FAULT [--era stateless] --http URL          (HTTP)
+    python broken_clients.py FAULT --sse URL                             (legacy HTTP+SSE)
 
 ``FAULT`` is ``none`` or one of :data:`FAULTS`; each breaks exactly one rule the client
 checker judges. The client initializes (or, with ``--era stateless``, sends 2026-07-28
@@ -51,6 +52,8 @@ FAULTS = {
     "no-reinitialize": "gives up on 404 instead of initializing again",
     "no-resume": "does not resume a dropped SSE stream",
     "no-delete": "exits without ending its session with DELETE",
+    # legacy HTTP+SSE
+    "wrong-endpoint": "POSTs to the endpoint's path without its query",
     # stateless era
     "no-meta": "a request without the _meta envelope",
     "no-method-header": "HTTP: no Mcp-Method header",
@@ -198,6 +201,58 @@ class Http:
         conn = self._conn()
         conn.request("DELETE", self.path, headers=self._headers())
         conn.getresponse().read()
+
+
+class Legacy:
+    """The 2024-11-05 HTTP+SSE transport: GET the SSE URL, POST to its endpoint event's URI."""
+
+    def __init__(self, url: str, fault: str) -> None:
+        parts = urllib.parse.urlsplit(url)
+        assert parts.hostname is not None
+        self.url, self.fault = url, fault
+        self.inbox: queue.Queue[Any] = queue.Queue()
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+        conn.request("GET", parts.path, headers={"Accept": "text/event-stream"})
+        self.stream = conn.getresponse()
+        event, data = self._event()
+        assert event == "endpoint", event
+        self.endpoint = urllib.parse.urljoin(url, data)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _event(self) -> tuple[str | None, str]:
+        event, data = None, []
+        while True:
+            line = self.stream.readline()
+            if not line:
+                raise EOFError
+            text = line.decode().rstrip("\r\n")
+            if text.startswith("event:"):
+                event = text[6:].strip()
+            elif text.startswith("data:"):
+                data.append(text[5:].lstrip())
+            elif text == "" and (data or event):
+                return event, "\n".join(data)
+
+    def _read(self) -> None:
+        try:
+            while True:
+                _, data = self._event()
+                self.inbox.put(data.encode())
+        except (EOFError, OSError):
+            self.inbox.put(None)
+
+    def send(self, message: Any, raw: bytes | None = None) -> None:
+        parts = urllib.parse.urlsplit(self.endpoint)
+        assert parts.hostname is not None
+        target = parts.path if self.fault == "wrong-endpoint" else (
+            parts.path + (f"?{parts.query}" if parts.query else ""))
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        body = raw if raw is not None else json.dumps(message).encode()
+        conn.request("POST", target, body=body, headers={"Content-Type": "application/json"})
+        conn.getresponse().read()
+
+    def close(self) -> None:
+        pass
 
 
 class Client:
@@ -399,6 +454,8 @@ def main(argv: list[str]) -> int:
         rest = rest[2:]
     if rest[0] == "--http":
         transport: Any = Http(rest[1], fault)
+    elif rest[0] == "--sse":
+        transport = Legacy(rest[1], fault)
     else:
         transport = Stdio(rest[1:])
     Client(transport, fault, stateless).run()
