@@ -130,6 +130,7 @@ BROKEN = [
     ("stateless-initialize", "stdio", "client-version"),
     ("roots-changed-undeclared", "stdio", "client-notification-gating"),
     ("no-sampling-answer", "stdio", "client-no-reply"),
+    ("url-content", "stdio", "client-elicitation-url-result"),
     ("no-session-id", "http", "client-session-id"),
     ("no-version-header", "http", "client-protocol-version-header"),
     ("no-reinitialize", "http", "client-reinitialize"),
@@ -234,3 +235,27 @@ def test_the_documented_example_runs() -> None:
     done = subprocess.run([sys.executable, str(root / "docs" / "examples" / "check_client.py")],
                           capture_output=True, text=True, check=True, cwd=root, timeout=120)
     assert "no findings" in done.stdout, done.stdout
+
+
+#: One of our clients declaring URL-mode elicitation on top of the form mode its callback
+#: implies (kit_clients.py's exercise, with ``capabilities=``).
+URL_CLIENT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); import kit_clients; "
+              "kit_clients.OPTIONS['capabilities'] = {'elicitation': {'url': {}}}; "
+              "sys.exit(kit_clients.main(sys.argv[1:]))")
+
+
+@pytest.mark.parametrize("http", [False, True], ids=["stdio", "http"])
+@pytest.mark.parametrize("runtime", ["asyncio", "trio", "threads"])
+def test_our_clients_answer_url_mode_elicitation(runtime: str, http: bool) -> None:
+    cmd = [sys.executable, "-c", URL_CLIENT, str(PEERS), runtime, "--era", "handshake",
+           *(["--http"] if http else ["--", "{server}"])]
+    report = run(cmd, http=http, era="handshake")
+    assert not report.findings, report.summary()
+    assert "elicitation/create (url) answered" in steps(report), report.summary()
+
+
+def test_a_client_without_url_mode_gets_no_url_elicitation() -> None:
+    report = run(command("kit_clients.py", "asyncio", "--era", "handshake", http=False),
+                 http=False, era="handshake")
+    assert "elicitation/create answered" in steps(report), report.summary()
+    assert "(url)" not in steps(report), report.summary()

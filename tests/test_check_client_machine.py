@@ -682,3 +682,58 @@ def test_the_legacy_transport_has_no_stateless_era() -> None:
         ClientMachine(transport="sse", era="stateless")
     with pytest.raises(ValueError, match="stateless"):
         ClientMachine(transport="sse", revision="2026-07-28")
+
+
+URL_CAPS = {**CAPS, "elicitation": {"form": {}, "url": {}}}
+
+
+@pytest.mark.parametrize(("answer", "rules"), [
+    ({"action": "accept"}, set()),
+    ({"action": "decline"}, set()),
+    ({"action": "accept", "content": {"answer": "yes"}}, {"client-elicitation-url-result"}),
+    ({"content": {}}, {"client-result-schema"}),
+])
+def test_a_url_mode_elicitation_and_its_answer(answer: dict[str, Any],
+                                               rules: set[str]) -> None:
+    machine = ClientMachine()
+    initialize(machine, URL_CAPS)
+    machine.receive(req(2, "tools/list"), 0.5)
+    outs: list[Out] = []
+    url_ids: list[Any] = []
+
+    def elicit(message: dict[str, Any]) -> None:
+        if (message.get("params") or {}).get("mode") == "url":
+            url_ids.append(message["id"])
+
+    for _ in range(10):
+        batch = machine.take()
+        outs += batch
+        pending = [m for m in messages(batch) if "method" in m and "id" in m]
+        if not pending:
+            break
+        for message in pending:
+            elicit(message)
+            result = {"ping": {}, "roots/list": {"roots": []},
+                      "sampling/createMessage": {"role": "assistant", "model": "m",
+                                                 "content": {"type": "text", "text": "hi"}},
+                      }.get(message["method"], {"action": "decline"})
+            if message["id"] in url_ids:
+                result = answer
+            machine.receive({"jsonrpc": "2.0", "id": message["id"], "result": result}, 1.0)
+    assert len(url_ids) == 1
+    assert machine.report.rules() == rules, machine.report.summary()
+    completes = [m for m in messages(outs)
+                 if m.get("method") == "notifications/elicitation/complete"]
+    assert len(completes) == (1 if answer.get("action") == "accept" else 0)
+
+
+@pytest.mark.parametrize("caps", [CAPS, {**CAPS, "elicitation": {"form": {}}}])
+def test_no_url_mode_elicitation_without_the_capability(caps: dict[str, Any]) -> None:
+    machine = ClientMachine()
+    initialize(machine, caps)
+    machine.receive(req(2, "tools/list"), 0.5)
+    outs: list[Out] = []
+    answer_probes(machine, outs=outs)
+    modes = [(m.get("params") or {}).get("mode") for m in messages(outs)
+             if m.get("method") == "elicitation/create"]
+    assert modes == ["form"]

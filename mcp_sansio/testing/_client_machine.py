@@ -19,7 +19,8 @@ Handshake era (2024-11-05 .. 2025-11-25), in order:
    then send ``notifications/initialized`` before any request but ``ping``.
 3. The client's first request after that is *held*: while it waits, the kit sends its own
    requests one at a time -- ``ping``, ``roots/list`` (with a progress token), then
-   ``sampling/createMessage`` and ``elicitation/create`` (2025-06-18+) -- and judges each
+   ``sampling/createMessage`` and ``elicitation/create`` (2025-06-18+; in 2025-11-25 a
+   URL-mode one too, to a client that declared ``elicitation.url`` only) -- and judges each
    answer against the capabilities the client declared. Then hostile output: a line that is
    not JSON, a response to a request never sent, a huge notification; then a second
    ``ping``, which a client that survived still answers (judged only for a client that
@@ -95,6 +96,12 @@ HUGE_SIZE = 1 << 20
 #: The SSE ``retry`` the kit sends before dropping a stream (milliseconds): short, so that a
 #: check takes little time, and the client MUST wait it (2025-11-25 transports.mdx).
 RETRY_MS = 200
+
+#: The URL-mode elicitation (2025-11-25) sent to a client that declared ``elicitation.url``:
+#: a consent URL on a reserved name (RFC 6761: ``.invalid`` never resolves).
+URL_ELICITATION: dict[str, Any] = {
+    "mode": "url", "message": "Please confirm in your browser",
+    "url": "https://kit.invalid/consent", "elicitationId": "kit-elicitation-1"}
 
 _META_VERSION = "io.modelcontextprotocol/protocolVersion"
 _META_CAPS = "io.modelcontextprotocol/clientCapabilities"
@@ -863,7 +870,9 @@ class ClientMachine:
                          "sent", received=message)
             return
         self._answered.add(key)
-        self.steps.append(f"{'liveness ' if probe.liveness else ''}{probe.method} answered")
+        mode = " (url)" if probe.params.get("mode") == "url" else ""
+        self.steps.append(f"{'liveness ' if probe.liveness else ''}{probe.method}{mode} "
+                          "answered")
         self._judge(probe, message)
         self._advance(now)
 
@@ -896,6 +905,18 @@ class ClientMachine:
             if problems:
                 self.finding("client-result-schema", f"{method}: {'; '.join(problems)}",
                              sent=sent, received=message)
+                return
+        result = message.get("result")
+        if probe.params.get("mode") == "url" and isinstance(result, dict):
+            if "content" in result:
+                self.finding("client-elicitation-url-result", "a URL-mode elicitation was "
+                             f"answered with content (action {result.get('action')!r})",
+                             sent=sent, received=message)
+            if result.get("action") == "accept":
+                # The out-of-band interaction "completed": the optional notification.
+                self._emit(self._probe_stream(), {
+                    "jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+                    "params": {"elicitationId": URL_ELICITATION["elicitationId"]}})
 
     # -- the kit's requests ------------------------------------------------------------------
 
@@ -917,11 +938,22 @@ class ClientMachine:
                 if features is not None and features.elicitation_modes else {
                 "message": "A value, please", "requestedSchema": {
                     "type": "object", "properties": {"answer": {"type": "string"}}}}, False))
+        if self._url_elicitation():
+            self._probes.append(("elicitation/create", dict(URL_ELICITATION), False))
         if self.transport == "http":
             self._http_hostile_due = True
         else:
             self._probes.append(("hostile", {}, False))
         self._advance(now)
+
+    def _url_elicitation(self) -> bool:
+        """Whether the client gets a URL-mode elicitation: the revision has the modes and the
+        client declared ``elicitation.url`` (2025-11-25 client/elicitation.mdx, Capabilities:
+        a server MUST NOT send a mode the client did not declare)."""
+        features = FEATURES.get(self.revision or "")
+        elicitation = self.client_caps.get("elicitation")
+        return (features is not None and features.elicitation_modes
+                and isinstance(elicitation, dict) and "url" in elicitation)
 
     def _send_probe(self, method: str, params: dict[str, Any], now: float,
                     liveness: bool = False) -> None:

@@ -198,6 +198,9 @@ CHECKS: dict[str, Rule] = {r.name: r for r in (
     _check("client-session-end", SHOULD, "HTTP: a client done with its session ends it with "
            "DELETE and the session's Mcp-Session-Id", "2025-03-26+ basic/transports.mdx, "
            "Session Management (item 5)"),
+    _check("client-elicitation-url-result", SHOULD, "a URL-mode elicitation is answered "
+           "with an action and no content (content is only for an accepted form)",
+           "2025-11-25 client/elicitation.mdx, URL Mode; schema.ts ElicitResult.content"),
     _check("client-sse-endpoint", MUST, "legacy HTTP+SSE: every client message is POSTed to "
            "the URI of the server's endpoint event", "2024-11-05 basic/transports.mdx, HTTP "
            "with SSE"),

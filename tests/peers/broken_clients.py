@@ -46,6 +46,7 @@ FAULTS = {
     "stateless-initialize": "offers 2026-07-28, a revision without initialize, in initialize",
     "roots-changed-undeclared": "sends roots/list_changed without roots.listChanged",
     "no-sampling-answer": "never answers sampling/createMessage",
+    "url-content": "answers a URL-mode elicitation with form content",
     # HTTP
     "no-session-id": "drops Mcp-Session-Id",
     "no-version-header": "drops MCP-Protocol-Version",
@@ -270,7 +271,7 @@ class Client:
         return self.next_id
 
     def caps(self) -> dict[str, Any]:
-        caps: dict[str, Any] = {"sampling": {}, "elicitation": {}}
+        caps: dict[str, Any] = {"sampling": {}, "elicitation": {"form": {}, "url": {}}}
         if self.fault == "roots-changed-undeclared":
             caps["roots"] = {}
         elif self.fault != "undeclared-roots":
@@ -364,7 +365,12 @@ class Client:
             self.reply(request_id, {"role": "assistant", "model": "broken",
                                     "content": {"type": "text", "text": "hi"}})
         elif method == "elicitation/create":
-            self.reply(request_id, {"action": "decline"})
+            if (message.get("params") or {}).get("mode") != "url":
+                self.reply(request_id, {"action": "decline"})
+            elif self.fault == "url-content":
+                self.reply(request_id, {"action": "accept", "content": {"answer": "yes"}})
+            else:
+                self.reply(request_id, {"action": "accept"})
         else:
             self.t.send({"jsonrpc": "2.0", "id": request_id,
                          "error": {"code": -32601, "message": "Method not found"}})
