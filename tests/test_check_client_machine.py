@@ -73,11 +73,11 @@ def answer_probes(machine: ClientMachine, now: float = 1.0,
             break
         for message in pending:
             seen.append(message["method"])
-            result = results.get(message["method"], {
+            result = results[message["method"]] if message["method"] in results else {
                 "ping": {}, "roots/list": {"roots": []},
                 "sampling/createMessage": {"role": "assistant", "model": "m",
                                            "content": {"type": "text", "text": "hi"}},
-                "elicitation/create": {"action": "decline"}}[message["method"]])
+                "elicitation/create": {"action": "decline"}}[message["method"]]
             machine.receive({"jsonrpc": "2.0", "id": message["id"], "result": result}, now)
     return seen
 
@@ -737,3 +737,42 @@ def test_no_url_mode_elicitation_without_the_capability(caps: dict[str, Any]) ->
     modes = [(m.get("params") or {}).get("mode") for m in messages(outs)
              if m.get("method") == "elicitation/create"]
     assert modes == ["form"]
+
+
+TASK_CAPS = {**CAPS, "tasks": {"requests": {"sampling": {"createMessage": {}}}}}
+TASK = {"taskId": "t-1", "status": "completed", "ttl": 60000,
+        "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z"}
+SAMPLED = {"role": "assistant", "model": "m", "content": {"type": "text", "text": "hi"}}
+
+
+@pytest.mark.parametrize(("answers", "rules", "seen"), [
+    ({}, set(), ["tasks/get", "tasks/result"]),
+    ({"create": SAMPLED}, {"client-task-result"}, []),
+    ({"get": {k: v for k, v in TASK.items() if k != "status"}}, {"client-task-result"},
+     ["tasks/get", "tasks/result"]),
+    ({"get": {**TASK, "taskId": "other"}}, {"client-task-result"},
+     ["tasks/get", "tasks/result"]),
+    ({"result": {"rezult": 1}}, {"client-task-result"}, ["tasks/get", "tasks/result"]),
+])
+def test_a_task_augmented_sampling_and_the_task_requests(
+        answers: dict[str, Any], rules: set[str], seen: list[str]) -> None:
+    machine = ClientMachine()
+    initialize(machine, TASK_CAPS)
+    machine.receive(req(2, "tools/list"), 0.5)
+    methods = answer_probes(machine, results={
+        "sampling/createMessage": answers.get("create", {"task": TASK}),
+        "tasks/get": answers.get("get", TASK),
+        "tasks/result": answers.get("result", SAMPLED)})
+    assert [m for m in methods if m.startswith("tasks/")] == seen
+    assert machine.report.rules() == rules, machine.report.summary()
+
+
+def test_no_task_augmentation_without_the_capability() -> None:
+    machine = ClientMachine()
+    initialize(machine, {**CAPS, "tasks": {"list": {}}})
+    machine.receive(req(2, "tools/list"), 0.5)
+    outs: list[Out] = []
+    answer_probes(machine, outs=outs)
+    [sampling] = [m for m in messages(outs) if m.get("method") == "sampling/createMessage"]
+    assert "task" not in sampling["params"]
+    assert not machine.report.findings

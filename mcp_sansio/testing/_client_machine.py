@@ -21,7 +21,9 @@ Handshake era (2024-11-05 .. 2025-11-25), in order:
    requests one at a time -- ``ping``, ``roots/list`` (with a progress token), then
    ``sampling/createMessage`` and ``elicitation/create`` (2025-06-18+; in 2025-11-25 a
    URL-mode one too, to a client that declared ``elicitation.url`` only) -- and judges each
-   answer against the capabilities the client declared. Then hostile output: a line that is
+   answer against the capabilities the client declared. A 2025-11-25 client that declared
+   ``tasks.requests.sampling.createMessage`` gets its sampling request task-augmented, then
+   ``tasks/get`` and ``tasks/result`` for the task it created. Then hostile output: a line that is
    not JSON, a response to a request never sent, a huge notification; then a second
    ``ping``, which a client that survived still answers (judged only for a client that
    answered the first one). Then the held request is answered.
@@ -102,6 +104,9 @@ RETRY_MS = 200
 URL_ELICITATION: dict[str, Any] = {
     "mode": "url", "message": "Please confirm in your browser",
     "url": "https://kit.invalid/consent", "elicitationId": "kit-elicitation-1"}
+
+#: The ``ttl`` of the kit's task-augmented request (milliseconds): the run's length at most.
+TASK_TTL_MS = 60_000
 
 _META_VERSION = "io.modelcontextprotocol/protocolVersion"
 _META_CAPS = "io.modelcontextprotocol/clientCapabilities"
@@ -890,10 +895,14 @@ class ClientMachine:
                              sent=sent, received=message)
             return
         capability = {"roots/list": "roots", "sampling/createMessage": "sampling",
-                      "elicitation/create": "elicitation"}[method]
+                      "elicitation/create": "elicitation", "tasks/get": "tasks",
+                      "tasks/result": "tasks"}[method]
         declared = capability in self.client_caps
         if "error" in message:
             return  # an error is always an acceptable answer
+        if "task" in probe.params or method.startswith("tasks/"):
+            self._judge_task(probe, message, revision)
+            return
         if not declared:
             self.finding("client-undeclared-answer", f"{method} answered with a result "
                          f"although the client did not declare {capability}", sent=sent,
@@ -918,6 +927,29 @@ class ClientMachine:
                     "jsonrpc": "2.0", "method": "notifications/elicitation/complete",
                     "params": {"elicitationId": URL_ELICITATION["elicitationId"]}})
 
+    def _judge_task(self, probe: _Probe, message: dict[str, Any], revision: str) -> None:
+        """2025-11-25 basic/utilities/tasks.mdx: a task-augmented request is answered with a
+        ``CreateTaskResult``; ``tasks/get`` with the task, ``tasks/result`` with the result
+        of the request the task runs."""
+        sent = {"method": probe.method, "params": probe.params}
+        result = message.get("result")
+        name = {"tasks/get": "GetTaskResult",
+                "tasks/result": "CreateMessageResult"}.get(probe.method, "CreateTaskResult")
+        problems = self.schemas.errors(revision, name, result)
+        if problems:
+            self.finding("client-task-result", f"{probe.method}: {'; '.join(problems)}",
+                         sent=sent, received=message)
+            return
+        assert isinstance(result, dict)
+        if name == "CreateTaskResult":
+            task_id = result["task"]["taskId"]
+            self._probes[0:0] = [("tasks/get", {"taskId": task_id}, False),
+                                 ("tasks/result", {"taskId": task_id}, False)]
+        elif name == "GetTaskResult" and result.get("taskId") != probe.params["taskId"]:
+            self.finding("client-task-result", f"tasks/get for {probe.params['taskId']!r} "
+                         f"answered with task {result.get('taskId')!r}", sent=sent,
+                         received=message)
+
     # -- the kit's requests ------------------------------------------------------------------
 
     def _start_probes(self, now: float) -> None:
@@ -925,11 +957,15 @@ class ClientMachine:
         self._probes = [("ping", {}, False)]
         self._probes.append(("roots/list", {"_meta": {"progressToken": "kit-progress"}},
                              False))
-        self._probes.append(("sampling/createMessage", {
-            "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
-            "maxTokens": 16}, False))
         revision = self.revision or ""
         features = FEATURES.get(revision)
+        sampling: dict[str, Any] = {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
+            "maxTokens": 16}
+        if features is not None and features.core_tasks and self._client_has(
+                "tasks", "requests", "sampling", "createMessage"):
+            sampling["task"] = {"ttl": TASK_TTL_MS}
+        self._probes.append(("sampling/createMessage", sampling, False))
         if lookup("elicitation/create", revision) is not None:  # 2025-06-18 on
             self._probes.append(("elicitation/create", {
                 "mode": "form", "message": "A value, please",
@@ -945,6 +981,14 @@ class ClientMachine:
         else:
             self._probes.append(("hostile", {}, False))
         self._advance(now)
+
+    def _client_has(self, *path: str) -> bool:
+        node: Any = self.client_caps
+        for part in path:
+            if not isinstance(node, dict) or not isinstance(node.get(part), dict):
+                return False
+            node = node[part]
+        return True
 
     def _url_elicitation(self) -> bool:
         """Whether the client gets a URL-mode elicitation: the revision has the modes and the

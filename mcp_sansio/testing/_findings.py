@@ -201,6 +201,10 @@ CHECKS: dict[str, Rule] = {r.name: r for r in (
     _check("client-elicitation-url-result", SHOULD, "a URL-mode elicitation is answered "
            "with an action and no content (content is only for an accepted form)",
            "2025-11-25 client/elicitation.mdx, URL Mode; schema.ts ElicitResult.content"),
+    _check("client-task-result", MUST, "a client that declared tasks for a request answers "
+           "it, task-augmented, with CreateTaskResult; tasks/get with that task, tasks/result "
+           "with the request's result", "2025-11-25 basic/utilities/tasks.mdx (Creating "
+           "Tasks, Getting Tasks, Retrieving Task Results); schema.ts CreateTaskResult"),
     _check("client-sse-endpoint", MUST, "legacy HTTP+SSE: every client message is POSTed to "
            "the URI of the server's endpoint event", "2024-11-05 basic/transports.mdx, HTTP "
            "with SSE"),

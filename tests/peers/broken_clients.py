@@ -47,6 +47,7 @@ FAULTS = {
     "roots-changed-undeclared": "sends roots/list_changed without roots.listChanged",
     "no-sampling-answer": "never answers sampling/createMessage",
     "url-content": "answers a URL-mode elicitation with form content",
+    "task-get-no-status": "answers tasks/get with a task without its status",
     # HTTP
     "no-session-id": "drops Mcp-Session-Id",
     "no-version-header": "drops MCP-Protocol-Version",
@@ -63,6 +64,7 @@ FAULTS = {
 }
 
 REVISION = "2025-11-25"
+SAMPLED = {"role": "assistant", "model": "broken", "content": {"type": "text", "text": "hi"}}
 STATELESS = "2026-07-28"
 
 
@@ -272,6 +274,8 @@ class Client:
 
     def caps(self) -> dict[str, Any]:
         caps: dict[str, Any] = {"sampling": {}, "elicitation": {"form": {}, "url": {}}}
+        if not self.stateless:  # 2025-11-25 tasks: sampling may be task-augmented
+            caps["tasks"] = {"requests": {"sampling": {"createMessage": {}}}}
         if self.fault == "roots-changed-undeclared":
             caps["roots"] = {}
         elif self.fault != "undeclared-roots":
@@ -335,6 +339,12 @@ class Client:
         elif "id" in message:
             self.results[message["id"]] = message
 
+    @staticmethod
+    def task() -> dict[str, Any]:
+        """The one task this client runs: its sampling, done at once."""
+        return {"taskId": "broken-task-1", "status": "completed", "ttl": 60000,
+                "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z"}
+
     def reply(self, request_id: Any, result: Any) -> None:
         self.t.send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
@@ -362,8 +372,17 @@ class Client:
         elif method == "sampling/createMessage":
             if self.fault == "no-sampling-answer":
                 return
-            self.reply(request_id, {"role": "assistant", "model": "broken",
-                                    "content": {"type": "text", "text": "hi"}})
+            if "task" in (message.get("params") or {}):
+                self.reply(request_id, {"task": self.task()})
+                return
+            self.reply(request_id, SAMPLED)
+        elif method == "tasks/get":
+            task = self.task()
+            if self.fault == "task-get-no-status":
+                del task["status"]
+            self.reply(request_id, task)
+        elif method == "tasks/result":
+            self.reply(request_id, SAMPLED)
         elif method == "elicitation/create":
             if (message.get("params") or {}).get("mode") != "url":
                 self.reply(request_id, {"action": "decline"})
