@@ -29,6 +29,9 @@ STEPS: list[tuple[str, list[str]]] = [
     # The harness before pytest, so that pytest's summary is the run's last test report.
     ("conformance harness (loopback-only namespace)", [PY, ".ci/conformance.py"]),
     ("pytest", [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"]),
+    # The same tests on the optional compiled build (docs/compiled.rst): `-m quick` on the
+    # mypyc extensions, built here with the machine's compiler and removed afterwards.
+    ("pytest, compiled build (-m quick)", [PY, ".ci/compiled.py"]),
 ]
 
 

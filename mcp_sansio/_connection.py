@@ -823,7 +823,8 @@ class Connection:
         In the stateless era the core adds ``resultType``, ``serverInfo`` and, for
         discover/list/read, ``ttlMs``/``cacheScope`` from config when they are missing.
         """
-        if not isinstance(result, Mapping):
+        # (A dict first: the ABC check costs a Python-level call on every answer.)
+        if type(result) is not dict and not isinstance(result, Mapping):
             raise LocalProtocolError("a result must be a mapping (JSON object)")
         record = self._answerable(request_id)
         if record is None:
@@ -923,7 +924,7 @@ class Connection:
     def _check_send(
         self, inp: Input, method: str, kind: Kind, params: Mapping[str, Any] | None
     ) -> None:
-        if params is not None and not isinstance(params, Mapping):
+        if params is not None and type(params) is not dict and not isinstance(params, Mapping):
             raise LocalProtocolError("params must be a mapping (JSON object)")
         if self._state is State.CLOSED:
             raise LocalProtocolError("the connection is closed")
