@@ -30,7 +30,11 @@ def compiled_modules() -> list[str]:
 def ext_modules() -> list[object]:
     if os.environ.get("MCP_SANSIO_COMPILE", "") in ("", "0"):
         return []
-    from mypyc.build import mypycify
+    try:
+        from mypyc.build import mypycify
+    except ImportError as exc:
+        raise SystemExit("MCP_SANSIO_COMPILE=1 needs mypy (which ships mypyc) where the "
+                         f"package is built: {exc}") from exc
 
     # The compiler reads the source relative to the current directory.
     os.chdir(ROOT)

@@ -831,7 +831,7 @@ def main() -> int:
           f"{args.repeat} (medians); {platform.python_implementation()} "
           f"{platform.python_version()}; server on cpu {sorted(server_core)}, "
           f"{args.procs} generator process(es) on cpu {sorted(gen_cores)}")
-    print(f"{'row':<26}{'era':<11}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'cpu us/req':>12}"
+    print(f"{'row':<34}{'era':<11}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'cpu us/req':>12}"
           f"{'srv cpu':>9}{'gen cpu':>9}{'rss MiB':>9}{'errors':>8}")
     report: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()},
                               "rows": [], "memory": []}
@@ -864,7 +864,7 @@ def main() -> int:
             errors = sum(int(s["errors"]) for s in samples[era])
             sessionless = row.sessionless and era == "handshake" and row.mcp
             label = era + ("*" if sessionless else "")
-            print(f"{row.name:<26}{label:<11}{med['rps']:>9.0f}{med['p50_ms']:>9.2f}"
+            print(f"{row.name:<34}{label:<11}{med['rps']:>9.0f}{med['p50_ms']:>9.2f}"
                   f"{med['p99_ms']:>9.2f}{med['cpu_us']:>12.1f}{med['server_cpu']:>9.2f}"
                   f"{med['gen_cpu']:>9.2f}{hwm:>9.1f}{errors:>8d}", flush=True)
             report["rows"].append({"row": row.name, "era": era, **med, "errors": errors,
@@ -882,10 +882,10 @@ def main() -> int:
     if memory_rows:
         print()
         print(f"# idle handshake-era sessions: server RSS growth over {args.sessions} sessions")
-        print(f"{'row':<26}{'KiB/session':>12}")
+        print(f"{'row':<34}{'KiB/session':>12}")
         for row in memory_rows:
             kib = idle_session_memory(row, args.sessions)
-            print(f"{row.name:<26}{kib:>12.1f}", flush=True)
+            print(f"{row.name:<34}{kib:>12.1f}", flush=True)
             report["memory"].append({"row": row.name, "kib_per_session": kib})
     aims(report)
     if args.json:
@@ -945,7 +945,8 @@ def aims(report: dict[str, Any]) -> None:
             if name.endswith("-compiled") and pure:
                 print(f"compiled {era} {pure['row']}: compiled/pure req/s "
                       f"{built['rps'] / pure['rps']:.2f}x, cpu us/req {pure['cpu_us']:.1f} -> "
-                      f"{built['cpu_us']:.1f} ({pure['cpu_us'] / built['cpu_us']:.2f}x less)")
+                      f"{built['cpu_us']:.1f} (pure/compiled "
+                      f"{pure['cpu_us'] / built['cpu_us']:.2f})")
     for m in report["memory"]:
         print(f"aim memory {m['row']}: {m['kib_per_session']:.1f} KiB per idle session "
               f"(aim <= 4)")

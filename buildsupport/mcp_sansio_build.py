@@ -22,11 +22,18 @@ def _compile() -> bool:
     return os.environ.get("MCP_SANSIO_COMPILE", "") not in ("", "0")
 
 
+def _requires(hook: Any, config_settings: dict[str, Any] | None) -> list[str]:
+    # setuptools' own hook runs setup.py to collect its requirements, and setup.py needs the
+    # compiler when asked to compile: so the compiled build does not ask it (setup.py declares
+    # none; "wheel" is what setuptools before 70.1 needs to build one).
+    if _compile():
+        return ["wheel", COMPILER]
+    return list(hook(config_settings))
+
+
 def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
-    requires = list(_setuptools.get_requires_for_build_wheel(config_settings))
-    return [*requires, COMPILER] if _compile() else requires
+    return _requires(_setuptools.get_requires_for_build_wheel, config_settings)
 
 
 def get_requires_for_build_editable(config_settings: dict[str, Any] | None = None) -> list[str]:
-    requires = list(_setuptools.get_requires_for_build_editable(config_settings))
-    return [*requires, COMPILER] if _compile() else requires
+    return _requires(_setuptools.get_requires_for_build_editable, config_settings)
