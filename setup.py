@@ -38,7 +38,10 @@ def ext_modules() -> list[object]:
 
     # The compiler reads the source relative to the current directory.
     os.chdir(ROOT)
-    return list(mypycify(compiled_modules(), opt_level="3", verbose=False))
+    # group_name: the compiler's shared runtime goes inside the package
+    # (mcp_sansio/_native__mypyc.*), not beside it as a top-level module.
+    return list(mypycify(compiled_modules(), opt_level="3", verbose=False,
+                         group_name="mcp_sansio._native"))
 
 
 setup(ext_modules=ext_modules())

@@ -7,8 +7,8 @@ the compiled build (docs/compiled.rst) behaves the same. It
    ``MCP_SANSIO_COMPILE=1 python setup.py build_ext --inplace`` (a directory without
    pyproject.toml, so the venv's own setuptools builds the extensions, whatever its age);
 2. puts the extensions beside their source in this checkout (Python loads an extension
-   before a ``.py`` of the same name) and the compiler's shared runtime at the root, which
-   goes on ``PYTHONPATH`` so that the tests' child processes load it too;
+   before a ``.py`` of the same name), the compiler's shared runtime among them
+   (``mcp_sansio/_native__mypyc``), so that the tests' child processes load them too;
 3. runs pytest with ``MCP_SANSIO_EXPECT_COMPILED=1`` (tests/test_compiled.py then fails
    unless every listed module is the compiled one);
 4. removes every file it added, whatever happened, so the checkout is pure again.
@@ -17,7 +17,7 @@ Which tests: ``-m quick`` (the contributor's run) by default; ``--all`` for the 
 Run: ``python .ci/compiled.py [--all] [pytest args...]``.
 
 ``--tree DIR`` only builds, into ``DIR`` laid out as installed (``DIR/mcp_sansio`` with the
-adapters as ``DIR/mcp_sansio/adapters``, the compiler's runtime beside it): the tree the
+adapters as ``DIR/mcp_sansio/adapters``): the tree the
 benchmarks take for the compiled build (``stdio_ab.py``, ``load.py --compiled-tree``).
 """
 
@@ -79,8 +79,6 @@ def main(argv: list[str]) -> int:
                 placed.append(target)
             print(f"compiled {len(pairs)} files in {time.monotonic() - start:.1f} s", flush=True)
         env = dict(os.environ, MCP_SANSIO_EXPECT_COMPILED="1")
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
         selection = [] if run_all else ["-m", "quick"]
         cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *selection, *extra]
         return subprocess.call(cmd, cwd=ROOT, env=env)
