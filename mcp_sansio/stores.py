@@ -105,7 +105,7 @@ def task_deadline(created_at: float, ttl_ms: int, *, skew: float = DEFAULT_TASK_
     since the epoch, the creating host's clock) plus the TTL plus the skew allowance."""
     return created_at + ttl_ms / 1000 + skew
 
-#: The event bus's topics: what is published on each, and who listens (issue 14 and 18).
+#: The event bus's topics: what is published on each, and who listens.
 TOPICS: Mapping[str, str] = {
     # A server-initiated notification for every session that may receive it (e.g.
     # notifications/tools/list_changed): JSON {"method", "params"}; every worker offers it
@@ -126,7 +126,7 @@ TOPICS: Mapping[str, str] = {
     # seconds, and {"worker", "gone": true} at a clean shutdown: a worker relaying a stream
     # ends the relay once its writer is gone (http/_shared.py, WorkerLiveness).
     "workers": "heartbeats and shutdown notices: relays of a gone writer's streams end",
-    # Tasks (issue 18), JSON {"op", "taskId", ...}: "cancel" and "update" (with
+    # Tasks, JSON {"op", "taskId", ...}: "cancel" and "update" (with
     # "inputResponses") for the worker that runs the task, which alone holds its handler;
     # "stored" after a worker wrote a task's record, so that a blocking tasks/result on
     # another worker reads it at once instead of at its next poll.
@@ -178,6 +178,11 @@ class EventLog(Protocol):
 
     async def forget(self, stream_id: str) -> None:
         """Drop everything kept for ``stream_id`` (its session ended)."""
+
+    # Optional: ``async def kept(stream_id, *, wall_time) -> list[tuple[int, bytes]]``,
+    # every event kept for a stream, oldest first. With it, a worker finishes the streams of
+    # a writer that is gone (an error for each request left unanswered: docs/stores.rst);
+    # without it, their clients are told only that the stream ended.
 
 
 #: What a subscriber is called with: (topic, message).
@@ -340,6 +345,12 @@ class MemoryEventLog:
             del self._streams[stream_id]
             return None
         return events_after(stream_id, seq, [(s, d) for s, d, _ in events])
+
+    async def kept(self, stream_id: str, *, wall_time: float) -> list[tuple[int, bytes]]:
+        """Every event kept for ``stream_id`` (sequence, data), oldest first (what a worker
+        reads to finish the stream of a writer that is gone: mcp_sansio/http/_stranded.py)."""
+        horizon = wall_time - self.ttl
+        return [(s, d) for s, d, at in self._streams.get(stream_id, ()) if at > horizon]
 
     async def forget(self, stream_id: str) -> None:
         self._streams.pop(stream_id, None)
