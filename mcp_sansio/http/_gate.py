@@ -71,7 +71,7 @@ class AuthGate:
         ``channel.auth`` set; False when it was refused or parked until its verifier's
         question is answered (then :meth:`_verified` handles it again)."""
         from ..auth._deferred import VerificationPending
-        from ..auth._resource import Refusal as AuthRefusal
+        from ..auth._verdict import Refusal as AuthRefusal
 
         auth = self.hub.config.auth
         assert auth is not None
