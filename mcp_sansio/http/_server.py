@@ -310,6 +310,18 @@ class HTTPServer:
             self.hub._writable[channel] = None
         return out
 
+    @property
+    def needs_drain(self) -> bool:
+        """Whether :meth:`next_event` or :meth:`data_to_send` has something now: a session
+        with events or output, a channel to read again, or bytes to write (a channel whose
+        answer waits for a store write does not count). A pump drains until it is False,
+        whatever happened meanwhile (a handler sent, a write failed and the channel was
+        told): the server's state says so, not flags the pump and its callers pass."""
+        hub = self.hub
+        if hub._ready or hub._dirty or hub._pending_channels:
+            return True
+        return any(not channel._held for channel in hub._writable)
+
     def next_deadline(self) -> float | None:
         """The earliest time :meth:`handle_timeout` has something to do, or None."""
         timers = self.hub._timers
