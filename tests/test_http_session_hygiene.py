@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 from mcp_sansio.adapters import threading as threading_adapter
-from mcp_sansio.adapters._session import Server
 
+from mcp_sansio.app.server import Server
 from mcp_sansio.http import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_IDLE_TIMEOUT,

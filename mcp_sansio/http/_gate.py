@@ -81,7 +81,8 @@ class AuthGate:
             try:
                 decision = auth.authorize(
                     request.headers.raw, request.target,
-                    channel._wall if channel._wall is not None else self.hub._now)
+                    channel._wall if channel._wall is not None else self.hub._now,
+                    method=request.method)
             except VerificationPending as pending:
                 self._park_verification(channel, request, pending)
                 return False
