@@ -600,7 +600,7 @@ class HTTPServer:
                         "Header mismatch: the MCP-Protocol-Version header is required",
                         first[1] if first[0] is MessageKind.REQUEST else None)
             return
-        if (hub._stateless_versions and single and first[0] is MessageKind.REQUEST
+        if (self._stateless_versions and single and first[0] is MessageKind.REQUEST
                 and has_stateless_meta(first[3]) and headers.get("mcp-session-id") is None):
             # Per-request _meta selects the stateless era, which does not carry this
             # handshake-era revision: -32022 (2026-07-28 basic/versioning.mdx, "Protocol
