@@ -211,20 +211,19 @@ _HTTP_NAMES = ("HTTPClientSession", "HTTPService", "HTTPTransportError", "connec
                "run_http", "serve_http", "start_http")
 
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
-    from .http_server import (
-        HTTPClientSession,
-        HTTPService,
-        HTTPTransportError,
-        connect_http,
-        run_http,
-        serve_http,
-        start_http,
-    )
+    from mcp_sansio.app.http_client import HTTPTransportError
+
+    from .http_client import HTTPClientSession, connect_http
+    from .http_server import HTTPService, run_http, serve_http, start_http
 
 
 def __getattr__(name: str) -> Any:
     if name in _HTTP_NAMES:
-        from . import http_server as _http_trio
+        from . import http_client, http_server
 
-        return getattr(_http_trio, name)
+        if name == "HTTPTransportError":
+            from mcp_sansio.app.http_client import HTTPTransportError
+
+            return HTTPTransportError
+        return getattr(http_client if hasattr(http_client, name) else http_server, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
