@@ -46,7 +46,7 @@ from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 from mcp_sansio.app.server import Server
 
 from ..common import entry_points
-from ..common.entry_points import StdioClientCall, runs
+from ..common.entry_points import StdioClientCall, load_http, runs
 from ..common.stdio import (
     LineLogger,
     ProtectedStdio,
@@ -177,11 +177,7 @@ def run_stdio(server: Server, **options: Any) -> None:
         serve_stdio(server, **options)
 
 
-# The HTTP adapters live in their own modules. They are loaded on first use, so that a stdio
-# process does not pay for importing h11 and mcp_sansio.http at start-up.
-_HTTP_NAMES = ("HTTPClientSession", "HTTPService", "HTTPTransportError", "connect_http",
-               "run_http", "serve_http", "start_http")
-
+# The HTTP names load on first use (common/entry_points.py, load_http).
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
     from mcp_sansio.app.http_client import HTTPTransportError
 
@@ -189,13 +185,4 @@ if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ load
     from .http_server import HTTPService, run_http, serve_http, start_http
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HTTP_NAMES:
-        from . import http_client, http_server
-
-        if name == "HTTPTransportError":
-            from mcp_sansio.app.http_client import HTTPTransportError
-
-            return HTTPTransportError
-        return getattr(http_client if hasattr(http_client, name) else http_server, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = load_http(__name__)
