@@ -112,7 +112,7 @@ HUMAN = 3.0
 SERVER = f"""
 import sys
 from mcp_sansio.adapters import threading as thr
-from mcp_sansio.adapters._session import Server
+from mcp_sansio.app.server import Server
 server = thr.Server("slow-human")
 
 @server.tool()

@@ -102,7 +102,7 @@ _PATH_SAFE = "/:@!$&'()*+,;=-._~"
 class ASGIApp:
     """An ASGI 3 application serving an MCP server (module docstring).
 
-    Build it from a high-level :class:`~mcp_sansio.adapters._session.Server` (what
+    Build it from a high-level :class:`~mcp_sansio.app.server.Server` (what
     :func:`app` does) or from a bare sans-IO :class:`~mcp_sansio.http.HTTPServer` and a
     handler of its events (:func:`http_app`).
 
