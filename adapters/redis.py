@@ -55,6 +55,7 @@ except ImportError as exc:  # pragma: no cover - exercised by the CLI's message 
         "the Redis stores need redis-py: pip install 'mcp-sansio[redis]'") from exc
 
 __all__ = [
+    "store_unreachable",
     "DEFAULT_PREFIX",
     "RedisEventBus",
     "RedisEventLog",
@@ -146,6 +147,10 @@ class RedisEventLog:
         if parsed is None:
             return None
         stream_id, seq = parsed
+        return events_after(stream_id, seq, await self.kept(stream_id, wall_time=wall_time))
+
+    async def kept(self, stream_id: str, *, wall_time: float) -> list[tuple[int, bytes]]:
+        """Every event kept for ``stream_id`` (sequence, data), oldest first."""
         entries = await self._client.lrange(self._prefix + stream_id, 0, -1)
         horizon = wall_time - self.ttl
         kept = []
@@ -154,10 +159,38 @@ class RedisEventLog:
             number, stored_at = _ENTRY.unpack_from(raw)
             if stored_at > horizon:
                 kept.append((number, raw[_ENTRY.size:]))
-        return events_after(stream_id, seq, kept)
+        return kept
 
     async def forget(self, stream_id: str) -> None:
         await self._client.delete(self._prefix + stream_id)
+
+
+#: Seconds between two attempts to subscribe again after the bus's connection broke.
+_RESUBSCRIBE_DELAY = 0.5
+#: Seconds to connect to Redis before the attempt fails (a host that drops packets would
+#: otherwise hold a store call for the kernel's whole connect timeout).
+DEFAULT_CONNECT_TIMEOUT = 5.0
+
+
+def store_unreachable(url: str, *, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> str | None:
+    """Why the Redis at ``url`` cannot be used now (one line), or None: a ``PING`` on a
+    connection of its own, bounded by ``timeout`` (what a server checks before it starts)."""
+    async def ping() -> None:
+        client = aioredis.Redis.from_url(url, socket_connect_timeout=timeout,
+                                         socket_timeout=timeout)
+        try:
+            async with asyncio.timeout(timeout):
+                await client.ping()
+        finally:
+            await client.aclose()
+
+    try:
+        asyncio.run(ping())
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    except Exception as exc:
+        return str(exc) or type(exc).__name__
+    return None
 
 
 class RedisEventBus:
@@ -205,6 +238,28 @@ class RedisEventBus:
         return unsubscribe
 
     async def _read(self) -> None:
+        """Deliver what comes, for as long as the bus is used: a connection that breaks (a
+        Redis restarted, or down for a while) is opened again and every topic subscribed
+        again, so the workers hear each other again once Redis is back."""
+        while True:
+            try:
+                await self._read_until_broken()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("the event bus's connection broke (%s); subscribing again",
+                            str(exc) or type(exc).__name__)
+            await asyncio.sleep(_RESUBSCRIBE_DELAY)
+            with contextlib.suppress(Exception):
+                await self._pubsub.aclose()
+            self._pubsub = self._client.pubsub()
+            try:
+                for topic in list(self._confirmed):
+                    await self._pubsub.subscribe(self._prefix + topic)
+            except Exception:  # still down: the next round tries again
+                continue
+
+    async def _read_until_broken(self) -> None:
         skip = len(self._prefix)
         async for message in self._pubsub.listen():
             channel = message["channel"]
@@ -351,7 +406,8 @@ class RedisStores:
     def from_url(cls, url: str, **options: Any) -> RedisStores:
         """Stores on the Redis at ``url`` (``redis://HOST:PORT/DB``, ``rediss://`` for TLS,
         ``unix:///path/to/socket``); ``options`` as for the constructor."""
-        return cls(aioredis.Redis.from_url(url), **options)
+        return cls(aioredis.Redis.from_url(
+            url, socket_connect_timeout=DEFAULT_CONNECT_TIMEOUT), **options)
 
     async def aclose(self) -> None:
         await self.bus.aclose()

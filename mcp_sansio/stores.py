@@ -179,6 +179,11 @@ class EventLog(Protocol):
     async def forget(self, stream_id: str) -> None:
         """Drop everything kept for ``stream_id`` (its session ended)."""
 
+    # Optional: ``async def kept(stream_id, *, wall_time) -> list[tuple[int, bytes]]``,
+    # every event kept for a stream, oldest first. With it, a worker finishes the streams of
+    # a writer that is gone (an error for each request left unanswered: docs/stores.rst);
+    # without it, their clients are told only that the stream ended.
+
 
 #: What a subscriber is called with: (topic, message).
 Deliver = Callable[[str, bytes], None]
@@ -340,6 +345,12 @@ class MemoryEventLog:
             del self._streams[stream_id]
             return None
         return events_after(stream_id, seq, [(s, d) for s, d, _ in events])
+
+    async def kept(self, stream_id: str, *, wall_time: float) -> list[tuple[int, bytes]]:
+        """Every event kept for ``stream_id`` (sequence, data), oldest first (what a worker
+        reads to finish the stream of a writer that is gone: mcp_sansio/http/_stranded.py)."""
+        horizon = wall_time - self.ttl
+        return [(s, d) for s, d, at in self._streams.get(stream_id, ()) if at > horizon]
 
     async def forget(self, stream_id: str) -> None:
         self._streams.pop(stream_id, None)

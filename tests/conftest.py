@@ -88,6 +88,12 @@ MODULE_MARKERS: dict[str, tuple[str, str]] = {
     "test_asgi_engines.py": ("slow", "uvicorn, hypercorn and granian server processes: ~10 s"),
     "test_asgi_shared_engines.py": ("slow", "uvicorn, granian and hypercorn workers sharing a "
                                             "redis-server, a key rotation, a worker killed: ~60 s"),
+    "test_asgi_engine_hardening.py": ("slow", "the hardening corpus against every engine: ~45 s"),
+    "test_asgi_uds.py": ("slow", "every engine on a Unix socket, the corpus over it: ~45 s"),
+    "test_asgi_killed_call.py": ("slow", "uvicorn workers on redis-server, one killed: ~60 s"),
+    "test_shared_store_faults.py": ("slow", "redis-server restarted and stopped under load: ~55 s"),
+    "test_check_proof.py": ("slow", "mcp-sansio check on our peers and the SDK's, one seed "
+                                    "each: ~4 min"),
     "test_interop.py": ("interop", "the official SDK over stdio"),
     "test_http_interop.py": ("interop", "the official SDK over Streamable HTTP"),
     "test_testing_kit.py": ("harness", "the kit's strategies and peer machine: ~40 s"),

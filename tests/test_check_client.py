@@ -119,6 +119,7 @@ BROKEN = [
     ("no-version-header", "http", "client-protocol-version-header"),
     ("no-reinitialize", "http", "client-reinitialize"),
     ("no-resume", "http", "client-sse-resume"),
+    ("no-delete", "http", "client-session-end"),
     ("no-meta", "stdio-stateless", "client-meta-envelope"),
     ("retry-same-id", "stdio-stateless", "client-input-retry"),
     ("no-method-header", "http-stateless", "client-method-headers"),

@@ -389,9 +389,25 @@ def test_http_drop_resume_and_404() -> None:
     assert machine.receive(req(4, "initialize", {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "t", "version": "1"}}), 2.1, headers={}) is None
+    # The client ends its new session with DELETE (2025-03-26+ transports, Session
+    # Management); a DELETE naming another session is 404.
+    assert machine.http_delete({"mcp-session-id": "kit-session-1"}, 2.9) == 404
+    assert machine.http_delete({"mcp-session-id": "kit-session-2"}, 2.9) == 200
     machine.close(3.0, exit_code=0)
     assert not machine.report.findings
     assert "initialized again after 404" in machine.steps
+    assert "session deleted" in machine.steps
+
+
+def test_http_session_left_open_is_found() -> None:
+    machine = ClientMachine(transport="http", era="handshake")
+    assert machine.receive(req(1, "initialize", {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}), 0.0, headers={}) is None
+    machine.close(1.0, exit_code=0)
+    assert machine.report.rules() == {"client-session-end"}
+    stateless = ClientMachine(transport="http", era="stateless")
+    assert stateless.http_delete({}, 0.0) == 405
 
 
 def test_http_missing_session_and_version_headers() -> None:

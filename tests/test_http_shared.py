@@ -796,7 +796,7 @@ def test_a_connection_that_fails_while_its_answer_waits_is_not_left_waiting() ->
 
 def test_a_lookup_is_a_parked_exchange_bounded_answered_once_released_on_close() -> None:
     """One waiting mechanism (issue 18): a store lookup parks its exchange like a token
-    decision -- no answer within decision_timeout is "not found", the first answer counts,
+    decision -- no answer within decision_timeout is 503 (try again), the first answer counts,
     a client that leaves releases it."""
     a, b = workers(decision_timeout=5.0)
     sid = a.initialize()
@@ -806,8 +806,8 @@ def test_a_lookup_is_a_parked_exchange_bounded_answered_once_released_on_close()
     assert not r.done and b.server.pending_decisions() == []  # not a token question
     b.advance(4.9)
     assert not r.done
-    b.advance(0.2)  # the store never answered: the session is unknown here
-    assert r.done and r.status == 404
+    b.advance(0.2)  # the store never answered: nothing known, try again (not 404)
+    assert r.done and r.status == 503 and r.headers["retry-after"] == "1"
     assert b.server.resolve(lookup, drive(b.table.get(sid, wall_time=WALL)), now=b.now) is False
     # answered once: the second answer is refused
     b.held.clear()

@@ -494,8 +494,9 @@ def test_fail_mode_raises_at_the_first_finding() -> None:
         lambda: Tampered(good_server(), output=_unknown_tool_as_result),
         revisions=["2025-06-18"], invalid_rules=[])
     with pytest.raises(kit.PeerDeviation) as info:
+        # Up to 100 sessions: it stops at the first that calls an unknown tool.
         run_state_machine_as_test(machine, settings=settings(
-            max_examples=30, stateful_step_count=20, deadline=None, database=None,
+            max_examples=100, stateful_step_count=20, deadline=None, database=None,
             derandomize=True, suppress_health_check=list(HealthCheck),
             phases=(Phase.generate,)))
     assert info.value.finding.rule == "unknown-tool"

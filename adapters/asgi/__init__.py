@@ -72,10 +72,12 @@ from mcp_sansio.http._exchange import (
     ResponseEnded,
     ResponseStarted,
 )
+from mcp_sansio.http._head_rules import is_http10
 from mcp_sansio.http._headers import Headers
 
 from ..common.http_server import new_http_server
 from ..stores.keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys
+from .guard import UNFRAMED, Unframed, answer, drain, refusal
 from .service import EventHandler, Exchange, Routing, new_service
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "ASGIApp", "app", "http_app"]
@@ -265,11 +267,17 @@ class ASGIApp:
             share_tasks(stores)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # The hardening rules the head breaks, before anything is read (asgi/guard.py).
+        refused = refusal(self.http, scope)
+        if refused is not None:
+            await answer(refused, scope, receive, send)
+            return
         service = await self._ensure()
         channel = service.new_channel()
         exchange = Exchange(channel)
         service._exchanges[channel] = exchange
-        http2 = scope.get("http_version", "1.1") not in ("1.0", "1.1")
+        version = scope.get("http_version", "1.1")
+        http2 = version not in ("1.0", "1.1")
         try:
             # The body is read here, without a task: a POST is handled once its body has
             # ended (or refused, 413, before), so nothing is answered while it streams. The
@@ -277,21 +285,33 @@ class ASGIApp:
             started = RequestStarted(
                 method=scope["method"], target=self._target(scope),
                 headers=Headers(list(scope.get("headers") or ())),
-                http_version=scope.get("http_version", "1.1"))
-            if not await _read_body(service, channel, receive, started):
+                http_version=version)
+            try:
+                cut = await _read_body(service, channel, receive, started)
+            except Unframed:
+                exchange.drop()
+                with contextlib.suppress(Exception):  # (a client that left reads nothing)
+                    await answer(UNFRAMED, scope, receive, send, linger=False)
+                return
+            if cut is None:
                 return  # the client left first (PeerClosed fed): nothing to send
+            # A body refused while it streamed (413): the rest is read and discarded after
+            # the answer, so that the client reads it (asgi/guard.py); HTTP/1.0 has no
+            # chunked coding, so a streamed answer goes out whole, with its length.
+            linger = receive if cut else None
+            whole = is_http10(version)
             if _complete(exchange):
                 # The whole answer is queued (a JSON answer given at once, a refusal): sent
                 # with no task watching for ``http.disconnect`` and no cancel scope (nothing
                 # more is queued, so it cannot be dropped now) -- a task group per request
                 # was most of this adapter's own cost (benchmarks/asgi.py).
                 if not exchange.gone:
-                    await _respond(service, exchange, send, http2)
+                    await _respond(service, exchange, send, http2, whole=whole, linger=linger)
                 return
             with exchange.scope:
                 async with anyio.create_task_group() as group:
                     group.start_soon(_watch, service, channel, receive)
-                    await _respond(service, exchange, send, http2)
+                    await _respond(service, exchange, send, http2, whole=whole)
                     group.cancel_scope.cancel()
         finally:
             service._exchanges.pop(channel, None)
@@ -354,12 +374,18 @@ def _loop_token(library: str) -> object:
 
 
 async def _read_body(service: Routing, channel: Any, receive: Receive,
-                     started: RequestStarted) -> bool:
-    """Feed the request head and body as it arrives, until it ends or is refused (413: the
-    rest is not read); False when the client left first."""
+                     started: RequestStarted) -> bool | None:
+    """Feed the request head and body as it arrives, until it ends (False) or is refused
+    (413: True, the rest is not read); None when the client left first. :class:`Unframed`
+    when the engine could not frame the body."""
     head: tuple[RequestStarted, ...] = (started,)
+    framed = "transfer-encoding" in started.headers or (
+        started.headers.get("content-length") or "0").strip() != "0"
     while True:
-        message = await receive()
+        try:
+            message = await receive()
+        except Exception as exc:  # engines raise their own kinds for a body they cannot read
+            raise Unframed(str(exc)) from exc
         kind = message.get("type")
         if kind == "http.request":
             body = message.get("body") or b""
@@ -373,13 +399,17 @@ async def _read_body(service: Routing, channel: Any, receive: Receive,
             if events and not channel.closed:
                 await service.feed(channel, *events)
             if not more or channel.closed:
-                return True
+                return bool(more)
         elif kind == "http.disconnect":
             if head:
                 await service.feed(channel, *head)
             if not channel.closed:
                 await service.feed(channel, PeerClosed())
-            return False
+            if framed:
+                # Before the body's end: the client left, or the engine could not frame
+                # the body (granian says so this way); the 400 goes nowhere in the first.
+                raise Unframed("the body ended before its framing did")
+            return None
 
 
 async def _watch(service: Routing, channel: Any, receive: Receive) -> None:
@@ -399,9 +429,15 @@ def _complete(exchange: Exchange) -> bool:
     return bool(out) and isinstance(out[-1], (ResponseEnded, CloseConnection))
 
 
-async def _respond(service: Routing, exchange: Exchange, send: Send, http2: bool) -> None:
-    """Send the request's answer as it comes; return once it is complete or cut short."""
+async def _respond(service: Routing, exchange: Exchange, send: Send, http2: bool, *,
+                   whole: bool = False, linger: Receive | None = None) -> None:
+    """Send the request's answer as it comes; return once it is complete or cut short.
+    ``whole``: a streamed answer is gathered and sent with its length (HTTP/1.0, which has
+    no chunked coding: RFC 9112 section 6.1); ``linger``: the request's ``receive``, whose
+    unread body is drained before the answer ends (asgi/guard.py)."""
     out = exchange.out
+    if whole:
+        await _gather(exchange)
     while True:
         if not out:
             if exchange.gone:
@@ -434,6 +470,10 @@ async def _respond(service: Routing, exchange: Exchange, send: Send, http2: bool
             assert isinstance(event, CloseConnection)
             return  # cut short (or already complete): the ASGI server closes the connection
         try:
+            if last and linger is not None:
+                await send({**message, "more_body": True})
+                await drain(linger)
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
             await send(message)
         except Exception as exc:  # the client is gone (ASGI servers raise their own kinds)
             log.debug("an ASGI send failed: %r", exc)
@@ -442,6 +482,30 @@ async def _respond(service: Routing, exchange: Exchange, send: Send, http2: bool
             return
         if last:
             return
+
+
+async def _gather(exchange: Exchange) -> None:
+    """Wait for the whole of a streamed answer and give its head the body's length."""
+    out = exchange.out
+    while not exchange.gone and not _complete(exchange):
+        exchange.wake = wake = anyio.Event()
+        try:
+            await wake.wait()
+        finally:
+            exchange.wake = None
+    head = out[0] if out else None
+    if not isinstance(head, ResponseStarted) or head.content_length is not None:
+        return
+    out.popleft()
+    pieces = [e.data for e in out if isinstance(e, ResponseData)]
+    ended = not out or isinstance(out[-1], ResponseEnded)
+    out.clear()
+    body = b"".join(pieces)
+    exchange.queued = len(body)
+    out.append(ResponseStarted(status=head.status, headers=head.headers,
+                               content_length=len(body)))
+    out.extend([ResponseData(body)] if body else [])
+    out.append(ResponseEnded() if ended else CloseConnection())
 
 
 def app(

@@ -11,6 +11,12 @@ step for an authorization server that approves without a user, e.g. in tests) an
 :class:`FileStorage` (tokens in a 0600 JSON file, for command-line tools).
 :func:`default_token_path` is where the ``mcp-sansio`` CLI keeps its tokens.
 
+Without a browser, ``auth=`` takes :class:`~mcp_sansio.auth.ClientCredentials` itself (the
+client-credentials grant) or a grant: :class:`~mcp_sansio.auth.ClientCredentialsGrant`,
+:class:`~mcp_sansio.auth.JWTBearerGrant` (workload identity, with :class:`TokenFile` for a
+token file the platform rotates), :class:`~mcp_sansio.auth.IdentityAssertionGrant`
+(enterprise-managed, ID-JAG); ``OAuth(..., dpop=True)`` asks for DPoP-bound tokens.
+
 Importing it imports no runtime and no HTTP stack beyond h11.
 """
 
@@ -20,18 +26,36 @@ import os
 import sys
 from pathlib import Path
 
-from mcp_sansio.auth import ClientConfig, ClientCredentials, MemoryStorage, TokenStorage
+from mcp_sansio.auth import (
+    ClientConfig,
+    ClientCredentials,
+    ClientCredentialsGrant,
+    IdentityAssertionGrant,
+    JWTBearerGrant,
+    MemoryStorage,
+    TokenStorage,
+)
 
-from .flow import FileStorage, LoopbackListener, follow_redirect, follow_redirect_sync
+from .flow import (
+    FileStorage,
+    LoopbackListener,
+    TokenFile,
+    follow_redirect,
+    follow_redirect_sync,
+)
 from .session import OAuth
 
 __all__ = [
     "ClientConfig",
     "ClientCredentials",
+    "ClientCredentialsGrant",
     "FileStorage",
+    "IdentityAssertionGrant",
+    "JWTBearerGrant",
     "LoopbackListener",
     "MemoryStorage",
     "OAuth",
+    "TokenFile",
     "TokenStorage",
     "default_token_path",
     "follow_redirect",

@@ -59,8 +59,8 @@ from mcp_sansio.auth import (
 )
 
 __all__ = ["DEFAULT_FETCH_TIMEOUT", "FileStorage", "LoopbackListener", "LoopbackRedirect",
-           "fetch", "fetch_sync", "follow_redirect", "follow_redirect_sync", "run_flow",
-           "run_flow_sync"]
+           "TokenFile", "fetch", "fetch_sync", "follow_redirect", "follow_redirect_sync",
+           "new_dpop_key", "run_flow", "run_flow_sync"]
 
 log = logging.getLogger("mcp_sansio.auth")
 
@@ -402,6 +402,40 @@ class LoopbackListener:
             return target if ok else None
         except (OSError, h11.ProtocolError):
             return None
+
+
+def new_dpop_key() -> dict[str, Any]:
+    """A fresh EC P-256 private JWK for DPoP (ES256, RFC 9449 §4.2), from the OS's
+    randomness (joserfc, the ``auth`` extra)."""
+    from joserfc.jwk import ECKey
+
+    return ECKey.generate_key("P-256", private=True).as_dict(private=True)
+
+
+class TokenFile:
+    """A token in a file that a platform rotates (a workload identity token, e.g. a
+    projected service-account token): read when first asked, and again whenever the
+    file's modification time or size changed; surrounding whitespace dropped. Pass it as
+    :class:`~mcp_sansio.auth.JWTBearerGrant` ``assertion``."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._stamp: tuple[int, int] | None = None
+        self._token = ""
+
+    def __call__(self, now: float = 0.0) -> str:
+        try:
+            info = self.path.stat()
+            stamp = (info.st_mtime_ns, info.st_size)
+            if stamp != self._stamp:
+                self._token = self.path.read_text().strip()
+                self._stamp = stamp
+        except OSError as exc:
+            raise AuthFlowError("token", str(self.path),
+                                f"cannot read the token file: {exc.strerror or exc}") from None
+        if not self._token:
+            raise AuthFlowError("token", str(self.path), "the token file is empty")
+        return self._token
 
 
 class FileStorage:

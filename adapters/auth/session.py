@@ -24,6 +24,11 @@ remembers what it discovered and registered across sessions.
 * before a request, tokens about to expire (the flow's ``refresh_margin``) are refreshed
   first (:meth:`SessionAuth.due`), so a long session does not collect a 401 per hour.
 
+Without a browser, ``auth=`` may be :class:`~mcp_sansio.auth.ClientCredentials` or a grant
+(:func:`as_oauth` wraps it in an :class:`OAuth` with no user step). With DPoP-bound tokens
+the HTTP client's ``request_headers`` hook asks for a fresh proof for every request
+(:meth:`SessionAuth.install`); a 401 ``use_dpop_nonce`` only sets the nonce.
+
 The retry loop has no bound of its own: the flow counts challenges without a successful
 request in between and ends with :class:`~mcp_sansio.auth.LimitExceeded`
 (:data:`~mcp_sansio.auth._rules.MAX_CONSECUTIVE_CHALLENGES`), so a server that never
@@ -51,17 +56,31 @@ import attrs
 from mcp_sansio.app.http_client import HTTPTransportError
 from mcp_sansio.auth import (
     ClientConfig,
+    ClientCredentials,
+    ClientCredentialsGrant,
     HTTPResponse,
+    IdentityAssertionGrant,
+    JWTBearerGrant,
     OAuthClientFlow,
     Tokens,
     TokenStorage,
     UserAuthorization,
     bearer_params,
 )
+from mcp_sansio.auth._errors import AuthFlowError
+from mcp_sansio.auth._grants import MachineGrant
+from mcp_sansio.auth._http import b64url
 
-from .flow import DEFAULT_FETCH_TIMEOUT, fetch, fetch_sync, run_flow, run_flow_sync
+from .flow import (
+    DEFAULT_FETCH_TIMEOUT,
+    fetch,
+    fetch_sync,
+    new_dpop_key,
+    run_flow,
+    run_flow_sync,
+)
 
-__all__ = ["OAuth", "SessionAuth", "challenge_of"]
+__all__ = ["AuthOption", "OAuth", "SessionAuth", "as_oauth", "challenge_of"]
 
 #: The user step: the authorization to show the user -> the URL the browser came back with.
 #: A plain function is called in a worker thread on asyncio and trio (it may block, as
@@ -84,24 +103,39 @@ class OAuth:
     :param fetch_timeout: seconds each of the flow's HTTP requests may take (30 s, see
         :data:`~mcp_sansio.adapters.auth.flow.DEFAULT_FETCH_TIMEOUT`).
     :param ssl_context: TLS for the authorization server (default: the system's).
+    :param grant: a grant without a browser (client credentials, workload identity,
+        ID-JAG: :mod:`mcp_sansio.auth._grants`); then ``authorize`` is not needed.
+    :param dpop: ask for DPoP-bound tokens where the authorization server supports them
+        (RFC 9449); each request then carries a fresh proof.
     """
 
-    def __init__(self, authorize: UserStep, *, redirect_uri: str | None = None,
+    def __init__(self, authorize: UserStep | None = None, *,
+                 redirect_uri: str | None = None,
                  storage: TokenStorage | None = None, config: ClientConfig | None = None,
                  fetch_timeout: float = DEFAULT_FETCH_TIMEOUT,
                  ssl_context: ssl.SSLContext | None = None,
                  entropy: Callable[[int], bytes] = secrets.token_bytes,
-                 clock: Callable[[], float] = time.time) -> None:
-        if redirect_uri is None:
+                 clock: Callable[[], float] = time.time,
+                 grant: MachineGrant | None = None, dpop: bool | None = None,
+                 dpop_keys: Callable[[], Any] = new_dpop_key) -> None:
+        if redirect_uri is None and authorize is not None:
             redirect_uri = getattr(authorize, "redirect_uri", None)
-        if redirect_uri is None and config is None:
-            raise ValueError("OAuth needs a redirect_uri (or a ClientConfig, or an "
-                             "authorize callable with a redirect_uri)")
+        if grant is None and (config is None or config.grant is None):
+            if authorize is None:
+                raise ValueError("OAuth needs a user step (authorize) or a grant")
+            if redirect_uri is None and config is None:
+                raise ValueError("OAuth needs a redirect_uri (or a ClientConfig, or an "
+                                 "authorize callable with a redirect_uri)")
         if config is None:
-            config = ClientConfig(redirect_uri=str(redirect_uri))
+            config = ClientConfig(redirect_uri=str(redirect_uri or ""))
         elif redirect_uri is not None:
             config = attrs.evolve(config, redirect_uri=redirect_uri)
-        self.authorize = authorize
+        if grant is not None:
+            config = attrs.evolve(config, grant=grant)
+        if dpop is not None:
+            config = attrs.evolve(config, dpop=dpop)
+        self.authorize: UserStep = authorize if authorize is not None else _no_user
+        self.dpop_keys = dpop_keys
         self.config = config
         self.storage = storage
         self.fetch_timeout = fetch_timeout
@@ -115,8 +149,34 @@ class OAuth:
         flow = self._flows.get(url)
         if flow is None:
             flow = self._flows[url] = OAuthClientFlow(url, self.config, entropy=self.entropy,
-                                                      storage=self.storage)
+                                                      storage=self.storage,
+                                                      dpop_keys=self.dpop_keys)
         return flow
+
+
+def _no_user(action: UserAuthorization) -> str:
+    raise AuthFlowError("authorization", action.url.split("?", 1)[0],
+                        "this client has no user step (a grant without a browser)")
+
+
+def as_oauth(auth: Any) -> OAuth:
+    """What ``connect_http(auth=...)`` accepts, as an :class:`OAuth`: an :class:`OAuth`;
+    :class:`~mcp_sansio.auth.ClientCredentials` (the client-credentials grant with them);
+    or a grant (:class:`~mcp_sansio.auth.ClientCredentialsGrant`,
+    :class:`~mcp_sansio.auth.JWTBearerGrant`,
+    :class:`~mcp_sansio.auth.IdentityAssertionGrant`)."""
+    if isinstance(auth, OAuth):
+        return auth
+    if isinstance(auth, ClientCredentials):
+        return OAuth(grant=ClientCredentialsGrant(auth))
+    if isinstance(auth, ClientCredentialsGrant | JWTBearerGrant | IdentityAssertionGrant):
+        return OAuth(grant=auth)
+    raise TypeError(f"auth must be OAuth, ClientCredentials or a grant, not "
+                    f"{type(auth).__name__}")
+
+
+#: What ``connect_http(url, auth=...)`` takes (see :func:`as_oauth`).
+AuthOption = OAuth | ClientCredentials | MachineGrant
 
 
 def challenge_of(error: BaseException) -> HTTPResponse | None:
@@ -139,9 +199,9 @@ class SessionAuth:
     """One session's authorization state (no I/O: the runtime's adapter carries the flow
     with :meth:`run_async` or :meth:`run_sync`)."""
 
-    def __init__(self, oauth: OAuth, url: str) -> None:
-        self.oauth = oauth
-        self.flow = oauth.flow(url)
+    def __init__(self, oauth: Any, url: str) -> None:
+        self.oauth: OAuth = as_oauth(oauth)
+        self.flow = self.oauth.flow(url)
         self.tokens: Tokens | None = self._stored()
         #: Bumped each time the tokens change: a call refused with older tokens retries
         #: without running the flow again.
@@ -159,7 +219,13 @@ class SessionAuth:
         """Keep ``http``'s (a :class:`~mcp_sansio.http.HTTPClient`) ``Authorization`` header
         current from now on."""
         self._http = http
+        http.request_headers = self._request_headers
         self._apply()
+
+    def _request_headers(self, method: str, url: str) -> list[tuple[str, str]]:
+        """Per request: a DPoP-bound token's proof (RFC 9449 §7.1), else nothing."""
+        return self.flow.proof_headers(self.tokens, method, url, now=self.oauth.clock(),
+                                       jti=b64url(self.oauth.entropy(16)))
 
     def _apply(self) -> None:
         http = self._http

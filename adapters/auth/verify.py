@@ -23,13 +23,18 @@ request while its adapter fetches (``common/deciders.py``):
 :class:`~mcp_sansio.auth.IntrospectionVerifier` itself, and :class:`JWKSKeeper` -- the pure
 :class:`mcp_sansio.auth.jwt.JWKSCache` plus the first fetch before serving, on asyncio, trio
 (``async with``) and threads (``with``).
+
+:func:`shared_replay_cache` (asyncio) shares a DPoP resource server's ``jti`` replay cache
+among the workers of a service through an :class:`~mcp_sansio.stores.EventBus`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from mcp_sansio.auth import (
@@ -48,7 +53,7 @@ from mcp_sansio.auth._introspection import (
 from .flow import Fetch, fetch, fetch_sync
 
 __all__ = ["DEFAULT_JWKS_MAX_AGE", "DEFAULT_JWKS_MIN_REFETCH", "DEFAULT_INTROSPECTION_TTL",
-           "IntrospectionCache", "JWKSKeeper", "JWKSVerifier"]
+           "IntrospectionCache", "JWKSKeeper", "JWKSVerifier", "shared_replay_cache"]
 
 log = logging.getLogger("mcp_sansio.auth")
 
@@ -243,3 +248,29 @@ class IntrospectionCache:
         info = self.introspection.decide(response, now)  # InvalidToken: not remembered
         self._cache.put(token, info, now)
         return info
+
+
+@contextlib.asynccontextmanager
+async def shared_replay_cache(bus: Any, *, max_entries: int = 100_000) -> AsyncIterator[Any]:
+    """A :class:`~mcp_sansio.auth.dpop.SharedReplayCache` on ``bus`` (an
+    :class:`~mcp_sansio.stores.EventBus`, e.g. the Redis one) for the block: give it to
+    ``ProofVerifier(replay=...)`` on every worker of an asyncio service. Publications go out
+    as tasks (the proof check does not wait for them); the block's end waits for them."""
+    from mcp_sansio.auth.dpop import REPLAY_TOPIC, SharedReplayCache
+
+    loop = asyncio.get_running_loop()
+    sending: set[asyncio.Task[None]] = set()
+
+    def publish(message: bytes) -> None:
+        task = loop.create_task(bus.publish(REPLAY_TOPIC, message))
+        sending.add(task)
+        task.add_done_callback(sending.discard)
+
+    cache = SharedReplayCache(publish, max_entries=max_entries)
+    unsubscribe = await bus.subscribe(
+        REPLAY_TOPIC, lambda topic, message: cache.receive(message, time.time()))
+    try:
+        yield cache
+    finally:
+        await unsubscribe()
+        await asyncio.gather(*sending, return_exceptions=True)

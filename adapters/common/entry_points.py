@@ -24,7 +24,7 @@ from mcp_sansio import Era, Notification
 from .stdio import DEFAULT_SHUTDOWN_TIMEOUT, STDERR_LOGGER
 
 if TYPE_CHECKING:
-    from ..auth.session import OAuth
+    from ..auth.session import AuthOption
 
 __all__ = ["HTTPClientCall", "StdioClientCall", "connect_http", "connect_stdio", "load_http",
            "runs"]
@@ -60,7 +60,7 @@ class HTTPClientCall(NamedTuple):
     client: dict[str, Any]
     headers: Iterable[tuple[str, str]] | Mapping[str, str] | None
     http_options: Mapping[str, Any] | None
-    auth: OAuth | None
+    auth: AuthOption | None
 
 
 def runs(definition: Callable[P, C], note: str = ""
@@ -124,7 +124,7 @@ def connect_http(
     on_log: Callable[[dict[str, Any]], Any] | None = None,
     info: Mapping[str, Any] | None = None,
     headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
-    http_options: Mapping[str, Any] | None = None, auth: OAuth | None = None,
+    http_options: Mapping[str, Any] | None = None, auth: AuthOption | None = None,
     **connection_options: Any,
 ) -> HTTPClientCall:
     """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)

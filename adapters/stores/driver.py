@@ -62,6 +62,7 @@ from mcp_sansio.http import HTTPServer
 from mcp_sansio.http._shared import (
     DEFAULT_HEARTBEAT_INTERVAL,
     DEFAULT_WORKER_TIMEOUT,
+    STREAM_END,
     DropSession,
     ForgetStream,
     ForwardAnswer,
@@ -72,13 +73,26 @@ from mcp_sansio.http._shared import (
     WorkerLiveness,
     stream_writer,
 )
+from mcp_sansio.http._stranded import stranded_answers
 from mcp_sansio.stores import parse_event_id
 
 from .keys import StoreKeys
 
-__all__ = ["SharedDriver"]
+__all__ = ["DEFAULT_STORE_TIMEOUT", "SharedDriver"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds a store effect (a read, an append, a publish) may take: 5, half the server's
+#: decision timeout (10 s), so that a request waiting on a lookup is answered 503 with
+#: Retry-After by the store's failure rather than by its own timeout.
+DEFAULT_STORE_TIMEOUT = 5.0
+#: Seconds between two checks of the relayed streams' writers: 1 (heartbeats go out every
+#: ``heartbeat_interval``; the check is a look at a few timestamps).
+_WRITER_CHECK_INTERVAL = 1.0
+#: Seconds finishing a dead writer's stream may take at most (a read and a few appends).
+_FINISH_TIMEOUT = 5.0
+#: How far past the writer's last event the events that finish its stream are numbered.
+_FINISH_GAP = 1_000_000
 
 #: The session idle deadline a record gets when the server has no idle timeout: a day. The
 #: table must forget a session some time; a client idle for longer re-initializes (404).
@@ -92,11 +106,15 @@ class SharedDriver:
     def __init__(self, http: HTTPServer, stores: Any, pump: Callable[[], None], *,
                  keys: StoreKeys | None = None,
                  heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
-                 worker_timeout: float = DEFAULT_WORKER_TIMEOUT) -> None:
+                 worker_timeout: float = DEFAULT_WORKER_TIMEOUT,
+                 store_timeout: float = DEFAULT_STORE_TIMEOUT) -> None:
         if heartbeat_interval <= 0 or worker_timeout <= heartbeat_interval:
             raise ValueError("the heartbeat interval must be positive and shorter than the "
                              "worker timeout")
         self.http = http
+        #: Seconds one store effect may take (a Redis that is down or stopped answers
+        #: nothing): beyond it the effect fails as if the store had refused it.
+        self.store_timeout = store_timeout
         #: The key ring's source to keep current (None: the keys were given, not stored).
         self.keys = keys
         self._key_tasks: set[asyncio.Task[None]] = set()
@@ -161,13 +179,18 @@ class SharedDriver:
         while effects:
             for effect in effects:
                 try:
-                    await self._carry_out(effect)
-                except Exception:
-                    log.exception("a shared store failed on %r", effect)
-                    # Nothing is left hanging: a lookup is answered "not found", a held
-                    # initialize answer goes (the session then lives on this worker only).
+                    async with asyncio.timeout(self.store_timeout):
+                        await self._carry_out(effect)
+                except Exception as exc:  # (TimeoutError included: a store that hangs)
+                    log.warning("a shared store failed on %r", effect,
+                                exc_info=not isinstance(exc, TimeoutError))
+                    # Nothing is left hanging: a lookup is answered 503 with Retry-After
+                    # (the server: nothing known, nothing lost), a held answer goes (the
+                    # session's change then lives on this worker only).
                     if isinstance(effect, Lookup):
-                        self.http.resolve(effect, None, now=self._loop.time())
+                        failure = exc if str(exc) else TimeoutError(
+                            f"no answer within {self.store_timeout:g} s")
+                        self.http.resolve(effect, failure, now=self._loop.time())
                     elif isinstance(effect, SaveSession | DropSession):
                         self.http.stored(effect, now=self._loop.time())
                     self._safe_pump()
@@ -211,6 +234,12 @@ class SharedDriver:
             if effect.kind == "session":
                 found = await stores.sessions.get(effect.key, wall_time=wall)
             else:
+                parsed = parse_event_id(effect.key)
+                writer = stream_writer(parsed[0]) if parsed is not None else None
+                if (parsed is not None and writer is not None
+                        and writer != self.http.stream_tag
+                        and self.liveness.is_gone(writer, self._loop.time())):
+                    await self._finish_stream(parsed[0])  # the replay then holds its end
                 found = await stores.events.replay(effect.key, wall_time=wall)
                 self._judge_writer(effect.key)
             self.http.resolve(effect, found, now=self._loop.time())
@@ -286,24 +315,67 @@ class SharedDriver:
 
     async def _beat_forever(self) -> None:
         alive = json.dumps({"worker": self.http.stream_tag, "alive": True}).encode()
+        # The relayed writers are judged more often than a beat goes out (a second at
+        # most): a client waiting on a dead writer's stream is told soon after the timeout.
+        tick = min(self.heartbeat_interval, _WRITER_CHECK_INTERVAL)
+        next_beat = self._loop.time()
         while not self._stop_beat.is_set():
-            try:
-                await self.stores.bus.publish("workers", alive)
-            except Exception:  # a bus that is down: the next beat tries again
-                log.warning("a heartbeat could not be published on the bus")
-            self._check_writers()
+            if self._loop.time() >= next_beat:
+                next_beat = self._loop.time() + self.heartbeat_interval
+                try:
+                    await self.stores.bus.publish("workers", alive)
+                except Exception:  # a bus that is down: the next beat tries again
+                    log.warning("a heartbeat could not be published on the bus")
+            await self._check_writers()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop_beat.wait(), self.heartbeat_interval)
+                await asyncio.wait_for(self._stop_beat.wait(), tick)
 
-    def _check_writers(self) -> None:
-        """End the relays of writers that went silent (or were never heard)."""
-        now = self._loop.time()
-        ended = 0
-        for tag in self.liveness.gone(self.http.relayed_writers(), now):
+    async def _check_writers(self) -> None:
+        """End the relays of writers that went silent (or were never heard): each of their
+        streams is finished first (_finish_stream), so its relays send the errors and end."""
+        for tag in self.liveness.gone(self.http.relayed_writers(), self._loop.time()):
             log.info("worker %s is gone: its relayed streams end here", tag)
-            ended += self.http.worker_gone(tag, now=now)
-        if ended:
+            await self._writer_gone(tag)
+
+    async def _writer_gone(self, tag: str) -> None:
+        """Finish the streams of ``tag`` relayed here, then tell the server it is gone."""
+        # (the server's relays by stream id: which streams of that writer are followed)
+        for stream_id in [s for s in list(self.http._relays) if stream_writer(s) == tag]:
+            await self._finish_stream(stream_id)
+        if self.http.worker_gone(tag, now=self._loop.time()):
             self._safe_pump()
+
+    async def _finish_stream(self, stream_id: str) -> None:
+        """Finish, in its writer's place, the stream of a writer that is gone: an error for
+        each of its requests whose answer the log does not hold, then the end marker --
+        appended to the log, published to the relays of every worker and handed to this
+        one's (mcp_sansio/http/_stranded.py). Bounded: a store that fails or hangs leaves
+        the stream as it was (its relays end all the same)."""
+        kept_of = getattr(self.stores.events, "kept", None)
+        if kept_of is None:
+            return
+        try:
+            async with asyncio.timeout(_FINISH_TIMEOUT):
+                wall = time.time()
+                kept = await kept_of(stream_id, wall_time=wall)
+                answers = stranded_answers(kept)
+                if answers is None or not kept:
+                    return
+                # Numbered far past the writer's last: a writer judged gone that was only
+                # late goes on numbering its own events, and the two must not collide.
+                seq = max(number for number, _ in kept) + _FINISH_GAP
+                for data in [*answers, STREAM_END]:
+                    seq += 1
+                    event_id = f"{stream_id}:{seq}"
+                    await self.stores.events.append(event_id, data, wall_time=wall)
+                    note = {"id": event_id, "data": data.decode("latin-1")}
+                    await self.stores.bus.publish("events", json.dumps(note).encode())
+                    self.http.relay_event(event_id, data, now=self._loop.time())
+                log.info("stream %s... of a stopped worker finished: %d request(s) answered "
+                         "with an error", stream_id[:12], len(answers))
+        except Exception:  # (TimeoutError included)
+            log.warning("the stream of a stopped worker could not be finished", exc_info=True)
+        self._safe_pump()
 
     def _judge_writer(self, last_event_id: str) -> None:
         """Before a resumption is answered: if the stream's writer is gone, the server is
@@ -327,8 +399,7 @@ class SharedDriver:
         now = self._loop.time()
         if note.get("gone") is True:
             self.liveness.left(tag)
-            if self.http.worker_gone(tag, now=now):
-                self._safe_pump()
+            self._spawn(self._writer_gone(tag))
         elif self.liveness.heard(tag, now):
             self.http.worker_back(tag)
 

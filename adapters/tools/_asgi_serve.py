@@ -28,12 +28,15 @@ import importlib.util
 import json
 import os
 import socket
+import stat
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
-__all__ = ["ENGINES", "OPTIONS_ENV", "example_app", "missing", "serve_engine"]
+__all__ = ["ENGINES", "ENGINE_OPTIONS", "OPTIONS_ENV", "UDS_MODE", "UDS_URL",
+           "claim_socket_path", "example_app", "missing", "serve_engine"]
 
 #: The engines, each with the extra that installs it.
 ENGINES = {"uvicorn": "uvicorn", "hypercorn": "hypercorn", "granian": "granian"}
@@ -44,6 +47,38 @@ OPTIONS_ENV = "MCP_SANSIO_EXAMPLE_HTTP_OPTIONS"
 #: takes seconds; beyond a minute something is wrong and the engine's own log says what).
 READY_TIMEOUT = 60.0
 _APP = "mcp_sansio.adapters.tools._asgi_serve:example_app"
+#: The mode of the Unix socket file ``--uds`` listens on: its owner's alone (a local proxy
+#: or sidecar runs as the same user, or is let in with chmod/chgrp after the start).
+UDS_MODE = 0o600
+#: The URL printed for a server on a Unix socket: the path and the Host a client sends.
+UDS_URL = "http://localhost/mcp"
+#: The largest request head our own servers accept (mcp_sansio.http's default).
+_HEAD = 16 * 1024
+
+#: What each engine is given to close the hardening gaps only it can close -- the rows of
+#: the engine table in docs/deploying.rst ("Hardening, engine by engine"), where the same
+#: options are shown for a launch command of one's own: engine -> option -> value.
+ENGINE_OPTIONS: dict[str, dict[str, Any]] = {
+    "uvicorn": {
+        # h11 rather than httptools: it keeps an absolute-form target's authority (checked
+        # against the allowed hosts), hands over any method token (405 with Allow), and
+        # bounds a chunk line and a trailer section with the limit below.
+        "http": "h11",
+        "h11_max_incomplete_event_size": _HEAD,  # a head, a chunk line, a trailer section
+        "timeout_keep_alive": 5,  # seconds an idle keep-alive connection is kept
+    },
+    "hypercorn": {
+        "h11_max_incomplete_size": _HEAD,
+        "keep_alive_timeout": 5,
+        "read_timeout": 60,  # seconds without a byte from a client before it is dropped
+    },
+    "granian": {
+        # hyper bounds a head by its read buffer; a head that fills it gets 431
+        "http1_max_buffer_size": 64 * 1024,
+        "http1_header_read_timeout": 30_000,  # milliseconds for a whole head (slow heads)
+        "backpressure": 1024,  # requests a worker runs at once
+    },
+}
 
 
 def example_app() -> Any:
@@ -113,10 +148,58 @@ def _no_delay(sock: socket.socket) -> socket.socket:
     return sock
 
 
+def claim_socket_path(path: str) -> str | None:
+    """Make ``path`` free for a Unix socket to listen on, or say why not (one line): a
+    socket file nobody listens on (a server that died leaves it behind) is removed; one
+    a server listens on, or a file that is not a socket, is left alone and refused."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISSOCK(mode):
+        return f"{path} exists and is not a socket"
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(path)
+    except (ConnectionRefusedError, FileNotFoundError):
+        os.unlink(path)  # stale: its server is gone
+        return None
+    except OSError as exc:
+        return f"cannot tell whether a server listens on {path}: {exc}"
+    finally:
+        probe.close()
+    return f"a server already listens on {path}"
+
+
+def _announce_uds(path: str, url: str) -> None:
+    """Print ``url`` once the socket at ``path`` accepts connections."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(path)
+            break
+        except OSError:
+            time.sleep(0.05)
+        finally:
+            probe.close()
+    else:
+        return
+    sys.stdout.write(f"{url}\n")
+    sys.stdout.flush()
+
+
 def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: int,
-                 options: dict[str, Any]) -> None:
-    """Run the example server's ASGI application on ``engine`` until it is stopped."""
-    if port == 0:
+                 options: dict[str, Any], uds: str | None = None) -> int:
+    """Run the example server's ASGI application on ``engine`` until it is stopped (on the
+    Unix socket ``uds`` instead of ``host:port`` when given); the exit status."""
+    if uds is not None:
+        refused = claim_socket_path(uds)
+        if refused is not None:
+            sys.stderr.write(f"mcp-sansio serve-example: --uds: {refused}\n")
+            return 1
+    elif port == 0:
         port = _free_port(host)
     os.environ[OPTIONS_ENV] = json.dumps(options)
     if "stores" not in options:
@@ -124,20 +207,32 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
 
         os.environ.update(worker_environment(workers))
     shown = f"[{host}]" if ":" in host else host
-    threading.Thread(target=_announce, args=(host, port, f"http://{shown}:{port}/mcp"),
-                     daemon=True).start()
+    if uds is not None:  # the URL names the path and the Host; the socket, the connection
+        threading.Thread(target=_announce_uds, args=(uds, UDS_URL), daemon=True).start()
+    else:
+        threading.Thread(target=_announce, args=(host, port, f"http://{shown}:{port}/mcp"),
+                         daemon=True).start()
     level = "warning"
+    tuned = ENGINE_OPTIONS[engine]
     if engine == "uvicorn":
         import uvicorn
 
-        if workers == 1:
+        if uds is not None:
+            from uvicorn.supervisors import Multiprocess
+
+            shared = uvicorn.Config(_APP, factory=True, uds=uds, workers=workers,
+                                    log_level=level, lifespan="on", **tuned)
+            sock = shared.bind_socket()
+            os.chmod(uds, UDS_MODE)  # (uvicorn makes it 0666)
+            Multiprocess(shared, sockets=[sock]).run()
+        elif workers == 1:
             uvicorn.run(_APP, factory=True, host=host, port=port, log_level=level,
-                        lifespan="on")
+                        lifespan="on", **tuned)
         else:
             from uvicorn.supervisors import Multiprocess
 
             shared = uvicorn.Config(_APP, factory=True, host=host, port=port,
-                                    workers=workers, log_level=level, lifespan="on")
+                                    workers=workers, log_level=level, lifespan="on", **tuned)
             Multiprocess(shared, sockets=[_no_delay(shared.bind_socket())]).run()
     elif engine == "hypercorn":
         from hypercorn.config import Config
@@ -145,23 +240,34 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
 
         config = Config()
         config.application_path = _APP + "()"  # hypercorn evaluates the name: a call
-        config.bind = [f"{shown}:{port}"]
+        config.bind = [f"unix:{uds}"] if uds is not None else [f"{shown}:{port}"]
+        if uds is not None:
+            os.umask(0o777 & ~UDS_MODE)  # the socket file is made with this process's umask
         config.worker_class = runtime
         # Worker processes even for one: hypercorn's parent turns SIGINT and SIGTERM into a
         # graceful stop; served in this process (workers = 0) its workers stop on Ctrl-C
         # only (KeyboardInterrupt), not on SIGTERM, which is what supervisors send.
         config.workers = workers
         config.loglevel = level.upper()
+        for name, value in tuned.items():
+            setattr(config, name, value)
         run(config)
     else:
         from granian import Granian
         from granian.constants import Interfaces
+        from granian.http import HTTP1Settings
         from granian.log import LogLevels
 
         # A worker that dies is started again, as uvicorn does (granian's default, like
         # hypercorn's only behaviour, is to stop the whole server): with shared stores the
         # other workers carry its sessions meanwhile, and the service keeps its full size.
-        Granian(_APP, factory=True, address=host, port=port, interface=Interfaces.ASGI,
+        http1 = HTTP1Settings(header_read_timeout=tuned["http1_header_read_timeout"],
+                              max_buffer_size=tuned["http1_max_buffer_size"])
+        where: dict[str, Any] = ({"uds": Path(uds), "uds_permissions": UDS_MODE}
+                                 if uds is not None else {"address": host, "port": port})
+        Granian(_APP, factory=True, interface=Interfaces.ASGI,
                 workers=workers, log_level=LogLevels.warning,
-                respawn_failed_workers=True).serve()
+                respawn_failed_workers=True, http1_settings=http1,
+                backpressure=tuned["backpressure"], **where).serve()
+    return 0
 

@@ -12,7 +12,12 @@ by :func:`mcp_sansio.adapters.testing_server.check_server`; clients by
 The readable report goes to stdout (findings grouped by rule, each with its reproducing
 exchange); ``--json FILE`` and ``--junit FILE`` write the machine-readable ones ("-" is
 stdout). Exit status: 0 when no MUST is violated, 1 when one is, 2 on bad usage (including
-a peer that cannot be reached at all: nothing was checked).
+a peer that cannot be reached at all: nothing was checked). Whatever the peer does, the
+run ends with one of these and a report, never a traceback.
+
+Every run has a seed, printed in each report: ``--seed N`` replays a run (the same seed on a
+deterministic peer gives the same findings); without it one is drawn; ``--derandomize`` is
+``--seed 0`` (for CI). ``--wild`` draws extreme numbers for tool arguments.
 
 ``mcp_sansio/__main__.py`` hands ``check`` and its arguments to :func:`main` before its own
 parser runs, so this module owns the whole sub-command.
@@ -24,6 +29,7 @@ import argparse
 import importlib
 import json
 import logging
+import random
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -74,6 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="comma-separated shell patterns: never call these tools")
     parser.add_argument("--allow-destructive", action="store_true",
                         help="also call tools annotated destructiveHint: true")
+    parser.add_argument("--seed", type=int, default=None, metavar="N",
+                        help="draw the random sessions from seed N (printed in every "
+                        "report; default: a new one each run)")
+    parser.add_argument("--derandomize", action="store_true",
+                        help="the same draws every run (--seed 0), for CI")
+    parser.add_argument("--wild", action="store_true",
+                        help="extreme numbers in tool arguments (default: the schema's "
+                        "minimum/maximum, else small magnitudes)")
     parser.add_argument("--shrink", action="store_true",
                         help="let hypothesis shrink the sessions of what only random "
                         "sessions found (slow: a new process or session per try)")
@@ -123,6 +137,10 @@ def main(argv: Sequence[str], out: TextIO | None = None, err: TextIO | None = No
         return usage("nothing to check: give -- COMMAND ... or --url URL")
     if args.examples < 0 or args.budget <= 0 or args.call_timeout <= 0:
         return usage("--examples must be >= 0, --budget and --call-timeout > 0")
+    if args.seed is not None and args.derandomize:
+        return usage("give either --seed or --derandomize, not both")
+    if args.seed is None:
+        args.seed = 0 if args.derandomize else random.SystemRandom().randrange(2**32)
     if args.client and not any("{server}" in part for part in command):
         return usage("--client: put {server} in the client's arguments where the server "
                      "command goes")
@@ -136,6 +154,11 @@ def main(argv: Sequence[str], out: TextIO | None = None, err: TextIO | None = No
         report = _run(args, command, err)
     except (ValueError, OSError) as exc:
         err.write(f"mcp-sansio check: {exc}\n")
+        return 2
+    except Exception as exc:  # never a traceback: what went wrong, and the seed to replay it
+        logger.debug("check failed", exc_info=True)
+        err.write(f"mcp-sansio check: the check stopped on an error of its own "
+                  f"({type(exc).__name__}: {exc}); seed {args.seed}\n")
         return 2
     if report is None:
         return 2
@@ -169,7 +192,8 @@ def _run(args: argparse.Namespace, command: list[str], err: TextIO) -> Any:
             return None
         return module.check_client(command, http=bool(args.client_url),
                                    revision=args.revision, era=args.era, budget=args.budget,
-                                   call_timeout=args.call_timeout, examples=args.examples)
+                                   call_timeout=args.call_timeout, examples=args.examples,
+                                   seed=args.seed)
     from .testing_server import check_server
 
     return check_server(
@@ -178,4 +202,4 @@ def _run(args: argparse.Namespace, command: list[str], err: TextIO) -> Any:
         examples=args.examples, tools=_patterns(args.tools),
         exclude_tools=_patterns(args.exclude_tools),
         allow_destructive=args.allow_destructive, shrink_findings=args.shrink,
-        stderr=stderr)
+        stderr=stderr, seed=args.seed, wild=args.wild)

@@ -24,6 +24,7 @@ import importlib
 import importlib.util
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -85,8 +86,12 @@ def host_allow_list(allow_hosts: Sequence[str]) -> list[str]:
 def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.0.1",
                   port: int = 0, allow_hosts: Sequence[str] = (),
                   sessionless: bool = False, store: str | None = None,
-                  engine: str | None = None, workers: int = 1, wire: str = "h11") -> int:
+                  engine: str | None = None, workers: int = 1, wire: str = "h11",
+                  uds: str | None = None) -> int:
     if _missing_runtime(runtime, "serve-example"):
+        return 2
+    if uds is not None and engine is None:
+        sys.stderr.write("mcp-sansio serve-example: --uds needs --engine in this version\n")
         return 2
     if _bad_wire(wire, transport):
         return 2
@@ -115,6 +120,13 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
     stores = _shared_stores(store, transport, runtime) if store is not None else None
     if stores is False:
         return 2
+    if store is not None:
+        from ..redis import store_unreachable
+
+        if (reason := store_unreachable(store)) is not None:  # one line, not a traceback
+            sys.stderr.write(f"mcp-sansio serve-example: cannot reach the store at "
+                             f"{store}: {reason}\n")
+            return 1
     if transport == "http":
         if not is_loopback(host) and not allow_hosts:
             # DNS rebinding (basic/transports.mdx, security warning): a page on any site can
@@ -143,8 +155,8 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
             if engine is not None:  # an ASGI engine (adapters/tools/_asgi_serve.py)
                 from ._asgi_serve import serve_engine
 
-                serve_engine(engine, runtime, host, port, workers=workers, options=options)
-                return 0
+                return serve_engine(engine, runtime, host, port, workers=workers,
+                                    options=options, uds=uds)
             _serve(runtime, (host, port, options))
         except OSError as exc:  # the port is taken, the address is not this machine's...
             sys.stderr.write(f"mcp-sansio serve-example: cannot listen on "
@@ -556,6 +568,48 @@ def _login(store: bool, token_file: str | None) -> Any:
     return OAuth(listener, storage=storage)
 
 
+#: Where ``probe --client-credentials`` reads the client secret when no file is given.
+CLIENT_SECRET_ENV = "MCP_SANSIO_CLIENT_SECRET"
+
+
+def _machine_login(client_id: str, secret_file: str | None, key_file: str | None,
+                   store: bool, token_file: str | None) -> Any:
+    """The probe's client-credentials grant: the secret from a file or
+    :data:`CLIENT_SECRET_ENV`, or a private key from a file (``private_key_jwt``) -- never
+    from the command line, where other users of the machine could read it.
+
+    :raises ValueError: no secret or key, or a file that cannot be read.
+    """
+    from pathlib import Path
+
+    from ..auth import (
+        ClientCredentials,
+        ClientCredentialsGrant,
+        FileStorage,
+        MemoryStorage,
+        OAuth,
+        default_token_path,
+    )
+
+    def read(path: str) -> str:
+        try:
+            return Path(path).read_text().strip()
+        except OSError as exc:
+            raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+    if key_file is not None:
+        credentials = ClientCredentials(client_id, private_key=read(key_file))
+    elif secret_file is not None:
+        credentials = ClientCredentials(client_id, read(secret_file))
+    elif os.environ.get(CLIENT_SECRET_ENV):
+        credentials = ClientCredentials(client_id, os.environ[CLIENT_SECRET_ENV])
+    else:
+        raise ValueError(f"--client-credentials needs --client-secret-file, --client-key-file "
+                         f"or {CLIENT_SECRET_ENV} in the environment")
+    storage = (FileStorage(token_file or default_token_path()) if store else MemoryStorage())
+    return OAuth(grant=ClientCredentialsGrant(credentials), storage=storage)
+
+
 def _connect_http(runtime: str) -> Any:
     """The runtime's ``connect_http`` (looked up by name: each adapter adds its own)."""
     connect = getattr(_adapter(runtime), "connect_http", None)
@@ -630,7 +684,8 @@ def explain_http_failure(exc: HTTPTransportError) -> str:
 def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
           era: str | None = None, timeout: float = 10.0, verbose: bool = False,
           url: str | None = None, login: bool = True, store: bool = True,
-          token_file: str | None = None) -> int:
+          token_file: str | None = None, client_credentials: str | None = None,
+          client_secret_file: str | None = None, client_key_file: str | None = None) -> int:
     """Connect to a stdio server (``command``) or an HTTP one (``url``), print what it
     offers; 0 on success, 1 with a clear message on failure, 2 for a usage error.
 
@@ -638,7 +693,8 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
     or when stderr is a terminal, each step of the connect is told on stderr as it
     happens. Over HTTP, a server that asks for authorization leads to a login through the
     browser (``login``), its tokens kept in ``token_file`` (default: under the user's
-    cache directory) unless not ``store``."""
+    cache directory) unless not ``store``. With ``client_credentials`` (a client id) it
+    authorizes as a machine client instead (:func:`_machine_login`)."""
     logging.basicConfig(level=logging.INFO if verbose else logging.CRITICAL,
                         stream=sys.stderr, format="%(name)s: %(message)s")
     if url is not None and command:
@@ -668,7 +724,11 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
     try:
         if url is not None:
             note(f"connecting to {url}")
-            auth = _login(store, token_file) if login else None
+            if client_credentials is not None:
+                auth = _machine_login(client_credentials, client_secret_file,
+                                      client_key_file, store, token_file)
+            else:
+                auth = _login(store, token_file) if login else None
             client, found, took = _run_probe_http(runtime, url, cached, timeout, note, auth)
         else:
             note(f"starting {target}")

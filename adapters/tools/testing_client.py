@@ -20,7 +20,7 @@ HTTP (``http=True``)
     does. A request answered at once gets plain JSON; one with anything before its answer
     (the kit's requests, hostile output) gets an SSE stream, so a client meets both forms;
     a GET opens the standalone stream, or resumes a dropped one with ``Last-Event-ID``;
-    DELETE is accepted.
+    a DELETE ends the session it names (a client that exits cleanly without one is found).
 
 The run ends when the client exits (and, on stdio, closes the relay), or when the budget is
 spent: then the client's process group is killed and the report says the run was cut short.
@@ -110,25 +110,26 @@ def relay(address: str) -> int:
     return 0
 
 
-def _extras(revision: str | None, examples: int) -> list[Any]:
+def _extras(revision: str | None, examples: int, seed: int | None = None) -> list[Any]:
     """``examples`` generated server notifications (progress, log messages, cancellations)
     for the hostile phase: valid in shape, unsolicited in fact."""
     if examples <= 0 or revision is None:
         return []
     from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as hypothesis_seed
 
     from mcp_sansio.testing import notifications
 
     methods = ["notifications/progress", "notifications/message", "notifications/cancelled"]
     found: list[Any] = []
 
-    @settings(max_examples=examples, database=None, derandomize=True, deadline=None,
+    @settings(max_examples=examples, database=None, derandomize=seed is None, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(notifications(revision, sender="server", methods=methods))
     def collect(message: Any) -> None:
         found.append(message)
 
-    collect()
+    (collect if seed is None else hypothesis_seed(seed)(collect))()
     return found[:examples]
 
 
@@ -340,7 +341,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_DELETE(self) -> None:
-        self._plain(200)
+        check = self.check
+        with check.lock:
+            status = check.machine.http_delete(self._headers(), check.now())
+        self._plain(status)
 
     def do_POST(self) -> None:
         check = self.check
@@ -455,7 +459,7 @@ def _check_http(check: _Check, command: list[str]) -> Report:
 
 def check_client(command: list[str], *, http: bool, revision: str | None = None,
                  era: str | None = None, budget: float = 60.0, call_timeout: float = 10.0,
-                 examples: int = 50) -> Report:
+                 examples: int = 50, seed: int | None = None) -> Report:
     """Run the client ``command`` against the kit's server and judge it.
 
     :param command: the client's argv. stdio: with a ``{server}`` placeholder (see the
@@ -471,6 +475,7 @@ def check_client(command: list[str], *, http: bool, revision: str | None = None,
         (the default, 50, covers the shapes of the three methods' params -- optional
         members present or not, numbers and strings at their edges -- in well under a second
         of output; 0 sends none).
+    :param seed: the seed of the generated notifications (in the report; None: a fixed one).
     :raises ValueError: a stdio command without the placeholder, or a bad revision/era.
     :raises OSError: the command could not be started (not found, not executable).
     """
@@ -481,10 +486,12 @@ def check_client(command: list[str], *, http: bool, revision: str | None = None,
     extra_revision = revision or "2025-11-25"
     features = FEATURES.get(extra_revision)
     if machine.era_now == "handshake" and features is not None and features.handshake:
-        machine.extra = _extras(extra_revision, examples)
+        machine.extra = _extras(extra_revision, examples, seed)
     check = _Check(machine, budget)
     try:
-        return _check_http(check, command) if http else _check_stdio(check, command)
+        report = _check_http(check, command) if http else _check_stdio(check, command)
+        report.seed = seed
+        return report
     finally:
         check.kill()
 

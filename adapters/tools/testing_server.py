@@ -87,6 +87,8 @@ def check_server(
     env: Mapping[str, str] | None = None,
     stderr: IO[Any] | int | None = subprocess.DEVNULL,
     headers: Mapping[str, str] | None = None,
+    seed: int | None = None,
+    wild: bool = False,
 ) -> Report:
     """Check one server and return the :class:`~mcp_sansio.testing.Report`.
 
@@ -113,6 +115,9 @@ def check_server(
         varies cannot be shrunk at all.
     :param cwd: :param env: :param stderr: for the command's process.
     :param headers: extra HTTP headers (``Authorization``...).
+    :param seed: the random sessions' seed (in the report; None: hypothesis's fixed one).
+    :param wild: numbers in tool arguments anywhere in range, extremes included (default:
+        realistic ones).
     """
     if (command is None) == (url is None):
         raise ValueError("give either a command or a url")
@@ -140,12 +145,12 @@ def check_server(
             return StdioTransport(argv, cwd=cwd, env=env, stderr=stderr)
 
     revisions = revisions_for(revision, era, legacy_sse=legacy)
-    report = Report()
+    report = Report(seed=seed)
     start = time.monotonic()
     scope: dict[str, Any] = {
         "clock": time.monotonic, "call_timeout": call_timeout, "tools": tools,
         "exclude_tools": exclude_tools, "allow_destructive": allow_destructive,
-        "max_argument_size": max_argument_size,
+        "max_argument_size": max_argument_size, "wild": wild,
     }
     if sweep_first:
         sweep(factory, revisions=revisions, reply_timeout=reply_timeout,
@@ -155,7 +160,7 @@ def check_server(
     if examples > 0 and left > 0 and not report.cut_short:
         check_peer(factory, revisions=revisions, sessions=examples, steps=steps,
                    reply_timeout=reply_timeout, settle_time=settle_time, report=report,
-                   budget=left, **scope)
+                   budget=left, seed=seed, **scope)
     elif examples > 0 and left <= 0:
         report.cut_short = True
     # The sweep's exchanges are minimal already (hypothesis's simplest example of each

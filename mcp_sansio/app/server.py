@@ -443,7 +443,12 @@ class Server:
         if method == "resources/read":
             return self._route_resource(params, ctx)
         if method in ("resources/subscribe", "resources/unsubscribe"):
-            return Job(None)  # the core keeps the subscription set
+            # (Un)SubscribeRequest (schema): uri is a required string; -32602 otherwise
+            # (JSON-RPC 2.0 s. 5.1). The core keeps the subscription set.
+            if not isinstance(params.get("uri"), str):
+                raise McpError(ErrorCode.INVALID_PARAMS, f"Invalid params: {method} needs "
+                               "the string uri")
+            return Job(None)
         if method == "prompts/list":
             page = self._page("prompts", [e.definition for e in self.prompts.values()], params)
             return Job(None, shape=lambda _: page)

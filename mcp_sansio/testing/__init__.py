@@ -39,7 +39,7 @@ from ._client_machine import ClientMachine
 from ._findings import CHECKS, CheckFailed, Finding, PeerDeviation, Report
 from ._from_schema import SchemaStrategies, UnsupportedSchema, json_values
 from ._invalid import RULES, Invalid, Rule, invalid_messages
-from ._machine import PeerMachine, check_peer, shrink, sweep
+from ._machine import SLOW_NOTE, PeerMachine, check_peer, shrink, sweep
 from ._schemas import Schemas
 from ._strategies import (
     error_codes,
@@ -58,6 +58,7 @@ from ._transport import ConnectionTransport, Transport
 __all__ = [
     "CHECKS",
     "RULES",
+    "SLOW_NOTE",
     "CheckFailed",
     "ClientMachine",
     "ConnectionTransport",

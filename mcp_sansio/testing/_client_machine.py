@@ -238,6 +238,9 @@ class ClientMachine:
         self.cut_short = False
         self._http_hostile_due = False
         self._drop_done = False
+        #: HTTP: whether the client sent a DELETE at all (one without the right session id
+        #: is the business of client-session-id).
+        self._delete_seen = False
         #: What the run went through, in order (for a reader of the report, and for tests
         #: that a clean run really exercised each step).
         self.steps: list[str] = []
@@ -418,6 +421,18 @@ class ClientMachine:
                     problems.append(f"Mcp-Param-{header} {got!r} for {value!r}")
         if problems:
             self.finding("client-method-headers", "; ".join(problems), received=message)
+
+    def http_delete(self, headers: Mapping[str, str], now: float) -> int:
+        """A DELETE: the HTTP status to answer (2025-03-26+ basic/transports.mdx, Session
+        Management: it ends the session it names; 2026-07-28 has no sessions: 405)."""
+        if self.era_now == "stateless":
+            return 405
+        self._delete_seen = True
+        session = headers.get("mcp-session-id")
+        if session is None or session != self.session_id:
+            return 404
+        self.steps.append("session deleted")
+        return 200
 
     def http_get(self, headers: Mapping[str, str], now: float) -> str | None:
         """A GET (an SSE stream). Returns the stream it carries -- the dropped stream when
@@ -1033,6 +1048,10 @@ class ClientMachine:
         if self._expired is not None and self._expired_at is not None:
             self.finding("client-reinitialize", "after a 404 the client did not start a "
                          "new session with initialize")
+        if (self.transport == "http" and exit_code == 0 and self.session_id is not None
+                and self.era_now == "handshake" and not self._delete_seen):
+            self.finding("client-session-end", f"the client exited (status 0) without "
+                         f"ending its session {self.session_id!r} with DELETE")
         live = [p for p in self._pending.values() if p.liveness]
         # A client that ends with status 0 exited cleanly, whatever was still due; one that
         # was killed (None: the budget ran out) is judged by the timeouts alone.

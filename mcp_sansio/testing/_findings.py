@@ -195,6 +195,9 @@ CHECKS: dict[str, Rule] = {r.name: r for r in (
     _check("client-robustness", SHOULD, "hostile server output (a line that is not JSON, a "
            "response to no request, a 1 MiB message) neither kills nor hangs the client",
            "JSON-RPC 2.0 s. 5 (invalid input is answered, not fatal); basic/transports.mdx"),
+    _check("client-session-end", SHOULD, "HTTP: a client done with its session ends it with "
+           "DELETE and the session's Mcp-Session-Id", "2025-03-26+ basic/transports.mdx, "
+           "Session Management (item 5)"),
     _check("client-session-id", MUST, "HTTP: every request after initialize carries the "
            "Mcp-Session-Id the server gave", "2025-03-26+ basic/transports.mdx, Session "
            "Management"),
@@ -313,6 +316,9 @@ class Report:
     notes: list[str] = attrs.field(factory=list)
     #: Whether the run stopped early because its budget ran out.
     cut_short: bool = False
+    #: The seed the random sessions were drawn from (None: hypothesis's derandomized one);
+    #: the same seed on a deterministic peer gives the same findings.
+    seed: int | None = None
 
     def add(self, finding: Finding) -> None:
         key = (finding.rule, finding.detail, finding.revision)
@@ -363,7 +369,7 @@ class Report:
     def summary(self) -> str:
         """A readable account: sessions run, then each failed check with its findings."""
         runs = ", ".join(f"{rev}: {n}" for rev, n in sorted(self.sessions.items())) or "none"
-        lines = [f"sessions: {runs}"]
+        lines = [f"seed: {_seed_text(self.seed)}", f"sessions: {runs}"]
         if not self.findings:
             lines.append("no findings")
         for rule, found in sorted(self.by_rule().items()):
@@ -389,7 +395,8 @@ class Report:
         """The report as a JSON-ready object: ``findings`` (one object per finding, with its
         rule, severity, message and exchange), ``sessions``, ``notes``, ``cut_short`` and
         ``ok``."""
-        return {"ok": self.ok, "cut_short": self.cut_short, "sessions": dict(self.sessions),
+        return {"ok": self.ok, "cut_short": self.cut_short, "seed": self.seed,
+                "sessions": dict(self.sessions),
                 "findings": [{**f.to_dict(), "count": self.counts[f.rule, f.detail,
                                                                   f.revision]}
                              for f in self.findings],
@@ -403,6 +410,11 @@ class Report:
         suite = ElementTree.Element("testsuite", name=name, tests=str(max(len(by_rule), 1)),
                                     failures=str(sum(1 for r, fs in by_rule.items() if any(
                                         f.requirement == "must" for f in fs))))
+        properties = ElementTree.SubElement(suite, "properties")
+        ElementTree.SubElement(properties, "property", name="seed",
+                               value=_seed_text(self.seed))
+        for text in self.notes:
+            ElementTree.SubElement(properties, "property", name="note", value=text)
         for rule, found in sorted(by_rule.items()):
             case = ElementTree.SubElement(suite, "testcase", classname="mcp-sansio.check",
                                           name=rule)
@@ -421,6 +433,10 @@ class Report:
             ElementTree.SubElement(suite, "testcase", classname="mcp-sansio.check",
                                    name="no findings")
         return ElementTree.tostring(suite, encoding="unicode")
+
+
+def _seed_text(seed: int | None) -> str:
+    return "derandomized" if seed is None else str(seed)
 
 
 def _one_line(value: Any, limit: int = 300) -> str:

@@ -19,6 +19,9 @@ value is finite and small.
 
 Values are kept readable and portable: integers within +-2**53 (exact in every JSON
 library), finite floats, short strings, URIs that look like URIs, base64 that decodes.
+With ``magnitude`` set (what tool arguments get unless ``--wild``), numbers are realistic: a
+side the schema bounds (``minimum``/``maximum``) keeps its bound, an open side stays within
+``magnitude`` of the other bound or of zero -- a ``seconds`` argument is not 589789924.
 """
 
 from __future__ import annotations
@@ -129,9 +132,13 @@ class SchemaStrategies:
     :param max_depth: how many references deep optional content is still generated.
     """
 
-    def __init__(self, definitions: Mapping[str, Any] | None = None, *, max_depth: int = 3):
+    def __init__(self, definitions: Mapping[str, Any] | None = None, *, max_depth: int = 3,
+                 magnitude: float | None = None):
         self.definitions = dict(definitions or {})
         self.max_depth = max_depth
+        #: None: numbers anywhere in range (extremes included); else open sides stay within
+        #: this distance of the other bound or of zero.
+        self.magnitude = magnitude
         self._refs: dict[tuple[str, int], st.SearchStrategy[Any]] = {}
 
     def definition(self, name: str) -> st.SearchStrategy[Any]:
@@ -272,8 +279,24 @@ class SchemaStrategies:
             high, high_open = xhigh, True
         return low, high, low_open, high_open
 
+    def _realistic(self, low: float | None, high: float | None
+                   ) -> tuple[float | None, float | None]:
+        """Close the open sides of a range within :attr:`magnitude` (unchanged when unset)."""
+        span = self.magnitude
+        if span is None:
+            return low, high
+        if low is None and high is None:
+            return -span, span
+        if low is None:
+            assert high is not None
+            return high - span, high
+        if high is None:
+            return low, low + span
+        return low, high
+
     def _integers(self, node: Mapping[str, Any]) -> st.SearchStrategy[Any]:
         low, high, low_open, high_open = self._bounds(node)
+        low, high = self._realistic(low, high)
         lo, hi = -_SAFE_INT, _SAFE_INT
         if low is not None:
             lo = math.floor(low) + 1 if low_open else math.ceil(low)
@@ -291,6 +314,7 @@ class SchemaStrategies:
         if "multipleOf" in node:
             return self._integers(node)
         low, high, low_open, high_open = self._bounds(node)
+        low, high = self._realistic(low, high)
         floats = st.floats(
             min_value=-1e9 if low is None else float(low),
             max_value=1e9 if high is None else float(high),

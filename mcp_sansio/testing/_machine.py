@@ -31,18 +31,29 @@ came.
 The machine never reads a clock itself: "waiting" is asking the transport for data with a
 timeout. Budgets need one, so a caller that wants them passes ``clock`` (a function
 returning seconds; the adapters pass ``time.monotonic``): ``budget`` bounds the whole run,
-``session_budget`` each session, ``call_timeout`` how long a tool call may take in all. A
-tool that keeps reporting progress is *slow*, not unanswered: when its wait ends it is
-cancelled and noted, never reported as ``no-reply``; a tool that says nothing at all for
-``call_timeout`` is. When a budget runs out the run stops where it is, the report is marked
-``cut_short`` and requests still in flight are not held against the peer.
+``session_budget`` each session, ``call_timeout`` how long a tool call may take in all. Time
+is not a violation: a tool call still unanswered after ``call_timeout`` is cancelled and
+noted as ``slow`` (with the tool and its arguments), never reported as ``no-reply`` -- a tool
+may work as long as it likes (2025-11-25 basic/lifecycle.mdx, "Timeouts": a timeout is the
+*sender's* decision to stop waiting). Only proof that it will not answer makes a ``no-reply``:
+the peer ends the session without answering. A request that does no work (a list, a read, a
+prompt) is due at once: left unanswered while later requests were answered and a quiet
+period passed, it is ``no-reply``. When a budget runs out the run stops where it is, the
+report is marked ``cut_short`` and requests still in flight are not held against the peer.
 
 Scope: ``tools`` and ``exclude_tools`` (shell-style patterns) choose the tools called;
 tools whose annotations say ``destructiveHint: true`` (and not ``readOnlyHint: true``) are
 never called unless ``allow_destructive`` is set -- an explicit hint only, because the
 spec's defaults would count every unannotated tool as destructive and leave most servers
 untested; use ``tools`` to narrow further. ``max_argument_size`` bounds the JSON size of
-generated arguments.
+generated arguments; numbers in them are realistic (the schema's bounds, else small) unless
+``wild`` asks for extremes.
+
+Randomness is hypothesis's alone, seeded: :func:`check_peer` takes ``seed`` (recorded in the
+report), so the same seed on a deterministic peer gives the same sessions. A peer that
+answers the same session differently (timing, state kept across processes) makes hypothesis
+see a different run for the same draws; that is noted ("the peer is not deterministic") and
+the run goes on with the next seed.
 
 Batching: in 2025-03-26 sessions the machine sends JSON-RPC batches (a MUST to accept in
 that revision) and reports a batch whose requests are not all answered as ``batch``.
@@ -65,6 +76,7 @@ from typing import Any, ClassVar, cast
 
 import attrs
 from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, FlakyStrategyDefinition
 from hypothesis.stateful import (
@@ -85,7 +97,7 @@ from ._invalid import RULES, Invalid, invalid_messages
 from ._schemas import Schemas, bundled
 from ._transport import Transport
 
-__all__ = ["PeerMachine", "check_peer", "shrink", "sweep"]
+__all__ = ["SLOW_NOTE", "PeerMachine", "check_peer", "shrink", "sweep"]
 
 _META_VERSION = "io.modelcontextprotocol/protocolVersion"
 _META_CAPS = "io.modelcontextprotocol/clientCapabilities"
@@ -179,6 +191,9 @@ class PeerMachine(RuleBasedStateMachine):
     #: How long one tool call may take in all, progress or not (needs ``clock``). The
     #: default, 30 s, is six times ``reply_timeout``: a tool does real work, a ping none.
     call_timeout: ClassVar[float] = 30.0
+    #: How long the first answer of a session may take at least (a process is starting: an
+    #: interpreter importing a framework on a loaded machine takes seconds).
+    startup_timeout: ClassVar[float] = 20.0
     #: Shell-style patterns of the tools to call (None: all) and not to call.
     tools_include: ClassVar[tuple[str, ...] | None] = None
     tools_exclude: ClassVar[tuple[str, ...]] = ()
@@ -187,6 +202,10 @@ class PeerMachine(RuleBasedStateMachine):
     #: Largest generated ``arguments`` object, as compact JSON bytes. 4 KiB: a schema-valid
     #: argument rarely needs more, and a huge one only tests the tool's patience.
     max_argument_size: ClassVar[int] = 4096
+    #: Extreme numbers in tool arguments (default: realistic ones, see the module docstring).
+    wild: ClassVar[bool] = False
+    #: Open sides of a numeric argument's range stay within this of the other side or zero.
+    realistic_magnitude: ClassVar[float] = 10.0
     #: The run's shared state (start time, whether it was cut short), set by configure().
     run_state: ClassVar[dict[str, Any]] = {}
     #: "Fail" mode only: raise for this check alone (others are recorded, not raised), so
@@ -214,6 +233,7 @@ class PeerMachine(RuleBasedStateMachine):
         allow_destructive: bool | None = None,
         max_argument_size: int | None = None,
         target_rule: str | None = None,
+        wild: bool | None = None,
     ) -> type[PeerMachine]:
         """A subclass with this configuration (``None`` keeps the class's value)."""
         namespace: dict[str, Any] = {"transport_factory": staticmethod(transport_factory),
@@ -236,6 +256,8 @@ class PeerMachine(RuleBasedStateMachine):
             namespace["max_argument_size"] = max_argument_size
         if target_rule is not None:
             namespace["target_rule"] = target_rule
+        if wild is not None:
+            namespace["wild"] = wild
         if revisions is not None:
             namespace["revisions"] = tuple(revisions)
         if schemas is not None:
@@ -271,6 +293,11 @@ class PeerMachine(RuleBasedStateMachine):
         self._acked_seq = -1
         self._pending: dict[RequestId, _Pending] = {}
         self._answered: set[RequestId] = set()
+        #: Requests the kit stopped waiting for (slow): a late answer is no stray response.
+        self._abandoned: dict[RequestId, _Pending] = {}
+        #: The latest sequence number among the requests answered (the proof that a request
+        #: left unanswered was skipped, not still being worked on).
+        self._answered_seq = -1
         self._silent: dict[RequestId, Invalid] = {}
         self._null_expected: list[Invalid] = []
         self._tokens: dict[str | int, RequestId] = {}
@@ -536,6 +563,11 @@ class PeerMachine(RuleBasedStateMachine):
             self._on_null_id(message)
             return
         pending = self._pending.pop(request_id, None)
+        if pending is None and request_id in self._abandoned:
+            late = self._abandoned.pop(request_id)
+            self.note(f"{SLOW_NOTE}[{self.revision}] {late.method} (id {request_id!r}) was "
+                      "answered after the kit had stopped waiting for it")
+            return
         if pending is None:
             if request_id in self._silent:
                 invalid = self._silent[request_id]
@@ -549,6 +581,7 @@ class PeerMachine(RuleBasedStateMachine):
                              "request had", received=message)
             return
         self._answered.add(request_id)
+        self._answered_seq = max(self._answered_seq, pending.seq)
         if pending.token is not None:
             self._tokens.pop(pending.token, None)
         if pending.barrier:
@@ -893,8 +926,12 @@ class PeerMachine(RuleBasedStateMachine):
         revision = data.draw(st.sampled_from(type(self).revisions), label="revision")
         early_ping = FEATURES[revision].handshake and data.draw(st.booleans(),
                                                                 label="early ping")
+        state = type(self).run_state
+        state["examples"] = state.get("examples", 0) + 1
         if self.over_budget():
             return  # the run's budget is spent: this example does nothing
+        if revision in state.get("unspoken", ()):
+            return  # the peer showed it does not speak it: no second wait for a discover
         self.open_session(revision, early_ping=early_ping)
 
     def open_session(self, revision: str, *, early_ping: bool = False) -> None:
@@ -929,25 +966,28 @@ class PeerMachine(RuleBasedStateMachine):
         # sessions begin with initialize).
         if early_ping and getattr(self.transport, "requests_before_initialize", True):
             ping = self.request("ping")
-            if not self.wait_until(lambda: ping.request_id not in self._pending):
-                self._pending.pop(ping.request_id, None)
+            if not self._wait_startup(ping):
                 if self.cut_short:
                     self.alive = False
                     return
-                self.finding("ping", "ping before initialize was not answered",
-                             sent=ping.message)
+                self.note(f"{SLOW_NOTE}[{self.revision}] ping before initialize was "
+                          f"unanswered after {self._startup_time()} s (a slow start?)")
         params = {"protocolVersion": self.revision,
                   "capabilities": dict(type(self).client_capabilities),
                   "clientInfo": dict(type(self).client_info)}
         replies: list[dict[str, Any]] = []
         init = self.request("initialize", params, replies=replies)
         message = init.message
-        if not self.wait_until(lambda: bool(replies)):
-            self._pending.pop(init.request_id, None)
+        if not self._wait_startup(init):
             self.alive = False
             if self.cut_short:
                 return  # the budget ran out while waiting: nothing to hold against the peer
-            self.finding("no-reply", "initialize was not answered", sent=message)
+            if self._eof:
+                self.finding("no-reply", "initialize was not answered: the peer closed the "
+                             "connection", sent=message)
+                return
+            self.note(f"{SLOW_NOTE}[{self.revision}] initialize was unanswered after "
+                      f"{self._startup_time()} s; the session was given up")
             return
         reply = replies[0]
         if "error" in reply:
@@ -981,14 +1021,13 @@ class PeerMachine(RuleBasedStateMachine):
     def _discover_session(self) -> None:
         replies: list[dict[str, Any]] = []
         probe = self.request("server/discover", replies=replies)
-        if not self.wait_until(lambda: bool(replies)):
-            self._pending.pop(probe.request_id, None)
+        if not self._wait_startup(probe):
             if self.cut_short:
                 self.alive = False
                 return
             self.note(f"no answer to server/discover: the server does not speak "
                       f"{self.revision}")
-            self.alive = False
+            self._unspoken()
             return
         reply = replies[0]
         if "error" in reply:
@@ -996,7 +1035,7 @@ class PeerMachine(RuleBasedStateMachine):
             self.note(f"server/discover was answered with error {error.get('code')} "
                       f"({_short(error.get('message'))}): the server does not speak "
                       f"{self.revision}")
-            self.alive = False
+            self._unspoken()
             return
         result = reply["result"]
         problems = self._schemas.errors(self.revision, "DiscoverResult", result)
@@ -1014,6 +1053,30 @@ class PeerMachine(RuleBasedStateMachine):
         meta = result.get("_meta")
         info = meta.get("io.modelcontextprotocol/serverInfo") if isinstance(meta, dict) else None
         self.peer_info = info if isinstance(info, dict) else {}
+
+    def _unspoken(self) -> None:
+        """The peer does not speak this revision: end the session, and let later sessions
+        drawn for it do nothing (their draws stay the same)."""
+        self.alive = False
+        type(self).run_state.setdefault("unspoken", set()).add(self.revision)
+
+    def _startup_time(self) -> float:
+        """How long the first answers of a session may take: a process is starting."""
+        cls = type(self)
+        return max(cls.reply_timeout, cls.call_timeout, cls.startup_timeout)
+
+    def _wait_startup(self, pending: _Pending) -> bool:
+        """Wait for a request of the session's opening; False (and the request abandoned:
+        a late answer is then noted, not found) when it did not come in time."""
+        wait = self._startup_time()
+        if self.wait_until(functools.partial(self._done, pending), wait, within=wait):
+            return True
+        self._abandon(pending)
+        return False
+
+    def _abandon(self, pending: _Pending) -> None:
+        self._pending.pop(pending.request_id, None)
+        self._abandoned[pending.request_id] = pending
 
     def _list_everything(self) -> None:
         for method, (capability, _) in _LIST_METHODS.items():
@@ -1080,7 +1143,8 @@ class PeerMachine(RuleBasedStateMachine):
             if isinstance(schema, dict):
                 defs = {**schema.get("definitions", {}), **schema.get("$defs", {})}
                 try:
-                    strategy = SchemaStrategies(defs, max_depth=2).build(
+                    magnitude = None if type(self).wild else type(self).realistic_magnitude
+                    strategy = SchemaStrategies(defs, max_depth=2, magnitude=magnitude).build(
                         {k: v for k, v in schema.items() if k not in ("$defs", "definitions")})
                     strategy.validate()
                     strategy = strategy.filter(functools.partial(
@@ -1273,12 +1337,12 @@ class PeerMachine(RuleBasedStateMachine):
         method = "server/discover" if self.stateless else "ping"
         barrier = self.request(method, barrier=True)
         if not self.wait_until(lambda: barrier.request_id not in self._pending):
-            self._pending.pop(barrier.request_id, None)
+            self._abandon(barrier)
             if self.cut_short:
                 return
-            self.finding("ping" if method == "ping" else "discover",
-                         f"{method} was not answered within {type(self).reply_timeout} s",
-                         sent=barrier.message)
+            # Time is not a violation: a busy peer answers the barrier late (noted then).
+            self.note(f"{SLOW_NOTE}[{self.revision}] {method} (a barrier) was unanswered "
+                      f"after {type(self).reply_timeout} s of silence")
 
     # -- the deterministic sweep -----------------------------------------------------------------
 
@@ -1395,14 +1459,13 @@ class PeerMachine(RuleBasedStateMachine):
                 self.note(f"{self.revision}: {len(self._owed())} request(s) still in flight "
                           "when the budget ran out (not judged)")
             return
-        # Still reporting progress: slow, not unanswered (progress.mdx lets a request run
-        # as long as it reports); cancel it now, so that the settling below ends.
+        # A tool still working is slow, not unanswered: time is not a violation (2025-11-25
+        # basic/lifecycle.mdx, "Timeouts": the sender decides to stop waiting, and cancels).
+        # Only a peer that ended the session without answering has proved it never will.
         for pending in self._owed():
-            if (pending.method == "tools/call" and pending.last_progress is not None
-                    and pending.invalid is None and not pending.batch):
-                self.note(f"{self.revision}: tool {_short(pending.message['params'].get('name'))}"
-                          f" was still working (progress {pending.last_progress}) after "
-                          f"{cls.call_timeout} s; cancelled, counted as slow")
+            if (pending.method == "tools/call" and pending.invalid is None
+                    and not pending.batch and not self._eof):
+                self.note(_slow_note(self.revision, pending, cls.call_timeout))
                 self.notify("notifications/cancelled",
                             {"requestId": pending.request_id, "reason": "call timeout"})
                 pending.cancelled_seq = self._seq
@@ -1411,6 +1474,13 @@ class PeerMachine(RuleBasedStateMachine):
         self.settle(cls.settle_time, within=2 * cls.reply_timeout)
         for pending in self._owed():
             self._pending.pop(pending.request_id, None)
+            if not self._eof and pending.seq > self._answered_seq:
+                # Nothing sent after it was answered either: a busy peer, not a skipped
+                # request (the proof of "never" is a later answer, then quiet).
+                self.note(f"{SLOW_NOTE}[{self.revision}] {pending.method} (id "
+                          f"{pending.request_id!r}) was unanswered when the session ended, "
+                          "and so was everything sent after it")
+                continue
             if pending.invalid is not None:
                 self.finding(pending.invalid.rule, f"{pending.invalid.description}: expected "
                              f"error {pending.invalid.expected_code}, got no answer",
@@ -1456,6 +1526,22 @@ def _first_or_empty(strategy: st.SearchStrategy[Any] | None) -> Any:
         return _first(strategy)
     except Exception:  # NoSuchExample, Unsatisfiable...: no argument fits the bound
         return {}
+
+
+#: Notes that say a call took longer than the run would wait (the only note a correct,
+#: deterministic peer may cause).
+SLOW_NOTE = "slow: "
+
+
+def _slow_note(revision: str, pending: _Pending, call_timeout: float) -> str:
+    params = pending.message.get("params") or {}
+    call = (f"tool {_short(params.get('name'))!r} with arguments "
+            f"{_short(json.dumps(params.get('arguments'), ensure_ascii=False), 200)}")
+    if pending.last_progress is not None:
+        return (f"{SLOW_NOTE}[{revision}] {call} was still working (progress "
+                f"{pending.last_progress}) after {call_timeout} s; cancelled, counted as slow")
+    return (f"{SLOW_NOTE}[{revision}] {call} was unanswered after {call_timeout} s; "
+            "cancelled, counted as slow")
 
 
 def _codes(codes: frozenset[int]) -> str:
@@ -1522,6 +1608,7 @@ def check_peer(
     invalid_rules: Iterable[str] | None = None,
     derandomize: bool = True,
     report: Report | None = None,
+    seed: int | None = None,
     **scope: Any,
 ) -> Report:
     """Run :class:`PeerMachine` against a server in "report" mode and return the findings.
@@ -1531,24 +1618,61 @@ def check_peer(
     :param revisions: the revisions to try (default: all the library knows).
     :param sessions: how many sessions (hypothesis examples) to run.
     :param steps: the most rules run per session.
-    :param derandomize: use a fixed seed, so that two runs do the same (default).
+    :param derandomize: without ``seed``: hypothesis's fixed seed, so that two runs do the
+        same (default).
+    :param seed: draw from this seed (recorded as :attr:`Report.seed`): the same seed on a
+        deterministic peer gives the same sessions and findings.
     :param report: add to this report (default: a new one).
     :param scope: budgets and scope, passed to :meth:`PeerMachine.configure`: ``clock``,
         ``budget``, ``session_budget``, ``call_timeout``, ``tools``, ``exclude_tools``,
-        ``allow_destructive``, ``max_argument_size``.
+        ``allow_destructive``, ``max_argument_size``, ``wild``.
+
+    Never raises for what the peer does: a peer that answers the same draws differently is
+    noted ("the peer is not deterministic") and the sessions left run from the next seed; an
+    error of the kit's own is noted and ends the random sessions (the report stands).
     """
     report = Report() if report is None else report
+    if seed is not None and report.seed is None:
+        report.seed = seed
     machine = PeerMachine.configure(
         transport_factory, revisions=revisions, schemas=schemas, report=report,
         reply_timeout=reply_timeout, settle_time=settle_time, invalid_rules=invalid_rules,
         **scope,
     )
-    run_state_machine_as_test(machine, settings=settings(
-        max_examples=sessions, stateful_step_count=steps, deadline=None,
-        derandomize=derandomize, database=None, phases=_GENERATE_ONLY,
-        suppress_health_check=list(HealthCheck),
-    ))
+    left = sessions
+    for attempt in range(_MAX_RESEEDS):
+        if left <= 0 or machine.run_state.get("cut_short"):
+            break
+        started = machine.run_state.get("examples", 0)
+        run = hypothesis_seed(seed + attempt)(machine) if seed is not None else machine
+        try:
+            run_state_machine_as_test(run, settings=settings(
+                max_examples=left, stateful_step_count=steps, deadline=None,
+                derandomize=derandomize and seed is None, database=None,
+                phases=_GENERATE_ONLY, suppress_health_check=list(HealthCheck),
+            ))
+            break
+        except (Flaky, FlakyStrategyDefinition) as exc:
+            report.note("the peer is not deterministic: the same draws led to a different "
+                        f"session ({_first_line(exc)}); the run went on"
+                        + (" with the next seed" if seed is not None else ""))
+            if seed is None:
+                break  # a derandomized run would only replay the same draws
+        except Exception as exc:  # the kit's own bug: report it, keep what was found
+            report.note(f"the kit stopped its random sessions on an error of its own "
+                        f"({type(exc).__name__}: {_short(exc, 200)}); findings so far stand")
+            break
+        left -= max(1, machine.run_state.get("examples", 0) - started)
     return report
+
+
+#: How many times a run starts again from the next seed after the peer was not deterministic.
+_MAX_RESEEDS = 20
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return _short(text[0] if text else type(exc).__name__, 160)
 
 
 
@@ -1618,6 +1742,17 @@ def sweep(
             session.open_session(revision, early_ping=FEATURES[revision].handshake)
             if session.alive:
                 session.sweep_session()
-        finally:
             session.teardown()
+        except Exception as exc:  # the kit's own bug: report it, go on with the next revision
+            report.note(f"the kit stopped the {revision} sweep on an error of its own "
+                        f"({type(exc).__name__}: {_short(exc, 200)})")
+            _close_quietly(session)
     return report
+
+
+def _close_quietly(session: PeerMachine) -> None:
+    try:
+        if session.transport is not None:
+            session.transport.close()
+    except Exception:  # closing after an error: nothing more to report
+        pass

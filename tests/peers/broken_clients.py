@@ -50,6 +50,7 @@ FAULTS = {
     "no-version-header": "drops MCP-Protocol-Version",
     "no-reinitialize": "gives up on 404 instead of initializing again",
     "no-resume": "does not resume a dropped SSE stream",
+    "no-delete": "exits without ending its session with DELETE",
     # stateless era
     "no-meta": "a request without the _meta envelope",
     "no-method-header": "HTTP: no Mcp-Method header",
@@ -191,7 +192,12 @@ class Http:
         self._events(conn, conn.getresponse(), request)
 
     def close(self) -> None:
-        pass
+        """End the session with DELETE (2025-03-26+ transports: a SHOULD)."""
+        if self.session is None or self.version == STATELESS or self.fault == "no-delete":
+            return
+        conn = self._conn()
+        conn.request("DELETE", self.path, headers=self._headers())
+        conn.getresponse().read()
 
 
 class Client:
@@ -246,7 +252,8 @@ class Client:
                 item = self.t.inbox.get(timeout=0.5)
             except queue.Empty:
                 continue
-            if item is None:
+            if item is None:  # gave up on the request: still ends the session
+                self.t.close()
                 sys.exit(0)
             if isinstance(item, tuple):  # HTTP 404
                 if self.fault == "no-reinitialize":
