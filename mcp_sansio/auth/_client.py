@@ -47,6 +47,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit, urlunsplit
 import attrs
 
 from . import _rules as rules
+from ._answers import describe_answer, oauth_error
 from ._challenge import bearer_params
 from ._errors import (
     AuthFlowError,
@@ -193,6 +194,8 @@ class OAuthClientFlow:
         self._challenges = 0
         #: Scopes asked for so far, for the step-up union (MCP 2026-07-28 step-up, step 2).
         self._requested_scopes: tuple[str, ...] = ()
+        #: The last response the flow was handed, described (for the errors that give up).
+        self._last_answer: str | None = None
 
     # -- the application's calls -------------------------------------------------------
 
@@ -218,7 +221,8 @@ class OAuthClientFlow:
                 raise LimitExceeded(
                     "challenge", self.server_url,
                     f"{self._challenges} challenges in a row without a successful request; "
-                    "treating the authorization failure as permanent")
+                    "treating the authorization failure as permanent; the last answer: "
+                    + describe_answer(self.server_url, response))
         self._gen = self._run(response)
         return self._advance(None)
 
@@ -227,6 +231,7 @@ class OAuthClientFlow:
         if not isinstance(self._pending, HTTPRequest):
             raise RuntimeError("the flow is not waiting for an HTTP response")
         self._now = now
+        self._last_answer = describe_answer(self._pending.url, response)
         return self._advance(response)
 
     def receive_redirect(self, redirect_url: str, now: float) -> Action:
@@ -260,7 +265,8 @@ class OAuthClientFlow:
                 self._gen = self._pending = None
                 raise LimitExceeded(
                     "challenge", action.url,
-                    f"more than {self.config.max_requests} requests in one authorization")
+                    f"more than {self.config.max_requests} requests in one authorization"
+                    + (f"; the last answer: {self._last_answer}" if self._last_answer else ""))
         self._pending = action
         return action
 
@@ -434,7 +440,7 @@ class OAuthClientFlow:
         response = yield from self._exchange(step, request)
         if response.status not in (200, 201):
             raise RegistrationError(step, request.url, f"answered {response.status}: "
-                                    f"{_oauth_error(response)}")
+                                    f"{oauth_error(response, described=True)}")
         doc = self._json_object(step, request.url, response)
         client_id = doc.get("client_id")
         if not isinstance(client_id, str) or not client_id:
@@ -580,7 +586,7 @@ class OAuthClientFlow:
                 # forget it and authorize from scratch.
                 return None
             raise TokenError(step, request.url, f"answered {response.status}: "
-                             f"{_oauth_error(response)}", _oauth_error(response))
+                             f"{oauth_error(response, described=True)}", oauth_error(response))
         doc = self._json_object(step, request.url, response)
         access = doc.get("access_token")
         token_type = doc.get("token_type")
@@ -724,14 +730,3 @@ def _with_query(url: str, query: str) -> str:
     parts = urlsplit(url)
     joined = f"{parts.query}&{query}" if parts.query else query
     return urlunsplit((parts.scheme, parts.netloc, parts.path, joined, ""))
-
-
-def _oauth_error(response: HTTPResponse) -> str:
-    """The ``error`` code of an OAuth error body (OAuth 2.1 §3.2.4), if readable."""
-    try:
-        doc = json.loads(response.body)
-    except (ValueError, RecursionError):
-        return "no OAuth error body"
-    if isinstance(doc, dict) and isinstance(doc.get("error"), str):
-        return str(doc["error"])[:200]
-    return "no OAuth error body"
