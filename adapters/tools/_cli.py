@@ -535,7 +535,7 @@ def _login_needed(client: Any, exc: BaseException) -> Any:
     return challenge
 
 
-def _login(store: bool, token_file: str | None) -> Any:
+def _login(store: bool, token_file: str | None, prog: str = "mcp-sansio probe") -> Any:
     """The probe's :class:`~._auth_session.OAuth`: the loopback redirect (RFC 8252 §7.3),
     the URL opened in the browser and printed on stderr, tokens in a file unless not
     stored."""
@@ -545,7 +545,7 @@ def _login(store: bool, token_file: str | None) -> Any:
     from ..auth import FileStorage, LoopbackListener, MemoryStorage, OAuth, default_token_path
 
     def open_browser(url: str) -> None:
-        sys.stderr.write(f"mcp-sansio probe: the server asks you to log in; open this URL if "
+        sys.stderr.write(f"{prog}: the server asks you to log in; open this URL if "
                          f"no browser opens:\n  {url}\n")
         sys.stderr.flush()
         # In a thread: a browser command may wait for the page, which waits for us.
@@ -623,7 +623,11 @@ def explain_http_failure(exc: HTTPTransportError) -> str:
             except ValueError:
                 phrase = "an unknown status"
             meaning = f"server error ({phrase})" if exc.status >= 500 else phrase
-        return f"HTTP {exc.status} from {url}: {meaning}"
+        from mcp_sansio.http._refusal import explain
+
+        said = explain(exc.headers, exc.body).summary()
+        return f"HTTP {exc.status} from {url}: {meaning}" + (
+            f"; the server said: {said}" if said else "")
     return f"{url}: {exc.detail}"
 
 
