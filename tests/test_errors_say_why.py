@@ -67,13 +67,17 @@ def test_a_garbage_token_says_why() -> None:
 
 
 def test_a_refused_step_up_names_the_scope() -> None:
-    # The 403 answers the call's own id: a JSON-RPC error the caller reads as McpError.
+    # A tool's scopes: the 403 challenge answers the call; without OAuth to step up, the
+    # call fails with the challenge and the server's JSON-RPC error.
     headers = {"Authorization": f"Bearer {token(scope='mcp:read')}"}
     with serving("threading", scoped(), auth=protected()) as port, connect_http(
-            f"http://127.0.0.1:{port}/mcp", headers=headers) as client, pytest.raises(
-            errors.McpError) as caught:
-        client.call_tool("wipe", {})
-    assert "Forbidden" in str(caught.value) and "mcp:admin" in str(caught.value)
+            f"http://127.0.0.1:{port}/mcp", headers=headers) as client:
+        with pytest.raises(errors.HTTPTransportError) as caught:
+            client.call_tool("wipe", {})
+        client.list_tools()  # the session lives on
+    error = caught.value
+    assert (error.status, error.error, error.method) == (403, "insufficient_scope", "tools/call")
+    assert "requires scope mcp:admin mcp:read" in str(error)
 
 
 def test_a_plain_text_body_is_kept_bounded_and_printable() -> None:

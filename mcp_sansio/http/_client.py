@@ -948,7 +948,11 @@ class HTTPClient:
                 value = _codec.decode(body, self.connection.max_depth)
             except InvalidMessage:
                 value = None
-            if value is not None and self._carries_answer(exchange, value):
+            if value is not None and self._carries_answer(exchange, value) and not (
+                    _is_auth_challenge(exchange, status)):
+                # An authorization challenge is the transport's failure even when its body
+                # answers the request (a tool's scopes, RFC 6750 §3.1): the client's
+                # authorization retries it after a step-up, else its error says why.
                 if (
                     status >= 400 and exchange.ids[0] == self._init_id
                     and self._legacy_fallback_allowed(exchange, status, value)
