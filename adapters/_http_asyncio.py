@@ -34,6 +34,7 @@ from ._asyncio_session import ServerSession, _small_reads
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import asyncio_decider
 from ._http_service import HTTPLink, HTTPServiceBase, new_http_server
+from ._listen_error import listening
 from ._shared_driver import SharedDriver
 from ._shared_keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
 
@@ -263,8 +264,9 @@ class HTTPService(HTTPServiceBase[ServerSession]):
     # -- lifetime ----------------------------------------------------------------------------
 
     async def _listen(self, host: str, port: int, **options: Any) -> None:
-        self._listener = await self._loop.create_server(
-            lambda: _Socket(self), host, port, **options)
+        with listening(host, port):
+            self._listener = await self._loop.create_server(
+                lambda: _Socket(self), host, port, **options)
         sockname = self._listener.sockets[0].getsockname()
         self.address = (sockname[0], sockname[1])
 

@@ -106,6 +106,7 @@ from ._http_client_logic import HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import thread_decider
 from ._http_service import HTTPLink, HTTPServiceBase, new_http_server
+from ._listen_error import listening
 from ._sync_api import SyncClient, SyncServerSession
 from ._thread_runtime import ThreadRuntime
 
@@ -631,9 +632,10 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
     # -- threads -----------------------------------------------------------------------------
 
     def _listen(self, host: str, port: int, backlog: int) -> None:
-        family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                                    flags=socket.AI_PASSIVE)[0][0]
-        listener = socket.create_server((host, port), family=family, backlog=backlog)
+        with listening(host, port):
+            family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                        flags=socket.AI_PASSIVE)[0][0]
+            listener = socket.create_server((host, port), family=family, backlog=backlog)
         listener.setblocking(False)
         self._listener = listener
         sockname = listener.getsockname()

@@ -81,6 +81,7 @@ from ._http_client_logic import HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import trio_decider
 from ._http_service import HTTPLink, HTTPServiceBase, new_http_server
+from ._listen_error import listening
 from ._trio_runtime import TrioRuntime
 from ._trio_session import ServerSession, _one_error
 
@@ -551,7 +552,8 @@ async def start_http(
     service = HTTPService(server, http, max_write_buffer=max_write_buffer)
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
     http.on_decision_needed = trio_decider(service)  # parked exchanges (_http_decide)
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    with listening(host, port):
+        listeners = await trio.open_tcp_listeners(port, host=host)
     sockname = listeners[0].socket.getsockname()
     service.address = (sockname[0], sockname[1])
     async with _one_error(), trio.open_nursery() as nursery:

@@ -119,3 +119,44 @@ def test_a_refused_token_request_names_the_oauth_error_and_its_description() -> 
     assert caught.value.error == "invalid_client"
     assert "invalid_client (client secret ? wrong)" in str(caught.value)
     assert caught.value.url == world.asm["token_endpoint"]
+
+
+@pytest.mark.parametrize("runtime", ["asyncio", "trio", "threading"])
+def test_a_port_in_use_is_a_clear_error_from_the_library(runtime: str) -> None:
+    import errno
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(errors.ListenError) as caught:
+            listen_on(runtime, port)
+    assert caught.value.errno == errno.EADDRINUSE
+    assert isinstance(caught.value, OSError)
+    assert str(caught.value) == f"cannot listen on 127.0.0.1:{port}: address already in use"
+
+
+def listen_on(runtime: str, port: int) -> None:
+    """Start (and stop) an HTTP server on ``runtime`` at 127.0.0.1:``port``."""
+    if runtime == "threading":
+        from mcp_sansio.adapters import threading as threads
+
+        with threads.start_http(scoped(), port=port):
+            return
+
+    async def main(adapter: Any) -> None:
+        async with adapter.start_http(scoped(), port=port):
+            return
+
+    if runtime == "trio":
+        import trio
+        from mcp_sansio.adapters import trio as trio_adapter
+
+        trio.run(main, trio_adapter)
+        return
+    import asyncio
+
+    from mcp_sansio.adapters import asyncio as aio
+
+    asyncio.run(main(aio))
