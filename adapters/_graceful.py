@@ -181,6 +181,6 @@ def _threads(adapter: Any, server: Any, host: str, port: int,
                 time.sleep(_POLL)
             time.sleep(_POLL)  # the last answers' writes
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     return got[0] if got else signal.SIGINT

@@ -31,6 +31,7 @@ from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ._asyncio_runtime import AsyncioRuntime
 from ._asyncio_session import ServerSession, _small_reads
+from ._graceful import serve_until_signal
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ._http_decide import asyncio_decider
 from ._http_service import HTTPLink, HTTPServiceBase, new_http_server
@@ -386,12 +387,15 @@ async def serve_http(
 
 
 def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-    """``asyncio.run(serve_http(...))``, printing the server's URL on stdout once it
-    listens; returns on Ctrl-C."""
+    """Serve ``server`` over HTTP, printing its URL on stdout once it listens, until SIGTERM
+    or Ctrl-C; then stop gracefully and return: no new connections, the requests in flight
+    finish (at most ``shutdown_timeout`` seconds, 10 by default; a second signal stops
+    waiting), the rest is closed, a shared worker leaves cleanly (adapters/_graceful.py).
+    Other options as for :func:`start_http`."""
 
     def ready(service: HTTPService) -> None:
         sys.stdout.write(f"{service.url}\n")
         sys.stdout.flush()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_http(server, host, port, on_ready=ready, **options))
+    serve_until_signal("asyncio", sys.modules[__name__], server, host, port, on_ready=ready,
+                       **options)

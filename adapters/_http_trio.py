@@ -76,6 +76,7 @@ from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
 
 from ._api import AsyncClient
 from ._auth_session import OAuth, SessionAuth, challenge_of
+from ._graceful import serve_until_signal
 from ._http_authorized import authorized_request
 from ._http_client_logic import HTTPTransportError, default_tls
 from ._http_common import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
@@ -581,15 +582,18 @@ async def serve_http(
 
 
 def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-    """``trio.run(serve_http, ...)``, printing the server's URL on stdout once it listens;
-    returns on Ctrl-C."""
+    """Serve ``server`` over HTTP, printing its URL on stdout once it listens, until SIGTERM
+    or Ctrl-C; then stop gracefully and return: no new connections, the requests in flight
+    finish (at most ``shutdown_timeout`` seconds, 10 by default; a second signal stops
+    waiting), the rest is closed, a shared worker leaves cleanly (adapters/_graceful.py).
+    Other options as for :func:`start_http`."""
 
     def ready(service: HTTPService) -> None:
         sys.stdout.write(f"{service.url}\n")
         sys.stdout.flush()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        trio.run(functools.partial(serve_http, server, host, port, on_ready=ready, **options))
+    serve_until_signal("trio", sys.modules[__name__], server, host, port, on_ready=ready,
+                       **options)
 
 
 # -- the client ----------------------------------------------------------------------------------

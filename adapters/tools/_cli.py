@@ -234,8 +234,18 @@ def _serve(runtime: str, http: tuple[str, int, dict[str, Any]] | None) -> None:
             sys.stdout.write(f"{service.url}\n")  # the URL, for whoever started us
             sys.stdout.flush()
 
-        serve = functools.partial(adapter.serve_http, server, host, port, on_ready=ready,
-                                  **options)
+        # Stopped by SIGTERM (exit 0) or Ctrl-C (130), gracefully (adapters/_graceful.py).
+        import signal
+
+        from .._graceful import serve_until_signal
+
+        try:
+            if serve_until_signal(runtime, adapter, server, host, port, on_ready=ready,
+                                  **options) == signal.SIGINT:
+                raise KeyboardInterrupt
+            return
+        finally:
+            sys.stderr.flush()
     try:
         if runtime == "asyncio":
             import asyncio
