@@ -16,6 +16,10 @@
   scenario in ``MCP_CONFORMANCE_*`` environment variables. The full output of each client
   run (with every client's log) goes to ``.cache/conformance-client-R.log``; this log shows
   the summary.
+* The authorization extension scenarios (:data:`EXTENSIONS`) once more with the clients of
+  the other runtimes (``MCP_SANSIO_CONFORMANCE_RUNTIME``): the harness's ``extensions``
+  suite at 2025-11-25, and each scenario forced at 2026-07-28 (the suite cannot be given a
+  revision: extension scenarios are not on the spec timeline).
 * Known failures are listed, each with its reason, in ``.ci/conformance-expected-failures.yml``.
   Its ``#: PATTERN: REASON`` comment lines give the reason per group of entries (shell-style
   patterns over scenario names) for the summaries; the harness reads the list and ignores
@@ -23,7 +27,9 @@
 
 A passing run reads as passing: each run prints one line -- its scenarios passed, then its
 expected failures counted per reason group, then the failures of the scenarios the
-requirement set runs but does not score -- and the harness's whole output goes to
+requirement set runs but does not score, then the authorization extension scenarios
+(:data:`EXTENSIONS`: run unscored by every requirement set, but ours to pass, so they are
+reported apart and a failing one fails the run) -- and the harness's whole output goes to
 ``.cache/conformance-<run>.log``. A run the harness fails (an unexpected failure, or a
 listed failure that now passes: the list can only shrink) prints its output in full, less
 the rows of the expected failures. Exits non-zero if any run failed.
@@ -56,6 +62,14 @@ OLD_HARNESS = (OLD_DIR / "node_modules" / "@modelcontextprotocol" / "conformance
                / "index.js")
 EXPECTED = ROOT / ".ci" / "conformance-expected-failures.yml"
 REQUIREMENTS = ["2025-11-25", "2026-07-28"]
+#: The authorization extension scenarios (client credentials, enterprise-managed
+#: authorization, DPoP, workload identity): not scored by any requirement set, but a run
+#: where one fails is a failed run.
+EXTENSIONS = (
+    "auth/client-credentials-basic", "auth/client-credentials-jwt",
+    "auth/enterprise-managed-authorization", "auth/dpop", "auth/dpop-nonce",
+    "auth/wif-jwt-bearer",
+)
 #: serve-example runs on asyncio first (with every run); then on these.
 OTHER_RUNTIMES = ["trio", "threading"]
 PY = sys.executable
@@ -147,7 +161,12 @@ class Outcome:
         if not self.baseline:
             return []
         known = {entry.split(":", 1)[0] for entry in self.expected + self.unexpected}
-        return [name for name in self.failed if name not in known]
+        return [name for name in self.failed if name not in known and name not in EXTENSIONS]
+
+    def extensions(self) -> tuple[list[str], list[str]]:
+        """The :data:`EXTENSIONS` scenarios this run ran: (passed, failed)."""
+        return ([n for n in self.passed if n in EXTENSIONS],
+                [n for n in self.failed if n in EXTENSIONS])
 
 
 def read_output(out: str) -> Outcome:
@@ -216,6 +235,14 @@ def summary(label: str, outcome: Outcome, returncode: int, took: float,
                            for name in unscored})
         parts.append(f"{len(unscored)} unscored scenarios failed ({', '.join(families)}: "
                      f"run, but not scored by this requirement set)")
+    ext_passed, ext_failed = outcome.extensions()
+    if ext_passed or ext_failed:
+        ran = len(ext_passed) + len(ext_failed)
+        parts.append(f"{len(ext_passed)} of {ran} authorization extension scenarios passed"
+                     + (f", {len(ext_failed)} FAILED ({', '.join(ext_failed)})"
+                        if ext_failed else ""))
+        if ext_failed and returncode == 0:
+            returncode = -1
     if outcome.unexpected:
         parts.append(f"{len(outcome.unexpected)} UNEXPECTED failures "
                      f"({', '.join(outcome.unexpected)})")
@@ -224,7 +251,8 @@ def summary(label: str, outcome: Outcome, returncode: int, took: float,
                      f"({', '.join(outcome.stale)}: delete them from the list)")
     if not outcome.baseline and outcome.failed:
         parts.append(f"{len(outcome.failed)} FAILED ({', '.join(outcome.failed)})")
-    status = "ok" if returncode == 0 else f"FAILED, exit {returncode}"
+    status = ("ok" if returncode == 0 else "FAILED: an extension scenario failed"
+              if returncode == -1 else f"FAILED, exit {returncode}")
     return f"{label}: {'; '.join(parts)} ({status}, {took:.0f} s)"
 
 
@@ -255,13 +283,13 @@ def details(out: str, outcome: Outcome, client_mode: bool) -> list[str]:
 
 
 def _run(args: list[str], label: str, results: list[str], harness: Path = HARNESS,
-         log: Path | None = None) -> bool:
+         log: Path | None = None, env: dict[str, str] | None = None) -> bool:
     cmd = [str(NODE), str(harness), *args]
     if harness == HARNESS:
         cmd += ["--expected-failures", str(EXPECTED)]
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, check=False)
+                          text=True, check=False, env=env)
     took = time.monotonic() - start
     out = proc.stdout
     # Every run's whole output is kept: client mode interleaves every scenario's checks and
@@ -273,13 +301,51 @@ def _run(args: list[str], label: str, results: list[str], harness: Path = HARNES
     outcome = read_output(out)
     line = summary(label, outcome, proc.returncode, took, read_reasons())
     print(line, flush=True)
-    if proc.returncode != 0:
+    failed = proc.returncode != 0 or bool(outcome.extensions()[1])
+    if failed:
         print(f"--- {label}: {' '.join(args)}")
         for shown in details(out, outcome, client_mode=args[:1] == ["client"]):
             print(shown)
         print(f"(the whole output: {log.relative_to(ROOT)})", flush=True)
     results.append(line)
-    return proc.returncode == 0
+    return not failed
+
+
+#: Names the conformance client's runtime (adapters/tools/_conformance_client.py).
+RUNTIME_ENV = "MCP_SANSIO_CONFORMANCE_RUNTIME"
+
+
+def _extensions(runtime: str, results: list[str]) -> bool:
+    """The :data:`EXTENSIONS` with ``runtime``'s client, in both revisions: one line each."""
+    env = {**os.environ, RUNTIME_ENV: runtime}
+    client = ["client", "--command", CLIENT_COMMAND]
+    ok = _run([*client, "--suite", "extensions"], f"client extensions 2025-11-25 ({runtime})",
+              results, env=env)
+    start = time.monotonic()
+    outcome = Outcome(baseline=True)
+    failed_output = []
+    for scenario in EXTENSIONS:
+        proc = subprocess.run(
+            [str(NODE), str(HARNESS), *client, "--scenario", scenario,
+             "--spec-version", REQUIREMENTS[-1], "--force"], cwd=ROOT, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+        passed = proc.returncode == 0
+        (outcome.passed if passed else outcome.failed).append(scenario)
+        if not passed:
+            failed_output.append(proc.stdout)
+    label = f"client extensions {REQUIREMENTS[-1]} ({runtime})"
+    ext_passed, ext_failed = outcome.extensions()
+    line = (f"{label}: {len(ext_passed)} of {len(EXTENSIONS)} authorization extension "
+            f"scenarios passed" + (f", {len(ext_failed)} FAILED ({', '.join(ext_failed)})"
+                                   if ext_failed else "")
+            + f" ({'FAILED' if ext_failed else 'ok'}, {time.monotonic() - start:.0f} s)")
+    print(line, flush=True)
+    results.append(line)
+    if failed_output:
+        log = CACHE / f"conformance-client-extensions-{runtime}.log"
+        log.write_text("\n".join(failed_output))
+        print(f"(the failed scenarios' output: {log.relative_to(ROOT)})", flush=True)
+    return ok and not failed_output
 
 
 def inside() -> int:
@@ -316,6 +382,8 @@ def inside() -> int:
         ok &= _run(["client", "--command", CLIENT_COMMAND, "--requirements", requirements],
                    f"client {requirements}", results,
                    log=CACHE / f"conformance-client-{requirements}.log")
+    for runtime in ("trio", "threading"):
+        ok &= _extensions(runtime, results)
     passed = sum(", ok, " in line or "(ok, " in line for line in results)
     print(f"\nconformance: {passed} of {len(results)} runs passed "
           f"(each run's whole output: .cache/conformance-*.log)")

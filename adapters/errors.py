@@ -39,7 +39,7 @@ from mcp_sansio.app.errors import (
     ToolError,
 )
 
-from ._listen_error import ListenError
+from .common.listen_error import ListenError
 
 if TYPE_CHECKING:
     from mcp_sansio.app.http_client import HTTPTransportError

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from mcp_sansio import KeyRing
 
-from ._shared_keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, rotate_key, store_key_ring
+from .stores.keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, rotate_key, store_key_ring
 
 __all__ = ["DEFAULT_KEY_REFRESH_INTERVAL", "ENV_KEYS", "ENV_KEYS_FILE", "ENV_KEYS_REQUIRED",
            "FileKeySource", "KeyConfigurationError", "StoreKeys", "configured_key_ring",

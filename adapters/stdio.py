@@ -25,7 +25,7 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 
-from ._stdio import DEFAULT_SHUTDOWN_TIMEOUT, argv_of, env_of, kill_leftovers, signal_group
+from .common.stdio import DEFAULT_SHUTDOWN_TIMEOUT, argv_of, env_of, kill_leftovers, signal_group
 
 __all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "signal_group", "spawn_server", "stop_server"]
 

@@ -395,8 +395,9 @@ def ours_block(runtime: str, url: str, era_name: str, seq_n: int,
 
         result: tuple[float, float] = trio.run(trio_main)
         return result
-    from mcp_sansio.adapters._session import outcome
     from mcp_sansio.adapters.threading import connect_http as thread_connect
+
+    from mcp_sansio.app.errors import outcome
 
     params = {"name": "echo", "arguments": ARGS}
     with thread_connect(url, era=era) as client:

@@ -402,8 +402,9 @@ def ours_contestant(runtime: str, seq_n: int, rounds: int) -> Contestant:
         trio.run(main)
 
     def threading_body(me: Contestant) -> None:
-        from mcp_sansio.adapters._session import outcome
         from mcp_sansio.adapters.threading import connect_stdio as thread_connect
+
+        from mcp_sansio.app.errors import outcome
 
         params = {"name": "echo", "arguments": args}
         with thread_connect(example("threading")) as client:

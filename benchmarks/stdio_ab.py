@@ -125,8 +125,9 @@ def trial(runtime: str, seq_n: int, rounds: int) -> dict[str, Any]:
 
         trio.run(trio_main)
     else:
-        from mcp_sansio.adapters._session import outcome
         from mcp_sansio.adapters.threading import connect_stdio as thread_connect
+
+        from mcp_sansio.app.errors import outcome
 
         params = {"name": "echo", "arguments": args}
         with thread_connect(command) as client:

@@ -250,7 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "Streamable HTTP or legacy HTTP+SSE). Exits 1 with a message when it cannot.",
         usage="mcp-sansio probe [-h] [--runtime RUNTIME] [--era ERA] [--timeout SECONDS] "
         "[--verbose] [--no-login] [--no-store] [--token-file PATH] "
-        "(--url URL | -- COMMAND [ARGS ...])",
+        "[--client-credentials CLIENT_ID [--client-secret-file PATH | --client-key-file PATH]]"
+        " (--url URL | -- COMMAND [ARGS ...])",
     )
     probe.add_argument("--url", default=None,
                        help="the MCP endpoint of an HTTP server (http://HOST:PORT/mcp)")
@@ -273,6 +274,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     probe.add_argument("--token-file", default=None, metavar="PATH",
                        help="--url: where tokens are kept (default: tokens.json in the "
                        "mcp-sansio folder of the user's cache directory)")
+    probe.add_argument("--client-credentials", default=None, metavar="CLIENT_ID",
+                       help="--url: authorize as this machine client with the client "
+                       "credentials grant instead of a browser login; the secret comes from "
+                       "--client-secret-file or the MCP_SANSIO_CLIENT_SECRET environment "
+                       "variable, never the command line")
+    probe.add_argument("--client-secret-file", default=None, metavar="PATH",
+                       help="--client-credentials: a file holding the client secret")
+    probe.add_argument("--client-key-file", default=None, metavar="PATH",
+                       help="--client-credentials: a private key (PEM, or a JWK as JSON) "
+                       "to sign private_key_jwt assertions with, instead of a secret")
     probe.add_argument("server", nargs=argparse.REMAINDER, metavar="COMMAND [ARGS ...]",
                        help="the server command, after --")
     sub.add_parser("check", help="check an MCP server or client against the specification "
@@ -322,7 +333,10 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                                              verbose=args.verbose, url=args.url,
                                              login=not args.no_login,
                                              store=not args.no_store,
-                                             token_file=args.token_file))
+                                             token_file=args.token_file,
+                                             client_credentials=args.client_credentials,
+                                             client_secret_file=args.client_secret_file,
+                                             client_key_file=args.client_key_file))
         except BrokenPipeError:  # e.g. piped into `head`
             return 0
     if args.command == "conformance-client":

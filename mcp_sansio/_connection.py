@@ -251,7 +251,7 @@ class Connection:
     """
 
     # Slots, not a __dict__: a server holds one connection per session, and a dict of this
-    # many attributes is about 1.6 KB per idle session (issue 14's aim is 4 KiB in all).
+    # many attributes is about 1.6 KB per idle session (the aim is 4 KiB in all).
     # A subclass that adds attributes lists them in its own __slots__ (or gets a dict).
     __slots__ = ("__weakref__", "_cancelled_incoming", "_ended_outgoing", "_events", "_events_at",
         "_handshake_versions", "_inbox", "_inbox_at", "_incoming", "_listens",

@@ -105,7 +105,7 @@ def task_deadline(created_at: float, ttl_ms: int, *, skew: float = DEFAULT_TASK_
     since the epoch, the creating host's clock) plus the TTL plus the skew allowance."""
     return created_at + ttl_ms / 1000 + skew
 
-#: The event bus's topics: what is published on each, and who listens (issue 14 and 18).
+#: The event bus's topics: what is published on each, and who listens.
 TOPICS: Mapping[str, str] = {
     # A server-initiated notification for every session that may receive it (e.g.
     # notifications/tools/list_changed): JSON {"method", "params"}; every worker offers it
@@ -126,7 +126,7 @@ TOPICS: Mapping[str, str] = {
     # seconds, and {"worker", "gone": true} at a clean shutdown: a worker relaying a stream
     # ends the relay once its writer is gone (http/_shared.py, WorkerLiveness).
     "workers": "heartbeats and shutdown notices: relays of a gone writer's streams end",
-    # Tasks (issue 18), JSON {"op", "taskId", ...}: "cancel" and "update" (with
+    # Tasks, JSON {"op", "taskId", ...}: "cancel" and "update" (with
     # "inputResponses") for the worker that runs the task, which alone holds its handler;
     # "stored" after a worker wrote a task's record, so that a blocking tasks/result on
     # another worker reads it at once instead of at its next poll.

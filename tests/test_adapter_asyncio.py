@@ -18,17 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_sansio.adapters._session import (
-    ConnectionClosedError,
-    McpError,
-    RequestTimeout,
-    Server,
-    ToolError,
-)
 from mcp_sansio.adapters.asyncio import Context, connect_stdio, serve_stdio
 from mcp_sansio.adapters.tools import _example_server
 
 from mcp_sansio import HANDSHAKE_REVISIONS, ClientConnection, Era, Response
+from mcp_sansio.app.errors import ConnectionClosedError, McpError, RequestTimeout, ToolError
+from mcp_sansio.app.server import Server
 
 PEERS = Path(__file__).parent / "peers"
 EXAMPLE = [sys.executable, "-c", "from mcp_sansio.adapters.tools._example_server import run; run()"]

@@ -14,11 +14,11 @@ import os
 from typing import Any
 
 import pytest
-from mcp_sansio.adapters._api import _Resumed
-from mcp_sansio.adapters._session import Server
 from mcp_sansio.adapters.asyncio import Context, serve_stdio
+from mcp_sansio.adapters.common.async_session import _Resumed
 
 from mcp_sansio import ErrorResponse, Response
+from mcp_sansio.app.server import Server
 
 from .test_adapter_asyncio import PipePeer, run
 

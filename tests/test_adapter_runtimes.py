@@ -23,11 +23,6 @@ import trio
 from mcp_sansio.adapters import asyncio as asyncio_adapter
 from mcp_sansio.adapters import threading as threading_adapter
 from mcp_sansio.adapters import trio as trio_adapter
-from mcp_sansio.adapters._session import (
-    ConnectionClosedError,
-    RequestCancelledError,
-    RequestTimeout,
-)
 
 from mcp_sansio import (
     HANDSHAKE_REVISIONS,
@@ -37,6 +32,7 @@ from mcp_sansio import (
     Initialized,
     Response,
 )
+from mcp_sansio.app.errors import ConnectionClosedError, RequestCancelledError, RequestTimeout
 
 PEERS = Path(__file__).parent / "peers"
 RUNTIMES = ["asyncio", "trio", "threading"]

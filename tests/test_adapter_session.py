@@ -10,17 +10,13 @@ import sys
 from typing import Any
 
 import pytest
-from mcp_sansio.adapters._session import (
-    Context,
-    LineLogger,
-    McpError,
-    Server,
-    ServerLogic,
-    tool_error_result,
-)
 from mcp_sansio.adapters.asyncio import connect_stdio
+from mcp_sansio.adapters.common.stdio import LineLogger
 
 from mcp_sansio import Request
+from mcp_sansio.app.context import Context, tool_error_result
+from mcp_sansio.app.errors import McpError
+from mcp_sansio.app.server import Server, ServerLogic
 
 
 def route(server: Server, method: str, params: dict[str, Any] | None = None) -> Any:

@@ -13,10 +13,10 @@ import threading
 import time
 from typing import Any
 
-from mcp_sansio.adapters._session import Server
 from mcp_sansio.adapters.threading import serve_stdio
 
 from mcp_sansio import HANDSHAKE_REVISIONS, ClientConnection, ErrorResponse, Response
+from mcp_sansio.app.server import Server
 
 SAFETY = 60.0
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")

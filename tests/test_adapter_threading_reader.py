@@ -12,10 +12,10 @@ import os
 import threading
 from typing import Any
 
-from mcp_sansio.adapters._session import Server
 from mcp_sansio.adapters.threading import serve_stdio
 
 from mcp_sansio import STATELESS_REVISIONS, ClientConnection, Era
+from mcp_sansio.app.server import Server
 
 from .test_adapter_threading_eager import Peer, text
 

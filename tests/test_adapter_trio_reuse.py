@@ -15,11 +15,12 @@ from functools import partial
 from typing import Any
 
 import trio
-from mcp_sansio.adapters._api import AsyncContext as Context
-from mcp_sansio.adapters._session import RequestTimeout, Server
+from mcp_sansio.adapters.common.async_session import AsyncContext as Context
 from mcp_sansio.adapters.trio import serve_stdio
 
 from mcp_sansio import HANDSHAKE_REVISIONS, ClientConnection
+from mcp_sansio.app.errors import RequestTimeout
+from mcp_sansio.app.server import Server
 
 from .test_adapter_threading_eager import text
 

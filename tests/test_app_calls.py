@@ -1,6 +1,6 @@
 """The client's named calls are written once (``mcp_sansio/app/calls.py``): every one names a
 method of the method table, and both colours of client are made from exactly these
-definitions (``adapters/_colours.py``) -- the same calls with the same parameters, apart
+definitions (``adapters/common/plans.py``) -- the same calls with the same parameters, apart
 from the colour options, with the definition's docstring and a real signature."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mcp_sansio.adapters._api import AsyncClient
-from mcp_sansio.adapters._colours import asynchronous, blocking, colour_options
-from mcp_sansio.adapters._sync_api import SyncClient
+from mcp_sansio.adapters.common.async_session import AsyncClient
+from mcp_sansio.adapters.common.plans import asynchronous, blocking, colour_options
+from mcp_sansio.adapters.threading.session import SyncClient
 
 from mcp_sansio import KNOWN_REVISIONS
 from mcp_sansio._capabilities import lookup

@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp_sansio.adapters import asgi
-from mcp_sansio.adapters._shared_keys import rotate_key
+from mcp_sansio.adapters.stores.keys import rotate_key
 
 from mcp_sansio.http import SSEParser
 from mcp_sansio.stores import MemoryStores

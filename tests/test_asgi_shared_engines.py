@@ -386,8 +386,8 @@ def request_state_crosses_workers(eng: Engine, store_url: str) -> None:
     """Sealed on one worker, opened on another; again while a new key is added to the
     store's ring (rotation during traffic), until workers seal with the new key; a state
     sealed before the rotation still opens."""
-    from mcp_sansio.adapters._shared_keys import rotate_key
     from mcp_sansio.adapters.redis import RedisStores
+    from mcp_sansio.adapters.stores.keys import rotate_key
 
     from mcp_sansio._keyring import key_id
 

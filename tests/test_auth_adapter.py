@@ -1,4 +1,4 @@
-"""adapters/_auth_flow.py: the flow's requests carried over real loopback sockets, the
+"""adapters/auth/flow.py: the flow's requests carried over real loopback sockets, the
 loopback redirect listener, and the file storage."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import h11
 import pytest
-from mcp_sansio.adapters._auth_flow import (
+from mcp_sansio.adapters.auth.flow import (
     FileStorage,
     LoopbackRedirect,
     fetch,
@@ -195,7 +195,7 @@ def test_file_storage_persists_privately(tmp_path: Path) -> None:
         FileStorage(path)
 
 
-# -- the HTTP client's authorization hook (adapters/_auth_session.py) ---------------------------
+# -- the HTTP client's authorization hook (adapters/auth/session.py) ---------------------------
 
 
 @pytest.mark.parametrize(("status", "challenge", "is_challenge"), [
@@ -212,8 +212,9 @@ def test_file_storage_persists_privately(tmp_path: Path) -> None:
 ])
 def test_which_failures_are_challenges(status: int | None, challenge: str | None,
                                        is_challenge: bool) -> None:
-    from mcp_sansio.adapters._auth_session import challenge_of
-    from mcp_sansio.adapters._http_client_logic import HTTPTransportError
+    from mcp_sansio.adapters.auth.session import challenge_of
+
+    from mcp_sansio.app.http_client import HTTPTransportError
 
     headers = (("www-authenticate", challenge),) if challenge else ()
     found = challenge_of(HTTPTransportError("tools/call", "refused", status, headers=headers))
@@ -229,7 +230,7 @@ class _FakeHTTP:
 
 
 def test_the_session_auth_keeps_one_current_authorization_header() -> None:
-    from mcp_sansio.adapters._auth_session import OAuth, SessionAuth
+    from mcp_sansio.adapters.auth.session import OAuth, SessionAuth
 
     world = World()
 
@@ -246,7 +247,7 @@ def test_the_session_auth_keeps_one_current_authorization_header() -> None:
     assert http.extra_headers == [("X-Other", "1")]  # nothing stored yet
 
     async def main() -> None:
-        import mcp_sansio.adapters._auth_session as hook
+        import mcp_sansio.adapters.auth.session as hook
 
         real = hook.fetch
         hook.fetch = lambda request, **_: fetcher(request)  # type: ignore[assignment]

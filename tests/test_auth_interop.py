@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_sansio.adapters._auth_flow import FileStorage, fetch, follow_redirect, run_flow
-from mcp_sansio.adapters._auth_session import OAuth
 from mcp_sansio.adapters.asyncio import connect_http
+from mcp_sansio.adapters.auth.flow import FileStorage, fetch, follow_redirect, run_flow
+from mcp_sansio.adapters.auth.session import OAuth
 
 from mcp_sansio.auth import (
     ClientConfig,

@@ -18,8 +18,8 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey
 from mcp_sansio.adapters import threading as threading_adapter
-from mcp_sansio.adapters._session import Server
 
+from mcp_sansio.app.server import Server
 from mcp_sansio.auth import ProtectedResource, parse_challenges
 from mcp_sansio.auth.jwt import JWTVerifier
 

@@ -18,8 +18,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from mcp_sansio.adapters._session import Server
 
+from mcp_sansio.app.server import Server
 from mcp_sansio.auth import ProtectedResource
 from mcp_sansio.auth.jwt import JWTVerifier
 

@@ -1,4 +1,4 @@
-"""adapters/_auth_verify.py's JWKSKeeper on asyncio: the synchronous verifier a protected
+"""adapters/auth/verify.py's JWKSKeeper on asyncio: the synchronous verifier a protected
 server is given -- its JWKS fetched before serving, asked for again by a token that names an
 unknown key (rotation) within the refetch bound, and used over the wire. The other runtimes:
 tests/test_auth_verify_runtimes.py."""
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey
-from mcp_sansio.adapters._auth_verify import JWKSKeeper
 from mcp_sansio.adapters.asyncio import Server, connect_http, start_http
+from mcp_sansio.adapters.auth.verify import JWKSKeeper
 
 from mcp_sansio.auth import HTTPRequest, HTTPResponse, ProtectedResource, VerificationPending
 from mcp_sansio.auth.jwt import UnknownKey

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mcp_sansio.adapters._session import Server
 
+from mcp_sansio.app.server import Server
 from mcp_sansio.auth import AccessInfo, InvalidToken, ProtectedResource, parse_challenges
 
 from .http_stories import SyncConn, tool_call

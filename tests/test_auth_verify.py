@@ -1,4 +1,4 @@
-"""adapters/_auth_verify.py: the JWKS cache (first fetch, age, rotation, refetch bound) and
+"""adapters/auth/verify.py: the JWKS cache (first fetch, age, rotation, refetch bound) and
 the introspection cache (TTL, exp, refusals not remembered, size bound)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from joserfc import jwt
 from joserfc.jwk import RSAKey
-from mcp_sansio.adapters._auth_verify import IntrospectionCache, JWKSVerifier
+from mcp_sansio.adapters.auth.verify import IntrospectionCache, JWKSVerifier
 
 from mcp_sansio.auth import HTTPRequest, HTTPResponse, IntrospectionVerifier, InvalidToken
 from mcp_sansio.auth.jwt import UnknownKey

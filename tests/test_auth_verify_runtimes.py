@@ -20,7 +20,7 @@ import pytest
 import trio
 from joserfc import jwt
 from joserfc.jwk import ECKey
-from mcp_sansio.adapters._auth_verify import JWKSKeeper
+from mcp_sansio.adapters.auth.verify import JWKSKeeper
 
 from mcp_sansio.auth import IntrospectionVerifier, ProtectedResource
 

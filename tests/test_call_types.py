@@ -2,7 +2,7 @@
 sites of both colours (``tests/typing_client_calls.py``) and fails wrong ones.
 
 The colours' methods are made from one definition each (``mcp_sansio/app/calls.py`` and
-``adapters/_colours.py``); what mypy sees of them comes from descriptor protocols with a
+``adapters/common/plans.py``); what mypy sees of them comes from descriptor protocols with a
 ``ParamSpec``. These tests run mypy's API from the source tree's root (where the
 ``adapters`` package is visible to mypy, as in CI's ``mypy --strict mcp_sansio adapters``)."""
 
@@ -20,8 +20,8 @@ TYPED_USES = ROOT / "tests" / "typing_client_calls.py"
 
 #: Wrong call sites, each with the error mypy must report on its line.
 WRONG = '''\
-from adapters._api import AsyncClient
-from adapters._sync_api import CancelToken, SyncClient
+from adapters.common.async_session import AsyncClient
+from adapters.threading.session import CancelToken, SyncClient
 
 
 async def wrong(client: AsyncClient, blocking: SyncClient) -> None:

@@ -49,8 +49,9 @@ CLIENT_PASSING = f"""\
 \u2713 tools_call: 2 passed, 0 failed
 \u2717 auth/metadata-default: 0 passed, 7 failed
 \u2717 auth/basic-cimd: 0 passed, 1 failed
-\u2717 auth/dpop: 0 passed, 3 failed
-Total: 3 passed, 11 failed, 0 warnings
+\u2717 sse-retry: 0 passed, 1 failed
+\u2713 auth/dpop-nonce: 1 passed, 0 failed
+Total: 4 passed, 9 failed, 0 warnings
 
 {YELLOW}Expected failures (in baseline):{RESET}
   ~ auth/metadata-default
@@ -93,17 +94,27 @@ Total: 2 passed, 1 failed
 
 def test_a_passing_client_run_is_one_line_with_its_expected_failures_counted() -> None:
     outcome = conformance.read_output(CLIENT_PASSING)
-    assert outcome.passed == ["initialize", "tools_call"]
+    assert outcome.passed == ["initialize", "tools_call", "auth/dpop-nonce"]
     assert outcome.expected == ["auth/metadata-default", "auth/basic-cimd"]
-    assert outcome.not_scored() == ["auth/dpop"]
+    assert outcome.not_scored() == ["sse-retry"]
+    assert outcome.extensions() == (["auth/dpop-nonce"], [])
     assert (outcome.unexpected, outcome.stale) == ([], [])
     line = conformance.summary("client 2025-11-25", outcome, 0, 4.6, REASONS)
     assert line == (
-        "client 2025-11-25: 2 scenarios passed (3 checks); 2 expected failures "
+        "client 2025-11-25: 3 scenarios passed (4 checks); 2 expected failures "
         "(auth/*: not implemented; see .ci/conformance-expected-failures.yml); "
-        "1 unscored scenarios failed (auth/*: run, but not scored by this requirement set) "
-        "(ok, 5 s)")
+        "1 unscored scenarios failed (sse-retry: run, but not scored by this requirement "
+        "set); 1 of 1 authorization extension scenarios passed (ok, 5 s)")
     assert "\u2717" not in line and "failed," not in line
+
+
+def test_a_failing_extension_scenario_fails_the_run_and_is_named() -> None:
+    outcome = conformance.read_output(CLIENT_PASSING.replace(
+        "\u2713 auth/dpop-nonce: 1 passed, 0 failed", "\u2717 auth/dpop-nonce: 0 passed, 1 failed"))
+    assert outcome.extensions() == ([], ["auth/dpop-nonce"])
+    line = conformance.summary("client 2025-11-25", outcome, 0, 4.6, REASONS)
+    assert "0 of 1 authorization extension scenarios passed, 1 FAILED (auth/dpop-nonce)" in line
+    assert line.endswith("(FAILED: an extension scenario failed, 5 s)")
 
 
 def test_a_failing_run_names_its_unexpected_and_stale_entries_in_full() -> None:

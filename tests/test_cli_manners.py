@@ -368,8 +368,9 @@ def test_the_docs_http_failure_lines_are_what_probe_prints() -> None:
     import re
     from pathlib import Path
 
-    from mcp_sansio.adapters._http_client_logic import HTTPTransportError
     from mcp_sansio.adapters.tools._cli import explain_http_failure
+
+    from mcp_sansio.app.http_client import HTTPTransportError
 
     text = (Path(__file__).parent.parent / "docs" / "cli.rst").read_text()
     lines = re.findall(r"^   mcp-sansio probe: (HTTP (\d+) from (\S+): .*)$", text, re.M)
@@ -401,7 +402,7 @@ def test_trio_run_stdio_returns_quietly_on_ctrl_c() -> None:
 
 
 def test_the_requests_a_server_never_sends_come_from_the_method_table() -> None:
-    from mcp_sansio.adapters._session import SERVER_NEVER_SENDS
+    from mcp_sansio.app.session import SERVER_NEVER_SENDS
 
     assert {"initialize", "server/discover", "tools/call", "tools/list"} <= SERVER_NEVER_SENDS
     # Requests a server does send (either way, or to the client) are not echoes.

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from mcp_sansio.adapters import asyncio as aio
 from mcp_sansio.adapters import threading as thr
-from mcp_sansio.adapters._session import McpError, RequestCancelledError, ResultRejected
 
 from mcp_sansio import Era
 from mcp_sansio.app.client_tasks import (
@@ -26,6 +25,7 @@ from mcp_sansio.app.client_tasks import (
     list_plan,
     start_plan,
 )
+from mcp_sansio.app.errors import McpError, RequestCancelledError, ResultRejected
 
 # -- the plans, driven by hand ----------------------------------------------------------------
 

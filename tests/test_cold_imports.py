@@ -53,7 +53,7 @@ def test_core_import_leaves_hashlib_out() -> None:
 
 
 def test_lazy_module_rebinds_its_global() -> None:
-    from mcp_sansio.adapters._lazy import LazyModule
+    from mcp_sansio.adapters.common.lazy import LazyModule
 
     namespace: dict[str, object] = {}
     namespace["json_mod"] = LazyModule("json", namespace)

@@ -11,9 +11,9 @@ from typing import Any
 from mcp_sansio.adapters import asyncio as aio
 from mcp_sansio.adapters import threading as threads
 from mcp_sansio.adapters import trio as trio_adapter
-from mcp_sansio.adapters._api import AsyncClient, AsyncServerSession
-from mcp_sansio.adapters._sync_api import SyncClient, SyncServerSession
-from mcp_sansio.adapters._thread_runtime import ThreadChild, ThreadRuntime
+from mcp_sansio.adapters.common.async_session import AsyncClient, AsyncServerSession
+from mcp_sansio.adapters.threading.runtime import ThreadChild, ThreadRuntime
+from mcp_sansio.adapters.threading.session import SyncClient, SyncServerSession
 
 from mcp_sansio import Era
 from mcp_sansio.app.http_client import HTTPTransportError, attach_http

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from joserfc.jwk import ECKey
-from mcp_sansio.adapters._session import Server
+from mcp_sansio.adapters.asyncio import Server
 from mcp_sansio.adapters.auth import MemoryStorage, OAuth, follow_redirect_sync
 from mcp_sansio.adapters.testing_auth import DevAuthServer
 
@@ -239,7 +239,7 @@ def test_the_command_prints_its_issuer_clients_and_tokens_and_stops_on_sigterm()
         assert issuer.startswith("http://127.0.0.1:") and client[:3] == ["client", "ci",
                                                                           "secret"]
         assert token[:2] == ["token", resource]
-        from mcp_sansio.adapters._auth_flow import fetch_sync
+        from mcp_sansio.adapters.auth.flow import fetch_sync
         answer = fetch_sync(HTTPRequest("GET", issuer + "/jwks"))
         from mcp_sansio.auth.jwt import JWTVerifier
         verifier = JWTVerifier(json.loads(answer.body), issuer=issuer, audience=resource)

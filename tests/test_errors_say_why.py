@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from mcp_sansio.adapters import errors
-from mcp_sansio.adapters._session import Server
+from mcp_sansio.adapters.asyncio import Server
 from mcp_sansio.adapters.threading import connect_http
 
 from mcp_sansio.auth import LimitExceeded, TokenError

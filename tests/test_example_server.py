@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from mcp_sansio.adapters._tasks import TASKS_EXTENSION
+from mcp_sansio.adapters.common.tasks import TASKS_EXTENSION
 
 from .http_util import CLIENT_INFO
 

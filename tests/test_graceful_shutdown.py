@@ -1,4 +1,4 @@
-"""Graceful shutdown (adapters/_graceful.py): SIGTERM under traffic on every runtime lets
+"""Graceful shutdown (adapters/common/graceful.py): SIGTERM under traffic on every runtime lets
 the calls in flight finish and exits 0; SIGINT at many moments (starting, idle, inside
 accept, mid request, mid stream, stopping; a few hundred tries in all) never ends in a
 traceback; ``serve-example`` exits 0 on SIGTERM and 130 on Ctrl-C, as docs/cli.rst says."""

@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from mcp_sansio.adapters._session import Server
 
 from mcp_sansio import Era
+from mcp_sansio.app.server import Server
 from mcp_sansio.http import ResponseMode, SessionRenewed, Transport
 
 from .http_stories import ERAS, GUARD, HAIKU, add_tools, block_tool, elicit, self_signed, tls_front

@@ -30,11 +30,11 @@ import trio
 from mcp_sansio.adapters import asyncio as asyncio_adapter
 from mcp_sansio.adapters import threading as threading_adapter
 from mcp_sansio.adapters import trio as trio_adapter
-from mcp_sansio.adapters._session import McpError
 from mcp_sansio.adapters.asyncio import start_http
 from mcp_sansio.adapters.tools._example_server import build
 
 from mcp_sansio import Era
+from mcp_sansio.app.errors import McpError
 from mcp_sansio.http import ResponseMode, Transport
 
 from .http_stories import url_process

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 from mcp_sansio.adapters import threading as threading_adapter
-from mcp_sansio.adapters._session import Server
 
+from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel
 from mcp_sansio.http._wire import ServerWire
 from mcp_sansio.http._wire_httptools import DIFFERENCES

@@ -756,7 +756,7 @@ def test_every_runtime_answers_a_blocking_client_that_is_still_sending(
     """The server answers early -- 413 for a body over the limit (4 MiB by default), 400
     for malformed HTTP -- while the client is still sending 16 MB that it sends in full
     before it reads. With the lingering close (half-close, then read and discard for a
-    bounded time and byte count, then close; adapters/_http_common.py) the send completes
+    bounded time and byte count, then close; adapters/common/http_options.py) the send completes
     and the client reads the answer: no reset that loses it, no send blocked until the
     client's own timeout. Without it, asyncio and trio reset the client (the answer lost
     or not, by timing) and threads left its send hanging."""

@@ -16,8 +16,8 @@ from typing import Any
 import h11
 import pytest
 from mcp_sansio.adapters import threading as threading_adapter
-from mcp_sansio.adapters._session import Server
 
+from mcp_sansio.app.server import Server
 from mcp_sansio.http import SSEParser
 
 from .http_stories import (

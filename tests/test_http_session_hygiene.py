@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 from mcp_sansio.adapters import threading as threading_adapter
-from mcp_sansio.adapters._session import Server
 
+from mcp_sansio.app.server import Server
 from mcp_sansio.http import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_IDLE_TIMEOUT,
-    HTTPServer,
     ServerChannel,
     SessionEnd,
 )
+from mcp_sansio.http._sessions import SessionTable
 
 from .http_stories import (
     SyncConn,
@@ -112,9 +112,9 @@ def test_a_session_repr_shows_a_short_prefix_of_its_id_only() -> None:
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_no_session_id_is_logged(runtime: str, monkeypatch: pytest.MonkeyPatch,
                                  caplog: pytest.LogCaptureFixture) -> None:
-    original = HTTPServer._delete
+    original = SessionTable._delete
 
-    def boom(self: HTTPServer, channel: ServerChannel, request: Any) -> None:
+    def boom(self: SessionTable, channel: ServerChannel, request: Any) -> None:
         raise RuntimeError("an unexpected failure")
 
     caplog.set_level(logging.DEBUG)
@@ -134,12 +134,12 @@ def test_no_session_id_is_logged(runtime: str, monkeypatch: pytest.MonkeyPatch,
         # a session named by a client that does not own it, and one handled with a bug
         assert conn.request("POST", {"jsonrpc": "2.0", "id": 9, "method": "ping"},
                             {**names, "mcp-session-id": session_id + "x"})[0] == 404
-        monkeypatch.setattr(HTTPServer, "_delete", boom)
+        monkeypatch.setattr(SessionTable, "_delete", boom)
         other = SyncConn(port)
         other.send("DELETE", None, names)
         assert other.head()[0] == 500
         other.close()
-        monkeypatch.setattr(HTTPServer, "_delete", original)
+        monkeypatch.setattr(SessionTable, "_delete", original)
         assert conn.request("DELETE", None, names)[0] == 200
         conn.close()
     assert any(r.exc_info for r in caplog.records)  # the failures were logged

@@ -314,7 +314,7 @@ def test_request_state_sealed_on_one_worker_opens_on_the_other(stores_factory: A
 
 
 def test_workers_on_one_store_share_its_key_ring(stores_factory: Any) -> None:
-    from mcp_sansio.adapters._shared_keys import store_key_ring
+    from mcp_sansio.adapters.stores.keys import store_key_ring
 
     async def main() -> None:
         async with stores_factory() as stores:
@@ -329,7 +329,7 @@ def test_workers_on_one_store_share_its_key_ring(stores_factory: Any) -> None:
 def test_key_rotation_during_traffic_loses_no_request_state(stores_factory: Any) -> None:
     """issue 18: states sealed on one worker keep opening on the other while keys rotate
     (twice), and both workers end up sealing with the newest key."""
-    from mcp_sansio.adapters._shared_keys import rotate_key
+    from mcp_sansio.adapters.stores.keys import rotate_key
 
     async def seal(port: int, n: int) -> str:
         conn = await Conn.open(port)
@@ -500,7 +500,7 @@ def test_the_driver_carries_out_a_refresh_as_a_touch() -> None:
     bring back a session deleted meanwhile."""
     import time
 
-    from mcp_sansio.adapters._shared_driver import SharedDriver
+    from mcp_sansio.adapters.stores.driver import SharedDriver
 
     from mcp_sansio import ServerConnection
     from mcp_sansio.http import HTTPServer

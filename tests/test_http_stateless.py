@@ -514,9 +514,10 @@ def test_a_plain_def_handler_in_the_thread_pool_refuses_with_400() -> None:
     request was processed: its -32021 still goes out as JSON with status 400."""
     import json
 
-    from mcp_sansio.adapters._session import Server
-    from mcp_sansio.adapters._sync_api import ThreadContext
     from mcp_sansio.adapters.threading import start_http
+    from mcp_sansio.adapters.threading.session import ThreadContext
+
+    from mcp_sansio.app.server import Server
 
     server = Server("refusals")
 
@@ -535,8 +536,9 @@ def test_an_async_handler_refusing_after_an_await_gets_400_on_asyncio() -> None:
     import asyncio
     import json
 
-    from mcp_sansio.adapters._session import Server
     from mcp_sansio.adapters.asyncio import start_http
+
+    from mcp_sansio.app.server import Server
 
     server = Server("refusals")
 
@@ -614,7 +616,7 @@ def _param_header_story(port: int, server: Any) -> None:
 
 @pytest.mark.parametrize("runtime", ["asyncio", "trio", "threading"])
 def test_every_runtime_checks_mcp_param_headers_by_default(runtime: str) -> None:
-    from mcp_sansio.adapters._session import Server
+    from mcp_sansio.app.server import Server
 
     server = Server("param-headers")
     if runtime == "threading":

@@ -271,7 +271,7 @@ def test_stateless_async_handlers_are_stepped_during_the_dispatch() -> None:
 def test_a_stepped_handler_that_leaves_a_task_does_not_lend_its_loop_out() -> None:
     # A stateless-era async def handler that answers at once but leaves a task on the loop
     # it was stepped with: that loop goes to the pool (which ends the task), never back to
-    # the idle loops the next handler is stepped with (_http_threading._idle).
+    # the idle loops the next handler is stepped with (threading.http_server._idle).
     ended = threading.Event()
     server = make_server()
 

@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mcp_sansio.adapters._session import McpError, secret_prefix
 
 from mcp_sansio import Era
+from mcp_sansio.app.errors import McpError, secret_prefix
 
 from .test_cli_manners import RUNTIMES
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from mcp_sansio.adapters import asyncio as aio
 from mcp_sansio.adapters import threading as thr
-from mcp_sansio.adapters._session import Server
 
 from mcp_sansio import Era, RequestTimedOut, Response
+from mcp_sansio.app.server import Server
 
 from .virtual_sessions import Pair
 

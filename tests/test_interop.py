@@ -25,9 +25,9 @@ import anyio
 import pytest
 import trio
 from mcp_sansio.adapters import threading as threading_adapter
-from mcp_sansio.adapters._session import RequestCancelledError
 
 from mcp_sansio import HANDSHAKE_REVISIONS, Era
+from mcp_sansio.app.errors import RequestCancelledError
 
 from .test_adapter_runtimes import RUNTIMES, example, run_client, text_of
 

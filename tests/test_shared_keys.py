@@ -1,4 +1,4 @@
-"""The shared key ring's source (adapters/_shared_keys.py) on an injected clock: a key new
+"""The shared key ring's source (adapters/stores/keys.py) on an injected clock: a key new
 to the worker opens at once and seals only after two refresh intervals; the keys of the
 first read seal at once; keys the store dropped stop opening."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from mcp_sansio.adapters._shared_keys import StoreKeys, rotate_key, store_key_ring
+from mcp_sansio.adapters.stores.keys import StoreKeys, rotate_key, store_key_ring
 
 from mcp_sansio import KeyRing
 from mcp_sansio.stores import MemoryStores

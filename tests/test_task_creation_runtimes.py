@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from mcp_sansio.adapters import asyncio as aio
 from mcp_sansio.adapters import threading as thr
-from mcp_sansio.adapters._session import McpError
-from mcp_sansio.adapters._tasks import _AsyncioRunner, _TaskRuntime
+from mcp_sansio.adapters.common.tasks import _AsyncioRunner, _TaskRuntime
 
 from mcp_sansio import Era
 from mcp_sansio.app.client_tasks import TASKS_EXTENSION
+from mcp_sansio.app.errors import McpError
 
 ERAS = {"2025-11-25": {"era": Era.HANDSHAKE},
         "2026-07-28": {"era": Era.STATELESS,
@@ -70,7 +70,7 @@ HandlerFirst = _namespace["HandlerFirst"]
 
 STDIO_SERVER = HANDLER_FIRST + '''
 from mcp_sansio.adapters import threading as thr
-from mcp_sansio.adapters._tasks import THREAD_TASKS
+from mcp_sansio.adapters.common.tasks import THREAD_TASKS
 from mcp_sansio.app.errors import McpError
 
 server = thr.Server("race")
@@ -110,7 +110,7 @@ def check(era: str, client: Any, created: Any, outcome: Any) -> None:
 
 @pytest.mark.parametrize("era", sorted(ERAS))
 def test_threads_over_http(era: str) -> None:
-    from mcp_sansio.adapters._tasks import THREAD_TASKS
+    from mcp_sansio.adapters.common.tasks import THREAD_TASKS
 
     server = thr.Server("race")
     server.enable_tasks(runtime=HandlerFirst(THREAD_TASKS), poll_interval_ms=20)
@@ -189,7 +189,7 @@ def test_asyncio_eager_over_http(era: str) -> None:
 def test_trio_eager_over_http(era: str) -> None:
     trio = pytest.importorskip("trio")
     from mcp_sansio.adapters import trio as trio_adapter
-    from mcp_sansio.adapters._tasks import _TrioRunner
+    from mcp_sansio.adapters.common.tasks import _TrioRunner
 
     class EagerTrio(_Eager, _TrioRunner):
         pass

@@ -1,4 +1,4 @@
-"""The Server's tasks (mcp_sansio/app/tasks.py, run by adapters/_tasks.py; the 2026-07-28
+"""The Server's tasks (mcp_sansio/app/tasks.py, run by adapters/common/tasks.py; the 2026-07-28
 tasks extension): expiry, the cap, progress as the status message, cancelling a task that
 waits for input, plain ``def`` handlers on a thread, a server without tasks, and the
 registration checks. In process, over
@@ -11,8 +11,8 @@ import threading
 from typing import Any
 
 import pytest
-from mcp_sansio.adapters._tasks import TASKS_EXTENSION, THREAD_TASKS, Task, Tasks
 from mcp_sansio.adapters.asyncio import Context, Server, start_http
+from mcp_sansio.adapters.common.tasks import TASKS_EXTENSION, THREAD_TASKS, Task, Tasks
 
 from .http_util import stateless_meta
 from .test_http_asyncio import Conn
@@ -250,8 +250,9 @@ def test_registration_checks() -> None:
 def test_handshake_era_tasks_over_stdio(runtime: str) -> None:
     import sys
 
-    from mcp_sansio.adapters._session import McpError
     from mcp_sansio.adapters.asyncio import connect_stdio
+
+    from mcp_sansio.app.errors import McpError
 
     if runtime == "trio":
         pytest.importorskip("trio")
@@ -374,7 +375,7 @@ def test_a_trio_server_runs_its_tasks_as_trio_system_tasks(stateless: bool) -> N
     the call supplies trio's task runtime, so the handler runs in a trio system task."""
     trio = pytest.importorskip("trio")
     from mcp_sansio.adapters import trio as trio_adapter
-    from mcp_sansio.adapters._tasks import TRIO_TASKS
+    from mcp_sansio.adapters.common.tasks import TRIO_TASKS
 
     from mcp_sansio import Era
     from mcp_sansio.app.tasks import TaskLedger
@@ -409,7 +410,7 @@ def test_a_threading_http_server_runs_its_tasks_on_threads_of_their_own(
         stateless: bool) -> None:
     """The thread HTTP session supplies the threads' task runtime (thread_task_runtime)."""
     from mcp_sansio.adapters import threading as thr
-    from mcp_sansio.adapters._tasks import THREAD_TASKS
+    from mcp_sansio.adapters.common.tasks import THREAD_TASKS
 
     from mcp_sansio import Era
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mcp_sansio.adapters._tasks_shared import SharedTasks
+from mcp_sansio.adapters.stores.tasks import SharedTasks
 
 from mcp_sansio import Era
 from mcp_sansio.app.errors import McpError
@@ -234,7 +234,7 @@ def test_a_remote_cancel_whose_worker_is_gone_is_written_here() -> None:
 
 
 def test_tasks_are_shared_through_one_set_of_stores_only() -> None:
-    from mcp_sansio.adapters._tasks import Tasks
+    from mcp_sansio.adapters.common.tasks import Tasks
 
     first, second = MemoryStores(), MemoryStores()
     tasks = Tasks(shared=first)

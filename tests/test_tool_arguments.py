@@ -16,19 +16,19 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mcp_sansio.adapters._session import (
+from mcp_sansio.adapters.asyncio import connect_stdio
+
+from mcp_sansio import KNOWN_REVISIONS, Request
+from mcp_sansio.app.context import Context
+from mcp_sansio.app.errors import McpError
+from mcp_sansio.app.server import (
     _TYPE_TESTS,
     INVALID_ARGUMENTS_ANSWER,
-    Context,
-    McpError,
     Server,
     ServerLogic,
     _argument_types,
     _wrong_type,
 )
-from mcp_sansio.adapters.asyncio import connect_stdio
-
-from mcp_sansio import KNOWN_REVISIONS, Request
 
 EXAMPLE = [sys.executable, "-P", "-m", "mcp_sansio", "serve-example"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, assert_type
 
-from adapters._api import AsyncClient
-from adapters._sync_api import CancelToken, SyncClient
+from adapters.common.async_session import AsyncClient
+from adapters.threading.session import CancelToken, SyncClient
 from mcp_sansio.app.calls import TaskClient
 from mcp_sansio.app.client_tasks import ClientTask
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_sansio.adapters._session import ClientLogic, Server, ServerLogic
-
 from mcp_sansio import Era, Request, RequestId
+from mcp_sansio.app.server import Server, ServerLogic
+from mcp_sansio.app.session import ClientLogic
 
 
 class Clock:

@@ -4,7 +4,7 @@
 
 Theory of operation: nothing in ``mcp_sansio`` or the runtime glue (``mcp_sansio.adapters``)
 imports a tool; the tools import the library as any application would. The ``testing_*``
-modules are documented API under their old paths too (``mcp_sansio.adapters.testing_server``
+modules are documented API under the adapters' paths too (``mcp_sansio.adapters.testing_server``
 and the others re-export them), and ``mcp_sansio/__main__.py`` imports the CLI from here
 only when a command runs.
 """

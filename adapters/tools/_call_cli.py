@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 
 from mcp_sansio import Era
+from mcp_sansio.app.errors import ConnectionClosedError, McpError, RequestTimeout
 
-from .._session import ConnectionClosedError, McpError, RequestTimeout
 from . import _cli
 
 PROG = "mcp-sansio call"
@@ -255,7 +255,7 @@ def _run(args: argparse.Namespace, command: list[str], headers: list[tuple[str, 
     except ValueError as exc:  # not an http(s) URL
         return _usage(str(exc))
     except (ConnectionClosedError, OSError) as exc:
-        from .._http_client_logic import HTTPTransportError
+        from mcp_sansio.app.http_client import HTTPTransportError
 
         said = _cli.explain_http_failure(exc) if isinstance(exc, HTTPTransportError) \
             else f"{target}: {exc}"

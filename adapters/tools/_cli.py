@@ -24,18 +24,19 @@ import importlib
 import importlib.util
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mcp_sansio import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, Era, __version__
+from mcp_sansio.app.errors import ConnectionClosedError, McpError, RequestTimeout
 
-from .._session import ConnectionClosedError, McpError, RequestTimeout
 from . import _example_server
 
 if TYPE_CHECKING:  # the HTTP client is imported only when a URL is probed
-    from .._http_client_logic import HTTPTransportError
+    from mcp_sansio.app.http_client import HTTPTransportError
 
 __all__ = ["RUNTIMES", "conformance_client", "demo", "explain_http_failure", "probe",
            "serve_example"]
@@ -105,7 +106,7 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
         sys.stderr.write(f"mcp-sansio serve-example: {refused}\n")
         return 2
     if workers > 1 and store is None and not sessionless:
-        # Issue 14: several workers and nothing shared -- a handshake-era session opened on
+        # Several workers and nothing shared -- a handshake-era session opened on
         # one worker would be unknown to the others, so keep none (docs/deploying.rst).
         sessionless = True
         sys.stderr.write(
@@ -234,10 +235,10 @@ def _serve(runtime: str, http: tuple[str, int, dict[str, Any]] | None) -> None:
             sys.stdout.write(f"{service.url}\n")  # the URL, for whoever started us
             sys.stdout.flush()
 
-        # Stopped by SIGTERM (exit 0) or Ctrl-C (130), gracefully (adapters/_graceful.py).
+        # Stopped by SIGTERM (exit 0) or Ctrl-C (130), gracefully (adapters/common/graceful.py).
         import signal
 
-        from .._graceful import serve_until_signal
+        from ..common.graceful import serve_until_signal
 
         try:
             if serve_until_signal(runtime, adapter, server, host, port, on_ready=ready,
@@ -537,7 +538,7 @@ async def _probe_http_async(runtime: str, url: str, era: Era | None, timeout: fl
 
 def _login_needed(client: Any, exc: BaseException) -> Any:
     """The challenge to log in with, when ``exc`` is one and the client may; else re-raise."""
-    from .._auth_session import challenge_of
+    from ..auth.session import challenge_of
 
     challenge = challenge_of(exc) if getattr(client, "auth", None) is not None else None
     if challenge is None:
@@ -546,7 +547,7 @@ def _login_needed(client: Any, exc: BaseException) -> Any:
 
 
 def _login(store: bool, token_file: str | None, prog: str = "mcp-sansio probe") -> Any:
-    """The probe's :class:`~._auth_session.OAuth`: the loopback redirect (RFC 8252 §7.3),
+    """The probe's :class:`~.session.OAuth`: the loopback redirect (RFC 8252 §7.3),
     the URL opened in the browser and printed on stderr, tokens in a file unless not
     stored."""
     import threading
@@ -564,6 +565,48 @@ def _login(store: bool, token_file: str | None, prog: str = "mcp-sansio probe") 
     storage = (FileStorage(token_file or default_token_path()) if store else MemoryStorage())
     listener = LoopbackListener(open_browser)
     return OAuth(listener, storage=storage)
+
+
+#: Where ``probe --client-credentials`` reads the client secret when no file is given.
+CLIENT_SECRET_ENV = "MCP_SANSIO_CLIENT_SECRET"
+
+
+def _machine_login(client_id: str, secret_file: str | None, key_file: str | None,
+                   store: bool, token_file: str | None) -> Any:
+    """The probe's client-credentials grant: the secret from a file or
+    :data:`CLIENT_SECRET_ENV`, or a private key from a file (``private_key_jwt``) -- never
+    from the command line, where other users of the machine could read it.
+
+    :raises ValueError: no secret or key, or a file that cannot be read.
+    """
+    from pathlib import Path
+
+    from ..auth import (
+        ClientCredentials,
+        ClientCredentialsGrant,
+        FileStorage,
+        MemoryStorage,
+        OAuth,
+        default_token_path,
+    )
+
+    def read(path: str) -> str:
+        try:
+            return Path(path).read_text().strip()
+        except OSError as exc:
+            raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+    if key_file is not None:
+        credentials = ClientCredentials(client_id, private_key=read(key_file))
+    elif secret_file is not None:
+        credentials = ClientCredentials(client_id, read(secret_file))
+    elif os.environ.get(CLIENT_SECRET_ENV):
+        credentials = ClientCredentials(client_id, os.environ[CLIENT_SECRET_ENV])
+    else:
+        raise ValueError(f"--client-credentials needs --client-secret-file, --client-key-file "
+                         f"or {CLIENT_SECRET_ENV} in the environment")
+    storage = (FileStorage(token_file or default_token_path()) if store else MemoryStorage())
+    return OAuth(grant=ClientCredentialsGrant(credentials), storage=storage)
 
 
 def _connect_http(runtime: str) -> Any:
@@ -644,7 +687,8 @@ def explain_http_failure(exc: HTTPTransportError) -> str:
 def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
           era: str | None = None, timeout: float = 10.0, verbose: bool = False,
           url: str | None = None, login: bool = True, store: bool = True,
-          token_file: str | None = None) -> int:
+          token_file: str | None = None, client_credentials: str | None = None,
+          client_secret_file: str | None = None, client_key_file: str | None = None) -> int:
     """Connect to a stdio server (``command``) or an HTTP one (``url``), print what it
     offers; 0 on success, 1 with a clear message on failure, 2 for a usage error.
 
@@ -652,7 +696,8 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
     or when stderr is a terminal, each step of the connect is told on stderr as it
     happens. Over HTTP, a server that asks for authorization leads to a login through the
     browser (``login``), its tokens kept in ``token_file`` (default: under the user's
-    cache directory) unless not ``store``."""
+    cache directory) unless not ``store``. With ``client_credentials`` (a client id) it
+    authorizes as a machine client instead (:func:`_machine_login`)."""
     logging.basicConfig(level=logging.INFO if verbose else logging.CRITICAL,
                         stream=sys.stderr, format="%(name)s: %(message)s")
     if url is not None and command:
@@ -682,7 +727,11 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
     try:
         if url is not None:
             note(f"connecting to {url}")
-            auth = _login(store, token_file) if login else None
+            if client_credentials is not None:
+                auth = _machine_login(client_credentials, client_secret_file,
+                                      client_key_file, store, token_file)
+            else:
+                auth = _login(store, token_file) if login else None
             client, found, took = _run_probe_http(runtime, url, cached, timeout, note, auth)
         else:
             note(f"starting {target}")
@@ -716,7 +765,7 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
         return 1
     except (ConnectionClosedError, McpError, RequestTimeout, OSError) as exc:
         if url is not None:
-            from .._http_client_logic import HTTPTransportError
+            from mcp_sansio.app.http_client import HTTPTransportError
 
             if isinstance(exc, HTTPTransportError):
                 sys.stderr.write(f"mcp-sansio probe: {explain_http_failure(exc)}\n")

@@ -25,9 +25,13 @@ this module's: the harness checks the library through it.
 Authorization (the ``auth/*`` scenarios): the session authorizes itself with
 :class:`mcp_sansio.auth.OAuthClientFlow`: ``connect_http(auth=...)`` runs the flow on every
 401 or 403 ``insufficient_scope`` the connect or a call gets, with the mocks'
-authorization endpoints approving at once (:func:`._auth_flow.follow_redirect`). The
+authorization endpoints approving at once (:func:`.auth.flow.follow_redirect`). The
 scenario's context may carry pre-registered credentials (``client_id``, ``client_secret``,
 ``issuer``); the client ID metadata document URL is the one the harness expects.
+
+The client runs on asyncio, or on the runtime that ``MCP_SANSIO_CONFORMANCE_RUNTIME`` names
+(``trio``; ``threading``, whose blocking client the exercise awaits through
+:class:`_Awaiting`), so that the harness judges every runtime's client.
 
 Logs go to stderr (the harness keeps them with the scenario's results); the exit status is
 0 when the exercise completed and 1 otherwise.
@@ -44,11 +48,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mcp_sansio import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, Era, __version__
+from mcp_sansio.app.errors import ConnectionClosedError, McpError, RequestTimeout
 from mcp_sansio.auth import AuthFlowError
 
-from .._session import ConnectionClosedError, McpError, RequestTimeout
+__all__ = ["RUNTIME_ENV", "SCENARIOS", "main", "run", "settings_for"]
 
-__all__ = ["SCENARIOS", "main", "run", "settings_for"]
+#: The environment variable naming the runtime to play the scenario on (default asyncio).
+RUNTIME_ENV = "MCP_SANSIO_CONFORMANCE_RUNTIME"
 
 log = logging.getLogger("mcp_sansio.conformance_client")
 
@@ -251,13 +257,49 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"
 REDIRECT_URI = "http://127.0.0.1:3000/callback"
 
 
-def oauth_for(context: Mapping[str, Any]) -> Any:
-    """The :class:`~._auth_session.OAuth` of an ``auth/*`` scenario: the mocks approve at
-    once, so the user step follows their redirect."""
+def _text(context: Mapping[str, Any], name: str) -> str | None:
+    value = context.get(name)
+    return value if isinstance(value, str) else None
+
+
+def machine_auth_for(scenario: str, context: Mapping[str, Any]) -> Any:
+    """The ``auth=`` of the extension scenarios without a browser (client credentials with
+    a secret or a signed assertion, workload identity, enterprise-managed ID-JAG), from the
+    scenario's context; None for the others."""
+    from mcp_sansio.auth import ClientCredentials, IdentityAssertionGrant, JWTBearerGrant
+
+    client_id = _text(context, "client_id") or ""
+    if scenario == "auth/client-credentials-basic":
+        return ClientCredentials(client_id, _text(context, "client_secret"))
+    if scenario == "auth/client-credentials-jwt":
+        return ClientCredentials(client_id, private_key=_text(context, "private_key_pem"),
+                                 signing_alg=_text(context, "signing_algorithm"))
+    if scenario == "auth/wif-jwt-bearer":
+        return JWTBearerGrant(_text(context, "valid_jwt") or "", client_id=client_id)
+    if scenario == "auth/enterprise-managed-authorization":
+        return IdentityAssertionGrant(
+            id_token=_text(context, "idp_id_token") or "",
+            idp_token_endpoint=_text(context, "idp_token_endpoint") or "",
+            idp_client=ClientCredentials(_text(context, "idp_client_id") or ""),
+            client=ClientCredentials(client_id, _text(context, "client_secret")))
+    return None
+
+
+def oauth_for(context: Mapping[str, Any], scenario: str = "",
+              runtime: str = "asyncio") -> Any:
+    """The ``auth=`` of an ``auth/*`` scenario: a grant without a browser for the machine
+    scenarios, else :class:`~..auth.session.OAuth` whose user step follows the mocks'
+    redirect (they approve at once), asking for DPoP-bound tokens where the authorization
+    server offers them. Off asyncio the user step is the blocking one (trio runs it in a
+    worker thread)."""
     from mcp_sansio.auth import ClientConfig, ClientCredentials
 
-    from .._auth_flow import follow_redirect
-    from .._auth_session import OAuth
+    from ..auth.flow import follow_redirect, follow_redirect_sync
+    from ..auth.session import OAuth
+
+    machine = machine_auth_for(scenario, context)
+    if machine is not None:
+        return machine
 
     pre: dict[str, ClientCredentials] = {}
     client_id, issuer = context.get("client_id"), context.get("issuer")
@@ -266,34 +308,70 @@ def oauth_for(context: Mapping[str, Any]) -> Any:
         pre[issuer] = ClientCredentials(client_id, secret if isinstance(secret, str) else None)
     config = ClientConfig(REDIRECT_URI, client_name=INFO["name"],
                           client_id_metadata_url=CIMD_URL, pre_registered=pre)
-    return OAuth(follow_redirect, config=config)
+    step = follow_redirect if runtime == "asyncio" else follow_redirect_sync
+    return OAuth(step, config=config, dpop=True)
 
 
 # -- running -------------------------------------------------------------------------------------
 
 
+class _Awaiting:
+    """The threads adapter's blocking client, seen as an asynchronous one: its methods are
+    awaited like the other runtimes' (each call blocks the loop of this one-client process,
+    which has nothing else to do)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._client, name)
+        if not callable(value):
+            return value
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return value(*args, **kwargs)
+
+        return call
+
+
 async def run(url: str, scenario: str, protocol_version: str,
               context: Mapping[str, Any] | None = None, *,
-              request_timeout: float = REQUEST_TIMEOUT) -> None:
-    """Connect to ``url`` in the era of ``protocol_version`` and play ``scenario``.
+              request_timeout: float = REQUEST_TIMEOUT, runtime: str = "asyncio") -> None:
+    """Connect to ``url`` in the era of ``protocol_version`` and play ``scenario`` with the
+    client of ``runtime`` (``asyncio``, ``trio`` -- then run this under ``trio.run`` --, or
+    ``threading``).
 
     :raises ValueError: an unknown protocol version.
     :raises ConnectionClosedError, McpError, RequestTimeout, OSError: the run failed.
     """
-    from ..asyncio import connect_http
-
     versions, era = settings_for(protocol_version)
     play = SCENARIOS.get(scenario, exercise)
-    log.info("scenario %r at %s (%s era, versions %s) against %s", scenario,
-             protocol_version, era.value, ", ".join(versions), url)
-    auth = oauth_for(context or {}) if scenario.startswith("auth/") else None
-    async with connect_http(url, era=era, versions=versions, sampling=sampling,
-                            elicitation=elicitation, roots=[], info=INFO, auth=auth,
-                            request_timeout=request_timeout) as client:
-        log.info("connected: %s (%s era) with %s", client.protocol_version,
-                 client.era.value if client.era else "?", client.server_info.get("name"))
-        await play(client, context or {})
+    log.info("scenario %r at %s (%s era, versions %s) on %s against %s", scenario,
+             protocol_version, era.value, ", ".join(versions), runtime, url)
+    auth = (oauth_for(context or {}, scenario, runtime) if scenario.startswith("auth/")
+            else None)
+    options: dict[str, Any] = dict(era=era, versions=versions, sampling=sampling,
+                                   elicitation=elicitation, roots=[], info=INFO, auth=auth,
+                                   request_timeout=request_timeout)
+    if runtime == "threading":
+        from ..threading import connect_http as connect_threads
+
+        with connect_threads(url, **options) as blocking:
+            await _played(_Awaiting(blocking), play, context)
+    else:
+        if runtime == "trio":
+            from ..trio import connect_http
+        else:
+            from ..asyncio import connect_http
+        async with connect_http(url, **options) as client:
+            await _played(client, play, context)
     log.info("scenario %r done", scenario)
+
+
+async def _played(client: Any, play: Scenario, context: Mapping[str, Any] | None) -> None:
+    log.info("connected: %s (%s era) with %s", client.protocol_version,
+             client.era.value if client.era else "?", client.server_info.get("name"))
+    await play(client, context or {})
 
 
 def main(url: str) -> int:
@@ -311,9 +389,22 @@ def main(url: str) -> int:
         return 1
     if not isinstance(context, dict):
         context = {}
+    runtime = os.environ.get(RUNTIME_ENV) or "asyncio"
     try:
-        asyncio.run(asyncio.wait_for(run(url, scenario, protocol_version, context),
-                                     OVERALL_TIMEOUT))
+        if runtime == "trio":
+            import trio
+
+            async def bounded() -> None:
+                with trio.fail_after(OVERALL_TIMEOUT):
+                    await run(url, scenario, protocol_version, context, runtime="trio")
+
+            try:
+                trio.run(bounded)
+            except trio.TooSlowError:
+                raise TimeoutError from None
+        else:
+            asyncio.run(asyncio.wait_for(run(url, scenario, protocol_version, context,
+                                             runtime=runtime), OVERALL_TIMEOUT))
     except ValueError as exc:
         log.error("%s", exc)
         return 1

@@ -24,15 +24,12 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from mcp_sansio import FEATURES
+from mcp_sansio.app.context import elicit_request, sampling_request
+from mcp_sansio.app.errors import ToolError
+from mcp_sansio.app.server import Server
+from mcp_sansio.app.session import INPUT_METHODS
 
-from .._api import AsyncContext as Context
-from .._session import (
-    INPUT_METHODS,
-    Server,
-    ToolError,
-    elicit_request,
-    sampling_request,
-)
+from ..common.async_session import AsyncContext as Context
 
 if TYPE_CHECKING:
     import logging
@@ -425,7 +422,7 @@ def build(sleep: Sleep, name: str = "mcp-sansio-example") -> Server:
         answers = await ctx.ask(wanted)
         return f"received answers for {', '.join(sorted(answers))}"
 
-    # -- the tasks extension (2026-07-28, SEP-2663): see adapters/_tasks.py ---------------------
+    # -- the tasks extension (2026-07-28, SEP-2663): see adapters/common/tasks.py ------------------
 
     tasks = server.enable_tasks()
 
@@ -650,7 +647,7 @@ def run_http(host: str = "127.0.0.1", port: int = 0, *, runtime: str = "asyncio"
 def tool_param_headers(server: Server) -> Callable[[str], dict[str, tuple[str, ...]] | None]:
     """The ``tool_param_headers`` option of :class:`~mcp_sansio.http.HTTPServer` for
     ``server`` (every runtime's ``start_http`` uses it by default; see
-    :func:`mcp_sansio.adapters._http_common.tool_param_headers`)."""
-    from .._http_common import tool_param_headers as derive
+    :func:`mcp_sansio.adapters.common.http_options.tool_param_headers`)."""
+    from ..common.http_options import tool_param_headers as derive
 
     return derive(server)

@@ -18,7 +18,7 @@ docstring are written:
   returns a plan (:mod:`.client_tasks`): a generator of ``Send``/``Sleep`` steps whose return
   value is the call's.
 
-A colour turns each definition into a method mechanically (``adapters/_colours.py``): one
+A colour turns each definition into a method mechanically (``adapters/common/plans.py``): one
 line per call in ``AsyncClient`` and ``SyncClient``, ``call_tool = <colour>(Calls.call_tool)``,
 where ``Calls`` is ``ClientCalls`` specialised with the colour's cancel option. The method's
 signature (``__signature__``) and docstring are computed from the definition once, when the
@@ -154,7 +154,7 @@ def _with_arguments(params: dict[str, Any], arguments: Mapping[str, Any] | None
 class ClientCalls(Generic[C]):
     """Every named call of the high-level client, once. ``C`` is the type of the colour's
     ``cancel`` option (see the module docstring); the colours specialise it and wrap each
-    static method into a method of the same name (``adapters/_colours.py``)."""
+    static method into a method of the same name (``adapters/common/plans.py``)."""
 
     # -- named calls: one request (or one per page) ---------------------------------------
 

@@ -4,7 +4,7 @@ client both run.
 
 Theory of operation
 -------------------
-Two wire forms exist (see ``adapters/_tasks.py`` for the server side):
+Two wire forms exist (see ``adapters/common/tasks.py`` for the server side):
 
 * **2025-11-25** (``basic/utilities/tasks.mdx``): the client asks, with ``params.task`` on
   ``tools/call`` (``{ttl}``); the answer is ``{task: Task}``. ``tasks/get`` answers the Task,
@@ -34,9 +34,9 @@ instead of assuming ``cancelled``.
 by every answer and notification that mentions it; a status change calls ``on_status``.
 The operations are generator *plans*: they yield :class:`Send` (a request to make; the
 result, or the exception, is sent back in) and :class:`Sleep` (wait before polling again),
-and return the operation's value. ``_api.py`` and ``_sync_api.py`` each run plans in a few
-lines (``await`` / block), so the 2 x 5 operations are not written twice. No I/O, clock or
-state outside the objects handed in.
+and return the operation's value. The ``async`` and blocking clients (``adapters/``) each
+run plans in a few lines (``await`` / block), so the 2 x 5 operations are not written twice. No
+I/O, clock or state outside the objects handed in.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ FORM_EXTENSION = "extension"
 #: Task statuses after which nothing changes (both forms).
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 #: Seconds between ``tasks/get`` polls when the server gives no interval: half a second,
-#: the server side's own default (``_tasks.DEFAULT_POLL_INTERVAL_MS``).
+#: the server side's own default (``common.tasks.DEFAULT_POLL_INTERVAL_MS``).
 DEFAULT_POLL_INTERVAL = 0.5
 #: The shortest poll interval honoured (seconds): a server asking for 0 ms must not make
 #: the client spin.

@@ -136,7 +136,7 @@ class Call:
         self.on_progress = on_progress
         self.event: Event | None = None
         #: Raised instead of what ``event`` means: set by a transport adapter that knows
-        #: better why the call ended (e.g. an HTTP failure, see ``_http_client_logic``).
+        #: better why the call ended (e.g. an HTTP failure, see ``common.http_client``).
         self.error: BaseException | None = None
         self.wake: Callable[[], None] = _nothing
 

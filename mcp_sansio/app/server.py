@@ -49,8 +49,8 @@ __all__ = [
 if TYPE_CHECKING:
     from .tasks import TaskLedger, TaskRuntime
 
-#: The high-level layer logs under the adapters' logger name, as it did before it moved
-#: here: applications (and tests) configure that name to see handler failures.
+#: The high-level layer logs under the adapters' logger name (``mcp_sansio.adapters``):
+#: applications (and tests) configure that name to see handler failures.
 log = logging.getLogger("mcp_sansio.adapters")
 
 # -- the server: registry and router -----------------------------------------------------------
@@ -208,7 +208,7 @@ class Entry:
         self.pattern = pattern
         #: A tool's argument types (from its input schema), worked out once.
         self.arg_types = _argument_types(definition.get("inputSchema"))
-        #: The scopes calling a tool needs over a protected HTTP server (_auth_scopes.py).
+        #: The scopes calling a tool needs over a protected HTTP server (auth/scopes.py).
         self.scopes: frozenset[str] = frozenset()
 
 
@@ -393,7 +393,7 @@ class Server:
         caps = self.capabilities()
         # Every session of a server declares the same capabilities, and the connection keeps
         # the dict it is given: hand each the one dict while nothing registered changed them
-        # (an idle HTTP session is then ~1 KiB smaller; issue 14's memory aim). The core
+        # (an idle HTTP session is then ~1 KiB smaller). The core
         # never changes it (mcp_sansio/_connection.py).
         if self._declared is not None and self._declared == caps:
             caps = self._declared

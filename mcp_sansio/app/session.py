@@ -111,8 +111,8 @@ __all__ = [
     "Session",
 ]
 
-#: The high-level layer logs under the adapters' logger name, as it did before it moved
-#: here: applications (and tests) configure that name to see handler failures.
+#: The high-level layer logs under the adapters' logger name (``mcp_sansio.adapters``):
+#: applications (and tests) configure that name to see handler failures.
 log = logging.getLogger("mcp_sansio.adapters")
 
 

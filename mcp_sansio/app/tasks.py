@@ -61,14 +61,14 @@ a fresh unguessable task id, the lock around the store, a waiter, ``launch`` to 
 handler in the background, and ``share`` to build the sharing below. The runtime serving a
 connection supplies it: the ledger asks the session a request came on
 (:class:`TaskHost`, ``session._task_runtime()``), and the bundled runtimes answer with their
-runtime object's (``mcp_sansio.adapters._tasks``: an asyncio task, a trio system task, or a
+runtime object's (``mcp_sansio.adapters.common.tasks``: an asyncio task, a trio system task, or a
 thread of its own), so a task runs on the runtime that routed its ``tools/call``. The first
 runtime that serves the ledger also gives it its clocks, ids and lock (:meth:`TaskLedger.bind`);
 a ledger given a runtime at construction uses that one for everything (tests; an embedder
 whose sessions supply none). This module imports neither the runtimes nor the server module
 (:class:`ToolRouter` is what it asks of the server).
 
-Sharing (issue 18): with several workers (processes, hosts) behind one service, a request
+Sharing: with several workers (processes, hosts) behind one service, a request
 about a task may land on a worker that does not run it. A ledger given a
 :class:`TaskSharing` (the runtime glue's, over a :class:`mcp_sansio.stores.TaskTable` and the
 event bus) writes each task's :meth:`Task.record` through it whenever the task changes -- the
@@ -366,7 +366,7 @@ class ToolRouter(Protocol):
 
 
 class TaskSharing(Protocol):
-    """How a ledger shares its tasks with the other workers of a service (issue 18): the
+    """How a ledger shares its tasks with the other workers of a service: the
     runtime glue implements it over a shared task table and the event bus. Every ``async``
     method is awaited by a job the ledger returns, never under the ledger's lock."""
 
@@ -407,7 +407,7 @@ class TaskSharing(Protocol):
 
 class TaskStore(Protocol):
     """Where tasks are kept, by id. The in-memory store is the default; another process-wide
-    store (issue 18: Redis) implements the same few calls."""
+    store (Redis) implements the same few calls."""
 
     def get(self, task_id: str) -> Task | None: ...
 
@@ -755,7 +755,7 @@ class TaskLedger:
         raise McpError(ErrorCode.INVALID_PARAMS,
                        f"Invalid params: task {task_id} was cancelled")
 
-    # -- sharing (issue 18) ---------------------------------------------------------------------
+    # -- sharing ----------------------------------------------------------------------------------
 
     def _share(self, task: Task) -> None:
         """A task of this worker changed (under the lock): write its record."""

@@ -136,6 +136,25 @@ def bearer_params(values: list[str]) -> dict[str, str] | None:
     return None
 
 
+def scheme_params(values: list[str], scheme: str) -> dict[str, str] | None:
+    """The parameters of the first challenge of ``scheme`` (lowercase) among header values."""
+    for value in values:
+        for challenge in parse_challenges(value):
+            if challenge.scheme == scheme:
+                return challenge.params
+    return None
+
+
+def auth_params(values: list[str]) -> dict[str, str] | None:
+    """The parameters of the first ``Bearer`` or ``DPoP`` challenge (RFC 6750 §3, RFC 9449
+    §7.1): where a client reads ``resource_metadata``, ``scope`` and ``error``."""
+    for value in values:
+        for challenge in parse_challenges(value):
+            if challenge.scheme in ("bearer", "dpop"):
+                return challenge.params
+    return None
+
+
 def bearer_challenge(
     *,
     resource_metadata: str | None = None,

@@ -15,6 +15,10 @@ tells it what to do next, one *action* at a time:
 
 Anything wrong raises an :class:`~mcp_sansio.auth.AuthFlowError` that names the step and
 the URL; the flow is then over (a later :meth:`~OAuthClientFlow.start` begins again).
+With :attr:`ClientConfig.grant` the same discovery leads to a grant without a browser
+instead (:mod:`mcp_sansio.auth._grants`); with :attr:`ClientConfig.dpop` token requests
+carry DPoP proofs and the tokens are bound to a key (:meth:`OAuthClientFlow.proof_headers`
+then makes each MCP request's proof; RFC 9449).
 
 The steps follow MCP 2025-11-25 basic/authorization.mdx "Authorization Flow Steps" (2026-07-28
 keeps them): protected-resource metadata (RFC 9728), authorization-server metadata (RFC 8414
@@ -48,7 +52,7 @@ import attrs
 
 from . import _rules as rules
 from ._answers import describe_answer, oauth_error
-from ._challenge import bearer_params
+from ._challenge import auth_params, scheme_params
 from ._errors import (
     AuthFlowError,
     AuthorizationDenied,
@@ -58,6 +62,19 @@ from ._errors import (
     PKCENotSupported,
     RegistrationError,
     TokenError,
+)
+from ._grants import (
+    CLIENT_ASSERTION_TYPE,
+    ID_JAG_TYPE,
+    ID_TOKEN_TYPE,
+    JWT_BEARER,
+    TOKEN_EXCHANGE,
+    ClientCredentialsGrant,
+    IdentityAssertionGrant,
+    JWTBearerGrant,
+    MachineGrant,
+    client_assertion,
+    current,
 )
 from ._http import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -102,8 +119,9 @@ _Gen: TypeAlias = Generator[HTTPRequest | UserAuthorization, _Answer, Tokens]
 class ClientConfig:
     """How this client presents itself to authorization servers."""
 
-    #: Where the authorization server sends the browser back (OAuth 2.1 §2.3.1).
-    redirect_uri: str
+    #: Where the authorization server sends the browser back (OAuth 2.1 §2.3.1); unused
+    #: (and may be left empty) with a :attr:`grant`.
+    redirect_uri: str = ""
     client_name: str = "mcp-sansio"
     #: An HTTPS URL hosting this client's metadata document, used as its ``client_id`` where
     #: the server supports it (MCP 2025-11-25 "Client ID Metadata Documents").
@@ -124,6 +142,14 @@ class ClientConfig:
     max_redirects: int = rules.MAX_REDIRECTS
     max_consecutive_challenges: int = rules.MAX_CONSECUTIVE_CHALLENGES
     refresh_margin: float = rules.REFRESH_MARGIN
+    #: A grant without a browser (:mod:`mcp_sansio.auth._grants`): client credentials,
+    #: JWT bearer (workload identity) or ID-JAG; None: the authorization-code flow.
+    grant: MachineGrant | None = None
+    #: Ask for DPoP-bound tokens (RFC 9449) where the authorization server advertises
+    #: ``dpop_signing_alg_values_supported`` with the key's algorithm; the flow then needs
+    #: ``dpop_keys`` (a key generator) and the requests a proof each
+    #: (:meth:`OAuthClientFlow.proof_headers`).
+    dpop: bool = False
 
     def __attrs_post_init__(self) -> None:
         url = self.client_id_metadata_url
@@ -167,6 +193,7 @@ class ServerMetadata:
     scopes_supported: tuple[str, ...] | None
     client_id_metadata_document_supported: bool
     iss_parameter_supported: bool
+    dpop_signing_alg_values_supported: tuple[str, ...] | None = None
 
 
 class OAuthClientFlow:
@@ -179,6 +206,7 @@ class OAuthClientFlow:
         *,
         entropy: Callable[[int], bytes],
         storage: TokenStorage | None = None,
+        dpop_keys: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         if not is_http_url(server_url):
             raise ValueError(f"not an absolute http(s) URL: {server_url!r}")
@@ -196,6 +224,13 @@ class OAuthClientFlow:
         self._requested_scopes: tuple[str, ...] = ()
         #: The last response the flow was handed, described (for the errors that give up).
         self._last_answer: str | None = None
+        #: Makes a fresh private JWK for DPoP (the adapters draw it; the core has no RNG).
+        self._dpop_keys = dpop_keys
+        #: The DPoP key of the run in progress (None: bearer tokens).
+        self._dpop_key: Any = None
+        #: The last ``DPoP-Nonce`` each server gave (RFC 9449 §8 token endpoint, §9 the
+        #: resource server), by the URL it applies to.
+        self.dpop_nonces: dict[str, str] = {}
 
     # -- the application's calls -------------------------------------------------------
 
@@ -245,6 +280,28 @@ class OAuthClientFlow:
         """The MCP request retried with the tokens went through: reset the challenge count."""
         self._challenges = 0
 
+    def proof_headers(self, tokens: Tokens | None, method: str, url: str, *, now: float,
+                      jti: str) -> list[tuple[str, str]]:
+        """The per-request headers ``tokens`` need besides ``Authorization``: for a
+        DPoP-bound token, its proof for this method and URL (RFC 9449 §7.1), with the
+        resource server's nonce when it gave one (§9); else none."""
+        if tokens is None or not tokens.dpop_bound:
+            return []
+        from .dpop import DPoPKey
+
+        assert tokens.dpop_jwk is not None
+        key = DPoPKey(tokens.dpop_jwk)
+        return [("DPoP", key.proof(method, url, now=now, jti=jti,
+                                   access_token=tokens.access_token,
+                                   nonce=self.dpop_nonces.get(self.resource)))]
+
+    def note_response(self, response: HTTPResponse) -> None:
+        """A resource-server response passed by: keep its ``DPoP-Nonce`` (RFC 9449 §9:
+        a server may hand out the next nonce on any response)."""
+        nonce = response.header("DPoP-Nonce")
+        if nonce:
+            self.dpop_nonces[self.resource] = nonce
+
     # -- driving the generator -----------------------------------------------------------
 
     def _advance(self, answer: _Answer | None) -> Action:
@@ -275,7 +332,17 @@ class OAuthClientFlow:
     def _run(self, challenge: HTTPResponse | None) -> _Gen:
         params: dict[str, str] = {}
         if challenge is not None:
-            params = bearer_params(challenge.header_values("WWW-Authenticate")) or {}
+            values = challenge.header_values("WWW-Authenticate")
+            params = auth_params(values) or {}
+            nonce = challenge.header("DPoP-Nonce")
+            dpop = scheme_params(values, "dpop") or {}
+            if challenge.status == 401 and nonce and dpop.get("error") == "use_dpop_nonce":
+                # RFC 9449 §9: the resource server wants its nonce in the proof; the token
+                # is fine. (The challenge count bounds a server that keeps asking.)
+                self.dpop_nonces[self.resource] = nonce
+                held = self.current_tokens(self._now)
+                if held is not None and held.dpop_bound:
+                    return held
             if challenge.status not in (401, 403) or (
                     challenge.status == 403 and params.get("error") != "insufficient_scope"):
                 # RFC 6750 §3.1: only 401, and 403 insufficient_scope, ask for (more)
@@ -293,6 +360,16 @@ class OAuthClientFlow:
         # MCP 2026-07-28 "Authorization Server Binding": credentials are per issuer.
         self.storage.set_issuer(self.resource, asm.issuer)
         tokens = self.storage.get_tokens(asm.issuer, self.resource)
+        self._dpop_key = self._choose_dpop_key(asm, tokens)
+        grant = self.config.grant
+        if grant is not None:
+            # A machine grant: re-requested, never refreshed (RFC 6749 §4.4.3).
+            if (tokens is not None and challenge is None and not step_up
+                    and tokens.usable(self._now, self.config.refresh_margin)):
+                return tokens
+            self.storage.set_tokens(asm.issuer, self.resource, None)
+            scopes = self._select_scopes(params, prm, tokens if step_up else None)
+            return (yield from self._machine(grant, asm, prm, scopes))
         if tokens is not None and not step_up:
             if challenge is None and tokens.usable(self._now, self.config.refresh_margin):
                 return tokens
@@ -303,6 +380,9 @@ class OAuthClientFlow:
                     if refreshed is not None:
                         return refreshed
         self.storage.set_tokens(asm.issuer, self.resource, None)
+        if not self.config.redirect_uri:
+            raise AuthFlowError("authorization", asm.authorization_endpoint,
+                                "no redirect_uri configured, and no grant without a browser")
         client = yield from self._client(asm)
         scopes = self._select_scopes(params, prm, tokens if step_up else None)
         return (yield from self._authorize(asm, prm, client, scopes))
@@ -549,6 +629,86 @@ class OAuthClientFlow:
             raise AuthorizationDenied(step, asm.authorization_endpoint, "no code in redirect")
         return code
 
+    # Grants without a browser (mcp_sansio.auth._grants) -------------------------------
+
+    def _machine(self, grant: MachineGrant, asm: ServerMetadata, prm: ResourceMetadata,
+                 scopes: tuple[str, ...]) -> _Gen:
+        scope = grant.scope if grant.scope is not None else (" ".join(scopes) or None)
+        self._requested_scopes = tuple((scope or "").split())
+        resource = prm.resource
+        fields: list[tuple[str, str]]
+        client: ClientCredentials | None
+        if isinstance(grant, ClientCredentialsGrant):
+            fields = [("grant_type", "client_credentials")]
+            client = grant.credentials
+        elif isinstance(grant, JWTBearerGrant):
+            fields = [("grant_type", JWT_BEARER),
+                      ("assertion", current(grant.assertion, self._now))]
+            client = grant.client
+            if client is None and grant.client_id is not None:
+                client = ClientCredentials(grant.client_id, token_endpoint_auth_method="none")
+        else:
+            jag = yield from self._identity_assertion(grant, asm, resource)
+            fields = [("grant_type", JWT_BEARER), ("assertion", jag)]
+            client = grant.client
+        if scope:
+            fields.append(("scope", scope))
+        fields.append(("resource", resource))  # RFC 8707 §2.1
+        tokens = yield from self._token_request("token", asm, client, fields, None, scope)
+        assert tokens is not None
+        return tokens
+
+    def _identity_assertion(
+        self, grant: IdentityAssertionGrant, asm: ServerMetadata, resource: str,
+    ) -> Generator[HTTPRequest | UserAuthorization, _Answer, str]:
+        """RFC 8693 §2.1 at the enterprise IdP: the ID token for an ID-JAG naming this
+        authorization server (``audience``) and this resource."""
+        step = "token-exchange"
+        url = grant.idp_token_endpoint
+        if not is_http_url(url) or not self._secure(url):
+            raise TokenError(step, url, "the IdP token endpoint must be an https URL")
+        fields = [("grant_type", TOKEN_EXCHANGE),
+                  ("requested_token_type", ID_JAG_TYPE),
+                  ("subject_token", current(grant.id_token, self._now)),
+                  ("subject_token_type", ID_TOKEN_TYPE),
+                  ("audience", asm.issuer), ("resource", resource)]
+        headers = [("Content-Type", _FORM), *_JSON_HEADERS]
+        idp = grant.idp_client
+        if idp.client_secret is not None:
+            headers.append(("Authorization", basic_credentials(idp.client_id,
+                                                               idp.client_secret)))
+        else:
+            fields.append(("client_id", idp.client_id))
+        request = HTTPRequest("POST", url, tuple(headers), form_body(fields),
+                              self.config.max_response_bytes)
+        response = yield from self._exchange(step, request)
+        if response.status != 200:
+            raise TokenError(step, url, f"answered {response.status}: "
+                             f"{oauth_error(response, described=True)}", oauth_error(response))
+        doc = self._json_object(step, url, response)
+        jag = doc.get("access_token")
+        if doc.get("issued_token_type") != ID_JAG_TYPE or not isinstance(jag, str) or not jag:
+            raise TokenError(step, url, "no ID-JAG in the answer (issued_token_type "
+                             f"{doc.get('issued_token_type')!r}, RFC 8693 §2.2.1)")
+        return jag
+
+    # DPoP (RFC 9449) -----------------------------------------------------------------
+
+    def _choose_dpop_key(self, asm: ServerMetadata, previous: Tokens | None) -> Any:
+        """The key for this run's token requests, or None for bearer tokens: DPoP when
+        configured and the server lists ES256 (RFC 9449 §5.1); a refresh keeps the key
+        the refresh token is bound to (§5)."""
+        algs = asm.dpop_signing_alg_values_supported
+        if not self.config.dpop or not algs or self._dpop_keys is None:
+            return None
+        from .dpop import DPoPKey
+
+        if previous is not None and previous.dpop_bound:
+            assert previous.dpop_jwk is not None
+            return DPoPKey(previous.dpop_jwk)
+        key = DPoPKey(self._dpop_keys())
+        return key if key.alg in algs else None
+
     # Token endpoint -------------------------------------------------------------------
 
     def _refresh(
@@ -561,25 +721,50 @@ class OAuthClientFlow:
         return (yield from self._token_request("refresh", asm, client, fields, tokens,
                                                tokens.scope))
 
-    def _token_request(
-        self, step: str, asm: ServerMetadata, client: ClientCredentials,
-        fields: list[tuple[str, str]], previous: Tokens | None, scope: str | None,
-    ) -> Generator[HTTPRequest | UserAuthorization, _Answer, Tokens | None]:
-        method = choose_auth_method(client, asm.token_endpoint_auth_methods_supported)
+    def _token_post(self, asm: ServerMetadata, client: ClientCredentials | None,
+                    fields: list[tuple[str, str]]) -> HTTPRequest:
+        """One token request: client authentication (OAuth 2.1 §2.4; RFC 7523 §2.2) and,
+        with a DPoP key, a fresh proof (RFC 9449 §5) -- made anew for each attempt, so a
+        retry never repeats an assertion's or a proof's ``jti``."""
         headers = [("Content-Type", _FORM), *_JSON_HEADERS]
         fields = list(fields)
-        if method == "client_secret_basic":
+        method = ("none" if client is None
+                  else choose_auth_method(client, asm.token_endpoint_auth_methods_supported))
+        if client is not None and method == "client_secret_basic":
             assert client.client_secret is not None
             headers.append(("Authorization",
                             basic_credentials(client.client_id, client.client_secret)))
-        else:
+        elif client is not None and method == "private_key_jwt":
+            jti = b64url(self._entropy(rules.STATE_BYTES))
+            fields += [("client_assertion_type", CLIENT_ASSERTION_TYPE),
+                       ("client_assertion", client_assertion(client, asm.issuer,
+                                                             now=self._now, jti=jti))]
+        elif client is not None:
             fields.append(("client_id", client.client_id))
             if method == "client_secret_post":
                 assert client.client_secret is not None
                 fields.append(("client_secret", client.client_secret))
-        request = HTTPRequest("POST", asm.token_endpoint, tuple(headers), form_body(fields),
-                              self.config.max_response_bytes)
+        url = asm.token_endpoint
+        if self._dpop_key is not None:
+            headers.append(("DPoP", self._dpop_key.proof(
+                "POST", url, now=self._now, jti=b64url(self._entropy(rules.STATE_BYTES)),
+                nonce=self.dpop_nonces.get(url))))
+        return HTTPRequest("POST", url, tuple(headers), form_body(fields),
+                           self.config.max_response_bytes)
+
+    def _token_request(
+        self, step: str, asm: ServerMetadata, client: ClientCredentials | None,
+        fields: list[tuple[str, str]], previous: Tokens | None, scope: str | None,
+    ) -> Generator[HTTPRequest | UserAuthorization, _Answer, Tokens | None]:
+        request = self._token_post(asm, client, fields)
         response = yield from self._exchange(step, request)
+        nonce = response.header("DPoP-Nonce")
+        if self._dpop_key is not None and nonce:
+            self.dpop_nonces[request.url] = nonce
+            if response.status in (400, 401) and oauth_error(response) == "use_dpop_nonce":
+                # RFC 9449 §8: answer the nonce challenge once, with a new proof.
+                request = self._token_post(asm, client, fields)
+                response = yield from self._exchange(step, request)
         if response.status != 200:
             if step == "refresh" and response.status in (400, 401):
                 # OAuth 2.1 §4.3 / §3.2.4: the refresh token is no good (invalid_grant);
@@ -592,8 +777,13 @@ class OAuthClientFlow:
         token_type = doc.get("token_type")
         if not isinstance(access, str) or not access:
             raise TokenError(step, request.url, "no access_token (OAuth 2.1 §3.2.3)")
-        if not isinstance(token_type, str) or token_type.lower() != "bearer":
-            raise TokenError(step, request.url, f"token_type {token_type!r} is not Bearer")
+        bound = self._dpop_key is not None and isinstance(token_type, str) and (
+            token_type.lower() == "dpop")
+        if not bound and (not isinstance(token_type, str) or token_type.lower() != "bearer"):
+            # RFC 9449 §5: DPoP only in answer to a request that carried a proof.
+            raise TokenError(step, request.url, f"token_type {token_type!r} is not Bearer"
+                             + ("" if self._dpop_key is not None else
+                                " (and no DPoP proof was sent)"))
         expires_in = doc.get("expires_in")
         expires_at = None
         if isinstance(expires_in, int | float) and not isinstance(expires_in, bool):
@@ -608,7 +798,9 @@ class OAuthClientFlow:
             # OAuth 2.1 §4.3.3: a refresh response may omit a new refresh token.
             refresh_token=refresh if isinstance(refresh, str) else (
                 previous.refresh_token if previous else None),
-            scope=granted if isinstance(granted, str) else scope)
+            scope=granted if isinstance(granted, str) else scope,
+            token_type="DPoP" if bound else "Bearer",
+            dpop_jwk=self._dpop_key.private_jwk() if bound else None)
         self.storage.set_tokens(asm.issuer, self.resource, tokens)
         return tokens
 
@@ -669,7 +861,10 @@ def as_metadata_urls(issuer: str) -> list[str]:
 
 
 def choose_auth_method(client: ClientCredentials, supported: tuple[str, ...]) -> str:
-    """The token-endpoint client authentication to use (OAuth 2.1 §2.4, RFC 8414 §2)."""
+    """The token-endpoint client authentication to use (OAuth 2.1 §2.4, RFC 8414 §2;
+    a client with a private key signs assertions, RFC 7523 §2.2)."""
+    if client.private_key:
+        return "private_key_jwt"
     if client.client_secret is None:
         return "none"
     registered = client.token_endpoint_auth_method
@@ -711,6 +906,8 @@ def _server_metadata(step: str, url: str, doc: dict[str, Any]) -> ServerMetadata
             "client_id_metadata_document_supported") is True,
         iss_parameter_supported=doc.get(
             "authorization_response_iss_parameter_supported") is True,
+        dpop_signing_alg_values_supported=_str_list(
+            doc.get("dpop_signing_alg_values_supported")),
     )
 
 

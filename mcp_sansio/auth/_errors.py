@@ -24,6 +24,7 @@ STEPS = (
     "registration",                  # pre-registration, CIMD, RFC 7591
     "authorization",                 # OAuth 2.1 §4.1.1, RFC 7636, RFC 8707
     "authorization-response",        # OAuth 2.1 §4.1.2, RFC 9207 §2.4
+    "token-exchange",                # RFC 8693 §2 at an enterprise IdP (ID-JAG grant)
     "token",                         # OAuth 2.1 §4.1.3
     "refresh",                       # OAuth 2.1 §4.3
     "challenge",                     # RFC 6750 §3, the 401/403 that started the flow

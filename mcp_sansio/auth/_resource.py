@@ -213,6 +213,12 @@ class ProtectedResource:
         403 ``insufficient_scope`` naming them, and a request without a token is challenged
         with them (MCP 2025-11-25 "Scope Selection Strategy").
     :param resource_name: a human-readable name for the metadata document.
+    :param dpop: ``"required"`` (only DPoP-bound tokens, each request with its proof),
+        ``"allowed"`` (those and bearer tokens) or None (bearer tokens only); RFC 9449 §7,
+        decided by :mod:`mcp_sansio.auth._dpop_resource`. Needs the ``auth`` extra.
+    :param dpop_proofs: the :class:`~mcp_sansio.auth.dpop.ProofVerifier` (its algorithms,
+        ``iat`` window, replay cache and nonces); default: one with an in-memory replay
+        cache and no nonces.
     """
 
     resource: str
@@ -221,10 +227,20 @@ class ProtectedResource:
     scopes_supported: tuple[str, ...] | None = attrs.field(default=None, converter=_as_tuple)
     required_scopes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     resource_name: str | None = None
+    dpop: str | None = None
+    dpop_proofs: Any = None
 
     def __attrs_post_init__(self) -> None:
         if not self.authorization_servers:
             raise ValueError("MCP requires at least one authorization server (RFC 9728 §2)")
+        if self.dpop is not None:
+            from ._dpop_resource import MODES
+            from .dpop import ProofVerifier
+
+            if self.dpop not in MODES:
+                raise ValueError(f"dpop must be one of {MODES} or None, not {self.dpop!r}")
+            if self.dpop_proofs is None:
+                object.__setattr__(self, "dpop_proofs", ProofVerifier())
 
     @property
     def metadata_url(self) -> str:
@@ -251,15 +267,33 @@ class ProtectedResource:
 
     def document(self) -> dict[str, Any]:
         """The RFC 9728 §2 document to serve."""
+        extra: dict[str, Any] = {}
+        if self.dpop is not None:
+            # RFC 9728 §2 (the DPoP members RFC 9449 §5.1 registers for resources).
+            extra["dpop_signing_alg_values_supported"] = list(self.dpop_proofs.algorithms)
+            extra["dpop_bound_access_tokens_required"] = self.dpop == "required"
         return protected_resource_metadata(
             self.resource, self.authorization_servers, scopes_supported=self.scopes_supported,
-            resource_name=self.resource_name)
+            resource_name=self.resource_name, **extra)
 
     def authorize(
         self, headers: Iterable[tuple[str, str]] | Iterable[tuple[bytes, bytes]],
-        target: str | bytes, now: float,
+        target: str | bytes, now: float, *, method: str = "POST",
     ) -> AccessInfo | Refusal:
-        """Decide one request (:func:`authorize_request` with this configuration)."""
+        """Decide one request (:func:`authorize_request` with this configuration, or the
+        DPoP decision of :mod:`mcp_sansio.auth._dpop_resource`; ``method`` is the request's,
+        for the proof's ``htm``)."""
+        if self.dpop is not None:
+            from ._dpop_resource import authorize_dpop
+
+            path = target.decode("latin-1") if isinstance(target, bytes) else target
+            origin = urlsplit(self.resource)
+            url = urlunsplit((origin.scheme, origin.netloc, urlsplit(path).path, "", ""))
+            return authorize_dpop(headers, path, method=method, url=url,
+                                  verifier=self.verifier, proofs=self.dpop_proofs,
+                                  mode=self.dpop, now=now,
+                                  resource_metadata=self.metadata_url,
+                                  required_scopes=self.required_scopes)
         return authorize_request(headers, target, self.verifier, now,
                                  resource_metadata=self.metadata_url,
                                  required_scopes=self.required_scopes)
@@ -283,12 +317,20 @@ class ProtectedResource:
         server's decision timeout) -- then 503 unless the verifier has a fallback."""
         if isinstance(answer, HTTPResponse):
             response = answer
-            return judge(lambda: pending.finish(response, now),
-                         resource_metadata=self.metadata_url,
-                         required_scopes=self.required_scopes)
-        reason = str(answer) or answer.__class__.__name__
-        return judge(lambda: pending.fail(reason, now), resource_metadata=self.metadata_url,
-                     required_scopes=self.required_scopes)
+            decided = judge(lambda: pending.finish(response, now),
+                            resource_metadata=self.metadata_url,
+                            required_scopes=self.required_scopes)
+        else:
+            reason = str(answer) or answer.__class__.__name__
+            decided = judge(lambda: pending.fail(reason, now),
+                            resource_metadata=self.metadata_url,
+                            required_scopes=self.required_scopes)
+        if self.dpop is not None:
+            from ._dpop_resource import rechallenge
+
+            return rechallenge(decided, proofs=self.dpop_proofs, mode=self.dpop, now=now,
+                               resource_metadata=self.metadata_url)
+        return decided
 
 
 def _refuse(status: int, reason: str, resource_metadata: str, scope: str | None,

@@ -32,6 +32,10 @@ class ClientCredentials:
     token_endpoint_auth_method: str | None = None
     #: RFC 7591 §3.2.1: when the secret expires (0 or None: never), in ``now``'s clock.
     client_secret_expires_at: float | None = None
+    #: For ``private_key_jwt`` (RFC 7523 §2.2): the private key (PEM, or a JWK as JSON)
+    #: that signs the client assertions, and its JWS algorithm (default ES256).
+    private_key: str | None = attrs.field(default=None, repr=False)
+    signing_alg: str | None = None
 
     def expired(self, now: float) -> bool:
         expires = self.client_secret_expires_at
@@ -59,13 +63,22 @@ class Tokens:
     refresh_token: str | None = None
     #: The scopes granted (the response's ``scope``), else the ones requested.
     scope: str | None = None
+    #: For a DPoP-bound token (``token_type`` DPoP, RFC 9449 §5): the private JWK of the
+    #: key it is bound to, kept with it -- the token is worthless without it.
+    dpop_jwk: dict[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
 
     def usable(self, now: float, margin: float) -> bool:
         return self.expires_at is None or now < self.expires_at - margin
 
+    @property
+    def dpop_bound(self) -> bool:
+        return self.token_type.lower() == "dpop" and self.dpop_jwk is not None
+
     def authorization_header(self) -> tuple[str, str]:
-        """The header to send with every MCP request (OAuth 2.1 §5.1.1)."""
-        return ("Authorization", f"Bearer {self.access_token}")
+        """The header to send with every MCP request (OAuth 2.1 §5.1.1; RFC 9449 §7.1 for a
+        DPoP-bound token, which also needs its proof per request)."""
+        scheme = "DPoP" if self.dpop_bound else "Bearer"
+        return ("Authorization", f"{scheme} {self.access_token}")
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)

@@ -20,6 +20,17 @@ from ._client import (
     Transport,
     TransportFailed,
 )
+from ._config import (
+    DEFAULT_KEEPALIVE_INTERVAL,
+    DEFAULT_MAX_BODY_SIZE,
+    DEFAULT_MAX_PENDING_MESSAGES,
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_RETRY_MS,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    MAX_SESSION_ID_PREFIX,
+    ResponseMode,
+    ServerConfig,
+)
 from ._headers import (
     LOCAL_HOSTS,
     LOCAL_ORIGINS,
@@ -28,20 +39,8 @@ from ._headers import (
     encode_header_value,
     param_headers,
 )
-from ._server import (
-    DEFAULT_KEEPALIVE_INTERVAL,
-    DEFAULT_MAX_BODY_SIZE,
-    DEFAULT_MAX_PENDING_MESSAGES,
-    DEFAULT_MAX_SESSIONS,
-    DEFAULT_RETRY_MS,
-    DEFAULT_SESSION_IDLE_TIMEOUT,
-    MAX_SESSION_ID_PREFIX,
-    HTTPServer,
-    ResponseMode,
-    ServerChannel,
-    Session,
-    SessionEnd,
-)
+from ._hub import ServerChannel, Session, SessionEnd
+from ._server import HTTPServer
 from ._sse import (
     DEFAULT_MAX_EVENT_SIZE,
     SSEError,
@@ -85,6 +84,7 @@ __all__ = [
     "SSEEvent",
     "SSEParser",
     "ServerChannel",
+    "ServerConfig",
     "Session",
     "SessionEnd",
     "decode_header_value",

@@ -63,7 +63,7 @@ import heapq
 import itertools
 import math
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -348,6 +348,9 @@ class HTTPClient:
         self._authority = parts.netloc.rpartition("@")[2]
         self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self.extra_headers = list(headers)
+        #: Headers made anew for each request from its method and URL (a DPoP proof,
+        #: RFC 9449 §4: one per request), or None.
+        self.request_headers: Callable[[str, str], list[tuple[str, str]]] | None = None
         self.requested_transport = transport
         #: The transport in use once known (None before).
         self.transport: Transport | None = (
@@ -639,6 +642,9 @@ class HTTPClient:
             if kind in (_Kind.RESUME, _Kind.STANDALONE) and exchange.last_event_id is not None:
                 headers.append(("last-event-id", exchange.last_event_id))
         headers.extend(self.extra_headers)
+        if self.request_headers is not None:
+            url = f"{self.scheme}://{self._authority}{exchange.target}"
+            headers.extend(self.request_headers(exchange.method, url))
         return headers
 
     def _start(self, exchange: _Exchange) -> None:

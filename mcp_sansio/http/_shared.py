@@ -41,7 +41,7 @@ built with ``shared=True`` says what it needs as *effects*, which the adapter ta
 
 Only the worker that writes a stream can end it (:data:`STREAM_END`), so a worker that dies
 while writing one would leave every relay of it open for ever, with nothing but keep-alive
-comments (issue 18, found by the two-host test). So each worker announces itself on the
+comments (found by the two-host test). So each worker announces itself on the
 bus's ``workers`` topic (a heartbeat every few seconds, "gone" at a clean shutdown), and
 :class:`WorkerLiveness` -- pure: arrival times on the receiver's own clock come in as
 ``now`` -- says which writers are gone: one that said so, one not heard within the timeout,
@@ -123,7 +123,7 @@ class SaveSession:
     #: (``SessionTable.touch``: nothing is written over the record, nobody is told). A
     #: copy adopted from the table, or one that went a quarter of the idle timeout without
     #: a save, may be behind a newer record another worker saved meanwhile -- written
-    #: whole, it would undo that change (issue 18) -- and a session another worker deleted
+    #: whole, it would undo that change -- and a session another worker deleted
     #: stays deleted.
     refresh: bool = False
 
@@ -205,7 +205,7 @@ class NumberedEvents:
         self._effects.append(ForgetStream(stream_id))
 
 
-# -- which writers are alive (issue 18: a host that dies ends its relayed streams) -----------------
+# -- which writers are alive (a host that dies ends its relayed streams) --------------------------
 
 #: Seconds between two heartbeats of a shared worker on the bus: 5. A heartbeat is a few
 #: dozen bytes to every worker, so this costs nothing; it sets how soon a dead writer is

@@ -3,7 +3,7 @@ sleeps until cancelled (and says so on stderr), one that prints to stdout, a syn
 
 import sys
 
-from mcp_sansio.adapters._session import Server
+from mcp_sansio.app.server import Server
 
 runtime = sys.argv[1] if len(sys.argv) > 1 else "asyncio"
 if runtime == "trio":

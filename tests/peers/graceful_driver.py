@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 
-from mcp_sansio.adapters._graceful import serve_until_signal
+from mcp_sansio.adapters.common.graceful import serve_until_signal
 from mcp_sansio.adapters.tools import _example_server
 
 

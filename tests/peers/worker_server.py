@@ -20,11 +20,12 @@ import os
 import sys
 from typing import Any
 
-from mcp_sansio.adapters._api import AsyncContext
-from mcp_sansio.adapters._session import Server, elicit_request
+from mcp_sansio.adapters.common.async_session import AsyncContext
 from mcp_sansio.adapters.tools import _example_server
 
 from mcp_sansio import SessionlessError
+from mcp_sansio.app.context import elicit_request
+from mcp_sansio.app.server import Server
 
 #: Items per page of every list (the example server has dozens of tools).
 PAGE_SIZE = 4

@@ -1,0 +1,109 @@
+"""The OAuth retry of an HTTP client, written once as a plan that each colour runs.
+
+Theory of operation: a client session given ``auth`` makes each attempt (a request, or a
+connect on a new connection) as usual; when the server refuses it with a challenge (401,
+or 403 ``insufficient_scope``: MCP basic/authorization.mdx) the session runs the OAuth
+flow and makes the attempt again, until it succeeds or the flow fails (its own bounds end
+the loop). :func:`authorized` is that loop as a generator *plan* (as
+:mod:`mcp_sansio.app.calls` writes the client calls): it yields :data:`ATTEMPT` (make the
+attempt; its result or exception is sent back in) and :class:`Authorize` (run the flow),
+and decides alone what is a challenge: an :class:`~mcp_sansio.app.http_client.HTTPTransportError`
+that :func:`~mcp_sansio.adapters.auth.session.challenge_of` reads as one. A runner
+(:func:`run_async`, :func:`run_blocking`) takes the steps with the runtime's primitives;
+``authorize`` is the runtime's (it serializes concurrent flows and runs the blocking parts
+where that runtime runs them; ``generation`` lets a call that waited for another call's flow
+skip its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, NamedTuple, TypeVar
+
+from mcp_sansio.app.http_client import HTTPTransportError
+
+from ..auth.session import SessionAuth, challenge_of
+
+__all__ = ["ATTEMPT", "Authorize", "authorized", "run_async", "run_blocking"]
+
+T = TypeVar("T")
+
+#: The step that makes the attempt.
+ATTEMPT = "attempt"
+
+
+class Authorize(NamedTuple):
+    """The step that runs the OAuth flow: for ``challenge`` (None: a token is due before
+    the first attempt), unless the flow ran since ``generation``."""
+
+    challenge: Any
+    generation: int
+
+
+Plan = Generator[Authorize | str, Any, Any]
+
+
+def authorized(auth: SessionAuth) -> Plan:
+    """Attempt, authorizing first when a token is due and again after each challenge."""
+    if auth.due():
+        yield Authorize(None, auth.generation)
+    while True:
+        generation = auth.generation
+        try:
+            result = yield ATTEMPT
+        except HTTPTransportError as exc:
+            challenge = challenge_of(exc)
+            if challenge is None:
+                raise
+            yield Authorize(challenge, generation)
+            continue
+        auth.succeeded()
+        return result
+
+
+def advance(plan: Plan, value: Any, error: Exception | None) -> tuple[bool, Any]:
+    """Resume ``plan``: ``(True, its value)`` once it has returned, else ``(False, step)``."""
+    try:
+        return False, plan.throw(error) if error is not None else plan.send(value)
+    except StopIteration as stop:
+        return True, stop.value
+
+
+async def run_async(auth: SessionAuth, attempt: Callable[[], Awaitable[T]],
+                    authorize: Callable[[SessionAuth, Any, int], Awaitable[None]]) -> T:
+    """Run :func:`authorized` for an ``async`` client."""
+    plan = authorized(auth)
+    value: Any = None
+    error: Exception | None = None
+    while True:
+        done, step = advance(plan, value, error)
+        if done:
+            return step  # type: ignore[no-any-return]
+        value, error = None, None
+        if isinstance(step, Authorize):
+            await authorize(auth, step.challenge, step.generation)
+            continue
+        try:
+            value = await attempt()
+        except Exception as exc:  # handed to the plan, which re-raises what it keeps
+            error = exc
+
+
+def run_blocking(auth: SessionAuth, attempt: Callable[[], T],
+                 authorize: Callable[[SessionAuth, Any, int], None]) -> T:
+    """:func:`run_async`, blocking (threads)."""
+    plan = authorized(auth)
+    value: Any = None
+    error: Exception | None = None
+    while True:
+        done, step = advance(plan, value, error)
+        if done:
+            return step  # type: ignore[no-any-return]
+        value, error = None, None
+        if isinstance(step, Authorize):
+            authorize(auth, step.challenge, step.generation)
+            continue
+        try:
+            value = attempt()
+        except Exception as exc:  # handed to the plan, which re-raises what it keeps
+            error = exc

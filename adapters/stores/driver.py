@@ -1,0 +1,399 @@
+"""The asyncio side of a shared HTTP server: carries out its store effects and listens on the
+event bus.
+
+Theory of operation
+-------------------
+An :class:`~mcp_sansio.http.HTTPServer` built with ``shared=True`` never calls a store; it
+queues effects (:mod:`mcp_sansio.http._shared`). :class:`SharedDriver` takes them after every
+pump (:meth:`SharedDriver.kick`) and carries them out in order, in one task, against the
+stores given to ``start_http(stores=...)`` (:class:`mcp_sansio.stores.MemoryStores`, or
+:class:`mcp_sansio.adapters.redis.RedisStores` for several workers):
+
+* ``StoreEvent``/``ForgetStream`` -> the event log; ``SaveSession`` -> the session table,
+  its deadline the idle timeout from now on the **wall clock** (``time.time()``: the store
+  is read by other processes, maybe other hosts) -- for a ``refresh``, only the deadline
+  (``touch``: an unchanged copy never writes over a newer record, nor brings back one
+  another worker deleted) -- and otherwise a message on the bus's ``sessions``
+  topic so that a worker holding a copy of the session brings it up to date (a
+  ``logging/setLevel`` on one worker holds on every worker); ``DropSession`` -> the table,
+  and a message there so that every other worker ends its copy. Only then does
+  :meth:`HTTPServer.stored` let out the answers that waited for the change: the client's
+  next request may go to any worker the moment it has the answer;
+* a ``Lookup`` -> the table or the log, then :meth:`HTTPServer.resolve` and a pump. A store
+  that fails (Redis unreachable) is logged and answered as "not found" -- the client is
+  told 404 or 400 and starts afresh -- so a request never hangs on a store;
+* a ``ForwardAnswer`` (a client answered, here, a request another worker sent) -> the
+  bus's ``answers`` topic; the worker the answer is for (its tag is in the request id)
+  hands it to its copy of the session (:meth:`HTTPServer.deliver_answer`);
+* every stored event is also published on the bus's ``events`` topic (after the append);
+  each worker hands it to :meth:`HTTPServer.relay_event`, which sends it on if a client
+  resumed that stream on this worker (``Last-Event-ID``) and drops it otherwise;
+* the bus's ``broadcast`` topic: a server-wide notification (a list changed) published by
+  any worker is offered to this worker's sessions and listen streams.
+
+* liveness: every ``heartbeat_interval`` seconds the driver says on the bus's
+  ``workers`` topic that this worker is alive, and at :meth:`SharedDriver.aclose` that it
+  is gone (at once, before anything else stops). It hears the others' heartbeats into a
+  :class:`~mcp_sansio.http._shared.WorkerLiveness` (arrival times on this process's
+  monotonic clock: no other host's clock is read) and, at each beat, tells the server
+  which writers of streams relayed here are gone (:meth:`HTTPServer.worker_gone`): only
+  the writer ends its streams, so a dead one's relays would otherwise hang for ever. A
+  worker that dies sends no notice; its relays end within ``worker_timeout`` and a beat.
+
+One task, in order: an event is appended before a later replay on this worker reads the
+log, and the record of a session is saved before its DELETE drops it.
+
+:mod:`.stores.keys` gives a shared server its ``requestState`` key ring from the store's;
+the driver keeps it current (a read every ``refresh_interval``, and one at once on the bus's
+``keys`` topic).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from mcp_sansio.http import HTTPServer
+from mcp_sansio.http._shared import (
+    DEFAULT_HEARTBEAT_INTERVAL,
+    DEFAULT_WORKER_TIMEOUT,
+    DropSession,
+    ForgetStream,
+    ForwardAnswer,
+    Lookup,
+    SaveSession,
+    SharedEffect,
+    StoreEvent,
+    WorkerLiveness,
+    stream_writer,
+)
+from mcp_sansio.stores import parse_event_id
+
+from .keys import StoreKeys
+
+__all__ = ["SharedDriver"]
+
+log = logging.getLogger(__name__)
+
+#: The session idle deadline a record gets when the server has no idle timeout: a day. The
+#: table must forget a session some time; a client idle for longer re-initializes (404).
+_NO_TIMEOUT_DEADLINE = 86_400.0
+
+
+class SharedDriver:
+    """Carries out ``http``'s shared effects against ``stores`` (an object with
+    ``sessions``, ``events`` and ``bus``); ``pump`` runs the service's pump."""
+
+    def __init__(self, http: HTTPServer, stores: Any, pump: Callable[[], None], *,
+                 keys: StoreKeys | None = None,
+                 heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
+                 worker_timeout: float = DEFAULT_WORKER_TIMEOUT) -> None:
+        if heartbeat_interval <= 0 or worker_timeout <= heartbeat_interval:
+            raise ValueError("the heartbeat interval must be positive and shorter than the "
+                             "worker timeout")
+        self.http = http
+        #: The key ring's source to keep current (None: the keys were given, not stored).
+        self.keys = keys
+        self._key_tasks: set[asyncio.Task[None]] = set()
+        self.stores = stores
+        self._pump = pump
+        self._loop = asyncio.get_running_loop()
+        self._task: asyncio.Task[None] | None = None
+        self._unsubscribe: list[Callable[[], Awaitable[None]]] = []
+        self._closed = False
+        # Liveness: this worker's heartbeats, and the others' as heard here.
+        self.heartbeat_interval = heartbeat_interval
+        self.liveness = WorkerLiveness(timeout=worker_timeout, started=self._loop.time())
+        self._heartbeat: asyncio.Task[None] | None = None
+        # Set to stop beating. An event, not Task.cancel: redis-py may swallow a
+        # cancellation that lands in a publish, and the loop would then beat on for ever.
+        self._stop_beat = asyncio.Event()
+
+    async def start(self) -> None:
+        """Subscribe to the bus topics every worker listens on."""
+        bus = self.stores.bus
+        self._unsubscribe.append(await bus.subscribe("sessions", self._on_sessions))
+        self._unsubscribe.append(await bus.subscribe("broadcast", self._on_broadcast))
+        self._unsubscribe.append(await bus.subscribe("events", self._on_event))
+        self._unsubscribe.append(await bus.subscribe("answers", self._on_answer))
+        if self.keys is not None:
+            self._unsubscribe.append(await bus.subscribe("keys", self._on_keys))
+            self._spawn(self._refresh_keys_forever())
+        await self._start_liveness()
+
+    def kick(self) -> None:
+        """After a pump: start carrying out what the server queued (if it queued anything
+        and the task is not already at it)."""
+        if self._closed or (self._task is not None and not self._task.done()):
+            return
+        effects = self.http.shared_effects()
+        if effects:
+            self._task = self._loop.create_task(self._run(effects))
+
+    async def broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
+        """Offer a notification to every session of every worker (through the bus)."""
+        message = {"method": method, "params": dict(params) if params is not None else None}
+        await self.stores.bus.publish("broadcast", json.dumps(message).encode())
+
+    async def aclose(self) -> None:
+        await self._stop_liveness()  # first: the others end their relays of our streams now
+        self._closed = True
+        for key_task in list(self._key_tasks):
+            key_task.cancel()
+        for unsubscribe in self._unsubscribe:
+            with contextlib.suppress(Exception):
+                await unsubscribe()
+        task = self._task
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), 5.0)
+            except (TimeoutError, Exception):
+                task.cancel()
+
+    # -- effects --------------------------------------------------------------------------
+
+    async def _run(self, effects: list[SharedEffect]) -> None:
+        while effects:
+            for effect in effects:
+                try:
+                    await self._carry_out(effect)
+                except Exception:
+                    log.exception("a shared store failed on %r", effect)
+                    # Nothing is left hanging: a lookup is answered "not found", a held
+                    # initialize answer goes (the session then lives on this worker only).
+                    if isinstance(effect, Lookup):
+                        self.http.resolve(effect, None, now=self._loop.time())
+                    elif isinstance(effect, SaveSession | DropSession):
+                        self.http.stored(effect, now=self._loop.time())
+                    self._safe_pump()
+            effects = self.http.shared_effects()
+
+    async def _carry_out(self, effect: SharedEffect) -> None:
+        stores = self.stores
+        wall = time.time()
+        if isinstance(effect, StoreEvent):
+            await stores.events.append(effect.event_id, effect.data, wall_time=wall)
+            # After the append: a worker that read the log before it gets the event here,
+            # one that read it after sees it twice and drops the copy (by its sequence).
+            event = {"id": effect.event_id, "data": effect.data.decode("latin-1")}
+            await stores.bus.publish("events", json.dumps(event).encode())
+        elif isinstance(effect, ForgetStream):
+            await stores.events.forget(effect.stream_id)
+        elif isinstance(effect, SaveSession):
+            timeout = self.http.session_idle_timeout
+            deadline = wall + (timeout if timeout is not None else _NO_TIMEOUT_DEADLINE)
+            if effect.refresh:  # only the deadline moves (see SaveSession.refresh)
+                if not await stores.sessions.touch(effect.session_id, expires_at=deadline,
+                                                   wall_time=wall):
+                    log.debug("session %s... is gone from the table; not written again",
+                              effect.session_id[:8])
+                self._release(effect)
+                return
+            await stores.sessions.put(effect.session_id, effect.record, expires_at=deadline,
+                                      wall_time=wall)
+            note: dict[str, Any] = {"saved": effect.session_id, "by": self.http.stream_tag,
+                                    "record": effect.record}
+            await self._tell_then_release("sessions", note, effect)
+        elif isinstance(effect, ForwardAnswer):
+            note = {"session": effect.session_id, "to": effect.worker,
+                    "message": effect.message}
+            await stores.bus.publish("answers", json.dumps(note).encode())
+        elif isinstance(effect, DropSession):
+            await stores.sessions.delete(effect.session_id)
+            note = {"ended": effect.session_id, "by": self.http.stream_tag}
+            await self._tell_then_release("sessions", note, effect)
+        else:
+            if effect.kind == "session":
+                found = await stores.sessions.get(effect.key, wall_time=wall)
+            else:
+                found = await stores.events.replay(effect.key, wall_time=wall)
+                self._judge_writer(effect.key)
+            self.http.resolve(effect, found, now=self._loop.time())
+            self._safe_pump()
+
+    async def _tell_then_release(self, topic: str, note: dict[str, Any],
+                                 effect: SaveSession | DropSession) -> None:
+        """Publish the change, then let out the answers that waited for it. In that order:
+        the client may send its next request to another worker (another host) the moment
+        it has the answer, and that worker must have been told first -- a DELETE answered
+        before the news left let the other host serve the ended session (the
+        two-host test). A bus that fails raises to :meth:`_run`, which releases them."""
+        await self.stores.bus.publish(topic, json.dumps(note).encode())
+        self._release(effect)
+
+    def _release(self, effect: SaveSession | DropSession) -> None:
+        """The table has it: the answers waiting for it may go."""
+        if effect.channels:
+            self.http.stored(effect, now=self._loop.time())
+            self._safe_pump()
+
+    def _safe_pump(self) -> None:
+        try:
+            self._pump()
+        except Exception:
+            log.exception("the HTTP server's pump failed after a store answer")
+
+    # -- the bus ----------------------------------------------------------------------------
+
+    def _on_sessions(self, topic: str, message: bytes) -> None:
+        """Another worker ended a session (``ended``) or saved a newer record of it
+        (``saved``): this worker's copy, if it has one, follows."""
+        try:
+            note = json.loads(message)
+            by = note["by"]
+            ended, saved = note.get("ended"), note.get("saved")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            log.warning("a malformed message on the bus's sessions topic was ignored")
+            return
+        if by == self.http.stream_tag:
+            return
+        now = self._loop.time()
+        if isinstance(ended, str):
+            self.http.forget_session(ended, now=now)
+        elif isinstance(saved, str):
+            self.http.refresh_session(saved, note.get("record"), now=now)
+        self._safe_pump()
+
+    # -- liveness -----------------------------------------------------------------------------
+
+    async def _start_liveness(self) -> None:
+        self.liveness.started = self._loop.time()
+        self._unsubscribe.append(await self.stores.bus.subscribe("workers", self._on_workers))
+        self._heartbeat = self._loop.create_task(self._beat_forever())
+
+    async def _stop_liveness(self) -> None:
+        """A clean shutdown: stop beating and say "gone" (bounded: a bus that is down
+        leaves the others to notice the silence)."""
+        beat, self._heartbeat = self._heartbeat, None
+        if beat is None:
+            return
+        self._stop_beat.set()
+        try:  # a beat under way finishes first (bounded), so "gone" is the last word
+            await asyncio.wait_for(asyncio.shield(beat), 2.0)
+        except (TimeoutError, Exception):
+            beat.cancel()
+        note = json.dumps({"worker": self.http.stream_tag, "gone": True}).encode()
+        try:
+            await asyncio.wait_for(self.stores.bus.publish("workers", note), 2.0)
+        except (TimeoutError, Exception):
+            log.warning("the shutdown notice could not be published; the other workers "
+                        "will notice the silence")
+
+    async def _beat_forever(self) -> None:
+        alive = json.dumps({"worker": self.http.stream_tag, "alive": True}).encode()
+        while not self._stop_beat.is_set():
+            try:
+                await self.stores.bus.publish("workers", alive)
+            except Exception:  # a bus that is down: the next beat tries again
+                log.warning("a heartbeat could not be published on the bus")
+            self._check_writers()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop_beat.wait(), self.heartbeat_interval)
+
+    def _check_writers(self) -> None:
+        """End the relays of writers that went silent (or were never heard)."""
+        now = self._loop.time()
+        ended = 0
+        for tag in self.liveness.gone(self.http.relayed_writers(), now):
+            log.info("worker %s is gone: its relayed streams end here", tag)
+            ended += self.http.worker_gone(tag, now=now)
+        if ended:
+            self._safe_pump()
+
+    def _judge_writer(self, last_event_id: str) -> None:
+        """Before a resumption is answered: if the stream's writer is gone, the server is
+        told now, so the replay ends at once rather than relaying until the next beat."""
+        parsed = parse_event_id(last_event_id)
+        tag = stream_writer(parsed[0]) if parsed is not None else None
+        now = self._loop.time()
+        if tag is not None and tag != self.http.stream_tag and self.liveness.is_gone(tag, now):
+            self.http.worker_gone(tag, now=now)
+
+    def _on_workers(self, topic: str, message: bytes) -> None:
+        """Another worker's heartbeat, or its notice that it is gone."""
+        try:
+            note = json.loads(message)
+            tag = note["worker"]
+        except (ValueError, KeyError, TypeError):
+            log.warning("a malformed message on the bus's workers topic was ignored")
+            return
+        if not isinstance(tag, str) or not tag or tag == self.http.stream_tag:
+            return
+        now = self._loop.time()
+        if note.get("gone") is True:
+            self.liveness.left(tag)
+            if self.http.worker_gone(tag, now=now):
+                self._safe_pump()
+        elif self.liveness.heard(tag, now):
+            self.http.worker_back(tag)
+
+    # -- the key ring ------------------------------------------------------------------------
+
+    def _spawn(self, coro: Any) -> None:
+        task = self._loop.create_task(coro)
+        self._key_tasks.add(task)
+        task.add_done_callback(self._key_tasks.discard)
+
+    async def _refresh_keys(self) -> None:
+        assert self.keys is not None
+        try:
+            await self.keys.refresh()
+        except Exception:  # the keys in hand stay; the next refresh tries again
+            log.exception("reading the shared key store failed")
+
+    async def _refresh_keys_forever(self) -> None:
+        assert self.keys is not None
+        while not self._closed:
+            await asyncio.sleep(self.keys.refresh_interval)
+            await self._refresh_keys()
+
+    def _on_keys(self, topic: str, message: bytes) -> None:
+        """A key was added to the store (``rotate_key``): read the ring now, not at the next
+        refresh, so that this worker opens with it as early as possible."""
+        if not self._closed:
+            self._spawn(self._refresh_keys())
+
+    def _on_answer(self, topic: str, message: bytes) -> None:
+        """A client's answer to one of this worker's requests, posted on another worker."""
+        try:
+            note = json.loads(message)
+            session_id, to, answer = note["session"], note["to"], note["message"]
+        except (ValueError, KeyError, TypeError):
+            log.warning("a malformed message on the bus's answers topic was ignored")
+            return
+        if to != self.http.stream_tag or not isinstance(session_id, str):
+            return
+        if self.http.deliver_answer(session_id, answer, now=self._loop.time()):
+            self._safe_pump()
+        else:  # as on one server, an answer nobody waits for is dropped (with a trace)
+            log.warning("an answer forwarded for session %s... found no copy of it here",
+                        session_id[:8])
+
+    def _on_event(self, topic: str, message: bytes) -> None:
+        """An event another worker stored: relayed if a client resumed its stream here."""
+        try:
+            note = json.loads(message)
+            event_id, data = note["id"], note["data"].encode("latin-1")
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeEncodeError):
+            log.warning("a malformed message on the bus's events topic was ignored")
+            return
+        if isinstance(event_id, str) and self.http.relay_event(event_id, data,
+                                                               now=self._loop.time()):
+            self._safe_pump()
+
+    def _on_broadcast(self, topic: str, message: bytes) -> None:
+        try:
+            note = json.loads(message)
+            method, params = note["method"], note["params"]
+        except (ValueError, KeyError, TypeError):
+            log.warning("a malformed message on the bus's broadcast topic was ignored")
+            return
+        if isinstance(method, str) and (params is None or isinstance(params, dict)):
+            self.http.broadcast(method, params)
+            self._safe_pump()
+

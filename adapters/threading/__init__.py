@@ -1,0 +1,202 @@
+"""The threading adapter: a blocking MCP client and server over stdio.
+
+One reader thread per connection is the pump: it waits (``selectors``) for the peer's bytes,
+the child's stderr and the next deadline, feeds the core and dispatches the events. Writes go
+straight to the pipe from whichever thread produced them, under the session's lock. Handlers
+and the callbacks that answer a server run in a thread pool (a server's ``async def`` handler
+is first stepped on the reader, as on asyncio). All of that is the session's runtime object,
+:class:`~mcp_sansio.adapters.threading.runtime.ThreadRuntime` (``session.runtime``); the
+server process a client spawned is another object it holds (``client.child``). This module
+keeps the stdio entry points and re-exports the rest: :class:`Client` and
+:class:`ServerSession` are the blocking colour's classes themselves.
+
+Client::
+
+    with connect_stdio(["python", "server.py"]) as client:
+        tools = client.list_tools()
+        token = CancelToken()          # token.cancel() from another thread cancels the call
+        result = client.call_tool("sleep", {"seconds": 5}, cancel=token, timeout=10)
+
+Server::
+
+    server = Server("demo")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    run_stdio(server)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from mcp_sansio import KeyRing
+from mcp_sansio.app.errors import (
+    ConnectionClosedError,
+    McpError,
+    RequestCancelledError,
+    RequestTimeout,
+    ToolError,
+)
+from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
+from mcp_sansio.app.server import Server
+
+from ..common import entry_points
+from ..common.entry_points import StdioClientCall, runs
+from ..common.stdio import (
+    LineLogger,
+    ProtectedStdio,
+    pollable,
+    read_all,
+)
+from ..keys import request_state_keys
+from ..stdio import spawn_server
+from .runtime import ThreadChild
+from .session import (
+    CancelToken,
+    SyncClient,
+    SyncServerSession,
+    ThreadContext,
+)
+
+if TYPE_CHECKING:
+    import asyncio
+else:  # imported when an async def handler first runs: a cold start does without it
+    from ..common.lazy import LazyModule
+
+    asyncio = LazyModule("asyncio", globals())
+
+__all__ = [
+    "CancelToken",
+    "Client",
+    "ConnectionClosedError",
+    "Context",
+    "McpError",
+    "RequestCancelledError",
+    "RequestTimeout",
+    "Server",
+    "ServerSession",
+    "ToolError",
+    "connect_stdio",
+    "run_stdio",
+    "serve_stdio",
+    # HTTP (adapters/threading/http_server.py)
+    "HTTPClientSession",
+    "HTTPService",
+    "HTTPTransportError",
+    "connect_http",
+    "run_http",
+    "serve_http",
+    "start_http",
+]
+
+Context = ThreadContext
+_CHUNK = 1 << 16
+
+
+#: A blocking MCP client (:class:`~mcp_sansio.adapters.threading.session.SyncClient`), made by
+#: :func:`connect_stdio`: the same class over any transport, the server process held as
+#: ``client.child``.
+Client = SyncClient
+#: One connection served by a :class:`Server` on threads
+#: (:class:`~mcp_sansio.adapters.threading.session.SyncServerSession`).
+ServerSession = SyncServerSession
+
+
+@runs(entry_points.connect_stdio, "On threads the client blocks; a call takes a "
+      "``cancel`` token (:class:`CancelToken`).")
+@contextlib.contextmanager
+def connect_stdio(call: StdioClientCall) -> Iterator[Client]:
+    client = Client._create(**call.client)
+    process = spawn_server(call.command, call.args, env=call.env, inherit_env=call.inherit_env,
+                           cwd=call.cwd)
+    assert process.stdin and process.stdout and process.stderr
+    child = client.child = ThreadChild(client, process)
+    runtime = client.runtime
+    runtime.on_eof = child.on_eof
+    runtime.out_fd = process.stdin.fileno()
+    runtime.stderr = (process.stderr.fileno(), LineLogger(call.stderr_logger))
+    runtime.start_reader(process.stdout.fileno())
+    try:
+        if call.connect:
+            client.connect(era=call.era)
+        yield client
+    finally:
+        client.close(call.shutdown_timeout)
+
+
+# -- the server ----------------------------------------------------------------------------------
+
+
+def serve_stdio(
+    server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
+    request_state_key: bytes | KeyRing | None = None, max_workers: int = 32,
+    keepalive: float | None = None,
+    keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
+) -> None:
+    """Serve one MCP connection on this process's stdin/stdout (or the given descriptors),
+    blocking until the client closes stdin. The calling thread is the reader; handlers run
+    in a pool of ``max_workers`` threads. Stray ``print()`` output goes to stderr.
+
+    ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25
+    basic/utilities/ping) and ends the session after ``keepalive_misses`` unanswered in a
+    row (``mcp_sansio.app.keepalive``); off by default."""
+    guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
+    in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
+    out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
+    conn = server.connection(
+        request_state_key=request_state_keys(request_state_key), **connection_options)
+    session = ServerSession(conn, server, max_workers=max_workers, keepalive=keepalive,
+                            keepalive_misses=keepalive_misses)
+    runtime = session.runtime
+    runtime.out_fd = out_fd
+    # async def handlers start on the reader (ThreadRuntime.start_eagerly): measured with
+    # benchmarks/stdio_ab.py, server CPU per call, 100 in flight 51.9 -> 19.9 us.
+    runtime.eager = True
+    try:
+        if pollable(in_fd):
+            runtime.pump(in_fd)
+        else:  # a regular file or /dev/null: read it whole, then end of file
+            session.feed(read_all(in_fd))
+            session.feed(b"")
+    finally:
+        runtime.stop_workers()
+        runtime.close_pipes()
+        if guard is not None:
+            guard.close_out()
+            guard.restore()
+
+
+def run_stdio(server: Server, **options: Any) -> None:
+    """:func:`serve_stdio`; Ctrl-C exits quietly."""
+    with contextlib.suppress(KeyboardInterrupt):
+        serve_stdio(server, **options)
+
+
+# The HTTP adapters live in their own modules. They are loaded on first use, so that a stdio
+# process does not pay for importing h11 and mcp_sansio.http at start-up.
+_HTTP_NAMES = ("HTTPClientSession", "HTTPService", "HTTPTransportError", "connect_http",
+               "run_http", "serve_http", "start_http")
+
+if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
+    from .http_server import (
+        HTTPClientSession,
+        HTTPService,
+        HTTPTransportError,
+        connect_http,
+        run_http,
+        serve_http,
+        start_http,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HTTP_NAMES:
+        from . import http_server as _http_threading
+
+        return getattr(_http_threading, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

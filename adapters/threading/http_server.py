@@ -1,0 +1,1184 @@
+"""The threading HTTP adapters: plain sockets and threads + the sans-IO HTTPServer and
+HTTPClient.
+
+Theory of operation: the server
+-------------------------------
+The sans-IO HTTP server is one object for every connection, so it is used under one lock
+(:attr:`HTTPService.lock`, which is also the lock of every MCP session it serves). Around
+it:
+
+* an **accept thread** waits (``selectors``) on the listening socket and a wake-up socket,
+  makes a :class:`~mcp_sansio.http.ServerChannel` for each new connection and starts its
+  reader;
+* one **reader thread per TCP connection** blocks in ``recv``, feeds what it read to the
+  channel under the lock and runs the pump: drain
+  :meth:`~mcp_sansio.http.HTTPServer.next_event` (each ``(session, event)`` goes to the
+  session logic of that HTTP session, the same :class:`~mcp_sansio.app.server.Server`
+  routing as on stdio), then write :meth:`~mcp_sansio.http.HTTPServer.data_to_send`;
+* one **timer thread** waits on a condition of the lock until
+  :meth:`~mcp_sansio.http.HTTPServer.next_deadline` (a pump that brings it forward wakes
+  it) and runs :meth:`~mcp_sansio.http.HTTPServer.handle_timeout`;
+* one **reaper thread** ends lingering closes that last ``linger_time``: a connection the
+  server closes is half-closed once its output is written, its reader discards what the
+  client still sends until the client closes too (``adapters/common/http_options.py``), and the
+  reaper shuts it down if that takes too long;
+* request handlers run in one thread pool shared by every session, as in the stdio
+  adapter (plain ``def`` handlers cancelled cooperatively, ``async def`` handlers on a
+  private loop, cancelled for real). A handler that answers, logs or reports progress
+  takes the lock and runs the pump itself. An ``async def`` handler (in the handshake era,
+  one that takes no ``ctx``) is first stepped once during the dispatch (see
+  :meth:`_HTTPRuntime._step_now`: the thread runtime of an HTTP session's logic), so that
+  an answer or a refusal it makes before suspending is ready while the request is
+  processed.
+
+Writes go straight to the socket from whichever thread ran the pump (a reader, a handler,
+the timer): no hop to a writer thread. They never block, though: a write is one
+non-blocking ``send``; what the kernel does not take waits in the socket's own queue, and
+only then does a short-lived **flusher thread** for that socket wait for it to drain. The
+choice (rather than a blocking ``sendall`` with a timeout) keeps a peer that does not read
+from stalling the thread that happened to write to it -- which holds the server's lock, or
+serves another client -- while memory stays bounded:
+
+* a socket's queue beyond ``max_write_buffer`` bytes drops the connection;
+* a socket whose queue is above a high-water mark is not read from until it drains (the
+  peer's further requests wait in the kernel), as asyncio pauses reading;
+* requests are bounded by the HTTP server's ``max_body_size`` and ``max_header_size``, and
+  at most ``max_connections`` connections (so reader threads) exist at once: beyond it the
+  accept thread waits and new clients wait in the listen backlog.
+
+Closing the service stops accepting, shuts every socket down (which wakes its reader),
+cancels the running handlers and joins every thread it started.
+
+Theory of operation: the client
+-------------------------------
+:data:`HTTPClientSession` is the plain blocking client (:class:`~.session.SyncClient`)
+holding the runtime-free HTTP link (``client.link``, an
+:class:`~mcp_sansio.app.http_client.HTTPClientLink`: the sans-IO
+:class:`~mcp_sansio.http.HTTPClient` and its pump) and :class:`ThreadSockets`
+(``client.sockets``), used under the session's lock. Each channel the HTTP client opens
+gets a socket whose own reader thread connects (then does the TLS handshake, for
+``https``) and reads until the connection ends, feeding
+:meth:`~mcp_sansio.app.http_client.HTTPClientLink.channel_data`. A thread that calls
+writes its request to the socket itself, the same non-blocking way as the server (a
+request waits only while its socket is still opening). One timer thread follows
+:meth:`~mcp_sansio.http.HTTPClient.next_deadline` (request timeouts, stream resumption).
+TLS runs over memory buffers (:class:`ssl.SSLObject`), so that the socket stays a plain
+one that several threads may use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import heapq
+import inspect
+import itertools
+import logging
+import select
+import selectors
+import socket
+import ssl
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, cast
+
+from mcp_sansio import (
+    Era,
+    KeyRing,
+    Request,
+)
+from mcp_sansio.app.context import Context, Job
+from mcp_sansio.app.http_client import HTTPClientLink, HTTPTransportError, attach_http
+from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
+from mcp_sansio.app.server import Server
+from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
+
+from ..auth.session import SessionAuth
+from ..common import entry_points
+from ..common.async_session import _Resumed
+from ..common.authorized import run_blocking
+from ..common.deciders import thread_decider
+from ..common.entry_points import HTTPClientCall, runs
+from ..common.graceful import serve_until_signal
+from ..common.http_client import default_tls
+from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
+from ..common.http_server import new_http_server
+from ..common.listen_error import listening
+from .runtime import ThreadRuntime
+from .session import SyncClient, SyncServerSession
+
+__all__ = [
+    "DEFAULT_CLOSE_TIMEOUT",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_WORKERS",
+    "DEFAULT_MAX_WRITE_BUFFER",
+    "HTTPClientSession",
+    "HTTPService",
+    "HTTPTransportError",
+    "ThreadSockets",
+    "connect_http",
+    "run_http",
+    "serve_http",
+    "start_http",
+]
+
+log = logging.getLogger("mcp_sansio.adapters.http")
+
+#: Unread output (bytes) a socket may hold before its connection is dropped: 16 MiB, as on
+#: asyncio -- room for many large SSE events to a slow reader, a bound for one that never
+#: reads.
+DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
+#: Above this much unread output a connection is not read from: 256 KiB, asyncio's
+#: high-water mark in the asyncio adapter.
+_HIGH_WATER = 256 * 1024
+#: TCP connections served at once: 1,024. Each has a reader thread (a few tens of KiB of
+#: memory, stacks being reserved lazily); beyond the cap clients wait in the listen backlog
+#: until one closes.
+DEFAULT_MAX_CONNECTIONS = 1024
+#: Handler threads shared by every session: 64. Requests beyond it wait in the pool's
+#: queue (one per connection at most: HTTP/1.1 carries one request at a time); listen
+#: streams and answers that need no handler take no thread.
+DEFAULT_MAX_WORKERS = 64
+#: How long closing the service waits for running handlers to end (seconds): a plain
+#: ``def`` handler can only be asked to stop (``ctx.cancelled``).
+DEFAULT_SHUTDOWN_TIMEOUT = 2.0
+
+_CHUNK = 1 << 16
+#: A send that never blocks, and never raises SIGPIPE where the system can say so.
+_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0) | getattr(socket, "MSG_NOSIGNAL", 0)
+
+#: A handler's task that ended cancelled (its request is not answered: the client left).
+_CANCELLED: Any = object()
+#: Idle event loops kept for stepping stateless-era async handlers (one is taken per step
+#: and returned unless the handler suspends, when it goes on with the handler).
+_MAX_STEPPERS = 4
+
+
+def _idle(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether a stepping loop surely holds no task, without ``asyncio.all_tasks`` (which
+    scans every task of the process, ~1.5 us, once per stateless-era request). A stepping
+    loop has never run (one that ran a handler is closed), so a task a handler created
+    during its step has not run either: its first step waits in the loop's ready queue.
+    Nothing ready or scheduled, and no task factory (an eager one could have run a task
+    to a wait already), means no task; anything else is left to ``all_tasks``. Loops
+    without these attributes of asyncio's own loops are never judged idle here."""
+    ready = getattr(loop, "_ready", None)
+    scheduled = getattr(loop, "_scheduled", None)
+    return (ready is not None and scheduled is not None and not ready and not scheduled
+            and loop.get_task_factory() is None)
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close a handler's loop, cancelling what the handler left running on it."""
+    try:
+        left = asyncio.all_tasks(loop)
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+    finally:
+        loop.close()
+
+
+class _HTTPRuntime(ThreadRuntime):
+    """The thread runtime of one HTTP session's logic (the service's lock and handler pool,
+    ``session.link`` to the service). What differs from stdio is when an ``async def``
+    handler is first stepped: at once, during the dispatch (:meth:`start_eagerly`)."""
+
+    __slots__ = ()
+
+    def start_eagerly(self, request: Request, job: Job, ctx: Context) -> bool:
+        # Stepped during the dispatch: every stateless-era one, and a handshake-era one
+        # that takes no ctx (it cannot ask the client, the one thing that would block).
+        if not inspect.iscoroutinefunction(job.fn):
+            return False
+        if "ctx" in job.kwargs and self.session.conn.era is not Era.STATELESS:
+            return False
+        self._step_now(request, job, ctx)
+        return True
+
+    @property
+    def _service(self) -> HTTPService:
+        link = self.session.link
+        assert isinstance(link, HTTPLink)
+        return cast("HTTPService", link.service_base)
+
+    def _step_now(self, request: Request, job: Job, ctx: Context) -> None:
+        """Step a stateless-era ``async def`` handler once, here, during the dispatch (the
+        pump's thread, the lock held), as the asyncio adapter does: one that answers or
+        refuses before it first suspends does so while the HTTP server is still processing
+        the request, so the answer is plain JSON and a refusal gets its HTTP status (a
+        missing client capability, -32021, MUST be a 400: 2026-07-28 ``basic/index.mdx``).
+        Only one that suspends goes on in the pool, on the event loop it was stepped with.
+        (A handshake-era handler that takes ``ctx`` runs in the pool: its ``ask`` blocks
+        until the client answers, which needs the pump.)"""
+        assert job.fn is not None
+        session = cast("SyncServerSession", self.session)
+        service = self._service
+        loop = service._steppers.pop() if service._steppers else asyncio.new_event_loop()
+        context = contextvars.copy_context()
+        previous = asyncio._get_running_loop()
+        asyncio._set_running_loop(loop)
+        try:
+            coro = job.fn(*job.args, **job.kwargs)
+            first = context.run(coro.send, None)
+        except StopIteration as done:
+            service._stepped(loop)
+            self._done(request, job, ctx, done.value)
+            return
+        except asyncio.CancelledError:
+            service._stepped(loop)
+            session._contexts.pop(request.request_id, None)
+            return
+        except Exception as exc:
+            service._stepped(loop)
+            session._contexts.pop(request.request_id, None)
+            session._job_ended(request, job, ctx, error=exc)
+            return
+        finally:
+            asyncio._set_running_loop(previous)
+        self.pool.submit(self._resume_stepped, request, job, ctx, loop,
+                         loop.create_task(_Resumed(coro, first), context=context))
+
+    def _resume_stepped(self, request: Request, job: Job, ctx: Context,
+                        loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+        """(A pool thread.) Run a suspended handler to its end on its own loop."""
+        request_id = request.request_id
+        session = cast("SyncServerSession", self.session)
+
+        def cancel() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop has just closed: it is over
+                loop.call_soon_threadsafe(task.cancel)
+        with self.lock:
+            if ctx.cancelled:
+                task.cancel()
+            else:
+                self.cancellers[request_id] = cancel
+        try:
+            value = loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            value = _CANCELLED
+        except Exception as exc:
+            with self.lock:
+                self.cancellers.pop(request_id, None)
+                session._contexts.pop(request_id, None)
+                session._job_ended(request, job, ctx, error=exc)
+            return
+        finally:
+            _close_loop(loop)
+        with self.lock:
+            self.cancellers.pop(request_id, None)
+            if value is _CANCELLED:
+                session._contexts.pop(request_id, None)
+            else:
+                self._done(request, job, ctx, value)
+
+    def _done(self, request: Request, job: Job, ctx: Context, value: Any) -> None:
+        """(The lock held.) A handler returned ``value``: shape it and answer."""
+        session = cast("SyncServerSession", self.session)
+        session._contexts.pop(request.request_id, None)
+        session._job_ended(request, job, ctx, value)
+
+    def cancel_handlers(self) -> None:
+        """The session ended: its running handlers are cancelled (the pool is shared)."""
+        session = cast("SyncServerSession", self.session)
+        for request_id in list(session._contexts):
+            session._cancel_incoming(request_id)
+        cancellers = list(self.cancellers.values())
+        self.cancellers.clear()
+        for cancel in cancellers:
+            cancel()
+
+
+class _Writer:
+    """The output side of one TCP connection, shared by the server's and the client's
+    sockets: what the kernel takes is written at once by the calling thread; the rest waits
+    in a bounded queue, written by a flusher thread that exists only while the peer is
+    behind. ``sock`` may be set later (a client socket still connecting: its output waits).
+
+    Only the socket's reader closes the descriptor, after every other use has ended (no
+    thread can then use a number the system has given to a new socket)."""
+
+    def __init__(self, sock: socket.socket | None, max_write_buffer: int) -> None:
+        self.sock = sock
+        self.max_write_buffer = max_write_buffer
+        self._lock = threading.Lock()
+        self._drained = threading.Condition(self._lock)
+        self._queue: deque[bytes] = deque()
+        self._queued = 0
+        self._closing = False  # close once the queue is written
+        self._dead = False  # shut down: nothing more is written
+        self._released = False  # the descriptor is closed (by the reader, last)
+        self._flusher: threading.Thread | None = None
+
+    def send(self, data: bytes) -> bool:
+        """Write now what the kernel takes, queue the rest; False: the connection is over
+        (broken, or its queue passed ``max_write_buffer`` and it was dropped)."""
+        with self._lock:
+            if self._dead:
+                return False
+            if not self._queue and self.sock is not None:
+                try:
+                    sent = self.sock.send(data, _DONTWAIT)
+                except BlockingIOError:
+                    sent = 0
+                except OSError:
+                    self._shutdown()
+                    return False
+                if sent == len(data):
+                    return True
+                data = data[sent:]
+            self._queue.append(data)
+            self._queued += len(data)
+            if self._queued > self.max_write_buffer:
+                log.warning("dropping a connection whose peer does not read (%d bytes unread)",
+                            self._queued)
+                self._shutdown()
+                return False
+            self._start_flusher()
+            return True
+
+    def close_after_flush(self) -> None:
+        with self._lock:
+            self._closing = True
+            if not self._queue and self.sock is not None:
+                self._finish()
+
+    def abort(self) -> None:
+        with self._lock:
+            self._shutdown()
+
+    def _attach(self, sock: socket.socket) -> bool:
+        """The socket is open: write what waited for it. False: closed meanwhile."""
+        with self._lock:
+            if self._dead:
+                return False
+            self.sock = sock
+            if self._queue:
+                self._start_flusher()
+            elif self._closing:
+                self._finish()
+            return True
+
+    def _start_flusher(self) -> None:
+        """(Lock held.)"""
+        if self._flusher is None and self.sock is not None:
+            self._flusher = threading.Thread(target=self._flush, daemon=True,
+                                             name="mcp-sansio-http-flusher")
+            self._flusher.start()
+
+    def _finish(self) -> None:
+        """(Lock held.) Everything is written and the connection is over: shut it down
+        (a server's socket lingers first: :meth:`_Socket._finish`)."""
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        """(Lock held.) Shut the socket down: a FIN after what the kernel holds, and the
+        reader's ``recv`` returns."""
+        if not self._dead:
+            self._dead = True
+            self._queue.clear()
+            self._queued = 0
+            if self.sock is not None:
+                with contextlib.suppress(OSError):
+                    self.sock.shutdown(socket.SHUT_RDWR)
+        self._drained.notify_all()
+
+    def _flush(self) -> None:
+        """The flusher: write the queue as the peer reads it, then end."""
+        assert self.sock is not None
+        poller = select.poll()
+        poller.register(self.sock.fileno(), select.POLLOUT)
+        while True:
+            with self._lock:
+                if self._dead or not self._queue:
+                    self._flusher = None
+                    if self._closing:
+                        self._finish()
+                    return
+                data = self._queue[0]
+            poller.poll()
+            try:
+                sent = self.sock.send(data, _DONTWAIT)
+            except BlockingIOError:
+                continue
+            except OSError:
+                self.abort()
+                continue
+            with self._lock:
+                if self._dead:
+                    continue
+                self._queue.popleft()
+                if sent < len(data):
+                    self._queue.appendleft(data[sent:])
+                self._queued -= sent
+                if self._queued <= _HIGH_WATER:
+                    self._drained.notify_all()
+
+    def _wait_drained(self) -> None:
+        """Backpressure (the reader, before it reads): a peer that does not read what we
+        write is not read from until it has caught up."""
+        with self._lock:
+            while self._queued > _HIGH_WATER and not self._dead:
+                self._drained.wait()
+
+    def _release(self) -> None:
+        """(The reader, last.) Shut down, wait for the flusher, close the descriptor."""
+        self.abort()
+        flusher = self._flusher
+        if flusher is not None:
+            flusher.join()
+        if self.sock is not None:
+            with self._lock:  # (the reaper may be shutting it down: _Socket.abort)
+                self._released = True
+                self.sock.close()
+
+
+class _Socket(_Writer):
+    """One accepted TCP connection: its socket, its channel and its reader thread."""
+
+    def __init__(self, service: HTTPService, sock: socket.socket, channel: ServerChannel
+                 ) -> None:
+        super().__init__(sock, service.max_write_buffer)
+        self.service = service
+        self.channel = channel
+        self.reader = threading.Thread(target=self._read, name="mcp-sansio-http-reader",
+                                       daemon=True)
+        #: The answer is out and the write side shut: the lingering close is under way
+        #: (adapters/common/http_options.py): the reader discards what comes until the client
+        #: closes, ``linger_bytes`` were read, or the service's reaper ends it.
+        self.lingering = False
+
+    def _finish(self) -> None:
+        """(Lock held.) The lingering close: half-close (the client sees the end of the
+        answer) and leave the read side to the reader; the service's reaper shuts the
+        socket down ``linger_time`` seconds from now if the client has not closed by then."""
+        if self._dead:
+            return
+        self._dead = True
+        self._queue.clear()
+        self._queued = 0
+        self._drained.notify_all()
+        assert self.sock is not None
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+        except OSError:  # broken: the reader finds out
+            return
+        self.lingering = True
+        self.service._reap_at(self, time.monotonic() + self.service.linger_time)
+
+    def abort(self) -> None:
+        with self._lock:
+            if self.lingering and not self._released:
+                assert self.sock is not None
+                with contextlib.suppress(OSError):
+                    self.sock.shutdown(socket.SHUT_RDWR)  # the reader's recv returns
+            self._shutdown()
+
+    def _read(self) -> None:
+        service, channel, sock = self.service, self.channel, self.sock
+        assert sock is not None
+        discarded = 0  # bytes read after the channel was over (the lingering close)
+        try:
+            while True:
+                self._wait_drained()
+                lost = False
+                try:
+                    data = sock.recv(_CHUNK)
+                except OSError:
+                    data, lost = b"", True
+                with service.lock:
+                    if not channel.closed:
+                        try:
+                            if lost:
+                                channel.connection_lost(now=time.monotonic())
+                            else:
+                                channel.receive_data(data, now=time.monotonic(),
+                                                     wall_time=time.time())
+                            service._pump()
+                        except Exception:  # a bug: this connection alone ends
+                            service._contain(channel)  # (common/http_server.py) with a 500,
+                            service._safe_pump()  # written; the reader then lingers
+                    else:
+                        discarded += len(data)
+                if not data or discarded > service.linger_bytes:
+                    return
+        except Exception:  # pragma: no cover - a bug in the reader itself: drop the socket
+            log.exception("the reader of an HTTP connection failed")
+        finally:
+            self.abort()
+            with service.lock:
+                service._sockets.pop(channel, None)
+                if not channel.closed:
+                    try:
+                        channel.connection_lost(now=time.monotonic())
+                    except Exception:  # logged: the reader must still release its socket
+                        service._work_failed()
+                    service._safe_pump()
+                service._room.notify()
+            self._release()
+            service._readers.discard(self.reader)
+
+
+class HTTPService(HTTPServiceBase[SyncServerSession]):
+    """A running HTTP server on threads (made by :func:`start_http`)."""
+
+    def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int,
+                 max_connections: int, max_workers: int, shutdown_timeout: float) -> None:
+        self.server = server
+        #: The sans-IO HTTP server (use it under :attr:`lock`).
+        self.http = http
+        #: Held around every use of :attr:`http` and of the sessions' connections.
+        self.lock = threading.RLock()
+        self.max_write_buffer = max_write_buffer
+        self.max_connections = max_connections
+        self.shutdown_timeout = shutdown_timeout
+        #: Bounds of the lingering close (seconds, bytes): see ``common/http_options.py``.
+        self.linger_time = DEFAULT_LINGER_TIME
+        self.linger_bytes = DEFAULT_LINGER_BYTES
+        # The reaper's heap of lingering sockets, under a lock of its own (taken while a
+        # socket's lock is held, never the other way round).
+        self._reap: list[tuple[float, int, _Socket]] = []
+        self._reap_seq = itertools.count()
+        self._reap_lock = threading.Lock()
+        self._reap_wake = threading.Condition(self._reap_lock)
+        self._reaping = True
+        self._pool = ThreadPoolExecutor(max_workers=max_workers,
+                                        thread_name_prefix="mcp-sansio-handler")
+        self._sessions: weakref.WeakKeyDictionary[Session, SyncServerSession] = (
+            weakref.WeakKeyDictionary())
+        self._sockets: dict[ServerChannel, _Socket] = {}
+        self._readers: set[threading.Thread] = set()
+        self._steppers: list[asyncio.AbstractEventLoop] = []
+        self._pumping = False
+        self._again = False
+        self._timer = threading.Condition(self.lock)
+        self._timer_at: float | None = None
+        self._room = threading.Condition(self.lock)  # a connection slot became free
+        self._closed = False
+        self._stopped = threading.Event()
+        self._listener: socket.socket | None = None
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._threads: list[threading.Thread] = []
+        #: ``(host, port)`` the server listens on.
+        self.address = ("", 0)
+
+    def _broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
+        with self.lock:
+            super()._broadcast(method, params)
+
+    # -- the pump (the caller holds the lock) ----------------------------------------------
+
+    def _pump(self) -> None:
+        if not self._sync_drain():
+            return
+        deadline = self.http.next_deadline()
+        if deadline is not None and (self._timer_at is None or deadline < self._timer_at):
+            self._timer_at = deadline
+            self._timer.notify()
+
+    _kick = _pump
+
+    def _safe_pump(self) -> None:
+        """(Lock held.) The pump where no single connection's reader is there to contain
+        what it raises: logged, and the server goes on."""
+        try:
+            self._pump()
+        except Exception:
+            self._work_failed()
+
+    def _new_logic(self, session: Session) -> SyncServerSession:
+        """The session logic of a new HTTP session: the plain blocking server session,
+        holding the HTTP thread runtime (this service's lock and pool; async handlers
+        stepped during the dispatch) and its link to this service."""
+        logic = SyncServerSession(session.connection, self.server, pool=self._pool,
+                                  lock=self.lock, runtime_class=_HTTPRuntime)
+        logic.runtime.eager = True
+        logic.link = HTTPLink(self, session)
+        return logic
+
+    def _ended(self, logic: SyncServerSession) -> None:
+        runtime = logic.runtime
+        assert isinstance(runtime, _HTTPRuntime)
+        runtime.cancel_handlers()
+
+    def _stepped(self, loop: asyncio.AbstractEventLoop) -> None:
+        """(The lock held.) A handler stepped on ``loop`` ended without suspending: keep
+        the loop for the next one, unless it left tasks behind (they run in the pool)."""
+        if not _idle(loop) and asyncio.all_tasks(loop):
+            try:
+                self._pool.submit(_close_loop, loop)
+            except RuntimeError:  # closing: the pool takes no more work
+                loop.close()
+        elif len(self._steppers) < _MAX_STEPPERS and not self._closed:
+            self._steppers.append(loop)
+        else:
+            loop.close()
+
+    def _write(self, channel: ServerChannel, data: bytes) -> None:
+        sock = self._sockets.get(channel)
+        if sock is None or (data and not sock.send(data)):
+            if not channel.closed:
+                channel.connection_lost(now=time.monotonic())
+                self._again = True
+            return
+        if channel.closed:
+            sock.close_after_flush()
+
+    # -- threads -----------------------------------------------------------------------------
+
+    def _listen(self, host: str, port: int, backlog: int) -> None:
+        with listening(host, port):
+            family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                        flags=socket.AI_PASSIVE)[0][0]
+            listener = socket.create_server((host, port), family=family, backlog=backlog)
+        listener.setblocking(False)
+        self._listener = listener
+        sockname = listener.getsockname()
+        self.address = (sockname[0], sockname[1])
+        for target, name in ((self._accept, "mcp-sansio-http-accept"),
+                             (self._run_timer, "mcp-sansio-http-timer"),
+                             (self._run_reaper, "mcp-sansio-http-reaper")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _accept(self) -> None:
+        listener = self._listener
+        assert listener is not None
+        selector = selectors.DefaultSelector()
+        selector.register(listener, selectors.EVENT_READ, "accept")
+        selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        try:
+            while True:
+                with self.lock:
+                    while len(self._sockets) >= self.max_connections and not self._closed:
+                        self._room.wait()
+                    if self._closed:
+                        return
+                ready = selector.select()
+                if any(key.data == "wake" for key, _ in ready):
+                    return
+                try:
+                    sock, _ = listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError as exc:  # e.g. out of descriptors: wait a little, go on
+                    log.warning("accept failed: %s", exc)
+                    time.sleep(0.1)
+                    continue
+                sock.setblocking(True)
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                with self.lock:
+                    if self._closed:
+                        sock.close()
+                        return
+                    channel = self.http.new_channel(now=time.monotonic())
+                    conn = _Socket(self, sock, channel)
+                    self._sockets[channel] = conn
+                    self._readers.add(conn.reader)
+                conn.reader.start()
+        finally:
+            selector.close()
+
+    def _run_timer(self) -> None:
+        http = self.http
+        with self.lock:
+            while not self._closed:
+                deadline = http.next_deadline()
+                now = time.monotonic()
+                if deadline is not None and deadline <= now:
+                    self._timer_at = None
+                    try:
+                        http.handle_timeout(now)
+                    except Exception:  # logged; the failing entry is off the heap
+                        self._work_failed()
+                    self._safe_pump()
+                    continue
+                self._timer_at = deadline
+                self._timer.wait(None if deadline is None else deadline - now)
+
+    def _reap_at(self, sock: _Socket, when: float) -> None:
+        """A socket lingers: shut it down at ``when`` unless its reader is done by then."""
+        with self._reap_lock:
+            heapq.heappush(self._reap, (when, next(self._reap_seq), sock))
+            self._reap_wake.notify()
+
+    def _run_reaper(self) -> None:
+        """The reaper thread: ends lingering closes that reach ``linger_time`` (a client
+        that neither closes nor stops sending), waking their readers."""
+        heap = self._reap
+        while True:
+            with self._reap_lock:
+                while self._reaping and (not heap or heap[0][0] > time.monotonic()):
+                    self._reap_wake.wait(heap[0][0] - time.monotonic() if heap else None)
+                if not self._reaping:
+                    return
+                now = time.monotonic()
+                due = []
+                while heap and heap[0][0] <= now:
+                    due.append(heapq.heappop(heap)[2])
+            for sock in due:
+                sock.abort()
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def serve_forever(self) -> None:
+        """Block until :meth:`close` is called (from another thread or a handler)."""
+        self._stopped.wait()
+
+    def close(self) -> None:
+        """Stop listening, drop every connection, cancel every running handler and join
+        every thread the service started."""
+        with self.lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._timer.notify_all()
+            self._room.notify_all()
+            sockets = list(self._sockets.values())
+            logics = list(self._sessions.values())
+            self._sessions.clear()
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"!")
+        with self._reap_lock:
+            self._reaping = False
+            self._reap_wake.notify()
+        for thread in self._threads:
+            thread.join()
+        for conn in sockets:
+            conn.abort()
+        for thread in list(self._readers):
+            thread.join()
+        with self.lock:
+            for logic in logics:
+                runtime = logic.runtime
+                assert isinstance(runtime, _HTTPRuntime)
+                runtime.cancel_handlers()
+            steppers, self._steppers = self._steppers, []
+        for loop in steppers:
+            loop.close()
+        # A plain def handler can only be asked to stop: wait for the pool a bounded time.
+        waiter = threading.Thread(target=self._pool.shutdown,
+                                  kwargs={"wait": True, "cancel_futures": True}, daemon=True)
+        waiter.start()
+        waiter.join(self.shutdown_timeout)
+        if waiter.is_alive():
+            log.warning("HTTP service closed with handlers still running")
+        for sock in (self._listener, self._wake_r, self._wake_w):
+            if sock is not None:
+                sock.close()
+        self._stopped.set()
+
+
+@contextlib.contextmanager
+def start_http(
+    server: Server, host: str = "127.0.0.1", port: int = 0, *,
+    request_state_key: bytes | KeyRing | None = None,
+    connection_options: Mapping[str, Any] | None = None,
+    max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    backlog: int = 128,
+    new_session_id: Callable[[], str] | None = None,
+    linger_time: float = DEFAULT_LINGER_TIME,
+    linger_bytes: int = DEFAULT_LINGER_BYTES,
+    **http_options: Any,
+) -> Iterator[HTTPService]:
+    """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
+    port, see :attr:`HTTPService.port`) in background threads while the block runs.
+
+    ``http_options`` go to :class:`~mcp_sansio.http.HTTPServer` (``path``,
+    ``response_mode``, ``allowed_hosts``, ``legacy_sse_path``, limits, ...;
+    ``tool_param_headers`` defaults to the ``x-mcp-header`` annotations of ``server``'s
+    tools, kept current as tools come and go);
+    ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`.
+    Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
+    ``requestState`` (a key or a :class:`~mcp_sansio.KeyRing`; by default the ring the
+    environment configures, else a random key valid for this process only: :doc:`/keys`).
+    Handlers run in a
+    pool of ``max_workers`` threads; at most ``max_connections`` connections are served at
+    once. A connection the server closes lingers (half-closed, its reader discarding) for
+    at most ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer
+    (413, 400) reaches a client that is still sending."""
+    http = new_http_server(server, request_state_key=request_state_key,
+                           connection_options=connection_options,
+                           new_session_id=new_session_id, http_options=http_options)
+    service = HTTPService(server, http, max_write_buffer=max_write_buffer,
+                          max_connections=max_connections, max_workers=max_workers,
+                          shutdown_timeout=shutdown_timeout)
+    service.linger_time, service.linger_bytes = linger_time, linger_bytes
+    http.on_decision_needed = thread_decider(service)  # parked exchanges (common.deciders)
+    try:
+        service._listen(host, port, backlog)
+        yield service
+    finally:
+        service.close()
+
+
+def serve_http(
+    server: Server, host: str = "127.0.0.1", port: int = 0, *,
+    on_ready: Callable[[HTTPService], Any] | None = None, **options: Any,
+) -> None:
+    """Serve ``server`` over HTTP, blocking until the service is closed or the calling
+    thread is interrupted (Ctrl-C); options as for :func:`start_http`. ``on_ready`` is
+    called once the socket listens."""
+    with start_http(server, host, port, **options) as service:
+        if on_ready is not None:
+            on_ready(service)
+        service.serve_forever()
+
+
+def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
+    """Serve ``server`` over HTTP, printing its URL on stdout once it listens, until SIGTERM
+    or Ctrl-C; then stop gracefully and return: no new connections, the requests in flight
+    finish (at most ``shutdown_timeout`` seconds, 10 by default; a second signal stops
+    waiting), the rest is closed, a shared worker leaves cleanly (adapters/common/graceful.py).
+    Other options as for :func:`start_http`."""
+
+    def ready(service: HTTPService) -> None:
+        sys.stdout.write(f"{service.url}\n")
+        sys.stdout.flush()
+
+    serve_until_signal("threading", sys.modules[__name__], server, host, port, on_ready=ready,
+                       **options)
+
+
+# -- the client ----------------------------------------------------------------------------------
+
+#: Seconds to wait for a TCP connection (and its TLS handshake) to open: 10 s, as on asyncio.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: Seconds :meth:`~.session.SyncClient.close` of an HTTP client waits for the session's
+#: ``DELETE`` to be answered before dropping the sockets: 2 s (a courtesy: the server
+#: expires idle sessions anyway).
+DEFAULT_CLOSE_TIMEOUT = 2.0
+
+
+class _ClientSocket(_Writer):
+    """One channel's TCP connection: opened by its reader thread (connect, then the TLS
+    handshake for ``https``), which then reads until the connection ends. What the session
+    writes before it is open waits (one request: the HTTP client sends one exchange at a
+    time per channel).
+
+    TLS runs over memory buffers (:class:`ssl.SSLObject`): the socket itself carries only
+    ciphertext, written the same non-blocking way as plain bytes, and the TLS object is used
+    by one thread at a time (the writers and the reader) under its own lock."""
+
+    def __init__(self, sockets: ThreadSockets, channel: ClientChannel) -> None:
+        super().__init__(None, sockets.max_write_buffer)
+        self.sockets = sockets
+        self.link = sockets.link
+        self.channel = channel
+        self._ready = False
+        self._pending: list[bytes] = []
+        self._tls: ssl.SSLObject | None = None
+        self._tls_in = ssl.MemoryBIO()
+        self._tls_out = ssl.MemoryBIO()
+        self._tls_lock = threading.Lock()
+        self.reader = threading.Thread(target=self._run, name="mcp-sansio-http-client-reader",
+                                       daemon=True)
+
+    def write(self, data: bytes, close: bool) -> None:
+        """(The session's lock held.) Plain bytes from the HTTP client."""
+        with self._lock:
+            if not self._ready:
+                if close:  # dropped before it was open: nothing to say on it
+                    self._shutdown()
+                elif not self._dead:
+                    self._pending.append(data)
+                return
+        if data and not self._write_plain(data):
+            return
+        if close:
+            self.close_after_flush()
+
+    def _write_plain(self, data: bytes) -> bool:
+        if self._tls is None:
+            return self.send(data)
+        with self._tls_lock:
+            self._tls.write(data)
+            return self.send(self._tls_out.read())
+
+    def _run(self) -> None:
+        sockets, link, channel = self.sockets, self.link, self.channel
+        opened = False
+        try:
+            try:
+                sock = self._open()
+            except Exception as exc:  # refused, unreachable, timed out, TLS, a bad name
+                self.abort()
+                sockets.forget(self)
+                link.channel_failed(channel, exc)
+                return
+            opened = True
+            if not self._attach(sock):  # dropped while it was opening
+                sock.close()
+                sockets.forget(self)
+                return
+            with sockets.lock:  # what waited goes first, in order, before any later write
+                pending, self._pending = self._pending, []
+                for data in pending:
+                    self._write_plain(data)
+                with self._lock:
+                    self._ready = True
+            self._read(sock)
+        except Exception:  # pragma: no cover - a bug: log it, drop the connection
+            log.exception("the reader of an HTTP client connection failed")
+        finally:
+            self.abort()
+            sockets.forget(self)
+            if opened:
+                with sockets.lock:
+                    if not channel.closed or channel.exchange is not None:
+                        link.channel_lost(channel)
+            self._release()
+
+    def _open(self) -> socket.socket:
+        sockets = self.sockets
+        http = self.link.http
+        sock = socket.create_connection((http.host, http.port), timeout=sockets.connect_timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if sockets.ssl_context is not None:
+                tls = sockets.ssl_context.wrap_bio(self._tls_in, self._tls_out,
+                                                  server_hostname=http.host)
+                while True:
+                    try:
+                        tls.do_handshake()
+                        break
+                    except ssl.SSLWantReadError:
+                        sock.sendall(self._tls_out.read())
+                        data = sock.recv(_CHUNK)
+                        if not data:
+                            raise ConnectionError("closed during the TLS handshake") from None
+                        self._tls_in.write(data)
+                sock.sendall(self._tls_out.read())
+                self._tls = tls
+            sock.settimeout(None)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def _read(self, sock: socket.socket) -> None:
+        link, channel = self.link, self.channel
+        while True:
+            try:
+                data = sock.recv(_CHUNK)
+            except OSError:
+                return  # lost: the finally of _run says so
+            plain = data if self._tls is None else self._decrypt(data)
+            if plain or not data:
+                link.channel_data(channel, plain)
+            if not data:
+                return
+
+    def _decrypt(self, data: bytes) -> bytes:
+        tls = self._tls
+        assert tls is not None
+        out = bytearray()
+        with self._tls_lock:
+            if data:
+                self._tls_in.write(data)
+            else:
+                self._tls_in.write_eof()
+            while True:
+                try:
+                    chunk = tls.read(_CHUNK)
+                except (ssl.SSLWantReadError, ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            reply = self._tls_out.read()  # e.g. a key update's answer
+            if reply:
+                self.send(reply)
+        return bytes(out)
+
+
+class ThreadSockets:
+    """A blocking HTTP client's TCP connections (``client.sockets``): one
+    :class:`_ClientSocket` per channel with its reader thread, opened by :meth:`send` (the
+    link's ``send``); the client's timer thread (the link's ``arm``: an HTTP client has no
+    stdio reader whose wait could keep its deadline); the lock that serializes OAuth flows;
+    the close, which joins every thread it started. Everything runs under the session's
+    lock (the :class:`~.runtime.ThreadRuntime`'s)."""
+
+    def __init__(self, client: SyncClient, link: HTTPClientLink, runtime: ThreadRuntime, *,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+                 max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
+                 ssl_context: Any = None) -> None:
+        self.client = client
+        self.link = link
+        self.runtime = runtime
+        self.lock = runtime.lock
+        #: The open sockets, by channel.
+        self.open: dict[ClientChannel, _ClientSocket] = {}
+        self._changed = threading.Condition(self.lock)
+        self._timer = threading.Condition(self.lock)
+        self._deadline: float | None = None
+        self._timer_at: float | None = None
+        self._stopping = False
+        self._timer_thread: threading.Thread | None = None
+        self._readers: set[threading.Thread] = set()
+        #: Seconds to wait for a TCP (and TLS) connection to open.
+        self.connect_timeout = connect_timeout
+        #: Unwritten output (bytes) a socket may hold before it is dropped.
+        self.max_write_buffer = max_write_buffer
+        #: TLS for ``https``: the system's trusted certificates unless told otherwise.
+        self.ssl_context: Any = (ssl_context if ssl_context is not None
+                                 else default_tls(link.http.scheme))
+        # Not the session's lock: the flow makes HTTP requests and waits for the user.
+        self._auth_lock = threading.Lock()
+        link.send = self.send
+        link.arm = self.arm
+
+    def authorized(self, auth: SessionAuth, send: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``send()`` under the OAuth retry (:mod:`~mcp_sansio.adapters.common.authorized`)."""
+        return run_blocking(auth, send, self.authorize)
+
+    def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        """Run the OAuth flow (on the calling thread), one at a time."""
+        with self._auth_lock:
+            _authorize(auth, challenge, generation)
+
+    # -- the link's hooks (the session's lock is held) -------------------------------------
+
+    def arm(self, deadline: float | None) -> None:
+        with self.lock:
+            self._deadline = deadline
+            if deadline is not None and (self._timer_at is None or deadline < self._timer_at):
+                self._timer_at = deadline
+                self._timer.notify()
+
+    def send(self, channel: ClientChannel, data: bytes) -> None:
+        sock = self.open.get(channel)
+        if sock is None:
+            if channel.closed:
+                return  # never opened
+            sock = _ClientSocket(self, channel)
+            self.open[channel] = sock
+            self.link.connections_opened += 1
+            self._readers.add(sock.reader)
+            sock.reader.start()
+        sock.write(data, channel.closed)
+
+    def forget(self, sock: _ClientSocket) -> None:
+        with self.lock:
+            if self.open.get(sock.channel) is sock:
+                del self.open[sock.channel]
+                self._changed.notify_all()
+            self._readers.discard(sock.reader)
+
+    def _run_timer(self) -> None:
+        client = self.client
+        with self.lock:
+            while not self._stopping:
+                deadline = self._deadline
+                now = time.monotonic()
+                if deadline is not None and deadline <= now:
+                    self._deadline = self._timer_at = None
+                    client.on_timer()
+                    continue
+                self._timer_at = deadline
+                self._timer.wait(None if deadline is None else deadline - now)
+
+    def start(self) -> None:
+        """Start the timer thread."""
+        self._timer_thread = threading.Thread(target=self._run_timer, daemon=True,
+                                              name="mcp-sansio-http-client-timer")
+        self._timer_thread.start()
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def close(self, timeout: float | None) -> None:
+        """End the session: ``DELETE`` it (handshake era, waiting at most ``timeout``
+        seconds for the answer; None: :data:`DEFAULT_CLOSE_TIMEOUT`), close every socket,
+        abort what is still pending, and join the threads the client started."""
+        self.link.begin_close()
+        deadline = time.monotonic() + (DEFAULT_CLOSE_TIMEOUT if timeout is None else timeout)
+        with self.lock:
+            while self.open and (left := deadline - time.monotonic()) > 0:
+                self._changed.wait(left)
+            sockets = list(self.open.values())
+            readers = list(self._readers)
+            self._stopping = True
+            self._timer.notify_all()
+        for sock in sockets:
+            sock.abort()
+        for reader in readers:
+            if reader is not threading.current_thread():
+                reader.join()
+        if self._timer_thread is not None and self._timer_thread is not threading.current_thread():
+            self._timer_thread.join()
+        self.runtime.stop_workers()
+
+
+#: A blocking MCP client over HTTP: the threading client (the methods of the stdio
+#: :class:`~mcp_sansio.adapters.threading.Client`, see :class:`~.session.SyncClient`)
+#: holding an HTTP link and :class:`ThreadSockets`. Made by :func:`connect_http`. One reader
+#: thread per TCP connection feeds the sans-IO HTTP client under the session's lock; a
+#: thread that calls writes its request to the socket itself; one timer thread follows
+#: :meth:`~mcp_sansio.http.HTTPClient.next_deadline`. Cancelling a call (a
+#: :class:`~mcp_sansio.adapters.threading.CancelToken`) cancels the request (handshake
+#: era: ``notifications/cancelled``; stateless era: its stream is closed).
+HTTPClientSession = SyncClient
+
+
+def http_client(url: str, *, headers: Iterable[tuple[str, str]] | Mapping[str, str] | None,
+                http_options: Mapping[str, Any] | None,
+                **options: Any) -> tuple[SyncClient, ThreadSockets]:
+    """A new, unconnected blocking HTTP client of ``url`` and its sockets object
+    (``options``: the callbacks and connection options of
+    :meth:`~mcp_sansio.app.session.ClientLogic._create`)."""
+    client = SyncClient._create(**options)
+    link, own = attach_http(client, url, headers=headers, http_options=http_options)
+    sockets = client.sockets = ThreadSockets(client, link, client.runtime, **own)
+    return client, sockets
+
+
+def _authorize(auth: SessionAuth, challenge: Any, generation: int) -> None:
+    """Run the OAuth flow on this thread (unless it ran since ``generation``: another call
+    already did)."""
+    if auth.generation == generation:
+        auth.run_sync(challenge)
+
+
+@runs(entry_points.connect_http, "On threads the OAuth flow's user step must be a plain "
+      "function; on exit every thread of the client is joined too.")
+@contextlib.contextmanager
+def connect_http(call: HTTPClientCall) -> Iterator[SyncClient]:
+    session_auth = SessionAuth(call.auth, call.url) if call.auth is not None else None
+
+    def attempt() -> SyncClient:
+        client, sockets = http_client(call.url, headers=call.headers,
+                                      http_options=call.http_options, **call.client)
+        if session_auth is not None:
+            client.auth = session_auth
+            session_auth.install(sockets.link.http)
+        sockets.start()
+        if call.connect:
+            try:
+                client.connect(era=call.era)
+            except BaseException:
+                client.close()
+                raise
+        return client
+
+    if session_auth is None or not call.connect:
+        client = attempt()
+    else:  # a refused connect is tried again on a new connection, once authorized
+        client = run_blocking(session_auth, attempt, _authorize)
+    try:
+        yield client
+    finally:
+        client.close()

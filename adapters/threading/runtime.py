@@ -1,0 +1,445 @@
+"""The thread runtime object: what one session needs from threads, held by the session.
+
+Theory of operation
+-------------------
+The session logic (:mod:`mcp_sansio.app.session`, the blocking half in ``.threading.session``) is
+the same for every runtime; what differs is a handful of primitives. :class:`ThreadRuntime`
+is those primitives for one session driven by threads, the twin of
+:class:`~.runtime.AsyncioRuntime` and ``TrioRuntime``:
+
+* the clock (``now``, ``wall_now``), the output (``write``: straight to a descriptor, from
+  whichever thread produced the bytes, under the session's lock);
+* the pump (:meth:`ThreadRuntime.pump`): one reader thread waits (``selectors``) for the
+  peer's bytes, the child's stderr, a wake-up pipe and the next deadline, and feeds the
+  session. ``arm`` keeps that one deadline, lazily (as on asyncio: a later deadline leaves
+  the earlier one set; when it passes early the session finds nothing due and arms the real
+  one), and nudges the reader through the wake-up pipe only when the deadline moves
+  earlier;
+* the lock (``lock``: an ``RLock`` held around every use of the connection, as the session
+  is used from the reader and from the threads that call it), the worker pool that runs
+  handlers and callbacks (``pool``), the cancellers of the handlers running there, and a
+  call's wait (``wait_call``: a held lock the call's terminal event releases);
+* the eager first step of an ``async def`` handler on the reader (``eager``, set by the
+  stdio server: :meth:`ThreadRuntime.start_eagerly`), handed to a worker with its event loop
+  only when it suspends.
+
+The session *holds* one (``session.runtime``) and its hooks call it; nothing is mixed in
+by inheritance (the style of :class:`mcp_sansio.app.tasks.TaskRuntime`). The object keeps
+a reference to its session for what it must ask of it: ``feed`` and ``on_timer`` (the
+pump's entries), ``closed``, ``_cancel_call`` (a caller gave up waiting), and, for the
+eager step, the handlers started while dispatching (``session._eager``) and the session's
+answer (``_finish_request``, ``_job_failed``). ``on_eof`` is set by whoever records why
+the input ended (the stdio client's child).
+
+A stdio client's server process is another object the client holds, :class:`ThreadChild`
+(``client.child``): why the server's output ended, and the spec's shutdown sequence.
+
+The wake-up pipe is made by :meth:`ThreadRuntime.pump`, before it first reads the deadline:
+a session without a reader (an HTTP session, drained by its server) holds no descriptor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import inspect
+import os
+import selectors
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from mcp_sansio import Era, Request, RequestId
+from mcp_sansio.app.context import Context, Job
+from mcp_sansio.app.errors import Call
+
+from ..common.async_session import _Resumed
+from ..common.stdio import LineLogger, write_all
+from ..stdio import stop_server
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from mcp_sansio.app.session import Session
+else:  # imported when an async def handler first runs: a cold start does without it
+    from ..common.lazy import LazyModule
+
+    asyncio = LazyModule("asyncio", globals())
+
+__all__ = ["DEFAULT_MAX_WORKERS", "ThreadChild", "ThreadRuntime"]
+
+_CHUNK = 1 << 16
+
+#: Handler threads per session by default: enough for a client's usual burst of concurrent
+#: calls whose handlers block (I/O, a human), few enough that a stray flood of requests
+#: cannot start hundreds of threads; ``max_workers`` changes it.
+DEFAULT_MAX_WORKERS = 32
+
+
+class _SteppedServer(Protocol):
+    """What the eager step asks of the blocking server session it serves (a Protocol: that
+    class is in ``.threading.session``, which imports this module)."""
+
+    _contexts: dict[RequestId, Context]
+
+    def _job_ended(self, request: Request, job: Job, ctx: Context, value: Any = None,
+                   error: BaseException | None = None) -> None: ...
+
+
+class CancelToken:
+    """Cancels the calls it is given to (``call_tool(..., cancel=token)``) from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._callbacks: list[Callable[[], None]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def _register(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if not self._cancelled:
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def _unregister(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+
+
+class ThreadRuntime:
+    """One session's thread primitives (see the module docstring)."""
+
+    __slots__ = (
+        "_step_loop",
+        "_wake_r",
+        "_wake_w",
+        "cancellers",
+        "deadline",
+        "eager",
+        "lock",
+        "on_eof",
+        "out_fd",
+        "pool",
+        "reader",
+        "session",
+        "stderr",
+    )
+
+    def __init__(self, session: Session, *, max_workers: int = DEFAULT_MAX_WORKERS,
+                 pool: ThreadPoolExecutor | None = None,
+                 lock: threading.RLock | None = None) -> None:
+        self.session = session
+        #: Held around every use of the connection (the session's ``lock`` is this one).
+        self.lock = lock if lock is not None else threading.RLock()
+        # ``pool``: a shared one (an HTTP session uses its service's: a pool of its own for
+        # every stateless-era request cost ~3 us to build and was never used).
+        self.pool = pool if pool is not None else ThreadPoolExecutor(
+            max_workers=max_workers, thread_name_prefix="mcp-sansio-handler")
+        #: How to stop a handler running in the pool, by request id.
+        self.cancellers: dict[RequestId, Callable[[], None]] = {}
+        #: Where ``write`` goes (None: nowhere, e.g. the peer has gone).
+        self.out_fd: int | None = None
+        #: The deadline the reader waits for (lazy: see ``arm``).
+        self.deadline: float | None = None
+        self._wake_r: int | None = None
+        self._wake_w: int | None = None
+        #: The child's stderr and the logger its lines go to (a stdio client).
+        self.stderr: tuple[int, LineLogger] | None = None
+        #: The reader thread running :meth:`pump`, when one was started for it.
+        self.reader: threading.Thread | None = None
+        #: Called on the reader when the input ends, before the session is fed ``b""``.
+        self.on_eof: Callable[[], None] | None = None
+        #: Step ``async def`` handlers on the reader first (the stdio server).
+        self.eager = False
+        self._step_loop: asyncio.AbstractEventLoop | None = None
+
+    # -- clocks, timer, output -------------------------------------------------------------
+
+    @staticmethod
+    def now() -> float:
+        return time.monotonic()
+
+    @staticmethod
+    def wall_now() -> float | None:
+        return time.time()
+
+    def arm(self, deadline: float | None) -> None:
+        # Lazy, as on asyncio: a deadline the reader already waits for stays when the new
+        # one is later (or there is none); when it passes early, handle_timeout finds nothing
+        # due and the real one is armed (pump resets it). A nudge wakes the reader thread
+        # (a write, a thread switch, a read): before this, every call of a sequential client
+        # paid one, its request's deadline going from none to sixty seconds ahead.
+        if deadline is None:
+            return
+        previous = self.deadline
+        if previous is not None and deadline >= previous:
+            return
+        self.deadline = deadline
+        self.nudge()
+
+    def nudge(self) -> None:
+        """Wake the reader (a deadline moved earlier, or the session is closing)."""
+        wake = self._wake_w
+        if wake is not None:
+            with contextlib.suppress(BlockingIOError, OSError):
+                os.write(wake, b"!")
+
+    def write(self, data: bytes) -> None:
+        if self.out_fd is None:
+            return
+        try:
+            write_all(self.out_fd, data)
+        except (BrokenPipeError, OSError):
+            self.out_fd = None  # the peer is gone; its EOF reaches the reader soon
+
+    # -- the pump --------------------------------------------------------------------------
+
+    def pump(self, in_fd: int) -> None:
+        """Read until end of file (or the connection closes); fire deadlines on time."""
+        session = self.session
+        if self._wake_r is None:
+            # Made before the deadline is first read: an ``arm`` that found no pipe yet set
+            # its deadline before this, and the loop below sees it.
+            self._wake_r, self._wake_w = os.pipe()
+            os.set_blocking(self._wake_w, False)
+        wake_r = self._wake_r
+        selector = selectors.DefaultSelector()
+        selector.register(in_fd, selectors.EVENT_READ, "in")
+        selector.register(wake_r, selectors.EVENT_READ, "wake")
+        if self.stderr is not None:
+            selector.register(self.stderr[0], selectors.EVENT_READ, "err")
+        try:
+            while session.closed is None:
+                deadline = self.deadline
+                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+                for key, _ in selector.select(timeout):
+                    if key.data == "in":
+                        try:
+                            data = os.read(in_fd, _CHUNK)
+                        except OSError:
+                            data = b""
+                        if not data and self.on_eof is not None:
+                            self.on_eof()
+                        session.feed(data)
+                    elif key.data == "err":
+                        assert self.stderr is not None
+                        chunk = os.read(self.stderr[0], _CHUNK)
+                        self.stderr[1].feed(chunk)
+                        if not chunk:
+                            selector.unregister(self.stderr[0])
+                    else:
+                        os.read(wake_r, _CHUNK)
+                if self.deadline is not None and time.monotonic() >= self.deadline:
+                    self.deadline = None  # passed: on_timer arms the next real one
+                    session.on_timer()
+        finally:
+            selector.close()
+
+    def start_reader(self, in_fd: int) -> None:
+        """Run :meth:`pump` on a reader thread of its own."""
+        self.reader = threading.Thread(target=self.pump, args=(in_fd,),
+                                       name="mcp-sansio-reader", daemon=True)
+        self.reader.start()
+
+    def join_reader(self, timeout: float) -> None:
+        """Wake the reader and wait (up to ``timeout``) for it to end (not from itself)."""
+        self.nudge()
+        reader = self.reader
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(timeout)
+
+    def close_pipes(self) -> None:
+        wake_r, wake_w = self._wake_r, self._wake_w
+        self._wake_r = self._wake_w = None
+        for fd in (wake_r, wake_w):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    # -- calls, callbacks, workers ---------------------------------------------------------
+
+    def wait_call(self, call: Call, cancel: CancelToken | None) -> None:
+        """Block until ``call`` has its terminal event; ``cancel`` (or a
+        ``KeyboardInterrupt`` while waiting) cancels it."""
+        # A held lock as a one-shot event: the call's terminal event releases it once (C
+        # level; threading.Event is a Python Condition, several us per call).
+        gate = threading.Lock()
+        gate.acquire()
+        session = self.session
+        with self.lock:
+            if call.done:
+                return
+            call.wake = gate.release
+        def on_cancel() -> None:
+            session._cancel_call(call)
+        if cancel is not None:
+            cancel._register(on_cancel)
+        try:
+            gate.acquire()
+        except BaseException:  # KeyboardInterrupt while waiting: cancel, then re-raise
+            session._cancel_call(call)
+            raise
+        finally:
+            if cancel is not None:
+                cancel._unregister(on_cancel)
+
+    def spawn_awaitable(self, awaitable: Any) -> None:
+        """An ``async`` callback: run to its end on a loop of its own, in a worker."""
+        self.pool.submit(asyncio.run, awaitable)
+
+    def stop_workers(self) -> None:
+        """The session ended: cancel its handlers, stop the pool, close the step loop."""
+        with self.lock:
+            cancellers = list(self.cancellers.values())
+            self.cancellers.clear()
+        for cancel in cancellers:
+            cancel()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        with self.lock:
+            loop, self._step_loop = self._step_loop, None
+        if loop is not None:
+            loop.close()
+
+    # -- the eager first step of async def handlers (the stdio server) ---------------------
+    #
+    # An ``async def`` handler starts eagerly, as on asyncio: it is stepped once on the
+    # thread that dispatched it (the reader, once the events of a read are drained), with a
+    # private event loop set as the running loop. One that returns without suspending is
+    # answered there -- no pool hand-off, no thread switch, and the answers to one read
+    # leave in one write. One that suspends goes on in a worker thread, which runs that loop
+    # until the handler ends (the next eager handler gets a fresh loop). So, as on any event
+    # loop, an ``async def`` handler must not block before its first ``await``. ``def``
+    # handlers, and handshake-era handlers that take ``ctx`` (whose ``ask`` waits for the
+    # client's answer, which only the reader can read), run in the pool. Measured with
+    # ``benchmarks/stdio_ab.py`` (the example server's echo, server CPU per call, paired
+    # trials): 100 in flight 51.9 -> 19.9 us, sequential 84.6 -> 57.4 us.
+
+    def start_eagerly(self, request: Request, job: Job, ctx: Context) -> bool:
+        """Whether the job was taken to be stepped on the reader (False: to the pool)."""
+        session = self.session
+        if not self.eager or not session._servicing or not inspect.iscoroutinefunction(
+                job.fn):
+            return False
+        if "ctx" in job.kwargs and session.conn.era is not Era.STATELESS:
+            return False  # its ask would block the reader until the client answers
+        session._eager[request.request_id] = (request, job, ctx)
+        return True
+
+    def run_eager(self) -> None:
+        eager = self.session._eager
+        while eager:
+            key = next(iter(eager))
+            self._step(*eager.pop(key))
+
+    def _step(self, request: Request, job: Job, ctx: Context) -> None:
+        loop = self._step_loop
+        if loop is None:
+            loop = self._step_loop = asyncio.new_event_loop()
+        coro = self._handle(request, job, ctx)
+        context = contextvars.copy_context()  # as a task would run it
+        previous = asyncio._get_running_loop()  # a worker may be inside its own loop
+        asyncio._set_running_loop(loop)
+        try:
+            first = context.run(coro.send, None)
+        except StopIteration:
+            return  # answered (or failed) without suspending
+        finally:
+            asyncio._set_running_loop(previous)
+        self._step_loop = None  # the suspended handler keeps this loop
+        self.pool.submit(self._resume, request, loop, coro, first, context, ctx)
+
+    async def _handle(self, request: Request, job: Job, ctx: Context) -> None:
+        """The handler and its answer, as ``SyncServerSession._run`` does in a worker."""
+        session = cast("_SteppedServer", self.session)  # only a server steps handlers
+        value: Any = None
+        error: Exception | None = None
+        try:
+            assert job.fn is not None
+            value = await job.fn(*job.args, **job.kwargs)
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:
+            error = exc
+        finally:
+            with self.lock:
+                session._contexts.pop(request.request_id, None)
+                self.cancellers.pop(request.request_id, None)
+        session._job_ended(request, job, ctx, value, error)
+
+    def _resume(self, request: Request, loop: asyncio.AbstractEventLoop,
+                coro: Coroutine[Any, Any, None], first: Any,
+                context: contextvars.Context, ctx: Context) -> None:
+        """In a worker: run the suspended handler on its loop until it ends."""
+        task = loop.create_task(_Resumed(coro, first), context=context)
+
+        def cancel() -> None:
+            loop.call_soon_threadsafe(task.cancel)
+        with self.lock:
+            if ctx.cancelled:
+                task.cancel()
+            else:
+                self.cancellers[request.request_id] = cancel
+        try:
+            loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            with self.lock:
+                self.cancellers.pop(request.request_id, None)
+            loop.close()
+
+
+class ThreadChild:
+    """The stdio client's server process, on threads: why its output ended (``on_eof``,
+    the runtime's hook) and the spec's shutdown (``stop``: close its stdin, wait, SIGTERM,
+    wait, SIGKILL its group, :func:`~.stdio.stop_server`). Held by the client
+    (``client.child``), not mixed into it: the client class is the same blocking client
+    over any transport."""
+
+    __slots__ = ("client", "process", "returncode")
+
+    def __init__(self, client: Any, process: subprocess.Popen[bytes]) -> None:
+        self.client = client
+        self.process = process
+        #: Its exit status once known (negative: the signal that ended it).
+        self.returncode: int | None = None
+
+    def on_eof(self) -> None:
+        """(The reader.) The server closed its stdout: record why, for the errors."""
+        process = self.process
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(0.05)  # usually gone by now: say so in the errors
+        if process.returncode is not None:
+            self.returncode = self.client.returncode = process.returncode
+            self.client.transport_detail = (
+                f"the server process exited with status {process.returncode}")
+            return
+        self.client.transport_detail = "the server closed its stdout"
+
+    def stop(self, shutdown_timeout: float) -> None:
+        """Stop the server (the spec's sequence, blocking up to ~2x ``shutdown_timeout``)."""
+        self.returncode = self.client.returncode = stop_server(self.process,
+                                                               shutdown_timeout)
+
+    def close_streams(self) -> None:
+        """Close our ends of its stdout and stderr (after the reader has stopped)."""
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()

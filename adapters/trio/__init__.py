@@ -1,0 +1,230 @@
+"""The trio adapter: an MCP client and server over stdio on trio's process and fd streams.
+
+The client's pump is one task per connection: it waits for the peer's bytes inside a cancel
+scope whose deadline is the core's next deadline (moved whenever the core's changes), feeds
+the core and dispatches the events. On the server the handler runners take turns reading
+(:meth:`TrioRuntime.serve_fd`) and a timer task keeps that deadline. Writes go straight to
+the pipe when it has room; what does not fit is handed to one writer task (``send_all`` must
+be awaited; the core's outbox is filled synchronously). Handlers are queued for runner tasks
+(:meth:`TrioRuntime._runner`): a runner steps each in a fresh copy of the context and in its
+cancel scope, which a ``notifications/cancelled`` cancels; one that returns without waiting
+costs no task of its own, one that waits keeps its runner and another takes the rest. Idle
+runners wait for more (up to :data:`_IDLE_TASKS`). Needs the ``trio`` extra.
+
+Client::
+
+    async with connect_stdio(["python", "server.py"]) as client:
+        with trio.move_on_after(5):        # leaving the scope cancels the call
+            result = await client.call_tool("sleep", {"seconds": 30})
+
+Server::
+
+    trio.run(serve_stdio, server)          # or run_stdio(server)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from mcp_sansio import KeyRing
+from mcp_sansio.app.errors import (
+    ConnectionClosedError,
+    McpError,
+    RequestTimeout,
+    ToolError,
+)
+from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
+from mcp_sansio.app.server import Server
+
+from ..common import entry_points
+from ..common.entry_points import StdioClientCall, runs
+from ..common.stdio import (
+    DEFAULT_SHUTDOWN_TIMEOUT,
+    LineLogger,
+    ProtectedStdio,
+    argv_of,
+    env_of,
+    pollable,
+    read_all,
+    write_all,
+)
+from ..keys import request_state_keys
+from .runtime import _CHUNK, TrioRuntime
+from .session import Client, Context, ServerSession, TrioChild, _one_error
+
+__all__ = [
+    "Client",
+    "ConnectionClosedError",
+    "Context",
+    "McpError",
+    "RequestTimeout",
+    "Server",
+    "ServerSession",
+    "ToolError",
+    "connect_stdio",
+    "run_stdio",
+    "serve_stdio",
+    # HTTP (adapters/trio/http_server.py)
+    "HTTPClientSession",
+    "HTTPService",
+    "HTTPTransportError",
+    "connect_http",
+    "run_http",
+    "serve_http",
+    "start_http",
+]
+
+async def _log_stderr(stream: trio.abc.ReceiveStream, lines: LineLogger) -> None:
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        while data := await stream.receive_some(_CHUNK):
+            lines.feed(bytes(data))
+    lines.flush()
+
+
+@runs(entry_points.connect_stdio, "On trio, a call cancelled by its cancel scope sends "
+      "``notifications/cancelled``.")
+@contextlib.asynccontextmanager
+async def connect_stdio(call: StdioClientCall) -> AsyncIterator[Client]:
+    client = Client._create(**call.client)
+    process = await trio.lowlevel.open_process(
+        argv_of(call.command, call.args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env_of(call.env, call.inherit_env), cwd=call.cwd,
+        start_new_session=True,
+    )
+    assert process.stdin and process.stdout and process.stderr
+    runtime = client.runtime = TrioRuntime(client)
+    child = client.child = TrioChild(client, runtime, process)
+    runtime.on_eof = child.on_eof
+    if isinstance(process.stdin, trio.lowlevel.FdStream):
+        runtime.out_fd = process.stdin.fileno()
+    async with _one_error(), trio.open_nursery() as nursery:
+        runtime.nursery = nursery
+        nursery.start_soon(runtime.writer, process.stdin)
+        nursery.start_soon(runtime.pump, process.stdout)
+        nursery.start_soon(_log_stderr, process.stderr, LineLogger(call.stderr_logger))
+        nursery.start_soon(child.watch)
+        try:
+            if call.connect:
+                await client.connect(era=call.era)
+            yield client
+        finally:
+            with trio.CancelScope(shield=True):
+                await client.aclose(call.shutdown_timeout)
+            nursery.cancel_scope.cancel()
+
+
+# -- the server ----------------------------------------------------------------------------------
+
+
+async def serve_stdio(
+    server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
+    request_state_key: bytes | KeyRing | None = None, keepalive: float | None = None,
+    keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
+) -> None:
+    """Serve one MCP connection on this process's stdin/stdout (or the given descriptors)
+    until the client closes stdin. Stray ``print()`` output goes to stderr.
+
+    ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25
+    basic/utilities/ping) and ends the session after ``keepalive_misses`` unanswered in a
+    row (``mcp_sansio.app.keepalive``); off by default."""
+    guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
+    in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
+    out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
+    conn = server.connection(
+        request_state_key=request_state_keys(request_state_key), **connection_options)
+    session = ServerSession(conn, server, keepalive=keepalive,
+                            keepalive_misses=keepalive_misses)
+    runtime = session.runtime = TrioRuntime(session)
+    # A close not caused by the input (keepalive's missed pings) ends serving too; the
+    # runner still waiting on the input is cancelled with the nursery below.
+    session._on_closed.append(runtime.done.set)
+    reader = trio.lowlevel.FdStream(os.dup(in_fd)) if pollable(in_fd) else None
+    writer: trio.abc.SendStream = (trio.lowlevel.FdStream(os.dup(out_fd)) if pollable(out_fd)
+                                   else _BlockingWriter(out_fd))
+    in_blocking = os.get_blocking(in_fd)
+    if isinstance(writer, trio.lowlevel.FdStream):
+        runtime.out_fd = writer.fileno()
+    try:
+        async with trio.open_nursery() as nursery:
+            runtime.nursery = nursery
+            nursery.start_soon(runtime.writer, writer)
+            if reader is not None:
+                await runtime.serve_fd(reader.fileno())
+            else:  # a regular file or /dev/null: read it whole, then end of file
+                session.feed(await trio.to_thread.run_sync(read_all, in_fd))
+                session.feed(b"")
+            runtime.stop_tasks()
+            await runtime.flush(DEFAULT_SHUTDOWN_TIMEOUT)
+            nursery.cancel_scope.cancel()
+    finally:
+        if reader is not None:
+            with contextlib.suppress(OSError):
+                await reader.aclose()
+        with contextlib.suppress(OSError):
+            await writer.aclose()
+        with contextlib.suppress(OSError):
+            os.set_blocking(in_fd, in_blocking)
+        if guard is not None:
+            guard.close_out()
+            guard.restore()
+
+
+class _BlockingWriter(trio.abc.SendStream):
+    """Plain blocking writes, for a stdout that cannot be polled (a file, /dev/null)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        write_all(self.fd, bytes(data))
+
+    async def wait_send_all_might_not_block(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+def run_stdio(server: Server, **options: Any) -> None:
+    """Blocking entry point: ``trio.run(serve_stdio, server)``; Ctrl-C exits quietly."""
+    try:
+        trio.run(lambda: serve_stdio(server, **options))
+    except KeyboardInterrupt:
+        pass
+    except BaseExceptionGroup as group:
+        # Ctrl-C delivered while a nursery runs arrives wrapped in its exception group.
+        _interrupt, rest = group.split(KeyboardInterrupt)
+        if rest is not None:
+            raise
+
+
+# The HTTP adapters live in their own module (they build on ServerSession above). They are
+# loaded on first use, so that a stdio process does not pay for importing h11 and
+# mcp_sansio.http at start-up (as in the asyncio adapter).
+_HTTP_NAMES = ("HTTPClientSession", "HTTPService", "HTTPTransportError", "connect_http",
+               "run_http", "serve_http", "start_http")
+
+if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
+    from .http_server import (
+        HTTPClientSession,
+        HTTPService,
+        HTTPTransportError,
+        connect_http,
+        run_http,
+        serve_http,
+        start_http,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HTTP_NAMES:
+        from . import http_server as _http_trio
+
+        return getattr(_http_trio, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
