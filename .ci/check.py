@@ -32,6 +32,9 @@ STEPS: list[tuple[str, list[str]]] = [
     # The same tests on the optional compiled build (docs/compiled.rst): `-m quick` on the
     # mypyc extensions, built here with the machine's compiler and removed afterwards.
     ("pytest, compiled build (-m quick)", [PY, ".ci/compiled.py"]),
+    # The sdist and wheel as a user gets them: built, twine-checked, the wheel installed in a
+    # fresh venv and run there (.ci/wheel.py).
+    ("wheel (build, twine check, fresh venv, smoke)", [PY, ".ci/wheel.py"]),
 ]
 
 

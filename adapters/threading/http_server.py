@@ -56,8 +56,10 @@ from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ..common.async_session import _Resumed
 from ..common.deciders import thread_decider
+from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ..common.http_server import new_http_server
+from ..common.listen_error import listening
 from .runtime import ThreadRuntime, loop_running_here, step_once
 from .session import SyncServerSession
 
@@ -561,9 +563,10 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
     # -- threads -----------------------------------------------------------------------------
 
     def _listen(self, host: str, port: int, backlog: int) -> None:
-        family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                                    flags=socket.AI_PASSIVE)[0][0]
-        listener = socket.create_server((host, port), family=family, backlog=backlog)
+        with listening(host, port):
+            family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                        flags=socket.AI_PASSIVE)[0][0]
+            listener = socket.create_server((host, port), family=family, backlog=backlog)
         listener.setblocking(False)
         self._listener = listener
         sockname = listener.getsockname()
@@ -764,12 +767,15 @@ def serve_http(
 
 
 def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-    """:func:`serve_http`, printing the server's URL on stdout once it listens; returns on
-    Ctrl-C."""
+    """Serve ``server`` over HTTP, printing its URL on stdout once it listens, until SIGTERM
+    or Ctrl-C; then stop gracefully and return: no new connections, the requests in flight
+    finish (at most ``shutdown_timeout`` seconds, 10 by default; a second signal stops
+    waiting), the rest is closed, a shared worker leaves cleanly (adapters/common/graceful.py).
+    Other options as for :func:`start_http`."""
 
     def ready(service: HTTPService) -> None:
         sys.stdout.write(f"{service.url}\n")
         sys.stdout.flush()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        serve_http(server, host, port, on_ready=ready, **options)
+    serve_until_signal("threading", sys.modules[__name__], server, host, port, on_ready=ready,
+                       **options)

@@ -46,8 +46,10 @@ from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ..common.deciders import trio_decider
+from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ..common.http_server import new_http_server
+from ..common.listen_error import listening
 from .runtime import TrioRuntime
 from .session import ServerSession, _one_error
 
@@ -505,7 +507,8 @@ async def start_http(
     service = HTTPService(server, http, max_write_buffer=max_write_buffer)
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
     http.on_decision_needed = trio_decider(service)  # parked exchanges (common.deciders)
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    with listening(host, port):
+        listeners = await trio.open_tcp_listeners(port, host=host)
     sockname = listeners[0].socket.getsockname()
     service.address = (sockname[0], sockname[1])
     async with _one_error(), trio.open_nursery() as nursery:
@@ -533,12 +536,15 @@ async def serve_http(
 
 
 def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-    """``trio.run(serve_http, ...)``, printing the server's URL on stdout once it listens;
-    returns on Ctrl-C."""
+    """Serve ``server`` over HTTP, printing its URL on stdout once it listens, until SIGTERM
+    or Ctrl-C; then stop gracefully and return: no new connections, the requests in flight
+    finish (at most ``shutdown_timeout`` seconds, 10 by default; a second signal stops
+    waiting), the rest is closed, a shared worker leaves cleanly (adapters/common/graceful.py).
+    Other options as for :func:`start_http`."""
 
     def ready(service: HTTPService) -> None:
         sys.stdout.write(f"{service.url}\n")
         sys.stdout.flush()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        trio.run(functools.partial(serve_http, server, host, port, on_ready=ready, **options))
+    serve_until_signal("trio", sys.modules[__name__], server, host, port, on_ready=ready,
+                       **options)
