@@ -29,6 +29,12 @@ STEPS: list[tuple[str, list[str]]] = [
     # The harness before pytest, so that pytest's summary is the run's last test report.
     ("conformance harness (loopback-only namespace)", [PY, ".ci/conformance.py"]),
     ("pytest", [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"]),
+    # The same tests on the optional compiled build (docs/compiled.rst): `-m quick` on the
+    # mypyc extensions, built here with the machine's compiler and removed afterwards.
+    ("pytest, compiled build (-m quick)", [PY, ".ci/compiled.py"]),
+    # The sdist and wheel as a user gets them: built, twine-checked, the wheel installed in a
+    # fresh venv and run there (.ci/wheel.py).
+    ("wheel (build, twine check, fresh venv, smoke)", [PY, ".ci/wheel.py"]),
 ]
 
 

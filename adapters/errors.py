@@ -16,7 +16,9 @@ revision does not have (``ping`` in 2026-07-28). An HTTP client given ``auth`` a
 :class:`AuthFlowError` (one subclass per kind of failure, each naming the step and the
 URL): the server asked for authorization and the OAuth flow could not get a token. A
 server handler raises :class:`ToolError` for a tool's own failure (answered as a result
-with ``isError``) or :class:`McpError` to answer with that JSON-RPC error.
+with ``isError``) or :class:`McpError` to answer with that JSON-RPC error. A server that
+cannot listen raises :class:`ListenError` (an ``OSError`` naming the address and the
+reason: ``cannot listen on 127.0.0.1:8000: address already in use``).
 
 :class:`HTTPTransportError` and the authorization errors are loaded on first use, like the
 HTTP names of the runtime modules, so that a stdio process does not import h11 or the
@@ -36,6 +38,8 @@ from mcp_sansio.app.errors import (
     ResultRejected,
     ToolError,
 )
+
+from .common.listen_error import ListenError
 
 if TYPE_CHECKING:
     from mcp_sansio.app.http_client import HTTPTransportError
@@ -62,6 +66,7 @@ __all__ = [
     "HTTPTransportError",
     "IssuerMismatch",
     "LimitExceeded",
+    "ListenError",
     "LocalProtocolError",
     "McpError",
     "MetadataError",

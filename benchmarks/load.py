@@ -55,6 +55,11 @@ Adding a server under test is one entry in ``ROWS``:
   worker must have httptools' parser loaded), granian on its own Rust HTTP stack. With 2
   workers and no store the handshake era is served sessionless (by design): labelled
   ``handshake*``, and left out of the idle-session memory figure (no session is kept).
+* ``ours-asyncio-compiled``, ``ours-threading-compiled``, ``ours-asyncio-httptools-compiled``,
+  ``ours-threading-httptools-compiled``: the same servers on the compiled build
+  (docs/compiled.rst), from the tree ``--compiled-tree DIR`` names (made by
+  ``python .ci/compiled.py --tree DIR``; left out without it); the report prints each one's
+  ratio to its pure row.
 * ``sdk``: the official Python SDK (``mcp``): its low-level ``Server`` with one ``echo`` tool,
   as its Streamable HTTP Starlette app under uvicorn, in JSON response mode.
 * ``sdk-mcpserver``: the SDK's high-level ``MCPServer`` (mcp 2.x's name for FastMCP; the
@@ -279,16 +284,25 @@ class Row:
     processes: int = 1
     sessionless: bool = False
     maps: str | None = None
+    compiled: bool = False
 
 
-def _ours(runtime: str, wire: str = "h11") -> Row:
+#: The compiled build's tree (``--compiled-tree``): the ``-compiled`` rows import mcp_sansio
+#: from it (``PYTHONPATH``, and ``-P`` so that the checkout is not first on ``sys.path``).
+COMPILED_TREE: Path | None = None
+
+
+def _ours(runtime: str, wire: str = "h11", compiled: bool = False) -> Row:
     """Our own server on ``runtime``; ``wire``: its HTTP parser (``--wire``, docs/wires.rst):
-    the h11 rows keep their names, the httptools ones are ``ours-RUNTIME-httptools``."""
+    the h11 rows keep their names, the httptools ones are ``ours-RUNTIME-httptools``;
+    ``compiled``: on the compiled build (``-compiled``, from :data:`COMPILED_TREE`)."""
     name = f"ours-{runtime}" if wire == "h11" else f"ours-{runtime}-{wire}"
     needs = (("trio",) if runtime == "trio" else ()) + ((wire,) if wire != "h11" else ())
-    return Row(name, lambda: [sys.executable, "-m", "mcp_sansio", "serve-example",
-                              "--transport", "http", "--runtime", runtime, "--wire", wire],
-               needs=needs)
+    flags = ["-P"] if compiled else []
+    return Row(name + ("-compiled" if compiled else ""),
+               lambda: [sys.executable, *flags, "-m", "mcp_sansio", "serve-example",
+                        "--transport", "http", "--runtime", runtime, "--wire", wire],
+               needs=needs, compiled=compiled)
 
 
 def _engine(engine: str, workers: int) -> Row:
@@ -320,6 +334,10 @@ ROWS: tuple[Row, ...] = (
     _ours("asyncio", "httptools"),
     _ours("trio", "httptools"),
     _ours("threading", "httptools"),
+    _ours("asyncio", compiled=True),
+    _ours("threading", compiled=True),
+    _ours("asyncio", "httptools", compiled=True),
+    _ours("threading", "httptools", compiled=True),
     _engine("uvicorn", 1),
     _engine("uvicorn", 2),
     _engine("granian", 1),
@@ -627,12 +645,17 @@ def worker(port: int, era: str, clients: int, seconds: float, mcp: bool,
 # -- the run -----------------------------------------------------------------------------------
 
 
-def spawn(command: list[str], processes: int = 1) -> tuple[subprocess.Popen[str], int]:
+def spawn(command: list[str], processes: int = 1,
+          compiled: bool = False) -> tuple[subprocess.Popen[str], int]:
     """Start a server pinned to the server core; its port (from the URL it prints). For a
     tree of ``processes`` (an engine's supervisor and workers), wait until all are up and
-    idle."""
+    idle. ``compiled``: mcp_sansio comes from :data:`COMPILED_TREE`."""
+    env = None
+    if compiled:
+        assert COMPILED_TREE is not None
+        env = dict(os.environ, PYTHONPATH=str(COMPILED_TREE))
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL, text=True, cwd=ROOT)
+                            stdin=subprocess.DEVNULL, text=True, cwd=ROOT, env=env)
     # Pinned from here, not in a preexec_fn (unsafe with threads): the interpreter starts no
     # thread before it runs the server's code, and threads inherit their creator's affinity.
     os.sched_setaffinity(proc.pid, cores()[0])
@@ -719,7 +742,7 @@ def one_load(pid: int, port: int, era: str, args: argparse.Namespace,
 
 def idle_session_memory(row: Row, sessions: int) -> float:
     """KiB of server RSS per idle handshake-era session, on a fresh server process."""
-    proc, port = spawn(row.command(), row.processes)
+    proc, port = spawn(row.command(), row.processes, row.compiled)
     try:
         socks = [connect(port) for _ in range(MEMORY_CONNECTIONS)]
         for i in range(WARM_UP_SESSIONS):
@@ -737,9 +760,16 @@ def idle_session_memory(row: Row, sessions: int) -> float:
         stop(proc)
 
 
+def compiled_tree_ok(tree: Path) -> bool:
+    """Whether ``tree`` holds the compiled build: its connection module is an extension."""
+    return any((tree / "mcp_sansio").glob("_connection.*.so"))
+
+
 def available(row: Row) -> bool:
     import importlib.util
 
+    if row.compiled and (COMPILED_TREE is None or not compiled_tree_ok(COMPILED_TREE)):
+        return False
     return all(importlib.util.find_spec(name) is not None for name in row.needs)
 
 
@@ -762,6 +792,9 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=SESSIONS,
                         help="idle sessions for the memory figure (0: skip it)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--compiled-tree", type=Path, default=None,
+                        help="the compiled build's tree for the -compiled rows (make it with "
+                             "python .ci/compiled.py --tree DIR)")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run, as every benchmark script has: 2 clients, 0.3 s, "
                              "1 repetition, 20 sessions (not a measurement)")
@@ -770,6 +803,8 @@ def main() -> int:
         args.clients, args.seconds, args.repeat, args.sessions = 2, 0.3, 1, 20
     if min(args.procs, args.clients, args.repeat) < 1 or args.seconds <= 0:
         parser.error("--procs, --clients, --repeat and --seconds must be positive")
+    global COMPILED_TREE
+    COMPILED_TREE = args.compiled_tree.resolve() if args.compiled_tree else None
     known = {r.name: r for r in ROWS}
     wanted = [name for name in args.rows.split(",") if name]
     unknown = [name for name in wanted if name not in known]
@@ -782,6 +817,10 @@ def main() -> int:
     for name in wanted:
         if available(known[name]):
             rows.append(known[name])
+        elif known[name].compiled and (COMPILED_TREE is None
+                                       or not compiled_tree_ok(COMPILED_TREE)):
+            print(f"# {name}: left out (no compiled build: --compiled-tree DIR, made by "
+                  f"python .ci/compiled.py --tree DIR)")
         else:
             print(f"# {name}: left out ({', '.join(known[name].needs)} not installed)")
     server_core, gen_cores = cores()
@@ -792,13 +831,13 @@ def main() -> int:
           f"{args.repeat} (medians); {platform.python_implementation()} "
           f"{platform.python_version()}; server on cpu {sorted(server_core)}, "
           f"{args.procs} generator process(es) on cpu {sorted(gen_cores)}")
-    print(f"{'row':<26}{'era':<11}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'cpu us/req':>12}"
+    print(f"{'row':<34}{'era':<11}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'cpu us/req':>12}"
           f"{'srv cpu':>9}{'gen cpu':>9}{'rss MiB':>9}{'errors':>8}")
     report: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()},
                               "rows": [], "memory": []}
     notes: list[str] = []
     for row in rows:
-        proc, port = spawn(row.command(), row.processes)
+        proc, port = spawn(row.command(), row.processes, row.compiled)
         try:
             members = tree(proc.pid)
             # Workers only: a supervisor (uvicorn's parent with --workers, and its
@@ -825,7 +864,7 @@ def main() -> int:
             errors = sum(int(s["errors"]) for s in samples[era])
             sessionless = row.sessionless and era == "handshake" and row.mcp
             label = era + ("*" if sessionless else "")
-            print(f"{row.name:<26}{label:<11}{med['rps']:>9.0f}{med['p50_ms']:>9.2f}"
+            print(f"{row.name:<34}{label:<11}{med['rps']:>9.0f}{med['p50_ms']:>9.2f}"
                   f"{med['p99_ms']:>9.2f}{med['cpu_us']:>12.1f}{med['server_cpu']:>9.2f}"
                   f"{med['gen_cpu']:>9.2f}{hwm:>9.1f}{errors:>8d}", flush=True)
             report["rows"].append({"row": row.name, "era": era, **med, "errors": errors,
@@ -843,10 +882,10 @@ def main() -> int:
     if memory_rows:
         print()
         print(f"# idle handshake-era sessions: server RSS growth over {args.sessions} sessions")
-        print(f"{'row':<26}{'KiB/session':>12}")
+        print(f"{'row':<34}{'KiB/session':>12}")
         for row in memory_rows:
             kib = idle_session_memory(row, args.sessions)
-            print(f"{row.name:<26}{kib:>12.1f}", flush=True)
+            print(f"{row.name:<34}{kib:>12.1f}", flush=True)
             report["memory"].append({"row": row.name, "kib_per_session": kib})
     aims(report)
     if args.json:
@@ -900,6 +939,14 @@ def aims(report: dict[str, Any]) -> None:
                 print(f"wire {era} {name.removesuffix('-httptools')}: httptools/h11 req/s "
                       f"{fast['rps'] / h11_row['rps']:.2f}x, cpu us/req "
                       f"{h11_row['cpu_us']:.1f} -> {fast['cpu_us']:.1f}")
+        # The compiled build against the pure one, row by row (docs/compiled.rst).
+        for name, built in sorted(ours.items()):
+            pure = by.get((name.removesuffix("-compiled"), era))
+            if name.endswith("-compiled") and pure:
+                print(f"compiled {era} {pure['row']}: compiled/pure req/s "
+                      f"{built['rps'] / pure['rps']:.2f}x, cpu us/req {pure['cpu_us']:.1f} -> "
+                      f"{built['cpu_us']:.1f} (pure/compiled "
+                      f"{pure['cpu_us'] / built['cpu_us']:.2f})")
     for m in report["memory"]:
         print(f"aim memory {m['row']}: {m['kib_per_session']:.1f} KiB per idle session "
               f"(aim <= 4)")

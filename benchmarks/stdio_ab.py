@@ -157,6 +157,27 @@ INITIALIZE = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "pa
     "clientInfo": {"name": "bench", "version": "1"}}}) + "\n").encode()
 
 
+BUILD_PROBE = """
+try:
+    from mcp_sansio._compiled import compiled_modules
+except ImportError:
+    print("pure")
+else:
+    loaded = compiled_modules().values()
+    print("compiled" if all(loaded) else "partly compiled" if any(loaded) else "pure")
+"""
+
+
+def build_of(tree: str) -> str:
+    """Which build of the core ``tree`` holds: compiled (docs/compiled.rst) or pure."""
+    env = dict(os.environ)
+    if tree != "installed":
+        env["PYTHONPATH"] = tree
+    proc = subprocess.run([sys.executable, "-c", BUILD_PROBE], env=env, capture_output=True,
+                          text=True, check=False)
+    return proc.stdout.strip() or "unknown"
+
+
 def cold_trial(tree: str, runtime: str) -> dict[str, float]:
     """One cold start from ``tree``: wall ms to the answer, the child's CPU ms in all."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -180,7 +201,8 @@ def cold_trial(tree: str, runtime: str) -> dict[str, float]:
 
 
 def run_cold(a: str, b: str, runtimes: list[str], reps: int) -> None:
-    print(f"# A = {a}\n# B = {b}\n# cold start of serve-example, {reps} each, alternating; "
+    print(f"# A = {a} ({build_of(a)} build)\n# B = {b} ({build_of(b)} build)\n"
+          f"# cold start of serve-example, {reps} each, alternating; "
           "ms, median A -> median B (median of paired ratios B/A)")
     for runtime in runtimes:
         cold_trial(a, runtime)  # untimed: bytecode caches, page cache
@@ -233,7 +255,8 @@ def main() -> int:
                  2 if args.quick else args.reps)
         return 0
     reps, seq_n, rounds = (1, 20, 1) if args.quick else (args.reps, args.seq, args.rounds)
-    print(f"# A = {args.a}\n# B = {args.b}\n# {reps} trials each, alternating; sequential "
+    print(f"# A = {args.a} ({build_of(args.a)} build)\n# B = {args.b} "
+          f"({build_of(args.b)} build)\n# {reps} trials each, alternating; sequential "
           f"{seq_n} calls, in flight {rounds} x {IN_FLIGHT}; us per call, median A -> "
           "median B (median of paired ratios B/A)")
     for runtime in [r for r in args.runtimes.split(",") if r]:

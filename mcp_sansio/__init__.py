@@ -61,7 +61,7 @@ from ._versions import (
     judge_probe,
 )
 
-__version__ = "0.1.0.dev0"
+__version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",

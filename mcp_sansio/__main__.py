@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from . import (
@@ -141,8 +141,27 @@ def _adapters_cli() -> Any:
     return importlib.import_module("mcp_sansio.adapters.tools._cli")
 
 
+#: Sub-commands whose module parses their own arguments (``main(argv) -> status``).
+_OWN_PARSERS = {
+    "call": "mcp_sansio.adapters.tools._call_cli",
+    "dev-auth-server": "mcp_sansio.adapters.tools._dev_auth_server",
+}
+
+
+def _interruptible(command: str, run: Callable[[], int]) -> int:
+    try:
+        return run()
+    except KeyboardInterrupt:
+        sys.stderr.write(f"mcp-sansio {command}: interrupted\n")
+        return EXIT_INTERRUPTED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    own = _OWN_PARSERS.get(args_list[0]) if args_list else None
+    if own is not None:  # these sub-commands parse their own arguments
+        return _interruptible(args_list[0], lambda: int(
+            importlib.import_module(own).main(args_list[1:])))
     if args_list[:1] == ["check"]:  # the check sub-command parses its own arguments
         return int(importlib.import_module("mcp_sansio.adapters.tools._check_cli").main(
             args_list[1:]))
@@ -273,6 +292,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="the server command, after --")
     sub.add_parser("check", help="check an MCP server or client against the specification "
                    "(mcp-sansio check --help)", add_help=False)
+    sub.add_parser("call", help="call a tool, read a resource, get a prompt or list them "
+                   "(mcp-sansio call --help)", add_help=False)
+    sub.add_parser("dev-auth-server", help="a development OAuth authorization server on "
+                   "loopback (mcp-sansio dev-auth-server --help)", add_help=False)
     conformance = sub.add_parser(
         "conformance-client",
         help="the client the official conformance harness runs in its client mode",

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container, Iterable, Mapping
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from . import _codec, _json
 from ._admission import Refusal, admit_stateless, batch_refusal
@@ -61,6 +61,7 @@ from ._capabilities import (
     subject_of,
 )
 from ._codec import InvalidMessage, MessageKind
+from ._compiled import mypyc_attr
 from ._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
 from ._events import (
     CancelRequested,
@@ -223,6 +224,7 @@ def _version_plan(supported: tuple[str, ...]) -> _VersionPlan:
     return plan
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Connection:
     """The shared engine of :class:`ClientConnection` and :class:`ServerConnection`.
 
@@ -266,9 +268,12 @@ class Connection:
         "server_instructions", "sessionless", "strict_capabilities",
         "subscriptions", "versions")
 
-    role: Role
+    role: ClassVar[Role]
 
-    def __init__(
+    def __init__(self, **options: Any) -> None:
+        self._configure(**options)
+
+    def _configure(
         self,
         *,
         info: Mapping[str, Any] | None = None,
@@ -295,8 +300,12 @@ class Connection:
         # Each era's revisions and the newest of each (the revision is read on every
         # message), worked out once per distinct ``versions`` (see _VERSION_PLANS).
         self.versions: tuple[str, ...] = supported
-        (self._handshake_versions, self._stateless_versions,
-         self._newest_handshake, self._newest_stateless) = _version_plan(supported)
+        # (One attribute per statement: a compiled build declares attributes from them.)
+        plan = _version_plan(supported)
+        self._handshake_versions = plan[0]
+        self._stateless_versions = plan[1]
+        self._newest_handshake = plan[2]
+        self._newest_stateless = plan[3]
         self.request_timeout = request_timeout
         self.max_request_time = max_request_time
         self.progress_resets_timeout = progress_resets_timeout
@@ -814,7 +823,8 @@ class Connection:
         In the stateless era the core adds ``resultType``, ``serverInfo`` and, for
         discover/list/read, ``ttlMs``/``cacheScope`` from config when they are missing.
         """
-        if not isinstance(result, Mapping):
+        # (A dict first: the ABC check costs a Python-level call on every answer.)
+        if type(result) is not dict and not isinstance(result, Mapping):
             raise LocalProtocolError("a result must be a mapping (JSON object)")
         record = self._answerable(request_id)
         if record is None:
@@ -914,7 +924,7 @@ class Connection:
     def _check_send(
         self, inp: Input, method: str, kind: Kind, params: Mapping[str, Any] | None
     ) -> None:
-        if params is not None and not isinstance(params, Mapping):
+        if params is not None and type(params) is not dict and not isinstance(params, Mapping):
             raise LocalProtocolError("params must be a mapping (JSON object)")
         if self._state is State.CLOSED:
             raise LocalProtocolError("the connection is closed")
@@ -1748,6 +1758,7 @@ def _leaf_paths(tree: Mapping[str, Any], prefix: str = "") -> list[str]:
     return paths
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ClientConnection(Connection):
     """The client side of an MCP connection.
 
@@ -1756,10 +1767,10 @@ class ClientConnection(Connection):
     """
 
     __slots__ = ("probe_timeout",)
-    role = Role.CLIENT
+    role: ClassVar[Role] = Role.CLIENT
 
     def __init__(self, *, probe_timeout: float = DEFAULT_PROBE_TIMEOUT, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        self._configure(**kwargs)
         self.probe_timeout = probe_timeout
 
     def connect(self, *, now: float | None = None, era: Era | None = None) -> RequestId:
@@ -1840,6 +1851,7 @@ class ClientConnection(Connection):
         return self._send_initialize(now, timeout)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ServerConnection(Connection):
     """The server side of an MCP connection.
 
@@ -1866,7 +1878,7 @@ class ServerConnection(Connection):
     """
 
     __slots__ = ("request_state_ttl",)
-    role = Role.SERVER
+    role: ClassVar[Role] = Role.SERVER
 
     def __init__(
         self,
@@ -1879,7 +1891,7 @@ class ServerConnection(Connection):
         request_state_skew: float = DEFAULT_SKEW,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        self._configure(**kwargs)
         if isinstance(cache_ttl_ms, bool) or not isinstance(cache_ttl_ms, int) or (
             cache_ttl_ms < 0
         ):

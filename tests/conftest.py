@@ -96,6 +96,10 @@ MODULE_MARKERS: dict[str, tuple[str, str]] = {
                                     "each: ~4 min"),
     "test_interop.py": ("interop", "the official SDK over stdio"),
     "test_http_interop.py": ("interop", "the official SDK over Streamable HTTP"),
+    "test_call_cli.py": ("slow", "mcp-sansio call subprocesses, each spawning serve-example: "
+                                 "~45 s"),
+    "test_graceful_shutdown.py": ("slow", "SIGTERM under traffic and a few hundred SIGINTs "
+                                          "on each runtime: ~90 s"),
     "test_testing_kit.py": ("harness", "the kit's strategies and peer machine: ~40 s"),
 }
 #: Single tests (module, function name) that leave the quick run although their module stays.

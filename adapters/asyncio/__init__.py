@@ -37,7 +37,7 @@ from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 from mcp_sansio.app.server import Server
 
 from ..common import entry_points
-from ..common.entry_points import StdioClientCall, runs
+from ..common.entry_points import StdioClientCall, load_http, runs
 from ..common.stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     LineLogger,
@@ -213,24 +213,10 @@ def run_stdio(server: Server, **options: Any) -> None:
     sys.stderr.flush()
 
 
-# The HTTP server adapter lives in its own module (it builds on ServerSession above). It is
-# loaded on first use, so that a stdio process does not pay for importing h11 and
-# mcp_sansio.http at start-up (measured 15-48 ms of cold start).
-_HTTP_NAMES = ("HTTPService", "run_http", "serve_http", "start_http")
-_HTTP_CLIENT_NAMES = ("HTTPClientSession", "HTTPTransportError", "connect_http")
-
+# The HTTP names load on first use (common/entry_points.py, load_http).
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
     from .http_client import HTTPClientSession, HTTPTransportError, connect_http
     from .http_server import HTTPService, run_http, serve_http, start_http
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HTTP_NAMES:
-        from . import http_server as _http_asyncio
-
-        return getattr(_http_asyncio, name)
-    if name in _HTTP_CLIENT_NAMES:
-        from . import http_client as _http_client_asyncio
-
-        return getattr(_http_client_asyncio, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = load_http(__name__)

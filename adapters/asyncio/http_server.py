@@ -31,8 +31,10 @@ from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ..common.deciders import asyncio_decider
+from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ..common.http_server import new_http_server
+from ..common.listen_error import listening
 from ..stores.driver import SharedDriver
 from ..stores.keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
 from .runtime import AsyncioRuntime
@@ -264,8 +266,9 @@ class HTTPService(HTTPServiceBase[ServerSession]):
     # -- lifetime ----------------------------------------------------------------------------
 
     async def _listen(self, host: str, port: int, **options: Any) -> None:
-        self._listener = await self._loop.create_server(
-            lambda: _Socket(self), host, port, **options)
+        with listening(host, port):
+            self._listener = await self._loop.create_server(
+                lambda: _Socket(self), host, port, **options)
         sockname = self._listener.sockets[0].getsockname()
         self.address = (sockname[0], sockname[1])
 
@@ -385,12 +388,15 @@ async def serve_http(
 
 
 def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-    """``asyncio.run(serve_http(...))``, printing the server's URL on stdout once it
-    listens; returns on Ctrl-C."""
+    """Serve ``server`` over HTTP, printing its URL on stdout once it listens, until SIGTERM
+    or Ctrl-C; then stop gracefully and return: no new connections, the requests in flight
+    finish (at most ``shutdown_timeout`` seconds, 10 by default; a second signal stops
+    waiting), the rest is closed, a shared worker leaves cleanly (adapters/common/graceful.py).
+    Other options as for :func:`start_http`."""
 
     def ready(service: HTTPService) -> None:
         sys.stdout.write(f"{service.url}\n")
         sys.stdout.flush()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_http(server, host, port, on_ready=ready, **options))
+    serve_until_signal("asyncio", sys.modules[__name__], server, host, port, on_ready=ready,
+                       **options)

@@ -184,7 +184,7 @@ def challenge_of(error: BaseException) -> HTTPResponse | None:
     not an authorization challenge (then it is raised as it is)."""
     if not isinstance(error, HTTPTransportError) or error.status not in (401, 403):
         return None
-    response = HTTPResponse(error.status, error.headers, b"")
+    response = HTTPResponse(error.status, error.headers, getattr(error, "body", b""))
     if error.status == 403:
         # Only insufficient_scope is a challenge (step-up); any other 403 is a refusal the
         # flow cannot fix (2025-11-25 "Scope Challenge Handling", RFC 6750 §3.1). Read as

@@ -1,69 +1,26 @@
-"""The threading HTTP adapters: plain sockets and threads + the sans-IO HTTPServer and
-HTTPClient.
+"""The threads' HTTP server: plain sockets and threads + the sans-IO HTTPServer.
 
-Theory of operation: the server
--------------------------------
-The sans-IO HTTP server is one object for every connection, so it is used under one lock
-(:attr:`HTTPService.lock`, which is also the lock of every MCP session it serves). Around
-it:
+Theory of operation: the sans-IO HTTP server is one object for every connection, used under
+one lock (:attr:`HTTPService.lock`, also the lock of every MCP session it serves). Around
+it: an **accept thread** (``selectors`` on the listening socket and a wake-up socket) makes
+a :class:`~mcp_sansio.http.ServerChannel` per connection and starts its **reader thread**,
+which blocks in ``recv``, feeds the channel under the lock and runs the pump (drain
+:meth:`~mcp_sansio.http.HTTPServer.next_event` into each HTTP session's logic, then write
+:meth:`~mcp_sansio.http.HTTPServer.data_to_send`); a **timer thread** waits until
+:meth:`~mcp_sansio.http.HTTPServer.next_deadline`; a **reaper thread** ends lingering
+closes (``common/http_options.py``). Handlers run in one pool shared by every session; an
+``async def`` handler is first stepped once during the dispatch
+(:meth:`_HTTPRuntime._step_now`), so an answer or refusal it makes before suspending is
+ready while the request is processed.
 
-* an **accept thread** waits (``selectors``) on the listening socket and a wake-up socket,
-  makes a :class:`~mcp_sansio.http.ServerChannel` for each new connection and starts its
-  reader;
-* one **reader thread per TCP connection** blocks in ``recv``, feeds what it read to the
-  channel under the lock and runs the pump: drain
-  :meth:`~mcp_sansio.http.HTTPServer.next_event` (each ``(session, event)`` goes to the
-  session logic of that HTTP session, the same :class:`~mcp_sansio.app.server.Server`
-  routing as on stdio), then write :meth:`~mcp_sansio.http.HTTPServer.data_to_send`;
-* one **timer thread** waits on a condition of the lock until
-  :meth:`~mcp_sansio.http.HTTPServer.next_deadline` (a pump that brings it forward wakes
-  it) and runs :meth:`~mcp_sansio.http.HTTPServer.handle_timeout`;
-* one **reaper thread** ends lingering closes that last ``linger_time``: a connection the
-  server closes is half-closed once its output is written, its reader discards what the
-  client still sends until the client closes too (``adapters/common/http_options.py``), and the
-  reaper shuts it down if that takes too long;
-* request handlers run in one thread pool shared by every session, as in the stdio
-  adapter (plain ``def`` handlers cancelled cooperatively, ``async def`` handlers on a
-  private loop, cancelled for real). A handler that answers, logs or reports progress
-  takes the lock and runs the pump itself. An ``async def`` handler (in the handshake era,
-  one that takes no ``ctx``) is first stepped once during the dispatch (see
-  :meth:`_HTTPRuntime._step_now`: the thread runtime of an HTTP session's logic), so that
-  an answer or a refusal it makes before suspending is ready while the request is
-  processed.
-
-Writes go straight to the socket from whichever thread ran the pump (a reader, a handler,
-the timer): no hop to a writer thread. They never block, though: a write is one
-non-blocking ``send``; what the kernel does not take waits in the socket's own queue, and
-only then does a short-lived **flusher thread** for that socket wait for it to drain. The
-choice (rather than a blocking ``sendall`` with a timeout) keeps a peer that does not read
-from stalling the thread that happened to write to it -- which holds the server's lock, or
-serves another client -- while memory stays bounded:
-
-* a socket's queue beyond ``max_write_buffer`` bytes drops the connection;
-* a socket whose queue is above a high-water mark is not read from until it drains (the
-  peer's further requests wait in the kernel), as asyncio pauses reading;
-* requests are bounded by the HTTP server's ``max_body_size`` and ``max_header_size``, and
-  at most ``max_connections`` connections (so reader threads) exist at once: beyond it the
-  accept thread waits and new clients wait in the listen backlog.
-
-Closing the service stops accepting, shuts every socket down (which wakes its reader),
-cancels the running handlers and joins every thread it started.
-
-Theory of operation: the client
--------------------------------
-:data:`HTTPClientSession` is the plain blocking client (:class:`~.session.SyncClient`)
-holding the runtime-free HTTP link (``client.link``, an
-:class:`~mcp_sansio.app.http_client.HTTPClientLink`: the sans-IO
-:class:`~mcp_sansio.http.HTTPClient` and its pump) and :class:`ThreadSockets`
-(``client.sockets``), used under the session's lock. Each channel the HTTP client opens
-gets a socket whose own reader thread connects (then does the TLS handshake, for
-``https``) and reads until the connection ends, feeding
-:meth:`~mcp_sansio.app.http_client.HTTPClientLink.channel_data`. A thread that calls
-writes its request to the socket itself, the same non-blocking way as the server (a
-request waits only while its socket is still opening). One timer thread follows
-:meth:`~mcp_sansio.http.HTTPClient.next_deadline` (request timeouts, stream resumption).
-TLS runs over memory buffers (:class:`ssl.SSLObject`), so that the socket stays a plain
-one that several threads may use.
+Writes go straight to the socket from whichever thread ran the pump, one non-blocking
+``send`` each; what the kernel does not take waits in the socket's queue, drained by a
+short-lived **flusher thread** (:class:`_Writer`), so a peer that does not read never stalls
+the thread that holds the lock. Memory stays bounded: a queue beyond ``max_write_buffer``
+drops the connection, one above a high-water mark pauses reading, requests are bounded by
+``max_body_size``/``max_header_size``, and at most ``max_connections`` connections exist.
+Closing the service stops accepting, shuts every socket down, cancels the running handlers
+and joins every thread it started. The client is :mod:`.http_client`.
 """
 
 from __future__ import annotations
@@ -78,13 +35,12 @@ import logging
 import select
 import selectors
 import socket
-import ssl
 import sys
 import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
@@ -94,34 +50,24 @@ from mcp_sansio import (
     Request,
 )
 from mcp_sansio.app.context import Context, Job
-from mcp_sansio.app.http_client import HTTPClientLink, HTTPTransportError, attach_http
 from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
-from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
+from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
-from ..auth.session import SessionAuth
-from ..common import entry_points
 from ..common.async_session import _Resumed
-from ..common.authorized import run_blocking
 from ..common.deciders import thread_decider
-from ..common.entry_points import HTTPClientCall, runs
-from ..common.http_client import default_tls
+from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ..common.http_server import new_http_server
-from .runtime import ThreadRuntime
-from .session import SyncClient, SyncServerSession
+from ..common.listen_error import listening
+from .runtime import ThreadRuntime, loop_running_here, step_once
+from .session import SyncServerSession
 
 __all__ = [
-    "DEFAULT_CLOSE_TIMEOUT",
-    "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_WORKERS",
     "DEFAULT_MAX_WRITE_BUFFER",
-    "HTTPClientSession",
     "HTTPService",
-    "HTTPTransportError",
-    "ThreadSockets",
-    "connect_http",
     "run_http",
     "serve_http",
     "start_http",
@@ -159,20 +105,6 @@ _CANCELLED: Any = object()
 _MAX_STEPPERS = 4
 
 
-def _idle(loop: asyncio.AbstractEventLoop) -> bool:
-    """Whether a stepping loop surely holds no task, without ``asyncio.all_tasks`` (which
-    scans every task of the process, ~1.5 us, once per stateless-era request). A stepping
-    loop has never run (one that ran a handler is closed), so a task a handler created
-    during its step has not run either: its first step waits in the loop's ready queue.
-    Nothing ready or scheduled, and no task factory (an eager one could have run a task
-    to a wait already), means no task; anything else is left to ``all_tasks``. Loops
-    without these attributes of asyncio's own loops are never judged idle here."""
-    ready = getattr(loop, "_ready", None)
-    scheduled = getattr(loop, "_scheduled", None)
-    return (ready is not None and scheduled is not None and not ready and not scheduled
-            and loop.get_task_factory() is None)
-
-
 def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
     """Close a handler's loop, cancelling what the handler left running on it."""
     try:
@@ -199,6 +131,8 @@ class _HTTPRuntime(ThreadRuntime):
             return False
         if "ctx" in job.kwargs and self.session.conn.era is not Era.STATELESS:
             return False
+        if loop_running_here():  # a worker inside its handler's loop: to the pool
+            return False
         self._step_now(request, job, ctx)
         return True
 
@@ -222,15 +156,13 @@ class _HTTPRuntime(ThreadRuntime):
         service = self._service
         loop = service._steppers.pop() if service._steppers else asyncio.new_event_loop()
         context = contextvars.copy_context()
-        previous = asyncio._get_running_loop()
-        asyncio._set_running_loop(loop)
         try:
             coro = job.fn(*job.args, **job.kwargs)
-            first = context.run(coro.send, None)
-        except StopIteration as done:
-            service._stepped(loop)
-            self._done(request, job, ctx, done.value)
-            return
+            done, first = step_once(loop, coro, context)
+            if done:
+                service._stepped(loop)
+                self._done(request, job, ctx, first)
+                return
         except asyncio.CancelledError:
             service._stepped(loop)
             session._contexts.pop(request.request_id, None)
@@ -240,8 +172,6 @@ class _HTTPRuntime(ThreadRuntime):
             session._contexts.pop(request.request_id, None)
             session._job_ended(request, job, ctx, error=exc)
             return
-        finally:
-            asyncio._set_running_loop(previous)
         self.pool.submit(self._resume_stepped, request, job, ctx, loop,
                          loop.create_task(_Resumed(coro, first), context=context))
 
@@ -610,7 +540,7 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
     def _stepped(self, loop: asyncio.AbstractEventLoop) -> None:
         """(The lock held.) A handler stepped on ``loop`` ended without suspending: keep
         the loop for the next one, unless it left tasks behind (they run in the pool)."""
-        if not _idle(loop) and asyncio.all_tasks(loop):
+        if asyncio.all_tasks(loop):
             try:
                 self._pool.submit(_close_loop, loop)
             except RuntimeError:  # closing: the pool takes no more work
@@ -633,9 +563,10 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
     # -- threads -----------------------------------------------------------------------------
 
     def _listen(self, host: str, port: int, backlog: int) -> None:
-        family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                                    flags=socket.AI_PASSIVE)[0][0]
-        listener = socket.create_server((host, port), family=family, backlog=backlog)
+        with listening(host, port):
+            family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                        flags=socket.AI_PASSIVE)[0][0]
+            listener = socket.create_server((host, port), family=family, backlog=backlog)
         listener.setblocking(False)
         self._listener = listener
         sockname = listener.getsockname()
@@ -836,343 +767,15 @@ def serve_http(
 
 
 def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-    """:func:`serve_http`, printing the server's URL on stdout once it listens; returns on
-    Ctrl-C."""
+    """Serve ``server`` over HTTP, printing its URL on stdout once it listens, until SIGTERM
+    or Ctrl-C; then stop gracefully and return: no new connections, the requests in flight
+    finish (at most ``shutdown_timeout`` seconds, 10 by default; a second signal stops
+    waiting), the rest is closed, a shared worker leaves cleanly (adapters/common/graceful.py).
+    Other options as for :func:`start_http`."""
 
     def ready(service: HTTPService) -> None:
         sys.stdout.write(f"{service.url}\n")
         sys.stdout.flush()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        serve_http(server, host, port, on_ready=ready, **options)
-
-
-# -- the client ----------------------------------------------------------------------------------
-
-#: Seconds to wait for a TCP connection (and its TLS handshake) to open: 10 s, as on asyncio.
-DEFAULT_CONNECT_TIMEOUT = 10.0
-#: Seconds :meth:`~.session.SyncClient.close` of an HTTP client waits for the session's
-#: ``DELETE`` to be answered before dropping the sockets: 2 s (a courtesy: the server
-#: expires idle sessions anyway).
-DEFAULT_CLOSE_TIMEOUT = 2.0
-
-
-class _ClientSocket(_Writer):
-    """One channel's TCP connection: opened by its reader thread (connect, then the TLS
-    handshake for ``https``), which then reads until the connection ends. What the session
-    writes before it is open waits (one request: the HTTP client sends one exchange at a
-    time per channel).
-
-    TLS runs over memory buffers (:class:`ssl.SSLObject`): the socket itself carries only
-    ciphertext, written the same non-blocking way as plain bytes, and the TLS object is used
-    by one thread at a time (the writers and the reader) under its own lock."""
-
-    def __init__(self, sockets: ThreadSockets, channel: ClientChannel) -> None:
-        super().__init__(None, sockets.max_write_buffer)
-        self.sockets = sockets
-        self.link = sockets.link
-        self.channel = channel
-        self._ready = False
-        self._pending: list[bytes] = []
-        self._tls: ssl.SSLObject | None = None
-        self._tls_in = ssl.MemoryBIO()
-        self._tls_out = ssl.MemoryBIO()
-        self._tls_lock = threading.Lock()
-        self.reader = threading.Thread(target=self._run, name="mcp-sansio-http-client-reader",
-                                       daemon=True)
-
-    def write(self, data: bytes, close: bool) -> None:
-        """(The session's lock held.) Plain bytes from the HTTP client."""
-        with self._lock:
-            if not self._ready:
-                if close:  # dropped before it was open: nothing to say on it
-                    self._shutdown()
-                elif not self._dead:
-                    self._pending.append(data)
-                return
-        if data and not self._write_plain(data):
-            return
-        if close:
-            self.close_after_flush()
-
-    def _write_plain(self, data: bytes) -> bool:
-        if self._tls is None:
-            return self.send(data)
-        with self._tls_lock:
-            self._tls.write(data)
-            return self.send(self._tls_out.read())
-
-    def _run(self) -> None:
-        sockets, link, channel = self.sockets, self.link, self.channel
-        opened = False
-        try:
-            try:
-                sock = self._open()
-            except Exception as exc:  # refused, unreachable, timed out, TLS, a bad name
-                self.abort()
-                sockets.forget(self)
-                link.channel_failed(channel, exc)
-                return
-            opened = True
-            if not self._attach(sock):  # dropped while it was opening
-                sock.close()
-                sockets.forget(self)
-                return
-            with sockets.lock:  # what waited goes first, in order, before any later write
-                pending, self._pending = self._pending, []
-                for data in pending:
-                    self._write_plain(data)
-                with self._lock:
-                    self._ready = True
-            self._read(sock)
-        except Exception:  # pragma: no cover - a bug: log it, drop the connection
-            log.exception("the reader of an HTTP client connection failed")
-        finally:
-            self.abort()
-            sockets.forget(self)
-            if opened:
-                with sockets.lock:
-                    if not channel.closed or channel.exchange is not None:
-                        link.channel_lost(channel)
-            self._release()
-
-    def _open(self) -> socket.socket:
-        sockets = self.sockets
-        http = self.link.http
-        sock = socket.create_connection((http.host, http.port), timeout=sockets.connect_timeout)
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if sockets.ssl_context is not None:
-                tls = sockets.ssl_context.wrap_bio(self._tls_in, self._tls_out,
-                                                  server_hostname=http.host)
-                while True:
-                    try:
-                        tls.do_handshake()
-                        break
-                    except ssl.SSLWantReadError:
-                        sock.sendall(self._tls_out.read())
-                        data = sock.recv(_CHUNK)
-                        if not data:
-                            raise ConnectionError("closed during the TLS handshake") from None
-                        self._tls_in.write(data)
-                sock.sendall(self._tls_out.read())
-                self._tls = tls
-            sock.settimeout(None)
-        except BaseException:
-            sock.close()
-            raise
-        return sock
-
-    def _read(self, sock: socket.socket) -> None:
-        link, channel = self.link, self.channel
-        while True:
-            try:
-                data = sock.recv(_CHUNK)
-            except OSError:
-                return  # lost: the finally of _run says so
-            plain = data if self._tls is None else self._decrypt(data)
-            if plain or not data:
-                link.channel_data(channel, plain)
-            if not data:
-                return
-
-    def _decrypt(self, data: bytes) -> bytes:
-        tls = self._tls
-        assert tls is not None
-        out = bytearray()
-        with self._tls_lock:
-            if data:
-                self._tls_in.write(data)
-            else:
-                self._tls_in.write_eof()
-            while True:
-                try:
-                    chunk = tls.read(_CHUNK)
-                except (ssl.SSLWantReadError, ssl.SSLZeroReturnError, ssl.SSLEOFError):
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            reply = self._tls_out.read()  # e.g. a key update's answer
-            if reply:
-                self.send(reply)
-        return bytes(out)
-
-
-class ThreadSockets:
-    """A blocking HTTP client's TCP connections (``client.sockets``): one
-    :class:`_ClientSocket` per channel with its reader thread, opened by :meth:`send` (the
-    link's ``send``); the client's timer thread (the link's ``arm``: an HTTP client has no
-    stdio reader whose wait could keep its deadline); the lock that serializes OAuth flows;
-    the close, which joins every thread it started. Everything runs under the session's
-    lock (the :class:`~.runtime.ThreadRuntime`'s)."""
-
-    def __init__(self, client: SyncClient, link: HTTPClientLink, runtime: ThreadRuntime, *,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-                 max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
-                 ssl_context: Any = None) -> None:
-        self.client = client
-        self.link = link
-        self.runtime = runtime
-        self.lock = runtime.lock
-        #: The open sockets, by channel.
-        self.open: dict[ClientChannel, _ClientSocket] = {}
-        self._changed = threading.Condition(self.lock)
-        self._timer = threading.Condition(self.lock)
-        self._deadline: float | None = None
-        self._timer_at: float | None = None
-        self._stopping = False
-        self._timer_thread: threading.Thread | None = None
-        self._readers: set[threading.Thread] = set()
-        #: Seconds to wait for a TCP (and TLS) connection to open.
-        self.connect_timeout = connect_timeout
-        #: Unwritten output (bytes) a socket may hold before it is dropped.
-        self.max_write_buffer = max_write_buffer
-        #: TLS for ``https``: the system's trusted certificates unless told otherwise.
-        self.ssl_context: Any = (ssl_context if ssl_context is not None
-                                 else default_tls(link.http.scheme))
-        # Not the session's lock: the flow makes HTTP requests and waits for the user.
-        self._auth_lock = threading.Lock()
-        link.send = self.send
-        link.arm = self.arm
-
-    def authorized(self, auth: SessionAuth, send: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """``send()`` under the OAuth retry (:mod:`~mcp_sansio.adapters.common.authorized`)."""
-        return run_blocking(auth, send, self.authorize)
-
-    def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
-        """Run the OAuth flow (on the calling thread), one at a time."""
-        with self._auth_lock:
-            _authorize(auth, challenge, generation)
-
-    # -- the link's hooks (the session's lock is held) -------------------------------------
-
-    def arm(self, deadline: float | None) -> None:
-        with self.lock:
-            self._deadline = deadline
-            if deadline is not None and (self._timer_at is None or deadline < self._timer_at):
-                self._timer_at = deadline
-                self._timer.notify()
-
-    def send(self, channel: ClientChannel, data: bytes) -> None:
-        sock = self.open.get(channel)
-        if sock is None:
-            if channel.closed:
-                return  # never opened
-            sock = _ClientSocket(self, channel)
-            self.open[channel] = sock
-            self.link.connections_opened += 1
-            self._readers.add(sock.reader)
-            sock.reader.start()
-        sock.write(data, channel.closed)
-
-    def forget(self, sock: _ClientSocket) -> None:
-        with self.lock:
-            if self.open.get(sock.channel) is sock:
-                del self.open[sock.channel]
-                self._changed.notify_all()
-            self._readers.discard(sock.reader)
-
-    def _run_timer(self) -> None:
-        client = self.client
-        with self.lock:
-            while not self._stopping:
-                deadline = self._deadline
-                now = time.monotonic()
-                if deadline is not None and deadline <= now:
-                    self._deadline = self._timer_at = None
-                    client.on_timer()
-                    continue
-                self._timer_at = deadline
-                self._timer.wait(None if deadline is None else deadline - now)
-
-    def start(self) -> None:
-        """Start the timer thread."""
-        self._timer_thread = threading.Thread(target=self._run_timer, daemon=True,
-                                              name="mcp-sansio-http-client-timer")
-        self._timer_thread.start()
-
-    # -- lifetime ----------------------------------------------------------------------------
-
-    def close(self, timeout: float | None) -> None:
-        """End the session: ``DELETE`` it (handshake era, waiting at most ``timeout``
-        seconds for the answer; None: :data:`DEFAULT_CLOSE_TIMEOUT`), close every socket,
-        abort what is still pending, and join the threads the client started."""
-        self.link.begin_close()
-        deadline = time.monotonic() + (DEFAULT_CLOSE_TIMEOUT if timeout is None else timeout)
-        with self.lock:
-            while self.open and (left := deadline - time.monotonic()) > 0:
-                self._changed.wait(left)
-            sockets = list(self.open.values())
-            readers = list(self._readers)
-            self._stopping = True
-            self._timer.notify_all()
-        for sock in sockets:
-            sock.abort()
-        for reader in readers:
-            if reader is not threading.current_thread():
-                reader.join()
-        if self._timer_thread is not None and self._timer_thread is not threading.current_thread():
-            self._timer_thread.join()
-        self.runtime.stop_workers()
-
-
-#: A blocking MCP client over HTTP: the threading client (the methods of the stdio
-#: :class:`~mcp_sansio.adapters.threading.Client`, see :class:`~.session.SyncClient`)
-#: holding an HTTP link and :class:`ThreadSockets`. Made by :func:`connect_http`. One reader
-#: thread per TCP connection feeds the sans-IO HTTP client under the session's lock; a
-#: thread that calls writes its request to the socket itself; one timer thread follows
-#: :meth:`~mcp_sansio.http.HTTPClient.next_deadline`. Cancelling a call (a
-#: :class:`~mcp_sansio.adapters.threading.CancelToken`) cancels the request (handshake
-#: era: ``notifications/cancelled``; stateless era: its stream is closed).
-HTTPClientSession = SyncClient
-
-
-def http_client(url: str, *, headers: Iterable[tuple[str, str]] | Mapping[str, str] | None,
-                http_options: Mapping[str, Any] | None,
-                **options: Any) -> tuple[SyncClient, ThreadSockets]:
-    """A new, unconnected blocking HTTP client of ``url`` and its sockets object
-    (``options``: the callbacks and connection options of
-    :meth:`~mcp_sansio.app.session.ClientLogic._create`)."""
-    client = SyncClient._create(**options)
-    link, own = attach_http(client, url, headers=headers, http_options=http_options)
-    sockets = client.sockets = ThreadSockets(client, link, client.runtime, **own)
-    return client, sockets
-
-
-def _authorize(auth: SessionAuth, challenge: Any, generation: int) -> None:
-    """Run the OAuth flow on this thread (unless it ran since ``generation``: another call
-    already did)."""
-    if auth.generation == generation:
-        auth.run_sync(challenge)
-
-
-@runs(entry_points.connect_http, "On threads the OAuth flow's user step must be a plain "
-      "function; on exit every thread of the client is joined too.")
-@contextlib.contextmanager
-def connect_http(call: HTTPClientCall) -> Iterator[SyncClient]:
-    session_auth = SessionAuth(call.auth, call.url) if call.auth is not None else None
-
-    def attempt() -> SyncClient:
-        client, sockets = http_client(call.url, headers=call.headers,
-                                      http_options=call.http_options, **call.client)
-        if session_auth is not None:
-            client.auth = session_auth
-            session_auth.install(sockets.link.http)
-        sockets.start()
-        if call.connect:
-            try:
-                client.connect(era=call.era)
-            except BaseException:
-                client.close()
-                raise
-        return client
-
-    if session_auth is None or not call.connect:
-        client = attempt()
-    else:  # a refused connect is tried again on a new connection, once authorized
-        client = run_blocking(session_auth, attempt, _authorize)
-    try:
-        yield client
-    finally:
-        client.close()
+    serve_until_signal("threading", sys.modules[__name__], server, host, port, on_ready=ready,
+                       **options)

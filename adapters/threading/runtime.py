@@ -79,6 +79,31 @@ _CHUNK = 1 << 16
 DEFAULT_MAX_WORKERS = 32
 
 
+def loop_running_here() -> bool:
+    """Whether an event loop runs on this thread (then no other loop can step a handler
+    here: a worker inside its own handler's loop hands the job to the pool instead)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def step_once(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any],
+              context: contextvars.Context) -> tuple[bool, Any]:
+    """Step ``coro`` once in ``context`` with ``loop`` running on this thread, as a task's
+    first step would be (so the handler finds its loop): ``(True, its value)`` if it ended,
+    else ``(False, what it yielded)``, for a task to go on with (:class:`_Resumed`). What
+    the step raised is raised. The loop runs for this step only (``run_until_complete``)."""
+
+    async def first_step() -> tuple[bool, Any]:
+        try:
+            return False, context.run(coro.send, None)
+        except StopIteration as done:
+            return True, done.value
+    return loop.run_until_complete(first_step())
+
+
 class _SteppedServer(Protocol):
     """What the eager step asks of the blocking server session it serves (a Protocol: that
     class is in ``.threading.session``, which imports this module)."""
@@ -334,7 +359,7 @@ class ThreadRuntime:
         """Whether the job was taken to be stepped on the reader (False: to the pool)."""
         session = self.session
         if not self.eager or not session._servicing or not inspect.iscoroutinefunction(
-                job.fn):
+                job.fn) or loop_running_here():
             return False
         if "ctx" in job.kwargs and session.conn.era is not Era.STATELESS:
             return False  # its ask would block the reader until the client answers
@@ -353,14 +378,9 @@ class ThreadRuntime:
             loop = self._step_loop = asyncio.new_event_loop()
         coro = self._handle(request, job, ctx)
         context = contextvars.copy_context()  # as a task would run it
-        previous = asyncio._get_running_loop()  # a worker may be inside its own loop
-        asyncio._set_running_loop(loop)
-        try:
-            first = context.run(coro.send, None)
-        except StopIteration:
+        done, first = step_once(loop, coro, context)
+        if done:
             return  # answered (or failed) without suspending
-        finally:
-            asyncio._set_running_loop(previous)
         self._step_loop = None  # the suspended handler keeps this loop
         self.pool.submit(self._resume, request, loop, coro, first, context, ctx)
 

@@ -51,7 +51,7 @@ from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener
 from ..common.async_session import AUTHORIZED_NOTE, AsyncContext, _Resumed
 from ..common.plans import blocking
 from ..common.stdio import DEFAULT_SHUTDOWN_TIMEOUT
-from .runtime import DEFAULT_MAX_WORKERS, CancelToken, ThreadChild, ThreadRuntime
+from .runtime import DEFAULT_MAX_WORKERS, CancelToken, ThreadChild, ThreadRuntime, step_once
 
 if TYPE_CHECKING:
     import asyncio
@@ -485,16 +485,12 @@ class SyncServerSession(ServerLogic):
         if loop is None:  # one private loop per worker thread, kept for its next handlers
             loop = _worker.loop = asyncio.new_event_loop()
         # Step it once as the loop would (its loop running, in a copy of the context): one
-        # that returns without suspending needs no task and no turn of the loop.
+        # that returns without suspending needs no task of its own.
         coro = job.fn(*job.args, **job.kwargs)
         context = contextvars.copy_context()
-        asyncio._set_running_loop(loop)
-        try:
-            first = context.run(coro.send, None)
-        except StopIteration as done:
-            return done.value
-        finally:
-            asyncio._set_running_loop(None)
+        done, first = step_once(loop, coro, context)
+        if done:
+            return first
         task = loop.create_task(_Resumed(coro, first), context=context)
 
         def cancel() -> None:

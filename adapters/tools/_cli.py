@@ -246,8 +246,18 @@ def _serve(runtime: str, http: tuple[str, int, dict[str, Any]] | None) -> None:
             sys.stdout.write(f"{service.url}\n")  # the URL, for whoever started us
             sys.stdout.flush()
 
-        serve = functools.partial(adapter.serve_http, server, host, port, on_ready=ready,
-                                  **options)
+        # Stopped by SIGTERM (exit 0) or Ctrl-C (130), gracefully (adapters/common/graceful.py).
+        import signal
+
+        from ..common.graceful import serve_until_signal
+
+        try:
+            if serve_until_signal(runtime, adapter, server, host, port, on_ready=ready,
+                                  **options) == signal.SIGINT:
+                raise KeyboardInterrupt
+            return
+        finally:
+            sys.stderr.flush()
     try:
         if runtime == "asyncio":
             import asyncio
@@ -547,7 +557,7 @@ def _login_needed(client: Any, exc: BaseException) -> Any:
     return challenge
 
 
-def _login(store: bool, token_file: str | None) -> Any:
+def _login(store: bool, token_file: str | None, prog: str = "mcp-sansio probe") -> Any:
     """The probe's :class:`~.session.OAuth`: the loopback redirect (RFC 8252 §7.3),
     the URL opened in the browser and printed on stderr, tokens in a file unless not
     stored."""
@@ -557,7 +567,7 @@ def _login(store: bool, token_file: str | None) -> Any:
     from ..auth import FileStorage, LoopbackListener, MemoryStorage, OAuth, default_token_path
 
     def open_browser(url: str) -> None:
-        sys.stderr.write(f"mcp-sansio probe: the server asks you to log in; open this URL if "
+        sys.stderr.write(f"{prog}: the server asks you to log in; open this URL if "
                          f"no browser opens:\n  {url}\n")
         sys.stderr.flush()
         # In a thread: a browser command may wait for the page, which waits for us.
@@ -677,7 +687,11 @@ def explain_http_failure(exc: HTTPTransportError) -> str:
             except ValueError:
                 phrase = "an unknown status"
             meaning = f"server error ({phrase})" if exc.status >= 500 else phrase
-        return f"HTTP {exc.status} from {url}: {meaning}"
+        from mcp_sansio.http._refusal import explain
+
+        said = explain(exc.headers, exc.body).summary()
+        return f"HTTP {exc.status} from {url}: {meaning}" + (
+            f"; the server said: {said}" if said else "")
     return f"{url}: {exc.detail}"
 
 

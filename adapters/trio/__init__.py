@@ -43,7 +43,7 @@ from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 from mcp_sansio.app.server import Server
 
 from ..common import entry_points
-from ..common.entry_points import StdioClientCall, runs
+from ..common.entry_points import StdioClientCall, load_http, runs
 from ..common.stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     LineLogger,
@@ -204,27 +204,12 @@ def run_stdio(server: Server, **options: Any) -> None:
             raise
 
 
-# The HTTP adapters live in their own module (they build on ServerSession above). They are
-# loaded on first use, so that a stdio process does not pay for importing h11 and
-# mcp_sansio.http at start-up (as in the asyncio adapter).
-_HTTP_NAMES = ("HTTPClientSession", "HTTPService", "HTTPTransportError", "connect_http",
-               "run_http", "serve_http", "start_http")
-
+# The HTTP names load on first use (common/entry_points.py, load_http).
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
-    from .http_server import (
-        HTTPClientSession,
-        HTTPService,
-        HTTPTransportError,
-        connect_http,
-        run_http,
-        serve_http,
-        start_http,
-    )
+    from mcp_sansio.app.http_client import HTTPTransportError
+
+    from .http_client import HTTPClientSession, connect_http
+    from .http_server import HTTPService, run_http, serve_http, start_http
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HTTP_NAMES:
-        from . import http_server as _http_trio
-
-        return getattr(_http_trio, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = load_http(__name__)

@@ -1,51 +1,24 @@
-"""The trio HTTP adapters: trio's sockets + :class:`mcp_sansio.http.HTTPServer` and
-:class:`mcp_sansio.http.HTTPClient`.
+"""The trio HTTP server: trio's sockets + :class:`mcp_sansio.http.HTTPServer`.
 
-The server
-----------
-One :class:`~mcp_sansio.http.HTTPServer` serves every connection. Each accepted TCP
-connection has a reader task and a sender task. The reader feeds what it reads to the
-connection's :class:`~mcp_sansio.http.ServerChannel` and then *drains*, in its own task: it
-takes :meth:`~mcp_sansio.http.HTTPServer.next_event` until there is nothing left, hands
-every ``(session, event)`` pair to the session logic of that HTTP session (the same
-:class:`~mcp_sansio.app.server.Server` routing as on stdio) and writes
+Theory of operation: one :class:`~mcp_sansio.http.HTTPServer` serves every connection.
+Each accepted TCP connection has a reader task and a sender task. The reader feeds what it
+reads to the connection's :class:`~mcp_sansio.http.ServerChannel` and then *drains*, in its
+own task: it takes :meth:`~mcp_sansio.http.HTTPServer.next_event` until there is nothing
+left, hands every ``(session, event)`` pair to that HTTP session's logic and writes
 :meth:`~mcp_sansio.http.HTTPServer.data_to_send` -- straight to a socket that has room,
 else to its sender task's queue. One drain runs at a time: a task that wants one while
 another is under way marks the work (the running drain goes round once more) and, if it is
-a reader, waits until it is done, so a reader reads on only once what it read is dispatched.
-What a handler sends later is drained at once in the handler's task. The *pump* task is
-left with the one timer: it waits in a cancel scope whose deadline is
-:meth:`~mcp_sansio.http.HTTPServer.next_deadline`, and takes over a drain that could not
-wait (below). A request handler runs in a task of its own, in a cancel scope that a
-cancellation (``notifications/cancelled``, or a stateless-era stream the client closed)
-cancels.
-
-trio cannot step a coroutine outside its task (its first step would run in the draining
-task and park *that* task), so a handler always gets a task; a drain lets the handlers it
-just started take their first step before it goes on. A handler that answers (or refuses)
-before it first suspends is therefore answered while the HTTP server still processes the
-request -- a plain JSON response, a stateless-era refusal as HTTP 400 -- exactly as on
-asyncio, where the handler is stepped inline. (A drain run from synchronous code, which
-cannot wait, hands over to the pump task when it starts a handler.)
+a reader, waits until it is done. The *pump* task keeps the one timer (a cancel scope whose
+deadline is :meth:`~mcp_sansio.http.HTTPServer.next_deadline`) and takes over a drain that
+could not wait. A handler runs in a task of its own, in a cancel scope that a cancellation
+cancels; trio cannot step a coroutine outside its task, so a drain lets the handlers it
+just started take their first step before it goes on -- a handler that answers before it
+first suspends is answered while the request is still processed, as on asyncio.
 
 Buffers are bounded: requests by the HTTP server's ``max_body_size`` and
 ``max_header_size``; output by a per-socket queue: a socket with more than
-:data:`_HIGH_WATER` bytes unsent stops being read from (a client that does not read is not
-served more), and one whose unsent output passes ``max_write_buffer`` is dropped.
-
-The client
-----------
-:data:`HTTPClientSession` is the plain trio client (:class:`~.async_session.AsyncClient`) holding
-the runtime-free HTTP link (``client.link``, an
-:class:`~mcp_sansio.app.http_client.HTTPClientLink`) and :class:`TrioSockets`
-(``client.sockets``: the sockets' tasks, the timer task, the close): the pump runs in
-whichever task has something for it (a caller sending a request, a socket's task that read
-bytes, the timer task), as on stdio. Each :class:`~mcp_sansio.http.ClientChannel` the HTTP
-client opens gets one task: it connects (TLS for ``https``), then reads into the channel;
-the pump writes straight to the socket when it has room, and a writer task sends what did
-not fit; the socket is closed when the channel says so. One timer task waits in a cancel
-scope whose deadline is :meth:`~mcp_sansio.http.HTTPClient.next_deadline` (request timeouts
-and stream resumptions alike).
+:data:`_HIGH_WATER` bytes unsent stops being read from, and one whose unsent output passes
+``max_write_buffer`` is dropped. The client is :mod:`.http_client`.
 """
 
 from __future__ import annotations
@@ -58,7 +31,7 @@ import os
 import sys
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
 import trio
@@ -68,32 +41,21 @@ from mcp_sansio import (
     KeyRing,
     RequestId,
 )
-from mcp_sansio.app.http_client import HTTPClientLink, HTTPTransportError, attach_http
 from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
-from mcp_sansio.http import ClientChannel, HTTPServer, ServerChannel, Session
+from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
-from ..auth.session import SessionAuth
-from ..common import entry_points
-from ..common.async_session import AsyncClient
-from ..common.authorized import ATTEMPT, Authorize, advance, authorized, run_async
 from ..common.deciders import trio_decider
-from ..common.entry_points import HTTPClientCall, runs
-from ..common.http_client import default_tls
+from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from ..common.http_server import new_http_server
+from ..common.listen_error import listening
 from .runtime import TrioRuntime
 from .session import ServerSession, _one_error
 
 __all__ = [
-    "DEFAULT_CLOSE_TIMEOUT",
-    "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_MAX_WRITE_BUFFER",
-    "HTTPClientSession",
     "HTTPService",
-    "TrioSockets",
-    "HTTPTransportError",
-    "connect_http",
     "run_http",
     "serve_http",
     "start_http",
@@ -104,13 +66,6 @@ log = logging.getLogger("mcp_sansio.adapters.http")
 #: Unsent output (bytes) a socket may hold before its connection is dropped: 16 MiB, as on
 #: asyncio -- far above any one answer or request; a peer that does not read is stuck.
 DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
-#: Seconds the client waits for a TCP (and TLS) connection to open: 10 s, as on asyncio. A
-#: server that is up answers in milliseconds; beyond this the exchange fails rather than wait
-#: for the system's own timeout (minutes, for an address that drops packets).
-DEFAULT_CONNECT_TIMEOUT = 10.0
-#: Seconds :meth:`HTTPClientSession.aclose` waits for the session's ``DELETE`` to be answered
-#: before dropping the sockets: 2 s (a courtesy: the server expires idle sessions anyway).
-DEFAULT_CLOSE_TIMEOUT = 2.0
 #: Unsent output above which a socket is not read from until it drains: 256 KiB (asyncio's
 #: write-buffer high-water mark in the asyncio adapter).
 _HIGH_WATER = 256 * 1024
@@ -552,7 +507,8 @@ async def start_http(
     service = HTTPService(server, http, max_write_buffer=max_write_buffer)
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
     http.on_decision_needed = trio_decider(service)  # parked exchanges (common.deciders)
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    with listening(host, port):
+        listeners = await trio.open_tcp_listeners(port, host=host)
     sockname = listeners[0].socket.getsockname()
     service.address = (sockname[0], sockname[1])
     async with _one_error(), trio.open_nursery() as nursery:
@@ -580,301 +536,15 @@ async def serve_http(
 
 
 def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-    """``trio.run(serve_http, ...)``, printing the server's URL on stdout once it listens;
-    returns on Ctrl-C."""
+    """Serve ``server`` over HTTP, printing its URL on stdout once it listens, until SIGTERM
+    or Ctrl-C; then stop gracefully and return: no new connections, the requests in flight
+    finish (at most ``shutdown_timeout`` seconds, 10 by default; a second signal stops
+    waiting), the rest is closed, a shared worker leaves cleanly (adapters/common/graceful.py).
+    Other options as for :func:`start_http`."""
 
     def ready(service: HTTPService) -> None:
         sys.stdout.write(f"{service.url}\n")
         sys.stdout.flush()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        trio.run(functools.partial(serve_http, server, host, port, on_ready=ready, **options))
-
-
-# -- the client ----------------------------------------------------------------------------------
-
-
-class _ClientSocket:
-    """One channel's TCP connection: opened by its task on the first bytes for it."""
-
-    __slots__ = ("channel", "closing", "fd", "out", "queued", "ready", "scope", "sending",
-                 "stream")
-
-    def __init__(self, channel: ClientChannel) -> None:
-        self.channel = channel
-        self.stream: trio.abc.Stream | None = None
-        #: The descriptor of an open plain-TCP socket, for writes straight from the pump.
-        self.fd: int | None = None
-        self.out = bytearray()  # before the socket is open: one request
-        self.sending = False  # the writer task is in send_all
-        self.queued = 0
-        self.closing = False
-        self.ready = trio.lowlevel.ParkingLot()
-        self.scope = trio.CancelScope()
-
-
-class TrioSockets:
-    """An HTTP client's TCP connections on trio (``client.sockets``): one task per channel
-    (:meth:`_run_socket`), opened by :meth:`send` (the link's ``send``); the timer task;
-    the lock that serializes OAuth flows; the close."""
-
-    def __init__(self, client: AsyncClient, link: HTTPClientLink, runtime: TrioRuntime, *,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-                 max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
-                 ssl_context: Any = None) -> None:
-        self.client = client
-        self.link = link
-        self.runtime = runtime
-        #: The open sockets, by channel.
-        self.open: dict[ClientChannel, _ClientSocket] = {}
-        #: Unparked whenever a socket is gone (the close waits on it).
-        self.changed = trio.lowlevel.ParkingLot()
-        #: Seconds to wait for a TCP (and TLS) connection to open.
-        self.connect_timeout = connect_timeout
-        #: Unwritten output (bytes) a socket may hold before it is dropped.
-        self.max_write_buffer = max_write_buffer
-        #: TLS for ``https``: the system's trusted certificates unless told otherwise.
-        self.ssl_context: Any = (ssl_context if ssl_context is not None
-                                 else default_tls(link.http.scheme))
-        self._auth_lock = trio.Lock()
-        link.send = self.send
-
-    async def authorized(self, auth: SessionAuth,
-                         send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        """``send()`` under the OAuth retry (:mod:`~mcp_sansio.adapters.common.authorized`)."""
-        return await run_async(auth, send, self.authorize)
-
-    async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
-        """Run the OAuth flow (its blocking parts in worker threads), one at a time."""
-        async with self._auth_lock:
-            await _authorize(auth, challenge, generation)
-
-    # -- the pump's output -------------------------------------------------------------------
-
-    def send(self, channel: ClientChannel, data: bytes) -> None:
-        sock = self.open.get(channel)
-        if sock is None:
-            if channel.closed:
-                return  # never opened
-            nursery = self.runtime.nursery
-            assert nursery is not None
-            sock = _ClientSocket(channel)
-            self.open[channel] = sock
-            self.link.connections_opened += 1
-            nursery.start_soon(self._run_socket, sock)
-        if data and sock.fd is not None and not sock.out and not sock.sending:
-            # Fast path, as on the server: the socket has room (it nearly always does).
-            try:
-                written = os.write(sock.fd, data)
-            except BlockingIOError:
-                written = 0
-            except OSError as exc:  # broken: its task reports the loss
-                log.debug("HTTP connection lost while writing: %r", exc)
-                sock.fd = None
-                sock.scope.cancel()
-                return
-            data = data[written:]
-        if data:
-            sock.out += data
-            sock.queued += len(data)
-        if channel.closed:
-            sock.closing = True
-            if sock.stream is None:
-                sock.scope.cancel()  # dropped before it was open: nothing to say on it
-        elif sock.queued > self.max_write_buffer:
-            log.info("dropping an HTTP connection: %d bytes unread by the server", sock.queued)
-            sock.scope.cancel()
-        sock.ready.unpark_all()
-
-    # -- one task per socket -----------------------------------------------------------------
-
-    async def _open(self, sock: _ClientSocket) -> trio.abc.Stream | None:
-        http = self.link.http
-        try:
-            with trio.fail_after(self.connect_timeout):
-                stream: trio.abc.Stream = await trio.open_tcp_stream(http.host, http.port)
-                if self.ssl_context is not None:
-                    stream = trio.SSLStream(stream, self.ssl_context, server_hostname=http.host,
-                                            https_compatible=True)
-                    await stream.do_handshake()
-        except trio.TooSlowError:
-            self.link.channel_failed(sock.channel, TimeoutError(
-                f"no connection within {self.connect_timeout:g} s"))
-            return None
-        except Exception as exc:  # refused, unreachable, TLS refused, a name not found...
-            # ...or anything else: a socket that cannot be opened is always reported.
-            cause = exc.__cause__ if isinstance(exc, trio.BrokenResourceError) else None
-            self.link.channel_failed(sock.channel, cause or exc)
-            return None
-        return stream
-
-    async def _run_socket(self, sock: _ClientSocket) -> None:
-        channel = sock.channel
-        opened = False
-        try:
-            with sock.scope:
-                stream = await self._open(sock)
-                if stream is None:
-                    return
-                opened = True
-                sock.stream = stream
-                if _DIRECT_WRITES and isinstance(stream, trio.SocketStream):
-                    sock.fd = stream.socket.fileno()
-                try:
-                    async with trio.open_nursery() as nursery:
-                        nursery.start_soon(self._socket_writer, sock, nursery.cancel_scope)
-                        await self._socket_reader(sock)
-                        nursery.cancel_scope.cancel()
-                finally:
-                    sock.fd = None  # never written again: the descriptor may be reused
-                    await trio.aclose_forcefully(stream)
-        finally:
-            if self.open.get(channel) is sock:
-                del self.open[channel]
-            self.changed.unpark_all()
-            if opened or not channel.closed:
-                # channel_lost does nothing for a channel that ended cleanly
-                self.link.channel_lost(channel)
-
-    async def _socket_reader(self, sock: _ClientSocket) -> None:
-        stream = sock.stream
-        assert stream is not None
-        channel = sock.channel
-        while True:
-            try:
-                data = await stream.receive_some(_CHUNK)
-            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                log.debug("HTTP connection lost: %r", exc)
-                return
-            self.link.channel_data(channel, bytes(data))
-            if not data:
-                return  # the server is done with it: close our side too
-
-    async def _socket_writer(self, sock: _ClientSocket, scope: trio.CancelScope) -> None:
-        stream = sock.stream
-        assert stream is not None
-        try:
-            while True:
-                while not sock.out:
-                    if sock.closing:
-                        return
-                    await sock.ready.park()
-                data, sock.out = sock.out, bytearray()
-                sock.sending = True
-                await stream.send_all(data)
-                sock.sending = False
-                sock.queued -= len(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            log.debug("HTTP connection lost while writing: %r", exc)
-        finally:
-            sock.fd = None
-            scope.cancel()  # the socket is over: stop reading too
-
-    # -- the timer ---------------------------------------------------------------------------
-
-    async def timer(self) -> None:
-        """The client's one timer: wait for the runtime's deadline, then run the client's
-        ``on_timer`` (looked up on the client at each firing)."""
-        runtime = self.runtime
-        while True:
-            with trio.CancelScope(deadline=runtime.deadline) as scope:
-                runtime.scope = scope
-                await trio.sleep_forever()
-            runtime.scope = None
-            runtime.deadline = math.inf  # passed: on_timer arms the next one (_arm is lazy)
-            self.client.on_timer()
-
-    # -- lifetime ----------------------------------------------------------------------------
-
-    async def aclose(self, timeout: float | None) -> None:
-        """End the session: ``DELETE`` it (handshake era, waiting at most ``timeout``
-        seconds for the answer; None: :data:`DEFAULT_CLOSE_TIMEOUT`), close every socket,
-        abort what is still pending."""
-        self.link.begin_close()
-        with trio.move_on_after(DEFAULT_CLOSE_TIMEOUT if timeout is None else timeout):
-            while self.open:
-                await self.changed.park()
-        for sock in list(self.open.values()):
-            sock.scope.cancel()
-        self.runtime.stop_tasks()
-
-
-#: An MCP client over HTTP on trio: the trio client (the methods of the stdio
-#: :class:`~mcp_sansio.adapters.trio.Client`, see :class:`~.async_session.AsyncClient`) holding an
-#: HTTP link and :class:`TrioSockets`. Made by :func:`connect_http`. A call whose cancel
-#: scope is cancelled cancels the request (handshake era: ``notifications/cancelled``;
-#: stateless era: its stream is closed).
-HTTPClientSession = AsyncClient
-
-
-def http_client(url: str, *, headers: Iterable[tuple[str, str]] | Mapping[str, str] | None,
-                http_options: Mapping[str, Any] | None,
-                **options: Any) -> tuple[AsyncClient, TrioSockets]:
-    """A new, unconnected trio HTTP client of ``url`` and its sockets object (``options``:
-    the callbacks and connection options of
-    :meth:`~mcp_sansio.app.session.ClientLogic._create`)."""
-    client = AsyncClient._create(**options)
-    runtime = client.runtime = TrioRuntime(client)
-    link, own = attach_http(client, url, headers=headers, http_options=http_options)
-    sockets = client.sockets = TrioSockets(client, link, runtime, **own)
-    return client, sockets
-
-
-@runs(entry_points.connect_http, "On trio the OAuth flow's HTTP requests and a plain user "
-      "step run in worker threads.")
-@contextlib.asynccontextmanager
-async def connect_http(call: HTTPClientCall) -> AsyncIterator[AsyncClient]:
-    # The OAuth retry's plan (common/authorized.py), run here: each attempt's client lives
-    # in a nursery of its own, which the authorizing between two attempts is outside of.
-    session_auth = SessionAuth(call.auth, call.url) if call.auth is not None else None
-    plan = authorized(session_auth) if session_auth is not None and call.connect else None
-    error: Exception | None = None
-    while True:
-        step: Any = ATTEMPT
-        if plan is not None:
-            _, step = advance(plan, None, error)
-        if isinstance(step, Authorize):
-            assert session_auth is not None
-            await _authorize(session_auth, step.challenge, step.generation)
-            error = None
-            continue
-        client, sockets = http_client(call.url, headers=call.headers,
-                                      http_options=call.http_options, **call.client)
-        if session_auth is not None:
-            client.auth = session_auth
-            session_auth.install(sockets.link.http)
-        error = None
-        async with _one_error(), trio.open_nursery() as nursery:
-            sockets.runtime.nursery = nursery
-            nursery.start_soon(sockets.timer)
-            try:
-                if call.connect:
-                    try:
-                        await client.connect(era=call.era)
-                    except HTTPTransportError as exc:
-                        if plan is None:
-                            raise
-                        error = exc  # the plan's to judge, once this client is closed
-                if error is None:
-                    if plan is not None:
-                        advance(plan, None, None)  # connected: the plan ends
-                    yield client
-            finally:
-                with trio.CancelScope(shield=True):
-                    await client.aclose()
-                nursery.cancel_scope.cancel()
-        if error is None:
-            return
-
-
-async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    # Blocking auth steps (the flow's requests, a plain user step) in a worker thread; each
-    # is bounded by its own timeout, and a cancelled caller does not wait for it.
-    return await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
-
-
-async def _authorize(auth: SessionAuth, challenge: Any, generation: int) -> None:
-    """Run the OAuth flow, its blocking parts in worker threads (unless it ran since
-    ``generation``: another call already did)."""
-    if auth.generation == generation:
-        await auth.run_async(challenge, _in_thread, native_fetch=False)
+    serve_until_signal("trio", sys.modules[__name__], server, host, port, on_ready=ready,
+                       **options)

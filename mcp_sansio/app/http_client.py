@@ -80,6 +80,7 @@ from typing import Any
 
 from mcp_sansio import Event
 from mcp_sansio.http import ClientChannel, HTTPClient, SessionRenewed, TransportFailed
+from mcp_sansio.http._refusal import explain
 
 from .errors import ConnectionClosedError, secret_prefix
 from .session import ClientLogic
@@ -101,9 +102,10 @@ class HTTPTransportError(ConnectionClosedError):
 
     def __init__(self, method: str, detail: str, status: int | None, url: str | None = None,
                  cause: BaseException | None = None,
-                 headers: tuple[tuple[str, str], ...] = ()) -> None:
+                 headers: tuple[tuple[str, str], ...] = (), body: bytes = b"") -> None:
         super().__init__(f"{method}: HTTP transport failure: {detail}"
                          + (f" ({url})" if url else ""))
+        why = explain(headers, body)
         self.method = method
         self.detail = detail
         #: The HTTP status, when there was one.
@@ -116,6 +118,17 @@ class HTTPTransportError(ConnectionClosedError):
         #: The refusing response's headers (lower-case names; empty without a status): a
         #: 401/403's ``WWW-Authenticate`` challenge is there.
         self.headers = headers
+        #: The refusing response's body (bounded; empty without a status).
+        self.body = body
+        #: The ``WWW-Authenticate`` challenge's ``error`` (``invalid_token``,
+        #: ``insufficient_scope``; RFC 6750 §3.1), or an OAuth error body's, else None.
+        self.error = why.error
+        #: The challenge's (or OAuth error body's) ``error_description``, else None.
+        self.error_description = why.error_description
+        #: The JSON-RPC error the body carried, as ``(code, message)``, else None.
+        self.rpc_error = why.rpc_error
+        #: The body as printable text (bounded) when it was neither of those, else None.
+        self.body_text = why.text
 
     def header(self, name: str) -> str | None:
         """The first value of the response header ``name`` (any case), or None."""
@@ -249,7 +262,8 @@ class HTTPClientLink:
             detail = (f"cannot connect to {self.http.host}:{self.http.port}: "
                       f"{self._connect_cause or type(self._connect_cause).__name__}")
         raise HTTPTransportError("connect", detail, failure.status, url=self.http.url,
-                                 cause=self._connect_cause, headers=failure.headers)
+                                 cause=self._connect_cause, headers=failure.headers,
+                                 body=failure.body)
 
     # -- what the socket object calls --------------------------------------------------------
 
@@ -318,7 +332,7 @@ class HTTPClientLink:
             if call is not None:
                 call.error = HTTPTransportError(call.method, detail, event.status,
                                                 url=self.http.url, cause=self._connect_cause,
-                                                headers=event.headers)
+                                                headers=event.headers, body=event.body)
         log.info("HTTP exchange with %s failed: %s", self.http.url, event.detail)
         self._transport_event(event)
 

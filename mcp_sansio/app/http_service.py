@@ -9,7 +9,10 @@ session's first event arrives and dropped when it closes (:meth:`~HTTPServiceBas
 The runtime supplies how to make that logic, how to stop what a closed session still runs,
 and ``_kick``: route what a session logic just sent (flush and run the pump, or wake it).
 A runtime whose pump runs from synchronous code (asyncio's callbacks, threads under the
-service's lock) drains with :meth:`~HTTPServiceBase._sync_drain`.
+service's lock) drains with :meth:`~HTTPServiceBase._sync_drain`, in one direction: events
+out of the HTTP server to the session logics, bytes out to the runtime's ``_write``, until
+the server says nothing is left (``HTTPServer.needs_drain``) -- what a handler sends during
+the dispatch, or a failed write the runtime reports to its channel, is seen there.
 Each HTTP session's logic is the plain server session of its runtime's colour holding an
 :class:`HTTPLink` (``session.link``): its connection is drained by the HTTP server, which
 also owns every timer, and a handler context broadcasts the server-wide list changes
@@ -42,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from mcp_sansio import NEED_DATA, ConnectionClosed, Event, KeyRing, ServerConnection
 from mcp_sansio._capabilities import SERVER_WIDE_NOTIFICATIONS
-from mcp_sansio.http import HTTPServer, ServerChannel, Session
+from mcp_sansio.http import HTTPServer, ServerChannel, ServerConfig, Session
 
 from .server import Server, ServerLogic
 
@@ -72,7 +75,7 @@ def http_server_for(
     def connection() -> ServerConnection:
         return server.connection(request_state_key=request_state_key, **options)
 
-    return HTTPServer(connection, new_session_id=new_session_id, **http_options)
+    return HTTPServer(connection, ServerConfig(**http_options), new_session_id=new_session_id)
 
 
 LogicT = TypeVar("LogicT", bound=ServerLogic)
@@ -88,7 +91,6 @@ class HTTPServiceBase(Generic[LogicT]):
     address: tuple[str, int]
     _sessions: weakref.WeakKeyDictionary[Session, LogicT]
     _pumping = False  # a drain is under way
-    _again = False  # the running drain goes round once more
 
     @property
     def port(self) -> int:
@@ -143,24 +145,23 @@ class HTTPServiceBase(Generic[LogicT]):
 
     def _sync_drain(self) -> bool:
         """Hand every event of the HTTP server to its session's logic and write what it has
-        to send, until neither has more (a pump run from synchronous code: asyncio, threads
-        under the service's lock). One drain at a time: one asked for while another runs
-        (a handler answering during the dispatch) makes the running one go round once more,
-        and returns False."""
+        to send, until the server has nothing more (a pump run from synchronous code:
+        asyncio, threads under the service's lock). One drain at a time: one asked for
+        while another runs (a handler answering during the dispatch) returns False at
+        once -- the running one sees what was sent, since it drains until
+        ``HTTPServer.needs_drain`` is False."""
         if self._pumping:
-            self._again = True
             return False
         self._pumping = True
         http = self.http
         try:
             while True:
-                self._again = False
                 while (item := http.next_event()) is not NEED_DATA:
                     session, event = item
                     self._dispatch(session, event)
                 for channel, data in http.data_to_send():
                     self._write(channel, data)
-                if not self._again:
+                if not http.needs_drain:
                     return True
         finally:
             self._pumping = False

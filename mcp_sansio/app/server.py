@@ -31,6 +31,7 @@ from mcp_sansio import (
     ServerConnection,
 )
 
+from .._sessionless import SessionlessError
 from .context import Context, Job, _text, tool_error_result
 from .errors import (
     McpError,
@@ -634,6 +635,12 @@ class ServerLogic(Session):
 
     def _job_failed(self, request: Request, error: BaseException) -> None:
         """A handler raised: a ToolError is a tool result; the rest go to finish_incoming."""
+        if isinstance(error, SessionlessError):
+            # The handler needed the client and the sessionless mode cannot ask it: its
+            # error says so (a tool's error result; -32600 for other requests, as the mode's
+            # refused requests, mcp_sansio._sessionless), not a bare internal error.
+            error = ToolError(str(error)) if request.method == "tools/call" else McpError(
+                ErrorCode.INVALID_REQUEST, f"Invalid Request: {error}")
         if isinstance(error, ToolError) and request.method == "tools/call":
             self._finish_request(request.request_id, tool_error_result(str(error)),
                                  method=request.method)

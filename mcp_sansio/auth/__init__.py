@@ -68,15 +68,13 @@ from ._http import DEFAULT_MAX_RESPONSE_BYTES, HTTPRequest, HTTPResponse, canoni
 from ._introspection import IntrospectionVerifier
 from ._resource import (
     ProtectedResource,
-    Refusal,
-    TokenVerifier,
     authorize_request,
     extract_bearer_token,
-    judge,
     metadata_url,
     protected_resource_metadata,
 )
 from ._storage import ClientCredentials, MemoryStorage, Tokens, TokenStorage
+from ._verdict import Refusal, TokenVerifier, judge
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES", "STEPS", "AccessInfo", "Action", "AuthFlowError",

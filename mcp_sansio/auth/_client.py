@@ -51,6 +51,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit, urlunsplit
 import attrs
 
 from . import _rules as rules
+from ._answers import describe_answer, oauth_error
 from ._challenge import auth_params, scheme_params
 from ._errors import (
     AuthFlowError,
@@ -221,6 +222,8 @@ class OAuthClientFlow:
         self._challenges = 0
         #: Scopes asked for so far, for the step-up union (MCP 2026-07-28 step-up, step 2).
         self._requested_scopes: tuple[str, ...] = ()
+        #: The last response the flow was handed, described (for the errors that give up).
+        self._last_answer: str | None = None
         #: Makes a fresh private JWK for DPoP (the adapters draw it; the core has no RNG).
         self._dpop_keys = dpop_keys
         #: The DPoP key of the run in progress (None: bearer tokens).
@@ -253,7 +256,8 @@ class OAuthClientFlow:
                 raise LimitExceeded(
                     "challenge", self.server_url,
                     f"{self._challenges} challenges in a row without a successful request; "
-                    "treating the authorization failure as permanent")
+                    "treating the authorization failure as permanent; the last answer: "
+                    + describe_answer(self.server_url, response))
         self._gen = self._run(response)
         return self._advance(None)
 
@@ -262,6 +266,7 @@ class OAuthClientFlow:
         if not isinstance(self._pending, HTTPRequest):
             raise RuntimeError("the flow is not waiting for an HTTP response")
         self._now = now
+        self._last_answer = describe_answer(self._pending.url, response)
         return self._advance(response)
 
     def receive_redirect(self, redirect_url: str, now: float) -> Action:
@@ -317,7 +322,8 @@ class OAuthClientFlow:
                 self._gen = self._pending = None
                 raise LimitExceeded(
                     "challenge", action.url,
-                    f"more than {self.config.max_requests} requests in one authorization")
+                    f"more than {self.config.max_requests} requests in one authorization"
+                    + (f"; the last answer: {self._last_answer}" if self._last_answer else ""))
         self._pending = action
         return action
 
@@ -514,7 +520,7 @@ class OAuthClientFlow:
         response = yield from self._exchange(step, request)
         if response.status not in (200, 201):
             raise RegistrationError(step, request.url, f"answered {response.status}: "
-                                    f"{_oauth_error(response)}")
+                                    f"{oauth_error(response, described=True)}")
         doc = self._json_object(step, request.url, response)
         client_id = doc.get("client_id")
         if not isinstance(client_id, str) or not client_id:
@@ -678,7 +684,7 @@ class OAuthClientFlow:
         response = yield from self._exchange(step, request)
         if response.status != 200:
             raise TokenError(step, url, f"answered {response.status}: "
-                             f"{_oauth_error(response)}", _oauth_error(response))
+                             f"{oauth_error(response, described=True)}", oauth_error(response))
         doc = self._json_object(step, url, response)
         jag = doc.get("access_token")
         if doc.get("issued_token_type") != ID_JAG_TYPE or not isinstance(jag, str) or not jag:
@@ -755,7 +761,7 @@ class OAuthClientFlow:
         nonce = response.header("DPoP-Nonce")
         if self._dpop_key is not None and nonce:
             self.dpop_nonces[request.url] = nonce
-            if response.status in (400, 401) and _oauth_error(response) == "use_dpop_nonce":
+            if response.status in (400, 401) and oauth_error(response) == "use_dpop_nonce":
                 # RFC 9449 §8: answer the nonce challenge once, with a new proof.
                 request = self._token_post(asm, client, fields)
                 response = yield from self._exchange(step, request)
@@ -765,7 +771,7 @@ class OAuthClientFlow:
                 # forget it and authorize from scratch.
                 return None
             raise TokenError(step, request.url, f"answered {response.status}: "
-                             f"{_oauth_error(response)}", _oauth_error(response))
+                             f"{oauth_error(response, described=True)}", oauth_error(response))
         doc = self._json_object(step, request.url, response)
         access = doc.get("access_token")
         token_type = doc.get("token_type")
@@ -921,14 +927,3 @@ def _with_query(url: str, query: str) -> str:
     parts = urlsplit(url)
     joined = f"{parts.query}&{query}" if parts.query else query
     return urlunsplit((parts.scheme, parts.netloc, parts.path, joined, ""))
-
-
-def _oauth_error(response: HTTPResponse) -> str:
-    """The ``error`` code of an OAuth error body (OAuth 2.1 §3.2.4), if readable."""
-    try:
-        doc = json.loads(response.body)
-    except (ValueError, RecursionError):
-        return "no OAuth error body"
-    if isinstance(doc, dict) and isinstance(doc.get("error"), str):
-        return str(doc["error"])[:200]
-    return "no OAuth error body"

@@ -25,7 +25,7 @@ from ._access import AccessInfo
 from ._challenge import PARAM_CHARSETS, bearer_challenge
 from ._deferred import VerificationPending
 from ._errors import InvalidToken
-from ._resource import _B64TOKEN, Refusal, TokenVerifier, judge
+from ._verdict import _B64TOKEN, Refusal, TokenVerifier, judge
 
 if TYPE_CHECKING:
     from .dpop import ProofVerifier

@@ -32,6 +32,7 @@ class RequestChecks:
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
+        self.config = hub.config  # (the server hands a replaced one to every part)
         config = hub.config
         self._hosts = AllowList(config.allowed_hosts) if config.allowed_hosts is not None else None
         self._origins = (AllowList(config.allowed_origins)
@@ -62,18 +63,18 @@ class RequestChecks:
 
     def _sessions_allowed(self, enabled: bool, request: HTTPRequest) -> bool:
         """GET and DELETE exist only with handshake-era sessions (2026-07-28 answers 405)."""
-        if not enabled or not self.hub._handshake_versions or self.hub.config.sessionless:
+        if not enabled or not self.hub._handshake_versions or self.config.sessionless:
             return False
         version = request.headers.get("mcp-protocol-version")
         return version is None or version not in self.hub._stateless_versions
 
     def _allow(self) -> str:
         methods = ["POST"]
-        if self.hub._handshake_versions and not self.hub.config.sessionless:
-            if self.hub.config.enable_get:
+        if self.hub._handshake_versions and not self.config.sessionless:
+            if self.config.enable_get:
                 methods.append("GET")
                 methods.append("HEAD")  # wherever GET is (RFC 9110 section 9.3.2)
-            if self.hub.config.enable_delete:
+            if self.config.enable_delete:
                 methods.append("DELETE")
         return ", ".join(methods)
 

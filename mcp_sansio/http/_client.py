@@ -94,6 +94,7 @@ from ._headers import (
     param_headers,
     param_value,
 )
+from ._refusal import MAX_BODY, explain
 from ._sse import DEFAULT_MAX_EVENT_SIZE, SSEError, SSEParser
 from ._wire import DEFAULT_MAX_HEADER_SIZE, ClientWire
 
@@ -162,6 +163,9 @@ class TransportFailed(Event):
     #: authorization hook needs from a 401/403 (its ``WWW-Authenticate`` challenge,
     #: ``basic/authorization.mdx`` 2025-06-18 onwards; RFC 9728 section 5.1).
     headers: tuple[tuple[str, str], ...] = ()
+    #: The refusing response's body (at most :data:`~mcp_sansio.http._refusal.MAX_BODY`
+    #: bytes), for a status >= 400: what the server said about why.
+    body: bytes = b""
 
 
 class _Kind(enum.Enum):
@@ -933,22 +937,28 @@ class HTTPClient:
             if kind is _Kind.LEGACY_GET:
                 self._legacy_failed(exchange, status)
                 return
-            self._fail(exchange, status, f"HTTP {status}")
+            self._refused(exchange, status, body)
             return
         # A POST.
         if not exchange.ids:
             exchange.done = True  # 202 for a notification or a response
             if status >= 400:  # refused: nothing to end, but the application may want to know
+                why = explain(exchange.error_headers, body[:MAX_BODY]).summary()
                 self._events.append(TransportFailed(
-                    status=status, detail=f"a message was refused (HTTP {status})",
-                    headers=exchange.error_headers))
+                    status=status, detail=f"a message was refused (HTTP {status})"
+                    + (f": {why}" if why else ""),
+                    headers=exchange.error_headers, body=body[:MAX_BODY]))
             return
         if body:
             try:
                 value = _codec.decode(body, self.connection.max_depth)
             except InvalidMessage:
                 value = None
-            if value is not None and self._carries_answer(exchange, value):
+            if value is not None and self._carries_answer(exchange, value) and not (
+                    _is_auth_challenge(exchange, status)):
+                # An authorization challenge is the transport's failure even when its body
+                # answers the request (a tool's scopes, RFC 6750 §3.1): the client's
+                # authorization retries it after a step-up, else its error says why.
                 if (
                     status >= 400 and exchange.ids[0] == self._init_id
                     and self._legacy_fallback_allowed(exchange, status, value)
@@ -967,7 +977,7 @@ class HTTPClient:
         ):
             self._start_legacy()
             return
-        self._fail(exchange, status, f"HTTP {status}")
+        self._refused(exchange, status, body)
 
     def _carries_answer(self, exchange: _Exchange, value: Any) -> bool:
         items = value if type(value) is list else [value]
@@ -1028,7 +1038,15 @@ class HTTPClient:
         exchange.attempts += 1
         self._schedule(delay, exchange)
 
-    def _fail(self, exchange: _Exchange, status: int | None, detail: str) -> None:
+    def _refused(self, exchange: _Exchange, status: int, body: bytes) -> None:
+        """An HTTP status without a JSON-RPC answer: fail with what the server said why."""
+        body = body[:MAX_BODY] if status >= 400 else b""
+        why = explain(exchange.error_headers, body).summary() if status >= 400 else ""
+        self._fail(exchange, status, f"HTTP {status}: {why}" if why else f"HTTP {status}",
+                   body)
+
+    def _fail(self, exchange: _Exchange, status: int | None, detail: str,
+              body: bytes = b"") -> None:
         """An exchange failed without a JSON-RPC answer: end what it carried."""
         exchange.done = True
         open_ids = exchange.open_ids
@@ -1038,7 +1056,8 @@ class HTTPClient:
             return
         if not open_ids:
             return
-        reason = f"{detail}" if status is None else f"{detail} (HTTP {status})"
+        reason = detail if status is None or detail.startswith(f"HTTP {status}") \
+            else f"{detail} (HTTP {status})"
         headers = exchange.error_headers if status is not None else ()
         conn = self.connection
         cancelled = []
@@ -1048,7 +1067,7 @@ class HTTPClient:
             if conn.state is State.PROBING or method in SESSION_OPENERS:
                 self.connect_failure = TransportFailed(status=status, detail=detail,
                                                        request_ids=(request_id,),
-                                                       headers=headers)
+                                                       headers=headers, body=body)
                 # The connection judges these answers itself: an HTTP failure is "anything
                 # else" -> fall back (probe) or close (initialize, with this reason).
                 conn.receive_message(_codec.error_message(
@@ -1064,7 +1083,7 @@ class HTTPClient:
             # Before the connection's RequestCancelled events (ours are handed out first).
             self._events.append(TransportFailed(status=status, detail=reason,
                                                 request_ids=tuple(cancelled),
-                                                headers=headers))
+                                                headers=headers, body=body))
 
     # -- session renewal (404) -----------------------------------------------------------------
 

@@ -108,34 +108,50 @@ def _check_wire(_: object, __: object, wire: str) -> None:
 class ServerConfig:
     """The options of an :class:`~mcp_sansio.http.HTTPServer` (see :doc:`/http`).
 
-    :param path: the MCP endpoint's path.
-    :param response_mode: how requests are answered (:class:`ResponseMode`).
-    :param enable_get: offer the standalone GET stream (else GET is answered 405).
-    :param enable_delete: let clients end sessions with DELETE (else 405).
+    Each default is chosen as said here, or at the constant it names.
+
+    :param path: the MCP endpoint's path. Default ``/mcp``: what the specification's
+        examples and the official SDKs use.
+    :param response_mode: how requests are answered (:class:`ResponseMode`). Default SSE:
+        progress, logs and requests to the client travel with their request.
+    :param enable_get: offer the standalone GET stream (else GET is answered 405). Default
+        on: server-initiated messages need it in the handshake era.
+    :param enable_delete: let clients end sessions with DELETE (else 405). Default on:
+        a client that ends its session frees it at once instead of at expiry.
     :param allowed_hosts: ``Host`` values accepted (``"name"``, ``"name:port"``, ``"name:*"``
-        for any port, ``"*"``); None accepts any. Default: localhost only.
+        for any port, ``"*"``); None accepts any. Default: localhost only, the safe choice
+        against DNS rebinding for a local server (transports.mdx, "Security Warning").
     :param allowed_origins: ``Origin`` values accepted when the header is present (same
-        forms, e.g. ``"https://app.example:*"``); None accepts any. Default: localhost only.
-    :param max_body_size: largest request body (413 beyond).
-    :param max_header_size: largest request head (431 beyond).
-    :param max_header_count: most header fields in a request (431 beyond).
-    :param max_target_length: longest request-target (414 beyond).
-    :param max_sessions: live sessions at once (503 beyond).
+        forms, e.g. ``"https://app.example:*"``); None accepts any. Default: localhost
+        only, for the same reason.
+    :param max_body_size: largest request body (413 beyond): :data:`DEFAULT_MAX_BODY_SIZE`.
+    :param max_header_size: largest request head (431 beyond): the wire's
+        ``DEFAULT_MAX_HEADER_SIZE``.
+    :param max_header_count: most header fields in a request (431 beyond): the wire's
+        ``DEFAULT_MAX_HEADER_COUNT``.
+    :param max_target_length: longest request-target (414 beyond): the wire's
+        ``DEFAULT_MAX_TARGET_LENGTH``.
+    :param max_sessions: live sessions at once (503 beyond): :data:`DEFAULT_MAX_SESSIONS`.
     :param session_idle_timeout: seconds without request or open stream before a session
-        ends (None: never).
+        ends (None: never): :data:`DEFAULT_SESSION_IDLE_TIMEOUT`.
     :param resumable: give SSE events ids, prime streams and replay them on
-        ``Last-Event-ID`` (handshake era). False: no ids, no event store.
+        ``Last-Event-ID`` (handshake era). False: no ids, no event store. Default on: a
+        client whose connection broke gets what it missed.
     :param event_store: where SSE events wait for resumption (default: a bounded
         :class:`~mcp_sansio.http.InMemoryEventStore`).
-    :param retry_ms: the SSE ``retry`` field for resumable streams (None: not sent).
+    :param retry_ms: the SSE ``retry`` field for resumable streams (None: not sent):
+        :data:`DEFAULT_RETRY_MS`.
     :param keepalive_interval: seconds between keep-alive comments on open SSE streams
-        (None: none).
-    :param max_pending_messages: messages held for a standalone stream no GET is reading.
+        (None: none): :data:`DEFAULT_KEEPALIVE_INTERVAL`.
+    :param max_pending_messages: messages held for a standalone stream no GET is reading:
+        :data:`DEFAULT_MAX_PENDING_MESSAGES`.
     :param tool_param_headers: 2026-07-28 ``x-mcp-header`` support: tool name -> ``{header
         name: property path}`` (see :func:`~mcp_sansio.http.param_headers`), to check
         ``Mcp-Param-*`` headers.
     :param legacy_sse_path: serve the 2024-11-05 HTTP+SSE transport too: its SSE path.
-    :param legacy_post_path: the legacy transport's POST path.
+        Default None: a deprecated transport is served only when asked for.
+    :param legacy_post_path: the legacy transport's POST path (``/messages``, the
+        2024-11-05 SDKs' own).
     :param auth: make the endpoint a protected resource (a
         :class:`~mcp_sansio.auth.ProtectedResource`); None serves everyone.
     :param decision_timeout: seconds a request waits on an asynchronous decision (a token
@@ -160,8 +176,9 @@ class ServerConfig:
         :doc:`/stores`). The id stays unguessable: the prefix is added to what
         ``new_session_id`` returns.
     :param wire: the HTTP/1.1 parser of the server's connections, a key of
-        :data:`~mcp_sansio.http._wires.WIRES`: ``"h11"`` (the default and the reference) or
-        ``"httptools"`` (llhttp, faster; the ``fast`` extra). See :doc:`/wires`.
+        :data:`~mcp_sansio.http._wires.WIRES`: ``"h11"`` (the default: the reference, and
+        the core's own dependency) or ``"httptools"`` (llhttp, faster; the ``fast``
+        extra). See :doc:`/wires`.
     """
 
     path: str = "/mcp"

@@ -43,6 +43,7 @@ class AuthGate:
 
     def __init__(self, hub: Hub, checks: RequestChecks, parking: Parking) -> None:
         self.hub = hub
+        self.config = hub.config  # (the server hands a replaced one to every part)
         self.checks = checks
         self.parking = parking
         auth = hub.config.auth
@@ -71,9 +72,9 @@ class AuthGate:
         ``channel.auth`` set; False when it was refused or parked until its verifier's
         question is answered (then :meth:`_verified` handles it again)."""
         from ..auth._deferred import VerificationPending
-        from ..auth._resource import Refusal as AuthRefusal
+        from ..auth._verdict import Refusal as AuthRefusal
 
-        auth = self.hub.config.auth
+        auth = self.config.auth
         assert auth is not None
         decision = channel._answers.pop(("token", ""), None)
         if decision is None:
@@ -95,7 +96,7 @@ class AuthGate:
 
     def _park_verification(self, channel: ServerChannel, request: HTTPRequest,
                            pending: VerificationPending) -> None:
-        timeout = TimeoutError(f"no answer within {self.hub.config.decision_timeout:g} s")
+        timeout = TimeoutError(f"no answer within {self.config.decision_timeout:g} s")
         self.parking._park(channel, pending,
                    lambda answer: self._verified(channel, request, pending, answer),
                    lambda: self._verified(channel, request, pending, timeout))
@@ -105,7 +106,7 @@ class AuthGate:
         """The answer to a parked request's token question came (or the timeout did): its
         decision, then the request handled from the start (the checks before the token's
         are cheap and unchanged)."""
-        auth = self.hub.config.auth
+        auth = self.config.auth
         assert auth is not None
         wall = channel._wall if channel._wall is not None else self.hub._now
         if not isinstance(answer, BaseException) and not _is_response(answer):
@@ -123,7 +124,7 @@ class AuthGate:
     ) -> bool:
         """A ``tools/call`` whose tool needs scopes the token lacks: answered 403 (the whole
         POST, a batch included: nothing of it is served). True when refused."""
-        auth, info, lookup = self.hub.config.auth, channel.auth, self.hub.config.tool_scopes
+        auth, info, lookup = self.config.auth, channel.auth, self.config.tool_scopes
         if auth is None or info is None or lookup is None:
             return False
         for kind, request_id, method, params in items:
@@ -143,7 +144,7 @@ class AuthGate:
     def _bound_elsewhere(self, channel: ServerChannel, session: Session) -> bool:
         """A session opened by another principal: answered 404 like an unknown one (it is
         not this principal's to know about)."""
-        auth = self.hub.config.auth
+        auth = self.config.auth
         if auth is None or auth.same_principal(session.auth, channel.auth):
             if auth is not None:
                 session.auth = channel.auth

@@ -5,7 +5,7 @@ Theory of operation
 The server (:mod:`mcp_sansio.http._server`) is a thin composition of parts, one per mode or
 concern (streams and SSE, the session table, one-shot admission, legacy HTTP+SSE, the
 shared-store relay, auth and parking, the request checks). They meet here, in the
-:class:`Hub`: the options (a :class:`~mcp_sansio.http._config.ServerConfig`), the clock
+:class:`Hub`: the options (a :class:`~mcp_sansio.http.ServerConfig`), the clock
 (``now`` only moves forward), the timer heap, the queues the server drains (sessions with
 events ready, sessions whose output must be routed, channels to read again, channels with
 bytes to write) and the table of live sessions; and in the records they all handle --

@@ -35,6 +35,7 @@ class LegacySSE:
     def __init__(self, hub: Hub, checks: RequestChecks, gate: AuthGate, streams: Streams,
                  table: SessionTable) -> None:
         self.hub = hub
+        self.config = hub.config  # (the server hands a replaced one to every part)
         self.checks = checks
         self.gate = gate
         self.streams = streams
@@ -45,7 +46,7 @@ class LegacySSE:
             self.hub._error(channel, 406, ErrorCode.INVALID_REQUEST,
                         "Not Acceptable: Accept must list text/event-stream")
             return
-        if len(self.hub._sessions) >= self.hub.config.max_sessions:
+        if len(self.hub._sessions) >= self.config.max_sessions:
             self.hub._error(channel, 503, ErrorCode.TOO_MANY_REQUESTS,
                         "Service Unavailable: too many sessions", headers=[("retry-after", "1")])
             return
@@ -54,7 +55,7 @@ class LegacySSE:
         standalone = session._standalone
         assert standalone is not None and session.id is not None
         channel.wire.start_response(200, _SSE_HEADERS)
-        endpoint = f"{self.hub.config.legacy_post_path}?session_id={quote(session.id, safe='')}"
+        endpoint = f"{self.config.legacy_post_path}?session_id={quote(session.id, safe='')}"
         channel.wire.send_body(encode_event(endpoint.encode("ascii"), event="endpoint"))
         standalone.channel = channel
         standalone.started = True

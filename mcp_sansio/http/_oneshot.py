@@ -42,6 +42,7 @@ class OneShot:
 
     def __init__(self, hub: Hub, streams: Streams, table: SessionTable) -> None:
         self.hub = hub
+        self.config = hub.config  # (the server hands a replaced one to every part)
         self.streams = streams
         self.table = table
 
@@ -182,9 +183,9 @@ class OneShot:
                     return "the Mcp-Name header holds invalid characters"
                 if name != body_name:
                     return f"Mcp-Name header {name!r} does not match the body's {body_name!r}"
-        if method == "tools/call" and self.hub.config.tool_param_headers is not None:
+        if method == "tools/call" and self.config.tool_param_headers is not None:
             tool = (params or {}).get("name")
-            annotated = self.hub.config.tool_param_headers(tool) if isinstance(tool, str) else None
+            annotated = self.config.tool_param_headers(tool) if isinstance(tool, str) else None
             arguments = (params or {}).get("arguments")
             for header, path in (annotated or {}).items():
                 raw = headers.get(f"mcp-param-{header}")

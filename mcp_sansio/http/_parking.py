@@ -28,6 +28,7 @@ class Parking:
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
+        self.config = hub.config  # (the server hands a replaced one to every part)
         #: Called with each :class:`~mcp_sansio.http._park.DecisionNeeded` as the exchange
         #: parks, when the adapter sets it; else they wait in :meth:`pending_decisions`.
         self.on_decision_needed: Callable[[DecisionNeeded], None] | None = None
@@ -71,7 +72,7 @@ class Parking:
         ``announce``: hand the need out as a decision (else the caller hands the question
         out its own way: a shared server's Lookup goes with the store effects, in order)."""
         need = DecisionNeeded(next(self._handles), question,
-                              self.hub._now + self.hub.config.decision_timeout)
+                              self.hub._now + self.config.decision_timeout)
         channel._parked = self._parked[need.handle] = Parked(channel, need, resume, expire)
         self.hub._schedule(need.deadline, None, "decision")
         if announce and self.on_decision_needed is not None:

@@ -60,6 +60,7 @@ class SharedRelay:
 
     def __init__(self, hub: Hub, streams: Streams, parking: Parking) -> None:
         self.hub = hub
+        self.config = hub.config  # (the server hands a replaced one to every part)
         self.streams = streams
         self.parking = parking
         self._effects: list[SharedEffect] = []
@@ -172,7 +173,7 @@ class SharedRelay:
         waiting = self._following.get(stream_id)
         if waiting:
             for buffer in waiting.values():
-                if len(buffer) < self.hub.config.max_pending_messages:  # bounded, like a backlog
+                if len(buffer) < self.config.max_pending_messages:  # bounded, like a backlog
                     buffer.append((seq, data))
         relay = self._relays.get(stream_id)
         if relay is not None:
@@ -186,7 +187,7 @@ class SharedRelay:
         holds -- and from now on a resumption of them replays the log and ends. Returns how
         many relays ended; drain :meth:`data_to_send` after."""
         self.hub._clock(now)
-        if not tag or tag == self.hub.config.stream_tag:
+        if not tag or tag == self.config.stream_tag:
             return 0
         self._gone_workers[tag] = None
         self._gone_workers.move_to_end(tag)
@@ -245,8 +246,8 @@ class SharedRelay:
         """A shared server's requests to the client carry this worker's tag in their ids
         (``<stream_tag>-<n>``): unique across the copies of one session, and the worker an
         answer landing elsewhere goes to (ForwardAnswer)."""
-        if self.hub.config.shared and self.hub.config.stream_tag and not session.legacy:
-            session.connection.request_id_prefix = f"{self.hub.config.stream_tag}-"
+        if self.config.shared and self.config.stream_tag and not session.legacy:
+            session.connection.request_id_prefix = f"{self.config.stream_tag}-"
 
     def deliver_answer(self, session_id: str, message: Any, *,
                        now: float | None = None) -> bool:
@@ -274,7 +275,7 @@ class SharedRelay:
         for message, item in zip(raw, items, strict=True):
             worker = (answer_worker(item[1])
                       if item[0] in (MessageKind.RESULT, MessageKind.ERROR) else None)
-            if (worker is not None and worker != self.hub.config.stream_tag
+            if (worker is not None and worker != self.config.stream_tag
                     and session.id is not None):
                 self._effects.append(ForwardAnswer(session.id, worker, message))
             else:
@@ -287,7 +288,7 @@ class SharedRelay:
     def _wait_for(self, channel: ServerChannel, kind: str, key: str) -> bool:
         """A shared server without the answer to (kind, key) for this request: ask the
         adapter (a Lookup) and hold the channel; True when it now waits."""
-        if not self.hub.config.shared or (kind, key) in channel._answers:
+        if not self.config.shared or (kind, key) in channel._answers:
             return False
         assert channel._request is not None
         lookup = Lookup(kind, key, channel, channel._request)
@@ -309,7 +310,7 @@ class SharedRelay:
     def _adopt(self, session_id: str, record: Any) -> Session:
         """Serve here a session another worker opened (its record from the table: the
         connection's snapshot and the principal the session is bound to)."""
-        if len(self.hub._sessions) >= self.hub.config.max_sessions:
+        if len(self.hub._sessions) >= self.config.max_sessions:
             raise ValueError("too many sessions")
         if type(record) is not dict or set(record) != {"session", "principal"}:
             raise ValueError("not a session table record")
@@ -319,7 +320,7 @@ class SharedRelay:
                 or type(principal[0]) is not str
                 or (principal[1] is not None and type(principal[1]) is not str)):
             raise ValueError("not a principal")
-        if (principal is None) != (self.hub.config.auth is None):
+        if (principal is None) != (self.config.auth is None):
             raise ValueError("a session of a server with other authorization")
         connection = restore_session(self.hub.connection_factory(), record["session"])
         session = Session(self.hub, session_id, connection, Era.HANDSHAKE)
@@ -330,7 +331,7 @@ class SharedRelay:
             claims = {"iss": principal[1]} if principal[1] is not None else {}
             session.auth = AccessInfo(subject=principal[0], claims=claims)
         session._standalone = _Stream(session, _Kind.STANDALONE,
-                                      new_stream_id(session._prefix, self.hub.config.stream_tag, 0))
+                                      new_stream_id(session._prefix, self.config.stream_tag, 0))
         session._standalone.resumable = self.hub.event_store is not None
         # The record's age is unknown here (another worker saved it, at a time on its own
         # clocks), so the copy counts as due for a save: the request that adopted it
@@ -362,7 +363,7 @@ class SharedRelay:
                           "principal": _principal(session.auth)}
             except ValueError:  # not (or no longer) a negotiated session
                 record = None
-        timeout = self.hub.config.session_idle_timeout
+        timeout = self.config.session_idle_timeout
         stale = timeout is not None and self.hub._now - session._saved_at >= timeout / 4
         if session.id is None or record is None or (record == session._saved and not stale):
             for channel in channels:
@@ -413,7 +414,7 @@ class SharedRelay:
             # response ends after it instead of waiting for live events that cannot come.
             self._end_relay(relay)
             return
-        if len(kept) >= self.hub.config.max_pending_messages and relay.relayed is not None:
+        if len(kept) >= self.config.max_pending_messages and relay.relayed is not None:
             # More came while the store was read than was kept: what was dropped is in the
             # log, so the response ends here and the client resumes from its last id
             # (basic/transports.mdx, "Resumability and Redelivery") rather than miss it.

@@ -19,7 +19,7 @@ waiting on an asynchronous answer), :mod:`~mcp_sansio.http._streams` (routing an
 :mod:`~mcp_sansio.http._sessions` (handshake-era sessions), :mod:`~mcp_sansio.http._oneshot`
 (stateless era and sessionless mode), :mod:`~mcp_sansio.http._legacy` (HTTP+SSE) and
 :mod:`~mcp_sansio.http._relay` (shared stores). The options are one
-:class:`~mcp_sansio.http._config.ServerConfig`. See :doc:`/http` for the call order.
+:class:`~mcp_sansio.http.ServerConfig`. See :doc:`/http` for the call order.
 """
 
 from __future__ import annotations
@@ -90,13 +90,13 @@ class HTTPServer:
         session (and of each stateless-era request). It is called once more at construction:
         that connection's ``versions`` decide which eras the server speaks, and its
         ``max_depth`` bounds the JSON the server decodes.
-    :param config: the options (:class:`~mcp_sansio.http._config.ServerConfig`, where each
+    :param config: the options (:class:`~mcp_sansio.http.ServerConfig`, where each
         is documented with its default).
     :param new_session_id: returns a fresh session id: visible ASCII (0x21-0x7E), globally
         unique and unguessable (``secrets.token_urlsafe(32)`` in an adapter). Required for
         the handshake era unless ``sessionless``.
     :param options: options given one by one instead of (or on top of) ``config``: the
-        fields of :class:`~mcp_sansio.http._config.ServerConfig` by name.
+        fields of :class:`~mcp_sansio.http.ServerConfig` by name.
     """
 
     def __init__(
@@ -127,7 +127,14 @@ class HTTPServer:
             hub.event_store = (NumberedEvents(self.relay._effects) if config.shared
                                else config.event_store if config.event_store is not None
                                else InMemoryEventStore())
-        # The tables tests and tools look into, shared with the parts that keep them.
+        # The hub's queues, read on every request, and the tables tests and tools look
+        # into: the same objects the parts keep, under the server's names.
+        self._ready = hub._ready
+        self._handshake_versions = hub._handshake_versions
+        self._stateless_versions = hub._stateless_versions
+        self._dirty = hub._dirty
+        self._pending_channels = hub._pending_channels
+        self._writable = hub._writable
         self._timers = hub._timers
         self._parked = self.parking._parked
         self._relays = self.relay._relays
@@ -137,7 +144,7 @@ class HTTPServer:
 
     @property
     def config(self) -> ServerConfig:
-        """The options (:class:`~mcp_sansio.http._config.ServerConfig`)."""
+        """The options (:class:`~mcp_sansio.http.ServerConfig`)."""
         return self.hub.config
 
     @property
@@ -172,7 +179,7 @@ class HTTPServer:
     @stream_tag.setter
     def stream_tag(self, tag: str) -> None:
         """A worker forked after the server was built draws a tag of its own."""
-        self.hub.config = self.hub.config.replace(stream_tag=tag)
+        self._reconfigure(self.hub.config.replace(stream_tag=tag))
 
     @property
     def session_id_prefix(self) -> str:
@@ -212,7 +219,14 @@ class HTTPServer:
 
     @max_sessions.setter
     def max_sessions(self, value: int) -> None:
-        self.hub.config = self.hub.config.replace(max_sessions=value)
+        self._reconfigure(self.hub.config.replace(max_sessions=value))
+
+    def _reconfigure(self, config: ServerConfig) -> None:
+        """Hand a replaced config to the hub and every part (each reads its own reference
+        on the request path)."""
+        self.hub.config = self.parking.config = self.checks.config = config
+        self.streams.config = self.gate.config = self.relay.config = config
+        self.table.config = self.oneshot.config = self.legacy.config = config
 
     @property
     def on_decision_needed(self) -> Callable[[DecisionNeeded], None] | None:
@@ -259,23 +273,23 @@ class HTTPServer:
         ``NEED_DATA``. Each call first routes what the sessions handed out so far have
         queued, and reads requests that were waiting on a channel."""
         while True:
-            if self.hub._dirty:
+            if self._dirty:
                 self.streams._flush_dirty()
-            if self.hub._pending_channels:
-                channels = list(self.hub._pending_channels)
-                self.hub._pending_channels.clear()
+            if self._pending_channels:
+                channels = list(self._pending_channels)
+                self._pending_channels.clear()
                 for channel in channels:
                     self._process_channel(channel)
                 continue
-            if not self.hub._ready:
-                if self.hub._dirty:
+            if not self._ready:
+                if self._dirty:
                     continue
                 return NEED_DATA
-            session = self.hub._ready[0]
+            session = self._ready[0]
             event = session.connection.next_event()
-            self.hub._dirty[session] = None
+            self._dirty[session] = None
             if event is NEED_DATA:
-                self.hub._ready.popleft()
+                self._ready.popleft()
                 session._queued = False
                 for stream in session._unprocessed:
                     stream.processed = True
@@ -287,11 +301,11 @@ class HTTPServer:
     def data_to_send(self) -> list[tuple[ServerChannel, bytes]]:
         """``(channel, bytes)`` for every channel with something to write, and ``(channel,
         b"")`` once for a channel that closed: close its socket after writing."""
-        if self.hub._dirty:
+        if self._dirty:
             self.streams._flush_dirty()
         out: list[tuple[ServerChannel, bytes]] = []
         held = []
-        for channel in list(self.hub._writable):
+        for channel in list(self._writable):
             if channel._held:
                 held.append(channel)
                 continue
@@ -305,10 +319,22 @@ class HTTPServer:
             elif not data:
                 continue
             out.append((channel, data))
-        self.hub._writable.clear()
+        self._writable.clear()
         for channel in held:
-            self.hub._writable[channel] = None
+            self._writable[channel] = None
         return out
+
+    @property
+    def needs_drain(self) -> bool:
+        """Whether :meth:`next_event` or :meth:`data_to_send` has something now: a session
+        with events or output, a channel to read again, or bytes to write (a channel whose
+        answer waits for a store write does not count). A pump drains until it is False,
+        whatever happened meanwhile (a handler sent, a write failed and the channel was
+        told): the server's state says so, not flags the pump and its callers pass."""
+        hub = self.hub
+        if hub._ready or hub._dirty or hub._pending_channels:
+            return True
+        return any(not channel._held for channel in hub._writable)
 
     def next_deadline(self) -> float | None:
         """The earliest time :meth:`handle_timeout` has something to do, or None."""
@@ -441,7 +467,7 @@ class HTTPServer:
             self._handle(channel, request)
             if channel._parked is None:
                 channel._answers.clear()
-        self.hub._writable[channel] = None
+        self._writable[channel] = None
 
 
     def _detach(self, stream: _Stream) -> None:
@@ -525,7 +551,6 @@ class HTTPServer:
     def _post(self, channel: ServerChannel, request: HTTPRequest) -> None:
         """A POST on the endpoint: its era decides which part serves it."""
         config = self.hub.config
-        hub = self.hub
         headers = request.headers
         if media_type(headers.get("content-type")) != "application/json":
             self.hub._error(channel, 415, ErrorCode.INVALID_REQUEST,
@@ -547,7 +572,7 @@ class HTTPServer:
         single = type(value) is dict
         first = items[0]
         version = headers.get("mcp-protocol-version")
-        if version is not None and version in hub._stateless_versions:
+        if version is not None and version in self._stateless_versions:
             # The header names a stateless revision: the request is judged in that era, even
             # an initialize (which 2026-07-28 does not have) or one missing its _meta.
             self.oneshot._post_stateless(channel, request, value, items, version)
@@ -555,19 +580,19 @@ class HTTPServer:
         # The method table's in_session column: the request that opens a session
         # (initialize) is never in a batch and opens a session here (lifecycle.mdx).
         if single and first[0] is MessageKind.REQUEST and first[2] in SESSION_OPENERS:
-            if hub._handshake_versions and config.sessionless:
+            if self._handshake_versions and config.sessionless:
                 self.oneshot._sessionless_initialize(channel, value, first[1])  # type: ignore[arg-type]
-            elif hub._handshake_versions:
+            elif self._handshake_versions:
                 self.table._post_initialize(channel, value, first[1])  # type: ignore[arg-type]
             else:
                 # A stateless-only server: the connection refuses initialize naming its
                 # versions (versioning.mdx), answered 400.
                 self.oneshot._serve_stateless(channel, value, first[1], first[2])  # type: ignore[arg-type]
             return
-        if version is not None and version not in hub._handshake_versions:
+        if version is not None and version not in self._handshake_versions:
             self.checks._unsupported_version(channel, version, first[1] if requests else None)
             return
-        if not hub._handshake_versions or (
+        if not self._handshake_versions or (
             version is None and single and first[0] is MessageKind.REQUEST
             and has_stateless_meta(first[3])
         ):
@@ -575,7 +600,7 @@ class HTTPServer:
                         "Header mismatch: the MCP-Protocol-Version header is required",
                         first[1] if first[0] is MessageKind.REQUEST else None)
             return
-        if (hub._stateless_versions and single and first[0] is MessageKind.REQUEST
+        if (self._stateless_versions and single and first[0] is MessageKind.REQUEST
                 and has_stateless_meta(first[3]) and headers.get("mcp-session-id") is None):
             # Per-request _meta selects the stateless era, which does not carry this
             # handshake-era revision: -32022 (2026-07-28 basic/versioning.mdx, "Protocol

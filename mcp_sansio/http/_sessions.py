@@ -43,6 +43,7 @@ class SessionTable:
     def __init__(self, hub: Hub, checks: RequestChecks, gate: AuthGate, streams: Streams,
                  relay: SharedRelay) -> None:
         self.hub = hub
+        self.config = hub.config  # (the server hands a replaced one to every part)
         self.checks = checks
         self.gate = gate
         self.streams = streams
@@ -89,7 +90,7 @@ class SessionTable:
         session = self.hub._sessions.get(session_id)
         if session is None and self.relay._wait_for(channel, "session", session_id):
             return None  # the store is asked; the request is handled again with its answer
-        if (session is not None and self.hub.config.shared and session.ended is None
+        if (session is not None and self.config.shared and session.ended is None
                 and session.connection.state is State.INITIALIZING
                 and self.relay._wait_for(channel, "session", session_id)):
             # Its initialized notification may have gone to another worker, whose record
@@ -104,7 +105,7 @@ class SessionTable:
         return session
 
     def _post_initialize(self, channel: ServerChannel, value: Any, request_id: RequestId) -> None:
-        if len(self.hub._sessions) >= self.hub.config.max_sessions:
+        if len(self.hub._sessions) >= self.config.max_sessions:
             self.hub._error(channel, 503, ErrorCode.TOO_MANY_REQUESTS,
                         "Service Unavailable: too many sessions", request_id,
                         headers=[("retry-after", "1")])
@@ -113,7 +114,7 @@ class SessionTable:
         session.auth = channel.auth
         stream = self.streams._open_post_stream(session, channel, [request_id])
         stream.init = True
-        if self.hub.config.shared:  # released once the record is stored, or when initialize fails
+        if self.config.shared:  # released once the record is stored, or when initialize fails
             self.relay._hold(session, channel)
         session.connection.receive_message(value, now=self.hub._now)
         self.hub._mark_ready(session)
@@ -123,7 +124,7 @@ class SessionTable:
         session_id = self.hub.new_session_id()
         if not session_id:
             raise ValueError("a session id must be non-empty visible ASCII (0x21-0x7E)")
-        session_id = self.hub.config.session_id_prefix + session_id
+        session_id = self.config.session_id_prefix + session_id
         if any(not 0x21 <= ord(c) <= 0x7E for c in session_id):
             raise ValueError("a session id must be non-empty visible ASCII (0x21-0x7E)")
         if session_id in self.hub._sessions:
@@ -132,7 +133,7 @@ class SessionTable:
         self.relay._tag_requests(session)
         self.hub._sessions[session_id] = session
         session._standalone = _Stream(session, _Kind.STANDALONE,
-                                      new_stream_id(session._prefix, self.hub.config.stream_tag, 0))
+                                      new_stream_id(session._prefix, self.config.stream_tag, 0))
         session._standalone.resumable = self.hub.event_store is not None and not legacy
         return session
 
@@ -141,7 +142,7 @@ class SessionTable:
         items: list[tuple[MessageKind, RequestId | None, str | None, Any]],
     ) -> None:
         conn = session.connection
-        if self.hub.config.shared and session.id is not None:
+        if self.config.shared and session.id is not None:
             value, items = self.relay._forward_answers(session, value, items)
         ids = [item[1] for item in items if item[0] is MessageKind.REQUEST]
         if type(value) is list:
@@ -159,7 +160,7 @@ class SessionTable:
             self.streams._open_post_stream(session, channel, ids)  # type: ignore[arg-type]
         else:
             self.hub._respond(channel, 202)
-        if self.hub.config.shared:
+        if self.config.shared:
             self.relay._hold(session, channel)
         if items:  # (all of it may have been forwarded to other workers)
             conn.receive_message(value, now=self.hub._now)
@@ -217,7 +218,7 @@ class SessionTable:
         session = self._session_for(channel, request.headers)
         if session is None:
             return
-        if self.hub.config.shared:  # the 200 waits until the drop is stored: no one serves it
+        if self.config.shared:  # the 200 waits until the drop is stored: no one serves it
             self.relay._hold(session, channel)
         self._end_session(session, SessionEnd.DELETED)
         self.hub._respond(channel, 200)
@@ -226,7 +227,7 @@ class SessionTable:
         session.ended = reason
         if session.id is not None:
             self.hub._sessions.pop(session.id, None)
-            if (self.hub.config.shared and not session.legacy and not session._quiet
+            if (self.config.shared and not session.legacy and not session._quiet
                     and reason in (SessionEnd.DELETED, SessionEnd.CLOSED)):
                 # Ended for everyone; one that idled out here may live on elsewhere.
                 channels, session._holding = session._holding, []
@@ -283,7 +284,7 @@ class SessionTable:
         self.hub._retire_timers(session)
 
     def _check_expiry(self, session: Session, now: float) -> None:
-        timeout = self.hub.config.session_idle_timeout
+        timeout = self.config.session_idle_timeout
         if timeout is None or session.ended is not None or not session._idle():
             return
         due = session._last_active + timeout

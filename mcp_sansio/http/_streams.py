@@ -59,6 +59,11 @@ class Streams:
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
+        self.config = hub.config  # (the server hands a replaced one to every part)
+        # The hub's queues, under names of their own (read on every request).
+        self._writable = hub._writable
+        self._dirty = hub._dirty
+        self._pending_channels = hub._pending_channels
         self._sse: dict[_Stream, None] = {}  # SSE streams open on a channel (keep-alives)
         self._keepalive_at: float | None = None
 
@@ -71,11 +76,11 @@ class Streams:
                 self._sse.pop(stream, None)
                 continue
             channel.wire.send_body(comment)
-            self.hub._writable[channel] = None
+            self._writable[channel] = None
         self._arm_keepalive()
 
     def _arm_keepalive(self) -> None:
-        interval = self.hub.config.keepalive_interval
+        interval = self.config.keepalive_interval
         if interval is None or self._keepalive_at is not None or not self._sse:
             return
         self._keepalive_at = self.hub._now + interval
@@ -99,9 +104,9 @@ class Streams:
         return stream
 
     def _flush_dirty(self) -> None:
-        while self.hub._dirty:
-            session = next(iter(self.hub._dirty))
-            del self.hub._dirty[session]
+        while self._dirty:
+            session = next(iter(self._dirty))
+            del self._dirty[session]
             self._route(session)
 
     def _route(self, session: Session) -> None:
@@ -109,7 +114,7 @@ class Streams:
             stream = self._stream_for(session, message, related)
             if stream is not None:
                 self._deliver(stream, message, data)
-        if self.hub.config.response_mode is ResponseMode.SSE:
+        if self.config.response_mode is ResponseMode.SSE:
             for stream in list(session._streams.values()):
                 if (stream.processed and not stream.started and not stream.finished
                         and stream.channel is not None and stream.kind is _Kind.POST):
@@ -119,7 +124,7 @@ class Streams:
                         self._start_sse(stream)
         if session.era is Era.HANDSHAKE:
             self.hub._update_timer(session)
-            if self.hub.config.shared and not session.legacy:
+            if self.config.shared and not session.legacy:
                 self.hub.owner._save(session)
 
     def _stream_for(self, session: Session, message: Any, related: RequestId | None) -> (
@@ -182,12 +187,12 @@ class Streams:
             stream.channel = None
             channel.stream = None
             self.hub._respond(channel, status, headers, data)
-            self.hub._pending_channels[channel] = None
+            self._pending_channels[channel] = None
             self._finish(stream)
             if stream.init and not init_ok:
                 self.hub.owner._discard_session(session)
             return
-        if self.hub.config.response_mode is ResponseMode.JSON and stream.kind is _Kind.POST:
+        if self.config.response_mode is ResponseMode.JSON and stream.kind is _Kind.POST:
             if session.era is Era.HANDSHAKE and session._standalone is not None:
                 self._deliver_standalone(session._standalone, data)
             return
@@ -205,7 +210,7 @@ class Streams:
         if backlog is None:
             backlog = session._backlog = deque()
         backlog.append(data)
-        while len(backlog) > self.hub.config.max_pending_messages:
+        while len(backlog) > self.config.max_pending_messages:
             backlog.popleft()
 
     def _drain_backlog(self, session: Session) -> None:
@@ -238,12 +243,12 @@ class Streams:
                     stream.id, opening_record(stream.pending) if self.hub.config.shared
                     else b"")
                 channel.wire.send_body(
-                    encode_event(b"", id=event_id, retry=self.hub.config.retry_ms))
-            elif self.hub.config.retry_ms is not None:
-                channel.wire.send_body(encode_event(None, retry=self.hub.config.retry_ms))
+                    encode_event(b"", id=event_id, retry=self.config.retry_ms))
+            elif self.config.retry_ms is not None:
+                channel.wire.send_body(encode_event(None, retry=self.config.retry_ms))
         self._sse[stream] = None
         self._arm_keepalive()
-        self.hub._writable[channel] = None
+        self._writable[channel] = None
 
     def _defer_sse(self, stream: _Stream) -> None:
         """A 2026-07-28 request processed with no answer yet (its handler runs on): its
@@ -256,9 +261,9 @@ class Streams:
         an id to resume from, which 2026-07-28 does not have.) A request that stays silent
         gets its head after one keep-alive interval anyway, so that proxies and clients
         that time out an idle response see bytes as they would on any SSE stream."""
-        if stream.open_at is not None or self.hub.config.keepalive_interval is None:
+        if stream.open_at is not None or self.config.keepalive_interval is None:
             return
-        stream.open_at = self.hub._now + self.hub.config.keepalive_interval
+        stream.open_at = self.hub._now + self.config.keepalive_interval
         self.hub._schedule(stream.open_at, stream.session, "open")
 
     def _open_deferred(self, session: Session, now: float) -> None:
@@ -280,7 +285,7 @@ class Streams:
         channel = stream.channel
         if channel is not None:
             channel.wire.send_body(encode_event(data, id=event_id))
-            self.hub._writable[channel] = None
+            self._writable[channel] = None
 
     def _close_response(self, stream: _Stream) -> None:
         """End the HTTP response carrying ``stream`` (the stream itself may go on)."""
@@ -296,13 +301,13 @@ class Streams:
             # Nothing was said for it: an empty event stream ends the response.
             channel.wire.start_response(200, _SSE_HEADERS)
             channel.wire.end_response()
-        self.hub._writable[channel] = None
-        self.hub._pending_channels[channel] = None
+        self._writable[channel] = None
+        self._pending_channels[channel] = None
 
     def _finish(self, stream: _Stream) -> None:
         if stream.finished:
             return
-        if (self.hub.config.shared and stream.resumable and stream.sent and stream.relayed is None
+        if (self.config.shared and stream.resumable and stream.sent and stream.relayed is None
                 and self.hub.event_store is not None):
             # Its end, for a worker relaying it (a client resumed it there): the marker
             # goes to the log and the bus like any event (_shared.STREAM_END).
@@ -368,7 +373,7 @@ class Streams:
         own streams only (stream ids start with the session's prefix)."""
         assert self.hub.event_store is not None
         found = (channel._answers.get(("replay", last_event_id))
-                 if self.hub.config.shared and channel is not None
+                 if self.config.shared and channel is not None
                  else self.hub.event_store.replay(last_event_id))
         if found is None or not found[0].startswith(f"{session._prefix}-"):
             return None
@@ -383,7 +388,7 @@ class Streams:
         standalone = session._standalone
         assert standalone is not None
         stream = standalone if stream_id == standalone.id else session._streams.get(stream_id)
-        if self.hub.config.shared and stream is None:
+        if self.config.shared and stream is None:
             self.hub.owner._resume_relay(channel, session, last_event_id, stream_id, events)
             return
         if stream is not None and stream.channel is not None:
@@ -392,12 +397,12 @@ class Streams:
             stream.channel = None
             old.stream = None
             old.wire.abort()
-            self.hub._writable[old] = None
+            self._writable[old] = None
         channel.wire.start_response(200, _SSE_HEADERS)
         for event_id, data in events:
             if data and data != STREAM_END and not is_opening(data):
                 channel.wire.send_body(encode_event(data, id=event_id))
-        self.hub._writable[channel] = None
+        self._writable[channel] = None
         if stream is None or stream.finished:
             channel.wire.end_response()
             return

@@ -54,9 +54,11 @@ from ._strategies import (
     results,
 )
 from ._transport import ConnectionTransport, Transport
+from .auth_server import AuthorizationServer
 
 __all__ = [
     "CHECKS",
+    "AuthorizationServer",
     "RULES",
     "SLOW_NOTE",
     "CheckFailed",

@@ -1,0 +1,92 @@
+"""Graceful shutdown (adapters/common/graceful.py): SIGTERM under traffic on every runtime lets
+the calls in flight finish and exits 0; SIGINT at many moments (starting, idle, inside
+accept, mid request, mid stream, stopping; a few hundred tries in all) never ends in a
+traceback; ``serve-example`` exits 0 on SIGTERM and 130 on Ctrl-C, as docs/cli.rst says."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DRIVER = Path(__file__).parent / "peers" / "graceful_driver.py"
+RUNTIMES = ["asyncio", "trio", "threading"]
+WAIT = 120.0  # a bound for a failing test only
+#: SIGINT tries per runtime (each a whole serve in one process: 100 take ~20 s).
+TRIES = 100
+CALLS = 4  # in flight when SIGTERM comes
+
+
+def start(argv: list[str]) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-P", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    assert url.startswith("http://127.0.0.1:"), (url, proc.stderr and proc.stderr.read())
+    return proc, url
+
+
+async def calls_across_a_sigterm(url: str, proc: subprocess.Popen[str]) -> list[Any]:
+    """CALLS calls of ``sleep(1)`` in flight, SIGTERM once each has reported progress."""
+    from mcp_sansio.adapters.asyncio import connect_http
+
+    reporting: set[int] = set()
+    all_started = asyncio.Event()
+
+    def progress_of(i: int) -> Any:
+        def progress(value: float, total: float | None, message: str | None) -> None:
+            reporting.add(i)
+            if len(reporting) == CALLS:
+                all_started.set()
+        return progress
+
+    async with connect_http(url, request_timeout=WAIT) as client:
+        calls = [asyncio.ensure_future(client.call_tool("sleep", {"seconds": 1.0},
+                                                        progress=progress_of(i)))
+                 for i in range(CALLS)]
+        await asyncio.wait_for(all_started.wait(), WAIT)
+        proc.send_signal(signal.SIGTERM)
+        return list(await asyncio.gather(*calls, return_exceptions=True))
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_sigterm_under_traffic_finishes_what_is_in_flight_and_exits_0(runtime: str) -> None:
+    proc, url = start([str(DRIVER), "serve", runtime])
+    try:
+        results = asyncio.run(asyncio.wait_for(calls_across_a_sigterm(url, proc), WAIT))
+        _, err = proc.communicate(timeout=WAIT)
+    finally:
+        proc.kill()
+    texts = [r["content"][0]["text"] if isinstance(r, dict) else repr(r) for r in results]
+    assert texts == ["slept 1 s"] * CALLS
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_sigint_at_any_moment_never_ends_in_a_traceback(runtime: str) -> None:
+    done = subprocess.run([sys.executable, "-P", str(DRIVER), "interrupt", runtime,
+                           str(TRIES), str(RUNTIMES.index(runtime))],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"stopped": TRIES}
+    assert "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
+def test_serve_example_exits_0_on_sigterm_and_130_on_ctrl_c(signum: int, status: int) -> None:
+    proc, _ = start(["-m", "mcp_sansio", "serve-example", "--transport", "http",
+                     "--runtime", "trio"])
+    try:
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=WAIT)
+    finally:
+        proc.kill()
+    assert proc.returncode == status, err
+    assert "Traceback" not in err, err
