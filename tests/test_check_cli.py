@@ -30,6 +30,7 @@ EXAMPLE = [sys.executable, "-P", "-m", "mcp_sansio", "serve-example"]
     ["--examples", "-1", "--", "x"],
     ["--budget", "0", "--", "x"],
     ["--url", "http://127.0.0.1:9/mcp", "--client-url"],  # exclusive forms
+    ["--client", "--legacy-sse", "--", "c", "{server}"],   # legacy HTTP+SSE is for HTTP clients
 ])
 def test_bad_usage_exits_2(argv: list[str]) -> None:
     err = io.StringIO()
@@ -107,6 +108,8 @@ PEERS = ROOT / "tests" / "peers"
     ("--client", "no-initialized", 1, "client-initialized"),
     ("--client-url", "none", 0, ""),
     ("--client-url", "garbage-output", 1, "client-output-not-json"),
+    ("--client-url --legacy-sse", "none", 0, ""),
+    ("--client-url --legacy-sse", "wrong-endpoint", 1, "client-sse-endpoint"),
 ])
 def test_the_client_forms_judge_a_client_command(form: str, fault: str, status: int,
                                                  rule: str, tmp_path: Path) -> None:
@@ -115,11 +118,12 @@ def test_the_client_forms_judge_a_client_command(form: str, fault: str, status: 
     if form == "--client":
         command = [sys.executable, str(PEERS / "broken_clients.py"), fault, "--", "{server}"]
     else:
-        command = [sys.executable, str(PEERS / "broken_clients.py"), fault, "--http"]
+        flag = "--sse" if "--legacy-sse" in form else "--http"
+        command = [sys.executable, str(PEERS / "broken_clients.py"), fault, flag]
     target = tmp_path / "report.json"
     out = io.StringIO()
-    code = _check_cli.main([form, "--budget", "60", "--examples", "3", "--json", str(target),
-                            "--", *command], out=out)
+    code = _check_cli.main([*form.split(), "--budget", "60", "--examples", "3",
+                            "--json", str(target), "--", *command], out=out)
     report = json.loads(target.read_text())
     rules = {finding["rule"] for finding in report["findings"]}
     if status == 0:

@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--transport", choices=["auto", "streamable", "sse"], default="auto",
                         help="--url: Streamable HTTP, legacy HTTP+SSE, or find out "
                         "(default: %(default)s)")
+    parser.add_argument("--legacy-sse", action="store_true",
+                        help="--client-url: serve the client the legacy HTTP+SSE transport "
+                        "(2024-11-05) instead of Streamable HTTP")
     parser.add_argument("--revision", choices=KNOWN_REVISIONS, default=None,
                         help="check this revision only")
     parser.add_argument("--era", choices=["handshake", "stateless"], default=None,
@@ -183,6 +186,9 @@ def _outputs(args: argparse.Namespace, report: Any, out: TextIO) -> None:
 
 def _run(args: argparse.Namespace, command: list[str], err: TextIO) -> Any:
     stderr: Any = None if args.verbose else subprocess.DEVNULL
+    if args.legacy_sse and not args.client_url:
+        err.write("mcp-sansio check: --legacy-sse goes with --client-url\n")
+        return None
     if args.client or args.client_url:
         try:
             module = importlib.import_module("mcp_sansio.adapters.testing_client")
@@ -193,7 +199,7 @@ def _run(args: argparse.Namespace, command: list[str], err: TextIO) -> Any:
         return module.check_client(command, http=bool(args.client_url),
                                    revision=args.revision, era=args.era, budget=args.budget,
                                    call_timeout=args.call_timeout, examples=args.examples,
-                                   seed=args.seed)
+                                   seed=args.seed, legacy_sse=args.legacy_sse)
     from .testing_server import check_server
 
     return check_server(
