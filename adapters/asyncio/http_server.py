@@ -321,6 +321,8 @@ async def start_http(
 ) -> AsyncIterator[HTTPService]:
     """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
     port, see :attr:`HTTPService.port`) while the block runs.
+    ``uds=PATH`` listens on that Unix domain socket instead (the URL is then
+    ``http://localhost/mcp``; the socket file's mode, a stale file: :ref:`unix-sockets`).
 
     ``http_options`` go to :class:`~mcp_sansio.http.HTTPServer` (``path``,
     ``response_mode``, ``allowed_hosts``, ``legacy_sse_path``, limits, ...;

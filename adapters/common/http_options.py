@@ -1,5 +1,6 @@
-"""What every runtime's HTTP server adapter shares: the lingering close's bounds and the
-``tool_param_headers`` option derived from a :class:`~mcp_sansio.app.server.Server`.
+"""What every runtime's HTTP server adapter shares: the lingering close's bounds, the
+``tool_param_headers`` option derived from a :class:`~mcp_sansio.app.server.Server`, and
+the Unix socket listener.
 
 The lingering close
 -------------------
