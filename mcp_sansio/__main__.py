@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "its extra, e.g. mcp-sansio[uvicorn]); --runtime trio selects "
                        "hypercorn's trio worker")
     serve.add_argument("--uds", metavar="PATH", default=None,
-                       help="with --engine: listen on this Unix domain socket instead of "
+                       help="listen on this Unix domain socket instead of "
                        "a TCP port (mode 0600; a stale socket file is replaced; clients "
                        "connect with the URL http://localhost/mcp)")
     serve.add_argument("--workers", type=int, default=1, metavar="N",

@@ -15,7 +15,6 @@ import signal
 import socket
 import stat
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,9 +113,3 @@ def test_a_socket_a_server_listens_on_is_refused(uds: tuple[str, str, Path]) -> 
     assert len(lines) == 1 and "already listens" in lines[0] and str(path) in lines[0], lines
     assert path.exists()  # and the running server's socket is left alone
 
-
-def test_uds_needs_an_engine_here(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "mcp_sansio", "serve-example", "--transport",
-                           "http", "--uds", str(tmp_path / "s.sock")], check=False,
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert done.returncode == 2 and "--uds needs --engine" in done.stderr

@@ -85,9 +85,12 @@ class _Socket(asyncio.Protocol):
         sockets = self.sockets
         http = self.link.http
         try:
+            tls = sockets.ssl_context
+            hostname = http.host if tls is not None else None
             await asyncio.wait_for(sockets.loop.create_connection(
-                lambda: self, http.host, http.port, ssl=sockets.ssl_context,
-                server_hostname=http.host if sockets.ssl_context is not None else None,
+                lambda: self, http.host, http.port, ssl=tls, server_hostname=hostname,
+            ) if sockets.uds is None else sockets.loop.create_unix_connection(
+                lambda: self, sockets.uds, ssl=tls, server_hostname=hostname,
             ), sockets.connect_timeout)
         except asyncio.CancelledError:
             self._forget()
@@ -178,6 +181,8 @@ class AsyncioSockets:
         self.ssl_context: Any = (ssl_context if ssl_context is not None
                                  else default_tls(link.http.scheme))
         self._auth_lock = asyncio.Lock()
+        #: A Unix socket's path to connect to instead of the URL's host and port.
+        self.uds: str | None = None
         link.send = self.send
 
     def send(self, channel: ClientChannel, data: bytes) -> None:
@@ -251,6 +256,8 @@ async def connect_http(call: HTTPClientCall) -> AsyncIterator[AsyncClient]:
     async def attempt() -> AsyncClient:
         client = http_client(call.url, headers=call.headers, http_options=call.http_options,
                              **call.client)
+        assert isinstance(client.sockets, AsyncioSockets)
+        client.sockets.uds = call.uds
         if session_auth is not None:
             client.auth = session_auth
             assert client.http is not None

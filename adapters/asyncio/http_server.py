@@ -32,7 +32,7 @@ from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ..common.deciders import asyncio_decider
 from ..common.graceful import serve_until_signal
-from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
+from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
 from ..common.http_server import new_http_server
 from ..common.listen_error import listening
 from ..stores.driver import SharedDriver
@@ -265,7 +265,13 @@ class HTTPService(HTTPServiceBase[ServerSession]):
 
     # -- lifetime ----------------------------------------------------------------------------
 
-    async def _listen(self, host: str, port: int, **options: Any) -> None:
+    async def _listen(self, host: str, port: int, uds: str | None = None,
+                      **options: Any) -> None:
+        if uds is not None:  # a Unix socket (common/http_options.py); the URL names the Host
+            self._listener = await self._loop.create_unix_server(
+                lambda: _Socket(self), sock=unix_listener(uds), **options)
+            self.address = (UDS_HOST, 80)
+            return
         with listening(host, port):
             self._listener = await self._loop.create_server(
                 lambda: _Socket(self), host, port, **options)
@@ -315,6 +321,8 @@ async def start_http(
 ) -> AsyncIterator[HTTPService]:
     """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
     port, see :attr:`HTTPService.port`) while the block runs.
+    ``uds=PATH`` listens on that Unix domain socket instead (the URL is then
+    ``http://localhost/mcp``; the socket file's mode, a stale file: :ref:`unix-sockets`).
 
     ``http_options`` go to :class:`~mcp_sansio.http.HTTPServer` (``path``,
     ``response_mode``, ``allowed_hosts``, ``legacy_sse_path``, limits, ...;
@@ -339,6 +347,7 @@ async def start_http(
     ``worker_timeout`` seconds of silence (:doc:`/stores`, "Workers that die"); the
     server's tasks (``enable_tasks``) are kept there too, so every worker sees them. The
     caller owns the stores (close them after the block)."""
+    uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
     stores = http_options.pop("stores", None)
     key_refresh = http_options.pop("key_refresh_interval", DEFAULT_KEY_REFRESH_INTERVAL)
     # Liveness of the workers sharing the stores (stores/driver.py).
@@ -364,7 +373,7 @@ async def start_http(
         share_tasks = getattr(server.tasks, "share", None)  # the server's tasks on every worker
         if share_tasks is not None:
             share_tasks(stores)
-    await service._listen(host, port)
+    await service._listen(host, port, uds)
     try:
         yield service
     finally:

@@ -61,6 +61,8 @@ class HTTPClientCall(NamedTuple):
     headers: Iterable[tuple[str, str]] | Mapping[str, str] | None
     http_options: Mapping[str, Any] | None
     auth: AuthOption | None
+    #: A Unix socket's path to connect to instead of the URL's host and port.
+    uds: str | None
 
 
 def runs(definition: Callable[P, C], note: str = ""
@@ -125,6 +127,7 @@ def connect_http(
     info: Mapping[str, Any] | None = None,
     headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
     http_options: Mapping[str, Any] | None = None, auth: AuthOption | None = None,
+    uds: str | os.PathLike[str] | None = None,
     **connection_options: Any,
 ) -> HTTPClientCall:
     """Connect to the MCP server at ``url`` (its endpoint, e.g. ``http://127.0.0.1:8000/mcp``)
@@ -140,11 +143,14 @@ def connect_http(
     :func:`ssl.create_default_context`). The callbacks and ``connection_options`` are as
     for ``connect_stdio``. ``auth`` (:class:`~mcp_sansio.adapters.auth.OAuth`): run the
     OAuth flow when the server answers 401 (or 403 ``insufficient_scope``), then retry
-    with the token. On exit the session is ended (``DELETE``) and every socket closed."""
+    with the token. ``uds``: connect to the Unix domain socket at that path instead of the
+    URL's host and port (the URL still gives the path and the ``Host`` header, e.g.
+    ``http://localhost/mcp``; a server started with ``start_http(..., uds=PATH)``). On exit
+    the session is ended (``DELETE``) and every socket closed."""
     return HTTPClientCall(url, connect, era, dict(
         sampling=sampling, elicitation=elicitation, roots=roots,
         on_notification=on_notification, on_log=on_log, info=info, **connection_options),
-        headers, http_options, auth)
+        headers, http_options, auth, os.fspath(uds) if uds is not None else None)
 
 
 #: The HTTP names of every runtime package, loaded on first use from its ``http_client`` or

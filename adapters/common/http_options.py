@@ -1,5 +1,6 @@
-"""What every runtime's HTTP server adapter shares: the lingering close's bounds and the
-``tool_param_headers`` option derived from a :class:`~mcp_sansio.app.server.Server`.
+"""What every runtime's HTTP server adapter shares: the lingering close's bounds, the
+``tool_param_headers`` option derived from a :class:`~mcp_sansio.app.server.Server`, and
+the Unix socket listener.
 
 The lingering close
 -------------------
@@ -16,10 +17,20 @@ bytes were discarded -- whichever comes first -- and only then close. A blocking
 sends its whole body before reading (``urllib``, ``http.client``, ``requests``) thus
 finishes its send and reads the 413 instead of hanging in ``send`` or reading a reset.
 A client that already closed its side (an end of file was read) needs no lingering.
+
+Unix domain sockets
+-------------------
+``start_http(..., uds=PATH)`` listens on a Unix socket instead of a TCP port
+(:func:`unix_listener`): the file is made mode :data:`UDS_MODE`, a stale one (nobody
+listens on it) is replaced, a live one or a file that is not a socket is refused.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import socket
+import stat
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +39,8 @@ from mcp_sansio.http import param_headers
 if TYPE_CHECKING:
     from mcp_sansio.app.server import Server
 
-__all__ = ["DEFAULT_LINGER_BYTES", "DEFAULT_LINGER_TIME", "tool_param_headers"]
+__all__ = ["DEFAULT_LINGER_BYTES", "DEFAULT_LINGER_TIME", "UDS_HOST", "UDS_MODE",
+           "claim_socket_path", "tool_param_headers", "unix_listener"]
 
 #: Seconds a closing connection keeps reading (and discarding) what its client still sends:
 #: 5 s, nginx's ``lingering_timeout``. Long enough for a client to finish sending a body of
@@ -40,6 +52,58 @@ DEFAULT_LINGER_TIME = 5.0
 #: a cap on the work a client that streams without end can cause (the time bound cuts it
 #: off as well).
 DEFAULT_LINGER_BYTES = 64 * 1024 * 1024
+#: The mode of a Unix socket file the server listens on: its owner's alone (a local proxy
+#: or sidecar runs as the same user, or is given access by the directory it is made in).
+UDS_MODE = 0o600
+#: The host a server on a Unix socket names in its URL (``http://localhost/mcp``): what a
+#: client sends as ``Host``, which the default DNS-rebinding check accepts.
+UDS_HOST = "localhost"
+
+
+def claim_socket_path(path: str) -> str | None:
+    """Make ``path`` free for a Unix socket to listen on, or say why not (one line): a
+    socket file nobody listens on (a server that died leaves it behind) is removed; one
+    a server listens on, or a file that is not a socket, is left alone and refused."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISSOCK(mode):
+        return f"{path} exists and is not a socket"
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(path)
+    except (ConnectionRefusedError, FileNotFoundError):
+        os.unlink(path)  # stale: its server is gone
+        return None
+    except OSError as exc:
+        return f"cannot tell whether a server listens on {path}: {exc}"
+    finally:
+        probe.close()
+    return f"a server already listens on {path}"
+
+
+def unix_listener(path: str, backlog: int = 128) -> socket.socket:
+    """A listening Unix stream socket at ``path`` (mode :data:`UDS_MODE`), blocking; a
+    :class:`~mcp_sansio.adapters.common.listen_error.ListenError` saying why when it
+    cannot be made. The mode is set before ``listen``: until then nobody can connect."""
+    from .listen_error import ListenError
+
+    refused = claim_socket_path(path)
+    if refused is not None:
+        raise ListenError(errno.EADDRINUSE, f"cannot listen on {path}: {refused}", path, 0)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(path)
+        os.chmod(path, UDS_MODE)
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        reason = os.strerror(exc.errno) if isinstance(exc.errno, int) else str(exc)
+        raise ListenError(exc.errno, f"cannot listen on {path}: {reason[:1].lower()}"
+                          f"{reason[1:]}", path, 0) from exc
+    return sock
 
 
 def tool_param_headers(server: Server) -> Callable[[str], dict[str, tuple[str, ...]] | None]:

@@ -128,9 +128,20 @@ class _ClientSocket(_Writer):
     def _open(self) -> socket.socket:
         sockets = self.sockets
         http = self.link.http
-        sock = socket.create_connection((http.host, http.port), timeout=sockets.connect_timeout)
+        if sockets.uds is None:
+            sock = socket.create_connection((http.host, http.port),
+                                            timeout=sockets.connect_timeout)
+        else:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(sockets.connect_timeout)
+            try:
+                sock.connect(sockets.uds)
+            except BaseException:
+                sock.close()
+                raise
         try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if sock.family != socket.AF_UNIX:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if sockets.ssl_context is not None:
                 tls = sockets.ssl_context.wrap_bio(self._tls_in, self._tls_out,
                                                   server_hostname=http.host)
@@ -217,6 +228,8 @@ class ThreadSockets:
         self.connect_timeout = connect_timeout
         #: Unwritten output (bytes) a socket may hold before it is dropped.
         self.max_write_buffer = max_write_buffer
+        #: A Unix socket's path to connect to instead of the URL's host and port.
+        self.uds: str | None = None
         #: TLS for ``https``: the system's trusted certificates unless told otherwise.
         self.ssl_context: Any = (ssl_context if ssl_context is not None
                                  else default_tls(link.http.scheme))
@@ -345,6 +358,7 @@ def connect_http(call: HTTPClientCall) -> Iterator[SyncClient]:
     def attempt() -> SyncClient:
         client, sockets = http_client(call.url, headers=call.headers,
                                       http_options=call.http_options, **call.client)
+        sockets.uds = call.uds
         if session_auth is not None:
             client.auth = session_auth
             session_auth.install(sockets.link.http)

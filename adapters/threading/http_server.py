@@ -57,7 +57,7 @@ from mcp_sansio.http import HTTPServer, ServerChannel, Session
 from ..common.async_session import _Resumed
 from ..common.deciders import thread_decider
 from ..common.graceful import serve_until_signal
-from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
+from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
 from ..common.http_server import new_http_server
 from ..common.listen_error import listening
 from .runtime import ThreadRuntime, loop_running_here, step_once
@@ -562,15 +562,19 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
 
     # -- threads -----------------------------------------------------------------------------
 
-    def _listen(self, host: str, port: int, backlog: int) -> None:
-        with listening(host, port):
-            family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                                        flags=socket.AI_PASSIVE)[0][0]
-            listener = socket.create_server((host, port), family=family, backlog=backlog)
+    def _listen(self, host: str, port: int, backlog: int, uds: str | None = None) -> None:
+        if uds is not None:  # a Unix socket (common/http_options.py); the URL names the Host
+            listener = unix_listener(uds, backlog)
+            self.address = (UDS_HOST, 80)
+        else:
+            with listening(host, port):
+                family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                            flags=socket.AI_PASSIVE)[0][0]
+                listener = socket.create_server((host, port), family=family, backlog=backlog)
+            sockname = listener.getsockname()
+            self.address = (sockname[0], sockname[1])
         listener.setblocking(False)
         self._listener = listener
-        sockname = listener.getsockname()
-        self.address = (sockname[0], sockname[1])
         for target, name in ((self._accept, "mcp-sansio-http-accept"),
                              (self._run_timer, "mcp-sansio-http-timer"),
                              (self._run_reaper, "mcp-sansio-http-reaper")):
@@ -724,6 +728,8 @@ def start_http(
 ) -> Iterator[HTTPService]:
     """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
     port, see :attr:`HTTPService.port`) in background threads while the block runs.
+    ``uds=PATH`` listens on that Unix domain socket instead (the URL is then
+    ``http://localhost/mcp``; the socket file's mode, a stale file: :ref:`unix-sockets`).
 
     ``http_options`` go to :class:`~mcp_sansio.http.HTTPServer` (``path``,
     ``response_mode``, ``allowed_hosts``, ``legacy_sse_path``, limits, ...;
@@ -738,6 +744,7 @@ def start_http(
     once. A connection the server closes lingers (half-closed, its reader discarding) for
     at most ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer
     (413, 400) reaches a client that is still sending."""
+    uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
     http = new_http_server(server, request_state_key=request_state_key,
                            connection_options=connection_options,
                            new_session_id=new_session_id, http_options=http_options)
@@ -747,7 +754,7 @@ def start_http(
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
     http.on_decision_needed = thread_decider(service)  # parked exchanges (common.deciders)
     try:
-        service._listen(host, port, backlog)
+        service._listen(host, port, backlog, uds)
         yield service
     finally:
         service.close()

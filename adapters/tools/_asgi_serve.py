@@ -28,12 +28,13 @@ import importlib.util
 import json
 import os
 import socket
-import stat
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from ..common.http_options import UDS_MODE, claim_socket_path
 
 __all__ = ["ENGINES", "ENGINE_OPTIONS", "OPTIONS_ENV", "UDS_MODE", "UDS_URL",
            "claim_socket_path", "example_app", "missing", "serve_engine"]
@@ -47,9 +48,6 @@ OPTIONS_ENV = "MCP_SANSIO_EXAMPLE_HTTP_OPTIONS"
 #: takes seconds; beyond a minute something is wrong and the engine's own log says what).
 READY_TIMEOUT = 60.0
 _APP = "mcp_sansio.adapters.tools._asgi_serve:example_app"
-#: The mode of the Unix socket file ``--uds`` listens on: its owner's alone (a local proxy
-#: or sidecar runs as the same user, or is let in with chmod/chgrp after the start).
-UDS_MODE = 0o600
 #: The URL printed for a server on a Unix socket: the path and the Host a client sends.
 UDS_URL = "http://localhost/mcp"
 #: The largest request head our own servers accept (mcp_sansio.http's default).
@@ -146,30 +144,6 @@ def _no_delay(sock: socket.socket) -> socket.socket:
     if sock.family in (socket.AF_INET, socket.AF_INET6):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
-
-
-def claim_socket_path(path: str) -> str | None:
-    """Make ``path`` free for a Unix socket to listen on, or say why not (one line): a
-    socket file nobody listens on (a server that died leaves it behind) is removed; one
-    a server listens on, or a file that is not a socket, is left alone and refused."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return None
-    if not stat.S_ISSOCK(mode):
-        return f"{path} exists and is not a socket"
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.settimeout(1.0)
-        probe.connect(path)
-    except (ConnectionRefusedError, FileNotFoundError):
-        os.unlink(path)  # stale: its server is gone
-        return None
-    except OSError as exc:
-        return f"cannot tell whether a server listens on {path}: {exc}"
-    finally:
-        probe.close()
-    return f"a server already listens on {path}"
 
 
 def _announce_uds(path: str, url: str) -> None:

@@ -90,9 +90,6 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
                   uds: str | None = None) -> int:
     if _missing_runtime(runtime, "serve-example"):
         return 2
-    if uds is not None and engine is None:
-        sys.stderr.write("mcp-sansio serve-example: --uds needs --engine in this version\n")
-        return 2
     if _bad_wire(wire, transport):
         return 2
     if engine is not None and wire != "h11":
@@ -157,8 +154,13 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
 
                 return serve_engine(engine, runtime, host, port, workers=workers,
                                     options=options, uds=uds)
+            if uds is not None:  # a Unix socket (adapters/common/http_options.py)
+                options["uds"] = uds
             _serve(runtime, (host, port, options))
         except OSError as exc:  # the port is taken, the address is not this machine's...
+            if uds is not None:  # the reason names the path: taken, not a socket...
+                sys.stderr.write(f"mcp-sansio serve-example: --uds: {exc}\n")
+                return 1
             sys.stderr.write(f"mcp-sansio serve-example: cannot listen on "
                              f"{_host_port(host, port)}: {_os_reason(exc)}\n")
             return 1

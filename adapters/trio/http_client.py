@@ -96,6 +96,8 @@ class TrioSockets:
         self.connect_timeout = connect_timeout
         #: Unwritten output (bytes) a socket may hold before it is dropped.
         self.max_write_buffer = max_write_buffer
+        #: A Unix socket's path to connect to instead of the URL's host and port.
+        self.uds: str | None = None
         #: TLS for ``https``: the system's trusted certificates unless told otherwise.
         self.ssl_context: Any = (ssl_context if ssl_context is not None
                                  else default_tls(link.http.scheme))
@@ -155,7 +157,9 @@ class TrioSockets:
         http = self.link.http
         try:
             with trio.fail_after(self.connect_timeout):
-                stream: trio.abc.Stream = await trio.open_tcp_stream(http.host, http.port)
+                stream: trio.abc.Stream = (
+                    await trio.open_tcp_stream(http.host, http.port) if self.uds is None
+                    else await trio.open_unix_socket(self.uds))
                 if self.ssl_context is not None:
                     stream = trio.SSLStream(stream, self.ssl_context, server_hostname=http.host,
                                             https_compatible=True)
@@ -303,6 +307,7 @@ async def connect_http(call: HTTPClientCall) -> AsyncIterator[AsyncClient]:
             continue
         client, sockets = http_client(call.url, headers=call.headers,
                                       http_options=call.http_options, **call.client)
+        sockets.uds = call.uds
         if session_auth is not None:
             client.auth = session_auth
             session_auth.install(sockets.link.http)

@@ -47,7 +47,7 @@ from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ..common.deciders import trio_decider
 from ..common.graceful import serve_until_signal
-from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
+from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
 from ..common.http_server import new_http_server
 from ..common.listen_error import listening
 from .runtime import TrioRuntime
@@ -487,6 +487,8 @@ async def start_http(
 ) -> AsyncIterator[HTTPService]:
     """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
     port, see :attr:`HTTPService.port`) while the block runs.
+    ``uds=PATH`` listens on that Unix domain socket instead (the URL is then
+    ``http://localhost/mcp``; the socket file's mode, a stale file: :ref:`unix-sockets`).
 
     ``http_options`` go to :class:`~mcp_sansio.http.HTTPServer` (``path``,
     ``response_mode``, ``allowed_hosts``, ``legacy_sse_path``, limits, ...;
@@ -501,16 +503,23 @@ async def start_http(
     ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer (413, 400)
     reaches a client that is still sending. Leaving the block closes every connection and
     cancels every handler."""
+    uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
     http = new_http_server(server, request_state_key=request_state_key,
                            connection_options=connection_options,
                            new_session_id=new_session_id, http_options=http_options)
     service = HTTPService(server, http, max_write_buffer=max_write_buffer)
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
     http.on_decision_needed = trio_decider(service)  # parked exchanges (common.deciders)
-    with listening(host, port):
-        listeners = await trio.open_tcp_listeners(port, host=host)
-    sockname = listeners[0].socket.getsockname()
-    service.address = (sockname[0], sockname[1])
+    if uds is not None:  # a Unix socket (common/http_options.py); the URL names the Host
+        sock = unix_listener(uds)
+        sock.setblocking(False)
+        listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
+        service.address = (UDS_HOST, 80)
+    else:
+        with listening(host, port):
+            listeners = await trio.open_tcp_listeners(port, host=host)
+        sockname = listeners[0].socket.getsockname()
+        service.address = (sockname[0], sockname[1])
     async with _one_error(), trio.open_nursery() as nursery:
         await nursery.start(service._run, listeners)
         try:

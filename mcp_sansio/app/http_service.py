@@ -102,7 +102,8 @@ class HTTPServiceBase(Generic[LogicT]):
         """The MCP endpoint's URL, e.g. ``http://127.0.0.1:8000/mcp``."""
         host = self.address[0]
         host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{self.port}{self.http.path}"
+        port = "" if self.port == 80 else f":{self.port}"  # http's default (a Unix socket's)
+        return f"http://{host}{port}{self.http.path}"
 
     def _contain(self, channel: ServerChannel) -> None:
         """An exception escaped while handling ``channel`` (call from an ``except`` block):
