@@ -100,6 +100,7 @@ MODULE_MARKERS: dict[str, tuple[str, str]] = {
                                  "~45 s"),
     "test_graceful_shutdown.py": ("slow", "SIGTERM under traffic and a few hundred SIGINTs "
                                           "on each runtime: ~90 s"),
+    "test_graceful_engines.py": ("slow", "SIGTERM under traffic on each ASGI engine: ~11 s"),
     "test_testing_kit.py": ("harness", "the kit's strategies and peer machine: ~40 s"),
 }
 #: Single tests (module, function name) that leave the quick run although their module stays.

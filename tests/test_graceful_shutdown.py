@@ -1,7 +1,8 @@
 """Graceful shutdown (adapters/common/graceful.py): SIGTERM under traffic on every runtime lets
-the calls in flight finish and exits 0; SIGINT at many moments (starting, idle, inside
-accept, mid request, mid stream, stopping; a few hundred tries in all) never ends in a
-traceback; ``serve-example`` exits 0 on SIGTERM and 130 on Ctrl-C, as docs/cli.rst says."""
+the calls in flight finish, refuses a connection opened meanwhile, and exits 0; SIGINT at
+many moments (starting, idle, inside accept, mid request, mid stream, stopping; a few
+hundred tries in all) never ends in a traceback; ``serve-example`` exits 0 on SIGTERM and
+130 on Ctrl-C, as docs/cli.rst says."""
 
 from __future__ import annotations
 
@@ -51,8 +52,30 @@ async def calls_across_a_sigterm(url: str, proc: subprocess.Popen[str]) -> list[
                                                         progress=progress_of(i)))
                  for i in range(CALLS)]
         await asyncio.wait_for(all_started.wait(), WAIT)
+        assert await probe(url) == "served"
         proc.send_signal(signal.SIGTERM)
-        return list(await asyncio.gather(*calls, return_exceptions=True))
+        while (outcome := await probe(url)) == "served":  # until the signal is handled
+            await asyncio.sleep(0.01)
+        in_flight = sum(not call.done() for call in calls)
+        return [outcome, in_flight, *await asyncio.gather(*calls, return_exceptions=True)]
+
+
+async def probe(url: str) -> str:
+    """A new connection's fate: "served" (an HTTP answer), "refused", or "dropped"
+    (accepted, then closed unanswered)."""
+    port = int(url.rsplit(":", 1)[1].split("/", maxsplit=1)[0])
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except ConnectionRefusedError:
+        return "refused"
+    try:
+        writer.write(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        line = await reader.readline()
+    except ConnectionError:
+        line = b""
+    finally:
+        writer.close()
+    return "served" if line.startswith(b"HTTP/1.1 ") else "dropped"
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
@@ -63,7 +86,10 @@ def test_sigterm_under_traffic_finishes_what_is_in_flight_and_exits_0(runtime: s
         _, err = proc.communicate(timeout=WAIT)
     finally:
         proc.kill()
-    texts = [r["content"][0]["text"] if isinstance(r, dict) else repr(r) for r in results]
+    outcome, in_flight, *answers = results
+    # A connection opened during the drain (calls still in flight) is refused.
+    assert (outcome, in_flight) == ("refused", CALLS)
+    texts = [r["content"][0]["text"] if isinstance(r, dict) else repr(r) for r in answers]
     assert texts == ["slept 1 s"] * CALLS
     assert proc.returncode == 0, err
     assert "Traceback" not in err, err

@@ -6,8 +6,9 @@ Theory of operation
 ``SIGTERM``, which Docker, systemd and Kubernetes send, or ``SIGINT`` (Ctrl-C) -- and then
 stop in order:
 
-1. stop accepting new connections (asyncio closes its listener; on trio and threads the
-   listener stays open until step 3, and what arrives meanwhile is served like the rest);
+1. stop accepting new connections: the listener closes, so a new connection is refused
+   (on threads, an accept thread parked at ``max_connections`` accepts nothing more, its
+   listener closing at step 3);
 2. wait, at most ``shutdown_timeout`` seconds (:data:`DEFAULT_SHUTDOWN_TIMEOUT`), until no
    request is in flight -- every session's handlers have answered -- and their answers
    are written; a second signal ends the wait at once;
@@ -139,6 +140,7 @@ async def _trio(adapter: Any, server: Any, host: str, port: int,
             async for signum in signals:
                 got.append(signum)
                 break
+            await service.stop_accepting()
             async with trio.open_nursery() as nursery:
 
                 async def second_signal() -> None:
@@ -176,6 +178,7 @@ def _threads(adapter: Any, server: Any, host: str, port: int,
                 on_ready(service)
             while not stop.wait(0.5 if previous else None):
                 pass
+            service.stop_accepting()
             deadline = time.monotonic() + timeout
             while in_flight(service) and time.monotonic() < deadline and not force.is_set():
                 time.sleep(_POLL)

@@ -667,6 +667,21 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
         """Block until :meth:`close` is called (from another thread or a handler)."""
         self._stopped.wait()
 
+    def stop_accepting(self, timeout: float = 1.0) -> None:
+        """Stop accepting new connections and close the listener (a new connection is
+        refused) while those already open go on: a graceful stop's first step. The accept
+        thread, woken, ends; one parked at ``max_connections`` ends when it next wakes,
+        the listener then staying open (its backlog unserved) until :meth:`close`."""
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"!")
+        for thread in self._threads:
+            if thread.name == "mcp-sansio-http-accept":
+                thread.join(timeout)
+                if thread.is_alive():
+                    return
+        if self._listener is not None:
+            self._listener.close()
+
     def close(self) -> None:
         """Stop listening, drop every connection, cancel every running handler and join
         every thread the service started."""

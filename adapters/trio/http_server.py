@@ -31,7 +31,7 @@ import os
 import sys
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 import trio
@@ -192,6 +192,8 @@ class HTTPService(HTTPServiceBase[ServerSession]):
         self._drains = 0  # drains finished (a reader waits for the next one)
         self._drained = trio.lowlevel.ParkingLot()
         self._closed = trio.Event()
+        self._accepting: trio.CancelScope | None = None  # the accept loop's scope
+        self._listeners: list[trio.SocketListener] = []
         #: ``(host, port)`` the server listens on.
         self.address = ("", 0)
 
@@ -452,9 +454,10 @@ class HTTPService(HTTPServiceBase[ServerSession]):
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._pump)
-                nursery.start_soon(functools.partial(
+                nursery.start_soon(self._accept_until_stopped, functools.partial(
                     trio.serve_listeners, self._serve_connection, listeners,
                     handler_nursery=nursery))
+                self._listeners = listeners
                 task_status.started()
         finally:
             self._sessions.clear()
@@ -462,6 +465,19 @@ class HTTPService(HTTPServiceBase[ServerSession]):
             with trio.CancelScope(shield=True):
                 for listener in listeners:
                     await trio.aclose_forcefully(listener)
+
+    async def _accept_until_stopped(self, accept: Callable[[], Awaitable[Any]]) -> None:
+        with trio.CancelScope() as self._accepting:
+            await accept()
+
+    async def stop_accepting(self) -> None:
+        """Stop accepting new connections and close the listeners (a new connection is
+        refused) while those already open go on: a graceful stop's first step."""
+        if self._accepting is not None:
+            self._accepting.cancel()
+        with trio.CancelScope(shield=True):
+            for listener in self._listeners:
+                await trio.aclose_forcefully(listener)
 
     async def serve_forever(self) -> None:
         """Wait until :meth:`aclose` (cancel the waiting task's scope to stop, too)."""
