@@ -51,8 +51,8 @@ Adding a server under test is one entry in ``ROWS``:
   with ``--wire httptools`` (llhttp; the ``fast`` extra; docs/wires.rst).
 * ``ours-uvicorn``, ``ours-uvicorn-2w``, ``ours-granian``, ``ours-granian-2w``: our ASGI app
   (adapters/asgi.py) as ``serve-example --transport http --engine E --workers N`` runs it
-  (docs/deploying.rst), 1 and 2 workers. uvicorn on its httptools protocol (checked: every
-  worker must have httptools' parser loaded), granian on its own Rust HTTP stack. With 2
+  (docs/deploying.rst), 1 and 2 workers. uvicorn on its h11 protocol (what the hardening
+  table has serve-example choose), granian on its own Rust HTTP stack. With 2
   workers and no store the handshake era is served sessionless (by design): labelled
   ``handshake*``, and left out of the idle-session memory figure (no session is kept).
 * ``ours-asyncio-compiled``, ``ours-threading-compiled``, ``ours-asyncio-httptools-compiled``,
@@ -273,8 +273,7 @@ class Row:
     session kept (no ``Mcp-Session-Id``; several workers and no shared store, by design:
     docs/http.rst), so it is labelled in the table and has no idle-session figure;
     ``maps``: a shared object every worker must have loaded, checked once the server is up
-    (uvicorn's ``http="auto"`` picks httptools only when it imports: the row would silently
-    measure h11 otherwise)."""
+    (for a row whose engine would silently fall back to another parser without it)."""
 
     name: str
     command: Callable[[], list[str]]
@@ -308,20 +307,19 @@ def _ours(runtime: str, wire: str = "h11", compiled: bool = False) -> Row:
 def _engine(engine: str, workers: int) -> Row:
     """Our ASGI app (adapters/asgi.py) on ``engine`` with ``workers`` processes, started as
     deployed: ``serve-example --transport http --engine E --workers N`` (docs/deploying.rst).
-    uvicorn runs its httptools protocol (``http="auto"`` picks it when httptools imports: the
-    row checks that every worker loaded it) on the asyncio loop (no uvloop here); granian
+    uvicorn runs its h11 protocol (serve-example passes ``http="h11"``, the choice of the
+    hardening table in docs/deploying.rst) on the asyncio loop (no uvloop here); granian
     parses HTTP in Rust (hyper) and runs the app on asyncio. With 2 workers and no store the
     handshake era is served sessionless (serve-example says so on stderr)."""
     name = f"ours-{engine}" + (f"-{workers}w" if workers > 1 else "")
-    needs = (engine, "anyio", "sniffio") + (("httptools",) if engine == "uvicorn" else ())
+    needs = (engine, "anyio", "sniffio")
     return Row(name, lambda: [sys.executable, "-m", "mcp_sansio", "serve-example",
                               "--transport", "http", "--engine", engine,
                               "--workers", str(workers)],
                needs=needs, workers=workers, sessionless=workers > 1,
                # uvicorn serves one worker in its own process and adds a supervisor for
                # more; granian always runs a main process and its workers.
-               processes=1 + workers if engine == "granian" or workers > 1 else 1,
-               maps="httptools/parser" if engine == "uvicorn" else None)
+               processes=1 + workers if engine == "granian" or workers > 1 else 1)
 
 
 #: Every row, in report order. A new server under test is one entry.
