@@ -27,6 +27,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -200,6 +201,11 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
             os.chmod(uds, UDS_MODE)  # (uvicorn makes it 0666)
             Multiprocess(shared, sockets=[sock]).run()
         elif workers == 1:
+            # uvicorn raises the signal it stopped on again once its graceful stop is done,
+            # for the handler in place before it: this one ends the process with status 0
+            # (as it does for a SIGTERM before uvicorn's own handler is in place), so that a
+            # stop asked for by SIGTERM exits 0 (docs/cli.rst), as on the other engines.
+            signal.signal(signal.SIGTERM, _stopped)
             uvicorn.run(_APP, factory=True, host=host, port=port, log_level=level,
                         lifespan="on", **tuned)
         else:
@@ -245,3 +251,8 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
                 backpressure=tuned["backpressure"], **where).serve()
     return 0
 
+
+def _stopped(signum: int, frame: Any) -> None:
+    """SIGTERM outside uvicorn's own handling (before it starts, or raised again once it
+    has stopped gracefully): the stop asked for, with status 0."""
+    raise SystemExit(0)
