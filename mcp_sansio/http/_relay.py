@@ -336,7 +336,7 @@ class SharedRelay:
         # The record's age is unknown here (another worker saved it, at a time on its own
         # clocks), so the copy counts as due for a save: the request that adopted it
         # refreshes the table's deadline. Counted as fresh, a session the client kept
-        # using here could expire on the worker that saved it long ago (issue 18, the
+        # using here could expire on the worker that saved it long ago (the
         # skewed-hosts tests).
         session._saved, session._saved_at = record, -math.inf
         self.hub._sessions[session_id] = session
