@@ -410,7 +410,7 @@ class SharedRelay:
         self._relay(relay, [*replayed, *kept])
         if self._relays.get(stream_id) is relay and stream_writer(stream_id) in (
                 self._gone_workers):
-            # Its writer is gone: the log holds all there will ever be (issue 18). The
+            # Its writer is gone: the log holds all there will ever be. The
             # response ends after it instead of waiting for live events that cannot come.
             self._end_relay(relay)
             return
