@@ -79,6 +79,11 @@ def main() -> int:
         run([str(vpy), "-m", "pip", "install", "-q", f"{wheel}[{EXTRAS}]", "pytest"])
 
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+        # The smoke tests run from the unpacked sdist, where ../shared is not beside them:
+        # they read the schemas from where this checkout's tests do (tests/schemas.py).
+        schemas = Path(os.environ.get("MCP_SCHEMA_DIR") or ROOT.parent / "shared" / "mcp-schema")
+        if schemas.is_dir():
+            env["MCP_SCHEMA_DIR"] = str(schemas.resolve())
         out = subprocess.run([str(bin_dir / "mcp-sansio"), "--version"], check=True,
                              capture_output=True, text=True, env=env, cwd=work).stdout
         if out.strip() != f"mcp-sansio {version}":
