@@ -206,7 +206,7 @@ def test_a_session_that_keeps_vanishing_fails_the_request_after_one_retry() -> N
     def forgetful(session: Session, event: Any) -> None:
         if isinstance(event, Request) and event.method == "tools/list":
             app_calls.append(event)
-            session._server.end_session(session)
+            session._hub.owner.end_session(session)
         else:
             answer_everything(session, event)
 

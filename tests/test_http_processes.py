@@ -298,11 +298,13 @@ def test_handshake_elicitation_is_a_clear_error_not_a_hang(servers: list[str]) -
         said = text(reply.result)
         assert said.startswith("refused: elicitation/create cannot be sent")
         assert "sessionless mode" in said
-    # A handler that does not catch it fails its request at once (a generic error on the
-    # wire, the exception in the server's log) instead of waiting for an answer.
+    # A handler that does not catch it fails its call at once, instead of waiting for an
+    # answer: a tool error result that says why (not a bare -32603).
     failed = old(client, "tools/call", {"name": "test_elicitation",
                                         "arguments": {"message": "Your name?"}})
-    assert failed.error["code"] == -32603
+    assert failed.result["isError"] is True
+    assert text(failed.result).startswith("elicitation/create cannot be sent")
+    assert "sessionless" in text(failed.result)
 
 
 def test_handshake_get_and_delete_are_405(servers: list[str]) -> None:
@@ -342,7 +344,8 @@ def test_the_official_sdk_client_needs_no_session_id(servers: list[str]) -> None
             got["echo"] = (await client.call_tool("echo", {"text": "hi"})).content[0].text
             got["ask"] = (await client.call_tool("ask_name", {})).content[0].text
             try:
-                await client.call_tool("test_elicitation", {"message": "Your name?"})
+                result = await client.call_tool("test_elicitation", {"message": "Your name?"})
+                got["elicit"] = (result.is_error, result.content[0].text)
             except MCPError as exc:
                 got["elicit"] = exc.error.code
         return got
@@ -352,7 +355,9 @@ def test_the_official_sdk_client_needs_no_session_id(servers: list[str]) -> None
         assert got["version"] == HANDSHAKE and len(got["tools"]) == 4  # the first page
         assert got["echo"] == "hi"
         assert got["ask"].startswith("refused: elicitation/create cannot be sent")
-        assert got["elicit"] == -32603
+        # the handler's failure, as a tool error result that says why (not -32603)
+        is_error, said = got["elicit"]
+        assert is_error and said.startswith("elicitation/create cannot be sent")
 
 
 @pytest.mark.parametrize("runtime", ["asyncio", "trio", "threading"])
@@ -368,5 +373,6 @@ def test_serve_example_sessionless(runtime: str) -> None:
         assert text(echoed.result) == "x"
         failed = old(client, "tools/call", {"name": "test_elicitation",
                                             "arguments": {"message": "Your name?"}})
-        assert failed.error["code"] == -32603
+        assert failed.result["isError"] is True
+        assert text(failed.result).startswith("elicitation/create cannot be sent")
         assert_no_get_or_delete(url)

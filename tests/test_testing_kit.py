@@ -470,7 +470,7 @@ def test_random_sessions_exercise_the_whole_session() -> None:
         return transports[-1]
 
     for revision in ("2025-06-18", STATELESS):
-        kit.check_peer(factory, revisions=[revision], sessions=6, steps=40)
+        kit.check_peer(factory, revisions=[revision], sessions=10, steps=40)
     sent = [m for t in transports for m in t.sent]
     methods = {m["method"] for m in sent if isinstance(m, dict)
                and isinstance(m.get("method"), str)}

@@ -686,9 +686,14 @@ def test_host_killed_while_writing_a_stream_the_resumed_stream_on_the_other_ends
     stored = _until_end(whole, SSEParser())
     whole.close()
     assert [event_id for event_id, _ in got] == [event_id for event_id, _ in stored]
-    seqs = [int(event_id.rpartition(":")[2]) for event_id, _ in got]
+    # The request the dead writer ran ends with an error event of the survivor's, numbered
+    # past the writer's (its outcome is unknown: docs/stores.rst); before it, the writer's
+    # own events without a gap or a repeat.
+    *written, (_, ended) = got
+    assert ended.get("id") == 7 and ended["error"]["code"] == -32603, ended
+    seqs = [int(event_id.rpartition(":")[2]) for event_id, _ in written]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs  # no gap, no repeat
-    steps = [m["params"]["progress"] for _, m in got if m.get("method") == (
+    steps = [m["params"]["progress"] for _, m in written if m.get("method") == (
         "notifications/progress")]
     assert steps == list(range(2, 2 + len(steps))) and len(steps) >= 3, steps
     # and the session carries on at the survivor
