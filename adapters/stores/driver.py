@@ -54,9 +54,11 @@ import asyncio
 import contextlib
 import json
 import logging
+import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp_sansio.http import HTTPServer
 from mcp_sansio.http._shared import (
@@ -78,9 +80,15 @@ from mcp_sansio.stores import parse_event_id
 
 from .keys import StoreKeys
 
-__all__ = ["DEFAULT_STORE_TIMEOUT", "SharedDriver"]
+__all__ = ["DEFAULT_STORE_TIMEOUT", "Enter", "SharedDriver"]
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+#: How the driver reaches the HTTP server: ``enter(fn)`` calls ``fn(now)`` where the server
+#: may be touched (its thread, its lock), ``now`` on the server's clock, and returns what
+#: ``fn`` returns. On asyncio the server is on the driver's own loop: a plain call.
+Enter = Callable[[Callable[[float], Any]], Any]
 
 #: Seconds a store effect (a read, an append, a publish) may take: 5, half the server's
 #: decision timeout (10 s), so that a request waiting on a lookup is answered 503 with
@@ -107,7 +115,8 @@ class SharedDriver:
                  keys: StoreKeys | None = None,
                  heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
                  worker_timeout: float = DEFAULT_WORKER_TIMEOUT,
-                 store_timeout: float = DEFAULT_STORE_TIMEOUT) -> None:
+                 store_timeout: float = DEFAULT_STORE_TIMEOUT,
+                 enter: Enter | None = None) -> None:
         if heartbeat_interval <= 0 or worker_timeout <= heartbeat_interval:
             raise ValueError("the heartbeat interval must be positive and shorter than the "
                              "worker timeout")
@@ -121,6 +130,11 @@ class SharedDriver:
         self.stores = stores
         self._pump = pump
         self._loop = asyncio.get_running_loop()
+        self._thread = threading.get_ident()
+        #: The server's side (stores.home): a plain call when it runs on this loop.
+        self._enter: Enter = enter if enter is not None else self._here
+        #: Effects taken from the server, not yet carried out (in order).
+        self._queue: deque[SharedEffect] = deque()
         self._task: asyncio.Task[None] | None = None
         self._unsubscribe: list[Callable[[], Awaitable[None]]] = []
         self._closed = False
@@ -144,19 +158,47 @@ class SharedDriver:
             self._spawn(self._refresh_keys_forever())
         await self._start_liveness()
 
+    def _here(self, fn: Callable[[float], _T]) -> _T:
+        return fn(self._loop.time())
+
     def kick(self) -> None:
-        """After a pump: start carrying out what the server queued (if it queued anything
-        and the task is not already at it)."""
-        if self._closed or (self._task is not None and not self._task.done()):
+        """After a pump, where the server runs: take what it queued and have the driver's
+        task carry it out (started if it is not already at it)."""
+        if self._closed:
             return
         effects = self.http.shared_effects()
-        if effects:
-            self._task = self._loop.create_task(self._run(effects))
+        if not effects:
+            return
+        if threading.get_ident() == self._thread:
+            self._accept(effects)
+        else:  # a trio or threads server: the driver's loop is on a thread of its own
+            with contextlib.suppress(RuntimeError):  # (that loop closed: shutting down)
+                self._loop.call_soon_threadsafe(self._accept, effects)
+
+    def _accept(self, effects: list[SharedEffect]) -> None:
+        self._queue.extend(effects)
+        if not self._closed and (self._task is None or self._task.done()):
+            self._task = self._loop.create_task(self._run())
 
     async def broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
         """Offer a notification to every session of every worker (through the bus)."""
         message = {"method": method, "params": dict(params) if params is not None else None}
         await self.stores.bus.publish("broadcast", json.dumps(message).encode())
+
+    def broadcast_soon(self, method: str, params: Mapping[str, Any] | None) -> None:
+        """:meth:`broadcast` from the server's thread (trio, threads): published by the
+        driver's loop; a bus that fails is logged."""
+        async def publish() -> None:
+            try:
+                async with asyncio.timeout(self.store_timeout):
+                    await self.broadcast(method, params)
+            except Exception:
+                log.warning("a server-wide notification could not be published", exc_info=True)
+
+        def spawn() -> None:
+            self._spawn(publish())
+        with contextlib.suppress(RuntimeError):  # (the loop closed: shutting down)
+            self._loop.call_soon_threadsafe(spawn)
 
     async def aclose(self) -> None:
         await self._stop_liveness()  # first: the others end their relays of our streams now
@@ -175,26 +217,39 @@ class SharedDriver:
 
     # -- effects --------------------------------------------------------------------------
 
-    async def _run(self, effects: list[SharedEffect]) -> None:
-        while effects:
-            for effect in effects:
-                try:
-                    async with asyncio.timeout(self.store_timeout):
-                        await self._carry_out(effect)
-                except Exception as exc:  # (TimeoutError included: a store that hangs)
-                    log.warning("a shared store failed on %r", effect,
-                                exc_info=not isinstance(exc, TimeoutError))
-                    # Nothing is left hanging: a lookup is answered 503 with Retry-After
-                    # (the server: nothing known, nothing lost), a held answer goes (the
-                    # session's change then lives on this worker only).
-                    if isinstance(effect, Lookup):
-                        failure = exc if str(exc) else TimeoutError(
-                            f"no answer within {self.store_timeout:g} s")
-                        self.http.resolve(effect, failure, now=self._loop.time())
-                    elif isinstance(effect, SaveSession | DropSession):
-                        self.http.stored(effect, now=self._loop.time())
-                    self._safe_pump()
-            effects = self.http.shared_effects()
+    async def _run(self) -> None:
+        while self._queue:
+            effect = self._queue.popleft()
+            try:
+                async with asyncio.timeout(self.store_timeout):
+                    await self._carry_out(effect)
+            except Exception as exc:  # (TimeoutError included: a store that hangs)
+                log.warning("a shared store failed on %r", effect,
+                            exc_info=not isinstance(exc, TimeoutError))
+                # Nothing is left hanging: a lookup is answered 503 with Retry-After
+                # (the server: nothing known, nothing lost), a held answer goes (the
+                # session's change then lives on this worker only).
+                self._failed(effect, exc)
+
+    def _failed(self, effect: SharedEffect, exc: Exception) -> None:
+        def tell(now: float) -> None:
+            if isinstance(effect, Lookup):
+                failure = exc if str(exc) else TimeoutError(
+                    f"no answer within {self.store_timeout:g} s")
+                self.http.resolve(effect, failure, now=now)
+            elif isinstance(effect, SaveSession | DropSession):
+                self.http.stored(effect, now=now)
+            self._safe_pump()
+        self._server(tell)
+
+    def _server(self, fn: Callable[[float], _T]) -> _T | None:
+        """``fn(now)`` where the server runs (None if it is gone: a trio run that ended)."""
+        try:
+            result: _T = self._enter(fn)
+        except Exception:
+            log.exception("a call into the HTTP server from its store driver failed")
+            return None
+        return result
 
     async def _carry_out(self, effect: SharedEffect) -> None:
         stores = self.stores
@@ -238,12 +293,15 @@ class SharedDriver:
                 writer = stream_writer(parsed[0]) if parsed is not None else None
                 if (parsed is not None and writer is not None
                         and writer != self.http.stream_tag
-                        and self.liveness.is_gone(writer, self._loop.time())):
+                        and self.liveness.is_gone(writer, self._loop.time())):  # (own clock)
                     await self._finish_stream(parsed[0])  # the replay then holds its end
                 found = await stores.events.replay(effect.key, wall_time=wall)
                 self._judge_writer(effect.key)
-            self.http.resolve(effect, found, now=self._loop.time())
-            self._safe_pump()
+
+            def resolve(now: float) -> None:
+                self.http.resolve(effect, found, now=now)
+                self._safe_pump()
+            self._server(resolve)
 
     async def _tell_then_release(self, topic: str, note: dict[str, Any],
                                  effect: SaveSession | DropSession) -> None:
@@ -258,8 +316,10 @@ class SharedDriver:
     def _release(self, effect: SaveSession | DropSession) -> None:
         """The table has it: the answers waiting for it may go."""
         if effect.channels:
-            self.http.stored(effect, now=self._loop.time())
-            self._safe_pump()
+            def release(now: float) -> None:
+                self.http.stored(effect, now=now)
+                self._safe_pump()
+            self._server(release)
 
     def _safe_pump(self) -> None:
         try:
@@ -281,12 +341,14 @@ class SharedDriver:
             return
         if by == self.http.stream_tag:
             return
-        now = self._loop.time()
-        if isinstance(ended, str):
-            self.http.forget_session(ended, now=now)
-        elif isinstance(saved, str):
-            self.http.refresh_session(saved, note.get("record"), now=now)
-        self._safe_pump()
+
+        def follow(now: float) -> None:
+            if isinstance(ended, str):
+                self.http.forget_session(ended, now=now)
+            elif isinstance(saved, str):
+                self.http.refresh_session(saved, note.get("record"), now=now)
+            self._safe_pump()
+        self._server(follow)
 
     # -- liveness -----------------------------------------------------------------------------
 
@@ -333,17 +395,22 @@ class SharedDriver:
     async def _check_writers(self) -> None:
         """End the relays of writers that went silent (or were never heard): each of their
         streams is finished first (_finish_stream), so its relays send the errors and end."""
-        for tag in self.liveness.gone(self.http.relayed_writers(), self._loop.time()):
+        relayed = self._server(lambda now: self.http.relayed_writers()) or set()
+        for tag in self.liveness.gone(relayed, self._loop.time()):
             log.info("worker %s is gone: its relayed streams end here", tag)
             await self._writer_gone(tag)
 
     async def _writer_gone(self, tag: str) -> None:
         """Finish the streams of ``tag`` relayed here, then tell the server it is gone."""
         # (the server's relays by stream id: which streams of that writer are followed)
-        for stream_id in [s for s in list(self.http._relays) if stream_writer(s) == tag]:
+        followed = self._server(lambda now: list(self.http._relays)) or []
+        for stream_id in [s for s in followed if stream_writer(s) == tag]:
             await self._finish_stream(stream_id)
-        if self.http.worker_gone(tag, now=self._loop.time()):
-            self._safe_pump()
+
+        def gone(now: float) -> None:
+            if self.http.worker_gone(tag, now=now):
+                self._safe_pump()
+        self._server(gone)
 
     async def _finish_stream(self, stream_id: str) -> None:
         """Finish, in its writer's place, the stream of a writer that is gone: an error for
@@ -370,21 +437,22 @@ class SharedDriver:
                     await self.stores.events.append(event_id, data, wall_time=wall)
                     note = {"id": event_id, "data": data.decode("latin-1")}
                     await self.stores.bus.publish("events", json.dumps(note).encode())
-                    self.http.relay_event(event_id, data, now=self._loop.time())
+                    self._server(lambda now, i=event_id, d=data: self.http.relay_event(
+                        i, d, now=now))
                 log.info("stream %s... of a stopped worker finished: %d request(s) answered "
                          "with an error", stream_id[:12], len(answers))
         except Exception:  # (TimeoutError included)
             log.warning("the stream of a stopped worker could not be finished", exc_info=True)
-        self._safe_pump()
+        self._server(lambda now: self._safe_pump())
 
     def _judge_writer(self, last_event_id: str) -> None:
         """Before a resumption is answered: if the stream's writer is gone, the server is
         told now, so the replay ends at once rather than relaying until the next beat."""
         parsed = parse_event_id(last_event_id)
         tag = stream_writer(parsed[0]) if parsed is not None else None
-        now = self._loop.time()
-        if tag is not None and tag != self.http.stream_tag and self.liveness.is_gone(tag, now):
-            self.http.worker_gone(tag, now=now)
+        if (tag is not None and tag != self.http.stream_tag
+                and self.liveness.is_gone(tag, self._loop.time())):
+            self._server(lambda now: self.http.worker_gone(tag, now=now))
 
     def _on_workers(self, topic: str, message: bytes) -> None:
         """Another worker's heartbeat, or its notice that it is gone."""
@@ -401,7 +469,7 @@ class SharedDriver:
             self.liveness.left(tag)
             self._spawn(self._writer_gone(tag))
         elif self.liveness.heard(tag, now):
-            self.http.worker_back(tag)
+            self._server(lambda _: self.http.worker_back(tag))
 
     # -- the key ring ------------------------------------------------------------------------
 
@@ -439,9 +507,13 @@ class SharedDriver:
             return
         if to != self.http.stream_tag or not isinstance(session_id, str):
             return
-        if self.http.deliver_answer(session_id, answer, now=self._loop.time()):
-            self._safe_pump()
-        else:  # as on one server, an answer nobody waits for is dropped (with a trace)
+
+        def deliver(now: float) -> bool:
+            delivered = self.http.deliver_answer(session_id, answer, now=now)
+            if delivered:
+                self._safe_pump()
+            return delivered
+        if self._server(deliver) is False:  # as on one server, an answer nobody waits for
             log.warning("an answer forwarded for session %s... found no copy of it here",
                         session_id[:8])
 
@@ -453,9 +525,11 @@ class SharedDriver:
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeEncodeError):
             log.warning("a malformed message on the bus's events topic was ignored")
             return
-        if isinstance(event_id, str) and self.http.relay_event(event_id, data,
-                                                               now=self._loop.time()):
-            self._safe_pump()
+        def relay(now: float) -> None:
+            if self.http.relay_event(event_id, data, now=now):
+                self._safe_pump()
+        if isinstance(event_id, str):
+            self._server(relay)
 
     def _on_broadcast(self, topic: str, message: bytes) -> None:
         try:
@@ -465,6 +539,8 @@ class SharedDriver:
             log.warning("a malformed message on the bus's broadcast topic was ignored")
             return
         if isinstance(method, str) and (params is None or isinstance(params, dict)):
-            self.http.broadcast(method, params)
-            self._safe_pump()
+            def offer(now: float) -> None:
+                self.http.broadcast(method, params)
+                self._safe_pump()
+            self._server(offer)
 

@@ -27,7 +27,9 @@ sharing -- before its first task's creation is answered, so no cancel for it is 
 notices are at most once (Redis publish/subscribe): a waiter re-reads the record after its
 poll interval (at most :data:`~mcp_sansio.app.tasks.MAX_REMOTE_POLL`) anyway.
 
-Asyncio only, like the Redis stores (:mod:`mcp_sansio.adapters.redis`).
+On trio and threads the stores live on a store thread (:mod:`.stores.home`, stores with a
+``home``): the writer and every await run there, and a handler waits for them on its own
+runtime.
 """
 
 from __future__ import annotations
@@ -53,11 +55,22 @@ log = logging.getLogger("mcp_sansio.adapters.tasks")
 _T = TypeVar("_T")
 
 
-async def _in_task(coro: Coroutine[Any, Any, _T]) -> _T:
+async def _in_task(coro: Coroutine[Any, Any, _T],
+                   home: asyncio.AbstractEventLoop | None = None) -> _T:
     """Run ``coro`` as a task of its own and wait for it: a request's handler is first
     stepped eagerly, outside any task (the asyncio session), and redis-py's timeouts need
-    one."""
-    return await asyncio.get_running_loop().create_task(coro)
+    one. With a ``home`` loop (the store thread's) other than the caller's, it runs there
+    and the caller waits on its own runtime."""
+    try:
+        running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:  # trio
+        running = None
+    if home is None or running is home:
+        assert running is not None
+        return await running.create_task(coro)
+    from .home import wait_on_caller
+
+    return await wait_on_caller(asyncio.run_coroutine_threadsafe(coro, home))
 
 
 class SharedTasks:
@@ -76,7 +89,10 @@ class SharedTasks:
         self.wall = wall
         self.skew = skew
         self.ledger: TaskLedger | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        #: The store thread's loop where the stores live off the server's (stores.home).
+        home = getattr(stores, "home", None)
+        self._home: asyncio.AbstractEventLoop | None = getattr(home, "loop", None)
+        self._loop: asyncio.AbstractEventLoop | None = self._home
         #: Records waiting to be written: the newest per task (task id -> record, owner,
         #: deadline), oldest task first. A task that changes faster than the store writes
         #: (progress in a loop) costs one write per round, not one per change.
@@ -116,7 +132,7 @@ class SharedTasks:
                                       expires)
 
     async def stored(self, task_id: str) -> None:
-        await _in_task(self._stored(task_id))
+        await _in_task(self._stored(task_id), self._home)
 
     async def _stored(self, task_id: str) -> None:
         await self._subscribed()
@@ -127,17 +143,17 @@ class SharedTasks:
         await done
 
     async def fetch(self, task_id: str) -> dict[str, Any] | None:
-        return await _in_task(self.stores.tasks.get(task_id, wall_time=self.wall()))
+        return await _in_task(self.stores.tasks.get(task_id, wall_time=self.wall()), self._home)
 
     async def owned(self, owner: str) -> list[dict[str, Any]]:
-        return await _in_task(self.stores.tasks.owned(owner, wall_time=self.wall()))
+        return await _in_task(self.stores.tasks.owned(owner, wall_time=self.wall()), self._home)
 
     async def send(self, task_id: str, op: str, data: Mapping[str, Any]) -> None:
         message = {"op": op, "taskId": task_id, **data}
-        await _in_task(self.stores.bus.publish("tasks", json.dumps(message).encode()))
+        await _in_task(self.stores.bus.publish("tasks", json.dumps(message).encode()), self._home)
 
     async def until_changed(self, task_id: str, timeout: float) -> None:
-        await _in_task(self._until_changed(task_id, timeout))
+        await _in_task(self._until_changed(task_id, timeout), self._home)
 
     async def _until_changed(self, task_id: str, timeout: float) -> None:
         await self._subscribed()
@@ -210,7 +226,12 @@ class SharedTasks:
             if event is not None:
                 event.set()
         elif self.ledger is not None:
-            self.ledger.receive(task_id, op, note)
+            ledger = self.ledger
+            receive = getattr(self.stores, "receive", None)
+            if receive is None:
+                ledger.receive(task_id, op, note)
+            else:  # on the server's runtime (a trio task is cancelled from its own thread)
+                receive(lambda: ledger.receive(task_id, op, note))
 
     async def aclose(self) -> None:
         """Finish the queued writes and leave the bus (the server stops). A server started
@@ -223,7 +244,7 @@ class SharedTasks:
         if unsubscribe is not None:
             with contextlib.suppress(Exception):
                 await unsubscribe()
-        self._loop, self._writer, self._subscribing = None, None, None
+        self._loop, self._writer, self._subscribing = self._home, None, None
         self._changed.clear()
 
 

@@ -60,6 +60,8 @@ from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
 from ..common.http_server import new_http_server
 from ..common.listen_error import listening
+from ..stores.driver import SharedDriver
+from ..stores.home import OffLoopShare, locked_enter
 from .runtime import ThreadRuntime, loop_running_here, step_once
 from .session import SyncServerSession
 
@@ -497,15 +499,23 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
         self._threads: list[threading.Thread] = []
         #: ``(host, port)`` the server listens on.
         self.address = ("", 0)
+        #: Carries out the store effects of a server started with ``stores`` (stores/home.py).
+        self._shared: SharedDriver | None = None
 
     def _broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
+        if self._shared is not None:  # every worker's sessions: through the bus
+            self._shared.broadcast_soon(method, params)
+            return
         with self.lock:
             super()._broadcast(method, params)
 
     # -- the pump (the caller holds the lock) ----------------------------------------------
 
     def _pump(self) -> None:
-        if not self._sync_drain():
+        drained = self._sync_drain()
+        if self._shared is not None:  # a shared server's store effects (stores/driver.py)
+            self._shared.kick()
+        if not drained:
             return
         deadline = self.http.next_deadline()
         if deadline is not None and (self._timer_at is None or deadline < self._timer_at):
@@ -760,6 +770,9 @@ def start_http(
     at most ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer
     (413, 400) reaches a client that is still sending."""
     uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
+    share = OffLoopShare.take(http_options)  # ``stores=``: shared (stores/home.py)
+    if share is not None:
+        request_state_key = share.prepare(http_options, request_state_key, _call)
     http = new_http_server(server, request_state_key=request_state_key,
                            connection_options=connection_options,
                            new_session_id=new_session_id, http_options=http_options)
@@ -769,10 +782,19 @@ def start_http(
     service.linger_time, service.linger_bytes = linger_time, linger_bytes
     http.on_decision_needed = thread_decider(service)  # parked exchanges (common.deciders)
     try:
+        if share is not None:
+            service._shared = share.start(server, http, service._safe_pump,
+                                          locked_enter(service.lock))
         service._listen(host, port, backlog, uds)
         yield service
     finally:
         service.close()
+        if share is not None:
+            share.close(server)
+
+
+def _call(fn: Callable[[], None]) -> None:
+    fn()
 
 
 def serve_http(

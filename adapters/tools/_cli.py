@@ -145,9 +145,10 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
         if sessionless:  # handshake era with no session kept (mcp_sansio._sessionless)
             options["sessionless"] = True
         if stores is not None:
-            # On an engine each worker connects on its own loop: the URL goes to the
-            # workers (adapters/asgi.py, shared mode); the checked object stays unused.
-            options["stores"] = store if engine is not None else stores
+            # On an engine each worker connects on its own loop, and a trio or threads
+            # server on its store thread (adapters/stores/home.py): the URL goes there;
+            # the checked object stays unused.
+            options["stores"] = store if engine is not None or runtime != "asyncio" else stores
         try:
             if engine is not None:  # an ASGI engine (adapters/tools/_asgi_serve.py)
                 from ._asgi_serve import serve_engine
@@ -182,8 +183,6 @@ def _shared_stores(url: str, transport: str, runtime: str) -> Any:
     problem = None
     if transport != "http":
         problem = "--store needs --transport http"
-    elif runtime != "asyncio":
-        problem = "--store needs --runtime asyncio (the Redis stores use redis-py's asyncio)"
     if problem is None:
         try:
             from ..redis import RedisStores

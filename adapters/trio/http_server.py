@@ -50,6 +50,8 @@ from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
 from ..common.http_server import new_http_server
 from ..common.listen_error import listening
+from ..stores.driver import SharedDriver
+from ..stores.home import OffLoopShare, trio_enter
 from .runtime import TrioRuntime
 from .session import ServerSession, _one_error
 
@@ -196,6 +198,14 @@ class HTTPService(HTTPServiceBase[ServerSession]):
         self._listeners: list[trio.SocketListener] = []
         #: ``(host, port)`` the server listens on.
         self.address = ("", 0)
+        #: Carries out the store effects of a server started with ``stores`` (stores/home.py).
+        self._shared: SharedDriver | None = None
+
+    def _broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
+        if self._shared is not None:  # every worker's sessions: through the bus
+            self._shared.broadcast_soon(method, params)
+            return
+        super()._broadcast(method, params)
 
     # -- the pump --------------------------------------------------------------------------
 
@@ -275,6 +285,8 @@ class HTTPService(HTTPServiceBase[ServerSession]):
         deadline follows the HTTP server's."""
         self._drains += 1
         self._drained.unpark_all()
+        if self._shared is not None:  # a shared server's store effects (stores/driver.py)
+            self._shared.kick()
         deadline = self.http.next_deadline()
         self._deadline = math.inf if deadline is None else deadline
         if self._scope is not None:
@@ -520,6 +532,11 @@ async def start_http(
     reaches a client that is still sending. Leaving the block closes every connection and
     cancels every handler."""
     uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
+    share = OffLoopShare.take(http_options)  # ``stores=``: shared (stores/home.py)
+    if share is not None:
+        token = trio.lowlevel.current_trio_token()
+        request_state_key = await trio.to_thread.run_sync(
+            share.prepare, http_options, request_state_key, token.run_sync_soon)
     http = new_http_server(server, request_state_key=request_state_key,
                            connection_options=connection_options,
                            new_session_id=new_session_id, http_options=http_options)
@@ -536,13 +553,21 @@ async def start_http(
             listeners = await trio.open_tcp_listeners(port, host=host)
         sockname = listeners[0].socket.getsockname()
         service.address = (sockname[0], sockname[1])
-    async with _one_error(), trio.open_nursery() as nursery:
-        await nursery.start(service._run, listeners)
-        try:
-            yield service
-        finally:
+    try:
+        if share is not None:
+            service._shared = await trio.to_thread.run_sync(
+                share.start, server, http, service._wake, trio_enter(token))
+        async with _one_error(), trio.open_nursery() as nursery:
+            await nursery.start(service._run, listeners)
+            try:
+                yield service
+            finally:
+                with trio.CancelScope(shield=True):
+                    await service.aclose()
+    finally:
+        if share is not None:
             with trio.CancelScope(shield=True):
-                await service.aclose()
+                await trio.to_thread.run_sync(share.close, server)
 
 
 async def serve_http(
