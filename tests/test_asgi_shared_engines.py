@@ -1,6 +1,6 @@
 """Several engine workers sharing a real Redis (tests/_redis.py): ``mcp-sansio serve-example
---engine uvicorn --workers 4 --store URL``, granian and hypercorn (asyncio) with two workers
-each, each request on a fresh connection, as a round-robin balancer without sticky sessions
+--engine uvicorn --workers 4 --store URL``, granian and hypercorn (asyncio and, with
+``--runtime trio``, its trio worker: adapters/stores/home.py) with two workers each, each request on a fresh connection, as a round-robin balancer without sticky sessions
 would send them.
 
 Which worker served a request is read from the operating system, not guessed: while the
@@ -16,19 +16,19 @@ resumes on the engine started again on the same store, as a supervisor would). E
 is ``test_<scenario>[<engine>-<workers>]``; what each proves, and the result per engine when
 this table was last brought up to date (``pytest -rA`` prints the current one):
 
-=============================  =====  =========  =========  ===========
-scenario: ``test_<scenario>``  era    uvicorn-4  granian-2  hypercorn-2
-=============================  =====  =========  =========  ===========
-``sessions``                   2025   passes     passes     passes
-``list_change_fan_out``        both   passes     passes     passes
-``request_state_rotation``     2026   passes     passes     passes
-``server_requests``            2025   passes     passes     passes
-``delete``                     2025   passes     passes     passes
-``live_resumption``            2025   passes     passes     passes
-``tasks_2025``                 2025   passes     passes     passes
-``tasks_2026``                 2026   passes     passes     passes
-``killed_writer_resumed``      2025   passes     passes     passes (*)
-=============================  =====  =========  =========  ===========
+=============================  =====  =========  =========  ===========  ================
+scenario: ``test_<scenario>``  era    uvicorn-4  granian-2  hypercorn-2  hypercorn-trio-2
+=============================  =====  =========  =========  ===========  ================
+``sessions``                   2025   passes     passes     passes       passes
+``list_change_fan_out``        both   passes     passes     passes       passes
+``request_state_rotation``     2026   passes     passes     passes       passes
+``server_requests``            2025   passes     passes     passes       passes
+``delete``                     2025   passes     passes     passes       passes
+``live_resumption``            2025   passes     passes     passes       passes
+``tasks_2025``                 2025   passes     passes     passes       passes
+``tasks_2026``                 2026   passes     passes     passes       passes
+``killed_writer_resumed``      2025   passes     passes     passes (*)   passes (*)
+=============================  =====  =========  =========  ===========  ================
 
 (*) on the hypercorn engine started again, its workers having all stopped with the one killed.
 
@@ -82,7 +82,7 @@ START = 120.0  # seconds for an engine and its workers to come up: generous, the
 TIMEOUT = 60.0  # seconds for one answer or stream event: generous, nothing waits on purpose
 #: Fresh connections tried before concluding that requests do not spread over the workers.
 TRIES = 60
-ENGINES = [("uvicorn", 4), ("granian", 2), ("hypercorn", 2)]
+ENGINES = [("uvicorn", 4), ("granian", 2), ("hypercorn", 2), ("hypercorn-trio", 2)]
 STATE_TOOL = "test_input_required_result_request_state"
 
 
@@ -90,11 +90,14 @@ STATE_TOOL = "test_input_required_result_request_state"
 
 
 class Engine:
-    """``serve-example --engine E --workers N --store URL`` in a process group of its own."""
+    """``serve-example --engine E --workers N --store URL`` in a process group of its own
+    (``E-trio``: ``--engine E --runtime trio``)."""
 
     def __init__(self, engine: str, workers: int, store: str) -> None:
+        engine, _, runtime = engine.partition("-")
         argv = [sys.executable, "-m", "mcp_sansio", "serve-example", "--transport", "http",
-                "--engine", engine, "--workers", str(workers), "--store", store]
+                "--engine", engine, "--runtime", runtime or "asyncio",
+                "--workers", str(workers), "--store", store]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, start_new_session=True, cwd=ROOT)
         self.err: list[str] = []
@@ -808,4 +811,4 @@ def test_tasks_2026(eng: Engine) -> None:
 def test_killed_writer_resumed(
         eng: Engine, workers: Workers) -> None:
     resumption_after_a_kill(eng, workers.store,
-                            workers.restarted if workers.name == "hypercorn" else None)
+                            workers.restarted if workers.name.startswith("hypercorn") else None)

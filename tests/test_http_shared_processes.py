@@ -74,9 +74,9 @@ def test_two_processes_share_sessions_through_redis(redis_server: RedisServer  #
             assert post(b, echo(10, "x"), session_headers(sid))[0] == 404
 
 
-def test_store_needs_http_and_asyncio() -> None:
+def test_store_needs_http_and_a_redis_url() -> None:
     for extra in (["--store", "redis://127.0.0.1:1/0"],
-                  ["--transport", "http", "--runtime", "threading", "--store", "redis://x"],
+                  ["--transport", "http", "--runtime", "threading", "--store", "memcached://x"],
                   ["--transport", "http", "--store", "memcached://x"]):
         done = subprocess.run([sys.executable, "-m", "mcp_sansio", "serve-example", *extra],
                               capture_output=True, text=True, timeout=120, check=False)

@@ -38,11 +38,10 @@ server is built with ``shared=True`` and a ``stream_tag`` unique to the worker p
 ring and starts the same :class:`~.driver.SharedDriver` as ``start_http(stores=)``
 on the running loop: it carries out the server's store effects, listens on the event bus and
 keeps the key ring current. Until then the ring holds a throwaway key that nothing can use
-(every request waits for the start). The stores are redis-py asyncio or in-memory, so shared
-mode runs on asyncio engines (uvicorn, granian, hypercorn's asyncio worker); hypercorn's trio
-worker refuses it at startup in one line. Stores given as a URL are built by each worker on
-its own loop (a Redis connection must not cross a fork) and closed at shutdown; stores given
-as an object belong to the caller.
+(every request waits for the start). On hypercorn's trio worker the stores and the driver
+run on a store thread instead (``stores/home.py``), as under a trio server. Stores given as
+a URL are built by each worker on its own loop (a Redis connection must not cross a fork)
+and closed at shutdown; stores given as an object belong to the caller.
 """
 
 from __future__ import annotations
@@ -133,6 +132,7 @@ class ASGIApp:
         self._tag_pid: int | None = None
         self._owned_stores: Any = None  # built from a URL stores: this worker's to close
         self._owned_token: object = None  # the loop they were built on
+        self._off_loop: Any = None  # trio: the store thread's share (stores/home.py)
         #: The sans-IO HTTP server (one per worker process).
         self.http = http
         self.server = server
@@ -164,6 +164,12 @@ class ASGIApp:
         service, self._service, self._token = self._service, None, None
         if service is not None:
             await service.aclose()
+        off_loop, self._off_loop = self._off_loop, None
+        if off_loop is not None:  # trio: the goodbye, the task records, the store thread
+            import trio
+
+            await trio.to_thread.run_sync(off_loop.close, self.server)
+            return
         if self.stores is not None:  # the last task records written before the stores close
             from ..stores.tasks import close_sharing
 
@@ -212,10 +218,6 @@ class ASGIApp:
         try:
             # A service of another loop (an application reused across asyncio.run calls,
             # as tests do) is dropped: its tasks and timers belong to that loop.
-            if self.stores is not None and library != "asyncio":
-                raise RuntimeError(
-                    "shared stores run on asyncio (uvicorn, granian, hypercorn's asyncio "
-                    f"worker), not on {library}")
             old = getattr(self._service, "_shared", None)
             if old is not None:
                 # Its bus subscriptions would hand this server every message twice: ended
@@ -243,6 +245,15 @@ class ASGIApp:
             # Built before a fork: each worker process needs a tag of its own (a stream id,
             # a server request id names the worker that writes it).
             self.http.stream_tag, self._tag_pid = secrets.token_hex(4), os.getpid()
+        if sniffio.current_async_library() == "trio":  # on a store thread (stores/home.py)
+            from ..stores.home import share_on_trio
+
+            self._off_loop = await share_on_trio(
+                self.server, self.http, service, self.stores, keys=self._store_keys is not None,
+                key_refresh_interval=self._key_refresh_interval)
+            if self._store_keys is not None:
+                self._store_keys.source = self._off_loop.key_source
+            return
         stores = self.stores
         if isinstance(stores, str):
             if self._owned_stores is None or self._owned_token is not token:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import secrets
 import threading
@@ -39,8 +40,8 @@ from typing import Any, TypeVar
 from .driver import DEFAULT_STORE_TIMEOUT, Enter, SharedDriver
 from .keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
 
-__all__ = ["HomedStores", "OffLoopShare", "StoreHome", "locked_enter", "trio_enter",
-           "wait_on_caller"]
+__all__ = ["HomedStores", "OffLoopShare", "StoreHome", "locked_enter", "share_on_trio",
+           "trio_enter", "wait_on_caller"]
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -182,6 +183,12 @@ class OffLoopShare:
         on the server's runtime (a bus notice for a task it runs)."""
         http_options.setdefault("shared", True)
         http_options.setdefault("stream_tag", secrets.token_hex(4))
+        ring = self.open(receive, keys=request_state_key is None)
+        return ring if ring is not None else request_state_key
+
+    def open(self, receive: Callable[[Callable[[], None]], None], *, keys: bool) -> Any:
+        """The stores (built from the URL, or given) homed on the store thread; with
+        ``keys``, the store's key ring (kept current by the driver), else None."""
         try:
             stores = self._given
             if isinstance(stores, str):
@@ -189,13 +196,14 @@ class OffLoopShare:
 
                 stores = self._owned = RedisStores.from_url(stores)
             self.stores = HomedStores(stores, self.home, receive)
-            if request_state_key is None:  # the store's key ring, kept current
-                request_state_key, self.key_source = self.home.call(store_key_ring(
+            if keys:  # the store's key ring, kept current (stores.keys)
+                ring, self.key_source = self.home.call(store_key_ring(
                     self.stores, refresh_interval=self.key_refresh_interval))
+                return ring
         except BaseException:
             self.close(None)
             raise
-        return request_state_key
+        return None
 
     def start(self, server: Any, http: Any, pump: Callable[[], None], enter: Enter
               ) -> SharedDriver:
@@ -229,3 +237,19 @@ class OffLoopShare:
             log.warning("the shared stores did not close cleanly", exc_info=True)
         finally:
             self.home.close()
+
+
+async def share_on_trio(server: Any, http: Any, service: Any, stores: Any, *,
+                        keys: bool, key_refresh_interval: float) -> OffLoopShare:
+    """Make a trio service of an already shared ``http`` share ``stores`` (the ASGI
+    application under hypercorn's trio worker); close the result with
+    ``trio.to_thread.run_sync(share.close, server)``."""
+    import trio
+
+    share = OffLoopShare(stores, key_refresh_interval=key_refresh_interval, liveness={},
+                         store_timeout=DEFAULT_STORE_TIMEOUT)
+    token = trio.lowlevel.current_trio_token()
+    await trio.to_thread.run_sync(functools.partial(share.open, token.run_sync_soon, keys=keys))
+    service._shared = await trio.to_thread.run_sync(share.start, server, http, service._wake,
+                                                    trio_enter(token))
+    return share
