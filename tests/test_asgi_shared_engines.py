@@ -1,7 +1,8 @@
 """Several engine workers sharing a real Redis (tests/_redis.py): ``mcp-sansio serve-example
 --engine uvicorn --workers 4 --store URL``, granian and hypercorn (asyncio and, with
-``--runtime trio``, its trio worker: adapters/stores/home.py) with two workers each, each request on a fresh connection, as a round-robin balancer without sticky sessions
-would send them.
+``--runtime trio``, its trio worker: adapters/stores/home.py) with two workers each, each
+request on a fresh connection, as a round-robin balancer without sticky sessions would
+send them.
 
 Which worker served a request is read from the operating system, not guessed: while the
 connection is open, the server side of it (``/proc/net/tcp``) is a socket held by exactly

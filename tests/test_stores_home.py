@@ -1,6 +1,6 @@
 """A trio or threads server's store thread (adapters/stores/home.py), in process: a store
 that does not answer is a 503 with Retry-After within the driver's bound, as on asyncio;
-the store thread ends with the server."""
+the server leaves the bus when it stops; two servers on one MemoryStores share a session."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import threading
 from typing import Any
 
 import pytest
-
 from mcp_sansio.adapters.tools import _example_server
+
 from mcp_sansio.stores import MemoryStores
 
 from .http_stories import SyncConn
@@ -39,6 +39,11 @@ def store_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "mcp-sansio-stores"]
 
 
+def subscribed(stores: MemoryStores) -> set[str]:
+    """The bus topics someone listens on."""
+    return set(stores.bus._subscribers)
+
+
 def assert_unavailable(port: int) -> None:
     conn = SyncConn(port)
     try:
@@ -53,11 +58,12 @@ def test_threads_a_store_that_hangs_is_a_503_with_retry_after() -> None:
     from mcp_sansio.adapters.threading import start_http
 
     server = _example_server.build(_example_server._sleep_for("threading"))
-    before = len(store_threads())
-    with start_http(server, stores=hung_stores(), store_timeout=STORE_TIMEOUT) as service:
-        assert len(store_threads()) == before + 1
+    stores = hung_stores()
+    with start_http(server, stores=stores, store_timeout=STORE_TIMEOUT) as service:
+        assert len(store_threads()) == 1
+        assert {"sessions", "events", "answers", "workers"} <= subscribed(stores)
         assert_unavailable(service.port)
-    assert len(store_threads()) == before
+    assert subscribed(stores) == set()
 
 
 def test_trio_a_store_that_hangs_is_a_503_with_retry_after() -> None:
@@ -65,13 +71,71 @@ def test_trio_a_store_that_hangs_is_a_503_with_retry_after() -> None:
     from mcp_sansio.adapters.trio import start_http
 
     server = _example_server.build(_example_server._sleep_for("trio"))
-    before = len(store_threads())
+    stores = hung_stores()
 
     async def main() -> None:
-        async with start_http(server, stores=hung_stores(),
-                              store_timeout=STORE_TIMEOUT) as service:
-            assert len(store_threads()) == before + 1
+        async with start_http(server, stores=stores, store_timeout=STORE_TIMEOUT) as service:
+            assert len(store_threads()) == 1
+            assert {"sessions", "events", "answers", "workers"} <= subscribed(stores)
             await trio.to_thread.run_sync(assert_unavailable, service.port)
 
     trio.run(main)
-    assert len(store_threads()) == before
+    assert subscribed(stores) == set()
+
+
+def test_threads_and_trio_servers_on_one_memory_store_share_a_session() -> None:
+    """A session opened on a threads server is served by a trio server of the same process
+    on the same :class:`MemoryStores` (one store thread serves both)."""
+    trio = pytest.importorskip("trio")
+    from mcp_sansio.adapters import threading as threads
+    from mcp_sansio.adapters import trio as trio_adapter
+
+    stores = MemoryStores()
+    server = _example_server.build(_example_server._sleep_for("threading"))
+    trio_server = _example_server.build(_example_server._sleep_for("trio"))
+    with threads.start_http(server, stores=stores) as one:
+        sid = initialize(one.port)
+
+        async def main() -> None:
+            async with trio_adapter.start_http(trio_server, stores=stores) as two:
+                answer = await trio.to_thread.run_sync(echo, two.port, sid)
+                assert answer["result"]["content"][0]["text"] == "on two"
+
+        trio.run(main)
+
+
+def initialize(port: int) -> str:
+    conn = SyncConn(port)
+    try:
+        status, headers, messages = conn.request("POST", {
+            "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}})
+    finally:
+        conn.close()
+    assert status == 200, messages
+    sid = headers["mcp-session-id"]
+    conn = SyncConn(port)
+    try:
+        status, _, _ = conn.request("POST", {"jsonrpc": "2.0",
+                                             "method": "notifications/initialized"},
+                                    {"mcp-session-id": sid,
+                                     "mcp-protocol-version": "2025-11-25"})
+    finally:
+        conn.close()
+    assert status == 202
+    return sid
+
+
+def echo(port: int, sid: str) -> dict[str, Any]:
+    conn = SyncConn(port)
+    try:
+        status, _, messages = conn.request("POST", {
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "on two"}}},
+            {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"})
+    finally:
+        conn.close()
+    assert status == 200, messages
+    answer: dict[str, Any] = messages[-1]
+    return answer

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import threading
@@ -437,13 +438,15 @@ class SharedDriver:
                     await self.stores.events.append(event_id, data, wall_time=wall)
                     note = {"id": event_id, "data": data.decode("latin-1")}
                     await self.stores.bus.publish("events", json.dumps(note).encode())
-                    self._server(lambda now, i=event_id, d=data: self.http.relay_event(
-                        i, d, now=now))
+                    self._server(functools.partial(self._relay_at, event_id, data))
                 log.info("stream %s... of a stopped worker finished: %d request(s) answered "
                          "with an error", stream_id[:12], len(answers))
         except Exception:  # (TimeoutError included)
             log.warning("the stream of a stopped worker could not be finished", exc_info=True)
         self._server(lambda now: self._safe_pump())
+
+    def _relay_at(self, event_id: str, data: bytes, now: float) -> None:
+        self.http.relay_event(event_id, data, now=now)
 
     def _judge_writer(self, last_event_id: str) -> None:
         """Before a resumption is answered: if the stream's writer is gone, the server is

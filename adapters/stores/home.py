@@ -17,10 +17,12 @@ server runs that same code on :class:`StoreHome`'s loop and talks to it only at 
 * a task handler to the task sharing: its awaits are carried to the store thread and
   waited for on the handler's runtime (:func:`wait_on_caller`).
 
+One store thread per process (:meth:`StoreHome.current`), whatever the number of servers.
+
 So every store call keeps the driver's bound (``store_timeout``; a lookup past it is 503
 with Retry-After) on every runtime. Why not redis-py's blocking client on worker threads:
 the store code would be written twice (blocking and awaited) and the bus would need a
-reader thread per server anyway; one loop thread costs one thread per server.
+reader thread anyway; one loop thread serves every server of the process.
 See :doc:`/stores` for the runtime matrix.
 """
 
@@ -31,6 +33,7 @@ import concurrent.futures
 import contextlib
 import functools
 import logging
+import os
 import secrets
 import threading
 import time
@@ -53,13 +56,32 @@ _STOP_TIMEOUT = 10.0
 
 
 class StoreHome:
-    """An asyncio loop running on a daemon thread of its own until :meth:`close`."""
+    """An asyncio loop running on a daemon thread of its own until :meth:`close`.
+
+    :meth:`current` is the process's one store thread, started on first use and kept (an
+    idle loop costs nothing): every trio or threads server of the process shares it, so
+    servers sharing one :class:`~mcp_sansio.stores.MemoryStores` use it from one loop, as
+    asyncio servers on one loop do, and stores given as an object outlive a server.
+    """
+
+    _current: StoreHome | None = None
+    _current_lock = threading.Lock()
 
     def __init__(self) -> None:
+        self.pid = os.getpid()
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="mcp-sansio-stores",
                                         daemon=True)
         self._thread.start()
+
+    @classmethod
+    def current(cls) -> StoreHome:
+        """The process's store thread (a new one in a forked child: threads do not fork)."""
+        with cls._current_lock:
+            home = cls._current
+            if home is None or home.pid != os.getpid() or home.loop.is_closed():
+                home = cls._current = cls()
+            return home
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -148,12 +170,12 @@ class OffLoopShare:
 
     :meth:`take` reads the options ``start_http`` was given; :meth:`prepare` (blocking:
     trio calls it on a worker thread) reads the key ring; :meth:`start` starts the driver;
-    :meth:`close` says goodbye on the bus and stops the store thread.
+    :meth:`close` says goodbye on the bus and closes the stores it built.
     """
 
     def __init__(self, stores: Any, *, key_refresh_interval: float,
                  liveness: Mapping[str, float], store_timeout: float) -> None:
-        self.home = StoreHome()
+        self.home = StoreHome.current()
         self._given = stores
         self._owned: Any = None
         self.stores: Any = None
@@ -168,7 +190,7 @@ class OffLoopShare:
         """The share ``http_options`` ask for (its options popped), or None."""
         stores = http_options.pop("stores", None)
         refresh = http_options.pop("key_refresh_interval", DEFAULT_KEY_REFRESH_INTERVAL)
-        liveness = {name: http_options.pop(name) for name in
+        liveness: dict[str, float] = {name: http_options.pop(name) for name in
                     ("heartbeat_interval", "worker_timeout") if name in http_options}
         timeout = http_options.pop("store_timeout", DEFAULT_STORE_TIMEOUT)
         if stores is None:
@@ -220,8 +242,8 @@ class OffLoopShare:
         return self.driver
 
     def close(self, server: Any) -> None:
-        """The goodbye on the bus, the last task records, the owned stores, the thread
-        (each bounded; a store that does not answer is logged)."""
+        """The goodbye on the bus, the last task records, the owned stores (bounded: a
+        store that does not answer is logged)."""
         from .tasks import close_sharing
 
         async def closed() -> None:
@@ -235,8 +257,6 @@ class OffLoopShare:
             self.home.call(closed(), _STOP_TIMEOUT)
         except Exception:
             log.warning("the shared stores did not close cleanly", exc_info=True)
-        finally:
-            self.home.close()
 
 
 async def share_on_trio(server: Any, http: Any, service: Any, stores: Any, *,
