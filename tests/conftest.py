@@ -75,6 +75,8 @@ MODULE_MARKERS: dict[str, tuple[str, str]] = {
     "test_http_reliability.py": ("slow", "many concurrent connections, slow and broken peers"),
     "test_http_processes.py": ("slow", "three server processes per launcher: ~5 s"),
     "test_http_shared_processes.py": ("slow", "serve-example processes sharing a redis-server"),
+    "test_stores_runtimes.py": ("slow", "trio and threads serve-example processes sharing a "
+                                        "redis-server, a key rotation, hosts killed: ~80 s"),
     "test_benchmark_http_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_load_smoke.py": ("slow", "runs a benchmark script"),
     "test_benchmark_per_request_smoke.py": ("slow", "runs a benchmark script"),
