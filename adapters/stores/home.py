@@ -15,15 +15,13 @@ server runs that same code on :class:`StoreHome`'s loop and talks to it only at 
   (:func:`locked_enter`: under the threads server's lock; :func:`trio_enter`: in the trio
   run, by ``trio.from_thread.run_sync``), with ``now`` on the server's own clock;
 * a task handler to the task sharing: its awaits are carried to the store thread and
-  waited for on the handler's runtime (:func:`wait_on_caller`).
+  waited for on the handler's runtime (``tasks.wait_on_caller``).
 
 One store thread per process (:meth:`StoreHome.current`), whatever the number of servers.
 
 So every store call keeps the driver's bound (``store_timeout``; a lookup past it is 503
-with Retry-After) on every runtime. Why not redis-py's blocking client on worker threads:
-the store code would be written twice (blocking and awaited) and the bus would need a
-reader thread anyway; one loop thread serves every server of the process.
-See :doc:`/stores` for the runtime matrix.
+with Retry-After) on every runtime. Why not redis-py's blocking client on worker threads,
+and the runtime matrix: :doc:`/stores`, "On every runtime".
 """
 
 from __future__ import annotations
@@ -42,9 +40,10 @@ from typing import Any, TypeVar
 
 from .driver import DEFAULT_STORE_TIMEOUT, Enter, SharedDriver
 from .keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
+from .tasks import close_sharing
 
 __all__ = ["HomedStores", "OffLoopShare", "StoreHome", "locked_enter", "share_on_trio",
-           "trio_enter", "wait_on_caller"]
+           "trio_enter"]
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -140,30 +139,6 @@ def trio_enter(token: Any) -> Enter:
     return enter
 
 
-async def wait_on_caller(future: concurrent.futures.Future[_T]) -> _T:
-    """Await ``future`` (done on the store thread) on the caller's runtime: trio, or an
-    asyncio loop other than the store thread's (a threads handler's own loop)."""
-    import sniffio
-
-    if sniffio.current_async_library() != "trio":
-        return await asyncio.wrap_future(future)
-    import trio
-
-    token = trio.lowlevel.current_trio_token()
-    done = trio.Event()
-
-    def wake(_: object) -> None:
-        with contextlib.suppress(trio.RunFinishedError):
-            token.run_sync_soon(done.set)
-    future.add_done_callback(wake)
-    try:
-        await done.wait()
-    except BaseException:
-        future.cancel()
-        raise
-    return future.result()
-
-
 class OffLoopShare:
     """What makes a trio or threads server shared: the store thread, the stores on it (built
     from a URL, then owned and closed here, or given), the key ring and the driver.
@@ -244,8 +219,6 @@ class OffLoopShare:
     def close(self, server: Any) -> None:
         """The goodbye on the bus, the last task records, the owned stores (bounded: a
         store that does not answer is logged)."""
-        from .tasks import close_sharing
-
         async def closed() -> None:
             if self.driver is not None:
                 await self.driver.aclose()

@@ -35,6 +35,7 @@ runtime.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import hashlib
 import json
@@ -49,7 +50,7 @@ from mcp_sansio.stores import DEFAULT_TASK_SKEW, task_deadline
 if TYPE_CHECKING:
     from mcp_sansio.app.tasks import Task, TaskLedger
 
-__all__ = ["SharedTasks", "close_sharing"]
+__all__ = ["SharedTasks", "close_sharing", "wait_on_caller"]
 
 log = logging.getLogger("mcp_sansio.adapters.tasks")
 _T = TypeVar("_T")
@@ -68,9 +69,33 @@ async def _in_task(coro: Coroutine[Any, Any, _T],
     if home is None or running is home:
         assert running is not None
         return await running.create_task(coro)
-    from .home import wait_on_caller
-
     return await wait_on_caller(asyncio.run_coroutine_threadsafe(coro, home))
+
+
+async def wait_on_caller(future: concurrent.futures.Future[_T]) -> _T:
+    """Await ``future`` (done on the store thread, ``stores/home.py``) on the caller's
+    runtime: trio, or an asyncio loop other than the store thread's (a threads handler's
+    own loop)."""
+    import sniffio
+
+    if sniffio.current_async_library() != "trio":
+        return await asyncio.wrap_future(future)
+    import trio
+
+    token = trio.lowlevel.current_trio_token()
+    done = trio.Event()
+
+    def wake(_: object) -> None:
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(done.set)
+    future.add_done_callback(wake)
+    try:
+        await done.wait()
+    except BaseException:
+        future.cancel()
+        raise
+    return future.result()
+
 
 
 class SharedTasks:
