@@ -1,10 +1,14 @@
 """A trio or threads server's store thread (adapters/stores/home.py), in process: a store
 that does not answer is a 503 with Retry-After within the driver's bound, as on asyncio;
-the server leaves the bus when it stops; two servers on one MemoryStores share a session."""
+the server leaves the bus when it stops; two servers on one MemoryStores share a session;
+and against a real Redis (tests/_redis.py) stopped with SIGSTOP, a 503 with Retry-After
+until it continues, then the session carries on."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 from typing import Any
 
@@ -13,6 +17,7 @@ from mcp_sansio.adapters.tools import _example_server
 
 from mcp_sansio.stores import MemoryStores
 
+from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture, by name)
 from .http_stories import SyncConn
 
 #: The driver's bound on one store call in these tests (seconds): short, so a hung store
@@ -139,3 +144,46 @@ def echo(port: int, sid: str) -> dict[str, Any]:
     assert status == 200, messages
     answer: dict[str, Any] = messages[-1]
     return answer
+
+
+# -- a real Redis, stopped and continued ----------------------------------------------------------
+
+
+def _stopped_then_continued(redis: RedisServer, port_a: int, port_b: int) -> None:
+    """A session opened on A; Redis stopped (SIGSTOP): B, which must read the session from
+    the table, answers 503 with Retry-After; Redis continued: B serves the session."""
+    sid = initialize(port_a)
+    os.kill(redis.process.pid, signal.SIGSTOP)
+    try:
+        conn = SyncConn(port_b)
+        try:
+            status, headers, _ = conn.request("POST", LIST, {
+                "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"})
+        finally:
+            conn.close()
+    finally:
+        os.kill(redis.process.pid, signal.SIGCONT)
+    assert status == 503, status
+    assert int(headers["retry-after"]) >= 1
+    assert echo(port_b, sid)["result"]["content"][0]["text"] == "on two"
+
+
+@pytest.mark.parametrize("runtime", ["threading", "trio"])
+def test_a_stopped_redis_is_a_503_with_retry_after_then_the_session_carries_on(
+        runtime: str, redis_server: RedisServer) -> None:  # noqa: F811
+    server = _example_server.build(_example_server._sleep_for(runtime))
+    options = {"stores": redis_server.url, "store_timeout": STORE_TIMEOUT}
+    if runtime == "threading":
+        from mcp_sansio.adapters.threading import start_http
+
+        with start_http(server, **options) as a, start_http(server, **options) as b:
+            _stopped_then_continued(redis_server, a.port, b.port)
+        return
+    trio = pytest.importorskip("trio")
+    from mcp_sansio.adapters.trio import start_http as start_trio
+
+    async def main() -> None:
+        async with start_trio(server, **options) as a, start_trio(server, **options) as b:
+            await trio.to_thread.run_sync(_stopped_then_continued, redis_server, a.port, b.port)
+
+    trio.run(main)

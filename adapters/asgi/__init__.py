@@ -165,10 +165,8 @@ class ASGIApp:
         if service is not None:
             await service.aclose()
         off_loop, self._off_loop = self._off_loop, None
-        if off_loop is not None:  # trio: the goodbye, the task records, the store thread
-            import trio
-
-            await trio.to_thread.run_sync(off_loop.close, self.server)
+        if off_loop is not None:  # trio: the goodbye, the task records (stores/home.py)
+            await anyio.to_thread.run_sync(off_loop.close, self.server)
             return
         if self.stores is not None:  # the last task records written before the stores close
             from ..stores.tasks import close_sharing
@@ -219,6 +217,10 @@ class ASGIApp:
             # A service of another loop (an application reused across asyncio.run calls,
             # as tests do) is dropped: its tasks and timers belong to that loop.
             old = getattr(self._service, "_shared", None)
+            off_loop, self._off_loop = self._off_loop, None
+            if off_loop is not None:  # a trio run's share (stores/home.py): closed there
+                await anyio.to_thread.run_sync(off_loop.close, self.server)
+                old = None
             if old is not None:
                 # Its bus subscriptions would hand this server every message twice: ended
                 # (best effort: what it holds of the other loop cannot be awaited here).
