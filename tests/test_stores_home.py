@@ -187,3 +187,75 @@ def test_a_stopped_redis_is_a_503_with_retry_after_then_the_session_carries_on(
             await trio.to_thread.run_sync(_stopped_then_continued, redis_server, a.port, b.port)
 
     trio.run(main)
+
+
+# -- a task cancelled on a server of the other runtime ---------------------------------------------
+
+
+def _waiting_server(runtime: str, cancelled: threading.Event) -> Any:
+    """A server whose task ``wait`` sleeps until cancelled (then sets ``cancelled``)."""
+    import importlib
+
+    server = importlib.import_module(f"mcp_sansio.adapters.{runtime}").Server("cancel-demo")
+    server.enable_tasks()
+    sleep = _example_server._sleep_for(runtime)
+
+    @server.tool(task_support="optional")
+    async def wait(seconds: float) -> str:
+        try:
+            await sleep(seconds)
+        except BaseException:
+            cancelled.set()
+            raise
+        return "done"
+
+    return server
+
+
+def _cancel_elsewhere(port_a: int, port_b: int, cancelled: threading.Event) -> None:
+    """A task made on A, cancelled on B: the handler on A is cancelled (the bus's ``tasks``
+    topic reached it), and B answers with the cancelled task."""
+    sid = initialize(port_a)
+    headers = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+
+    def call(port: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        conn = SyncConn(port)
+        try:
+            status, _, messages = conn.request("POST", {
+                "jsonrpc": "2.0", "id": 7, "method": method, "params": params}, headers)
+        finally:
+            conn.close()
+        assert status == 200, messages
+        answer: dict[str, Any] = messages[-1]
+        return answer
+
+    made = call(port_a, "tools/call", {"name": "wait", "arguments": {"seconds": 600},
+                                       "task": {}})
+    task_id = made["result"]["task"]["taskId"]
+    answer = call(port_b, "tasks/cancel", {"taskId": task_id})
+    assert answer["result"]["status"] == "cancelled", answer
+    assert cancelled.wait(60), "the handler on A was not cancelled"
+
+
+@pytest.mark.parametrize("runs", ["trio", "threading"])
+def test_a_task_is_cancelled_from_a_server_of_the_other_runtime(runs: str) -> None:
+    """One :class:`MemoryStores`, a trio and a threads server in one process: a task that
+    runs on one (``runs``) is cancelled by a ``tasks/cancel`` sent to the other."""
+    trio = pytest.importorskip("trio")
+    from mcp_sansio.adapters import threading as threads
+    from mcp_sansio.adapters import trio as trio_adapter
+
+    stores = MemoryStores()
+    cancelled = threading.Event()
+    trio_server = _waiting_server("trio", cancelled if runs == "trio" else threading.Event())
+    thread_server = _waiting_server(
+        "threading", cancelled if runs == "threading" else threading.Event())
+    with threads.start_http(thread_server, stores=stores) as on_threads:
+
+        async def main() -> None:
+            async with trio_adapter.start_http(trio_server, stores=stores) as on_trio:
+                ports = (on_trio.port, on_threads.port)
+                a, b = ports if runs == "trio" else ports[::-1]
+                await trio.to_thread.run_sync(_cancel_elsewhere, a, b, cancelled)
+
+        trio.run(main)
