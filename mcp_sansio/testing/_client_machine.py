@@ -108,8 +108,19 @@ URL_ELICITATION: dict[str, Any] = {
 #: The ``ttl`` of the kit's task-augmented request (milliseconds): the run's length at most.
 TASK_TTL_MS = 60_000
 
+#: The ``pollIntervalMs`` of the kit's 2026-07-28 task: short, so that a check takes little
+#: time; a client SHOULD wait it between polls (ext-tasks tasks.md, Task Polling).
+TASK_POLL_MS = 100
+
+#: The tasks extension's identifier under ``capabilities.extensions`` (SEP-2663).
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: When the kit's task was created and last updated (the machine reads no clock; the
+#: value is a valid ISO 8601 time, which is all a client may rely on).
+_TASK_TIME = "2026-07-28T00:00:00Z"
+
 _META_VERSION = "io.modelcontextprotocol/protocolVersion"
 _META_CAPS = "io.modelcontextprotocol/clientCapabilities"
+_META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 
 #: The kit's one tool: what a client can list and call.
 TOOL: dict[str, Any] = {"name": "kit_echo", "description": "Echoes its text argument.",
@@ -156,6 +167,21 @@ class Out:
     end: bool = False
     #: Drop the connection without ending the stream (HTTP resumption check).
     drop: bool = False
+
+
+@attrs.define
+class _Task:
+    """The kit's one 2026-07-28 task (the tasks extension): what the client has seen of it."""
+
+    task_id: str
+    result: dict[str, Any]
+    #: When its last answer (the creation, or a tasks/get) was sent: the next poll is due
+    #: ``TASK_POLL_MS`` later.
+    answered_at: float
+    polls: int = 0
+    status: str = "working"
+    #: Whether the client has been told a terminal status (or cancelled the task).
+    settled: bool = False
 
 
 @attrs.define
@@ -268,6 +294,9 @@ class ClientMachine:
         #: Legacy HTTP+SSE: the endpoint URI given in the ``endpoint`` event (None until
         #: the client opened the stream).
         self.endpoint: str | None = None
+        #: Stateless era: the open listen streams (their keys), and the kit's task.
+        self._listens: set[str] = set()
+        self._task: _Task | None = None
         #: What the run went through, in order (for a reader of the report, and for tests
         #: that a clean run really exercised each step).
         self.steps: list[str] = []
@@ -332,11 +361,13 @@ class ClientMachine:
         return _key(request_id)
 
     def _answer(self, key: str, request_id: Any, result: Any = None,
-                error: tuple[int, str] | None = None) -> None:
+                error: tuple[int, str] | None = None, data: Any = None) -> None:
         self._in_flight.pop(key, None)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if error is not None:
             message["error"] = {"code": error[0], "message": error[1]}
+            if data is not None:
+                message["error"]["data"] = data
         else:
             message["result"] = result
         self._emit(self._stream_for(key), message, end=True)
@@ -354,6 +385,7 @@ class ClientMachine:
         """One message from the client, at ``now``. ``headers`` (lower-case names) is the
         HTTP request head that carried it. Returns an HTTP status to answer instead of the
         normal one (404: the session expired), else ``None``."""
+        self._now = now
         if headers is not None:
             status = self._http_head(message, headers, now)
             if status is not None:
@@ -605,6 +637,11 @@ class ClientMachine:
         return True
 
     def server_capabilities(self) -> dict[str, Any]:
+        """The kit's capabilities: ``tools``; in 2026-07-28 with ``listChanged`` (its listen
+        streams honour ``toolsListChanged``) and the tasks extension."""
+        if self.era_now == "stateless":
+            return {"tools": {"listChanged": True},
+                    "extensions": {TASKS_EXTENSION: {}}}
         return {"tools": {}}
 
     def _server_has(self, gate: tuple[str, ...]) -> bool:
@@ -633,7 +670,111 @@ class ClientMachine:
             result["resultType"] = "complete"
             if method == "tools/list":
                 result.update(ttlMs=0, cacheScope="private")
+            if method == "tools/call" and self._task is None and self._declares_tasks():
+                self._create_task(key, request_id, result)
+                return
         self._answer(key, request_id, result)
+
+    # -- stateless era: listen streams and the tasks extension ---------------------------------
+
+    def _listen(self, message: dict[str, Any], key: str) -> None:
+        """``subscriptions/listen`` (2026-07-28 basic/patterns/subscriptions.mdx): the stream
+        opens with the acknowledgement of the honoured subset (the kit honours
+        ``toolsListChanged`` only), every message tagged with the subscription id (the
+        listen's JSON-RPC id); then one ``tools/list_changed``. The stream stays open until
+        the client ends it (:meth:`stream_closed` on HTTP, ``notifications/cancelled`` on
+        stdio); the kit never answers it."""
+        request_id = message["id"]
+        params = message.get("params")
+        asked = params.get("notifications") if isinstance(params, dict) else None
+        honoured = ({"toolsListChanged": True} if isinstance(asked, dict)
+                    and asked.get("toolsListChanged") is True else {})
+        tag = {_META_SUBSCRIPTION: request_id}
+        stream = self._stream_for(key)
+        self._listens.add(key)
+        self._emit(stream, {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                            "params": {"notifications": honoured, "_meta": tag}})
+        if honoured:
+            self._emit(stream, {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                                "params": {"_meta": tag}})
+        self.steps.append("listen acknowledged")
+
+    def stream_closed(self, stream: str, now: float) -> None:
+        """HTTP: the client closed ``stream`` before its end. In 2026-07-28 that cancels
+        the request -- for a listen stream, the transport's way of ending it."""
+        if stream in self._listens:
+            self._listens.discard(stream)
+            self._in_flight.pop(stream, None)
+            self.steps.append("listen stream closed by the client")
+
+    def _declares_tasks(self) -> bool:
+        """Whether this request's ``_meta`` client capabilities declare the tasks extension
+        (ext-tasks tasks.md, Capability Negotiation: per request, never from an earlier
+        one)."""
+        extensions = self.client_caps.get("extensions")
+        return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION),
+                                                           dict)
+
+    def _task_body(self, task: _Task) -> dict[str, Any]:
+        return {"taskId": task.task_id, "status": task.status, "createdAt": _TASK_TIME,
+                "lastUpdatedAt": _TASK_TIME, "ttlMs": TASK_TTL_MS,
+                "pollIntervalMs": TASK_POLL_MS}
+
+    def _create_task(self, key: str, request_id: Any, result: dict[str, Any]) -> None:
+        """Server-directed creation (ext-tasks tasks.md, Task Creation): the call is answered
+        with a ``CreateTaskResult``; the outcome is ``result``, inlined by the second
+        ``tasks/get`` (the first finds the task still working)."""
+        task = _Task(task_id=f"kit-task-{self.sessions}", result=result,
+                     answered_at=self._now)
+        self._task = task
+        self.steps.append("task created")
+        self._answer(key, request_id, {"resultType": "task", **self._task_body(task)})
+
+    def _task_request(self, message: dict[str, Any], method: str, key: str,
+                      now: float) -> None:
+        """``tasks/get``, ``tasks/update`` and ``tasks/cancel`` (ext-tasks tasks.md): -32021
+        naming the extension for a request that does not declare it, -32602 for a task the
+        kit did not create; a poll sooner than ``pollIntervalMs`` after the last answer
+        about a task still running is ``client-task-poll``."""
+        request_id = message["id"]
+        params = message.get("params")
+        task_id = params.get("taskId") if isinstance(params, dict) else None
+        task = self._task
+        if not self._declares_tasks():
+            self._answer(key, request_id, error=(-32021, "Missing required client capability"),
+                         data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
+            return
+        if task is None or task_id != task.task_id:
+            self._answer(key, request_id, error=(-32602, f"Unknown taskId {task_id!r}"))
+            return
+        if method == "tasks/cancel":
+            if task.status == "working":
+                task.status = "cancelled"
+            task.settled = True
+            self.steps.append("task cancelled")
+            self._answer(key, request_id, {"resultType": "complete"})
+            return
+        if method != "tasks/get":  # tasks/update: the kit's task asks nothing
+            self._answer(key, request_id, {"resultType": "complete"})
+            return
+        waited = now - task.answered_at
+        # ``answered_at`` is when the kit queued its last answer, before the client got it:
+        # the wait measured here is never shorter than the client's (no false positive).
+        if not task.settled and waited * 1000 < TASK_POLL_MS:
+            self.finding("client-task-poll", f"tasks/get for {task.task_id!r} "
+                         f"{waited * 1000:.0f} ms after the last answer about it, before "
+                         f"its pollIntervalMs of {TASK_POLL_MS}", received=message)
+        task.polls += 1
+        if task.status == "working" and task.polls >= 2:
+            task.status = "completed"
+        body: dict[str, Any] = {"resultType": "complete", **self._task_body(task)}
+        if task.status == "completed":
+            body["result"] = task.result
+        if task.status != "working":
+            task.settled = True
+        task.answered_at = now
+        self.steps.append(f"tasks/get answered ({task.status})")
+        self._answer(key, request_id, body)
 
     def _discover(self, message: dict[str, Any], key: str, now: float) -> bool:
         """A stateless-era probe before any initialize: a dual-era kit goes stateless when
@@ -724,7 +865,14 @@ class ClientMachine:
                 "capabilities": self.server_capabilities(), "ttlMs": 0,
                 "cacheScope": "private"})
             return
+        rule = lookup(method, revision)
+        if rule is not None and rule.extension == TASKS_EXTENSION:
+            self._task_request(message, method, key, now)
+            return
         if not self._legal(message, method, key):
+            return
+        if method == "subscriptions/listen":
+            self._listen(message, key)
             return
         if method == "tools/call" and self._mrtr_check(message, key, now):
             return
@@ -832,6 +980,16 @@ class ClientMachine:
         if "requestId" not in params:
             return
         key = _key(params["requestId"])
+        if key in self._listens:
+            self._listens.discard(key)
+            self._in_flight.pop(key, None)
+            if self.transport == "http":
+                self.finding("client-listen", f"notifications/cancelled was POSTed for the "
+                             f"listen stream {key}: on HTTP, closing the stream is the "
+                             "cancellation", received=message)
+            else:
+                self.steps.append("listen cancelled")
+            return
         if key == self._initialize_key:
             self.finding("client-cancel-initialize", "the client cancelled initialize",
                          received=message)
@@ -1167,6 +1325,11 @@ class ClientMachine:
                 and self.era_now == "handshake" and not self._delete_seen):
             self.finding("client-session-end", f"the client exited (status 0) without "
                          f"ending its session {self.session_id!r} with DELETE")
+        task = self._task
+        if task is not None and not task.settled:
+            self.finding("client-task-poll", f"the client went away with its task "
+                         f"{task.task_id!r} {task.status} after {task.polls} tasks/get: "
+                         "neither followed to a terminal status nor cancelled")
         live = [p for p in self._pending.values() if p.liveness]
         # A client that ends with status 0 exited cleanly, whatever was still due; one that
         # was killed (None: the budget ran out) is judged by the timeouts alone.
