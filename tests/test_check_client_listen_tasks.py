@@ -13,12 +13,8 @@ import pytest
 from mcp_sansio.adapters.testing_client import check_client
 
 from mcp_sansio.testing import CHECKS, Report
-from mcp_sansio.testing._client_machine import (
-    TASK_POLL_MS,
-    TASKS_EXTENSION,
-    ClientMachine,
-    Out,
-)
+from mcp_sansio.testing._client_machine import ClientMachine, Out
+from mcp_sansio.testing._client_stateless import TASK_POLL_MS, TASKS_EXTENSION
 
 CAPS: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
 SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"

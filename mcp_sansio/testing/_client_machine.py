@@ -47,7 +47,9 @@ Stateless era (2026-07-28): every request must carry the ``_meta`` envelope (ver
 client capabilities; on HTTP, the same version in the ``MCP-Protocol-Version`` header). The
 first ``tools/call`` is answered ``input_required`` -- an input request per client
 capability declared, and a ``requestState`` -- and the retry is checked (a new id, the same
-keys answered, the state echoed verbatim). On HTTP the ``Mcp-Method``/``Mcp-Name`` headers
+keys answered, the state echoed verbatim). Listen streams are served, and a call whose
+``_meta`` declares the tasks extension is answered with a task the client must follow:
+that half, with MRTR, is :mod:`._client_stateless`. On HTTP the ``Mcp-Method``/``Mcp-Name`` headers
 must match the body, and so must ``Mcp-Param-Text`` (the tool's ``text`` argument carries
 ``x-mcp-header`` in this era). The answer to the retry is preceded by the hostile output
 (on HTTP, in that request's SSE stream), and a client that then exits with a non-zero
@@ -79,6 +81,7 @@ from ..http._headers import (
     param_matches,
     param_value,
 )
+from ._client_stateless import TASK_TTL_MS, TASKS_EXTENSION, StatelessKit
 from ._findings import CHECKS, Finding, Report
 from ._invalid import MUST, SHOULD
 from ._schemas import Schemas, bundled
@@ -105,22 +108,8 @@ URL_ELICITATION: dict[str, Any] = {
     "mode": "url", "message": "Please confirm in your browser",
     "url": "https://kit.invalid/consent", "elicitationId": "kit-elicitation-1"}
 
-#: The ``ttl`` of the kit's task-augmented request (milliseconds): the run's length at most.
-TASK_TTL_MS = 60_000
-
-#: The ``pollIntervalMs`` of the kit's 2026-07-28 task: short, so that a check takes little
-#: time; a client SHOULD wait it between polls (ext-tasks tasks.md, Task Polling).
-TASK_POLL_MS = 100
-
-#: The tasks extension's identifier under ``capabilities.extensions`` (SEP-2663).
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-#: When the kit's task was created and last updated (the machine reads no clock; the
-#: value is a valid ISO 8601 time, which is all a client may rely on).
-_TASK_TIME = "2026-07-28T00:00:00Z"
-
 _META_VERSION = "io.modelcontextprotocol/protocolVersion"
 _META_CAPS = "io.modelcontextprotocol/clientCapabilities"
-_META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 
 #: The kit's one tool: what a client can list and call.
 TOOL: dict[str, Any] = {"name": "kit_echo", "description": "Echoes its text argument.",
@@ -167,21 +156,6 @@ class Out:
     end: bool = False
     #: Drop the connection without ending the stream (HTTP resumption check).
     drop: bool = False
-
-
-@attrs.define
-class _Task:
-    """The kit's one 2026-07-28 task (the tasks extension): what the client has seen of it."""
-
-    task_id: str
-    result: dict[str, Any]
-    #: When its last answer (the creation, or a tasks/get) was sent: the next poll is due
-    #: ``TASK_POLL_MS`` later.
-    answered_at: float
-    polls: int = 0
-    status: str = "working"
-    #: Whether the client has been told a terminal status (or cancelled the task).
-    settled: bool = False
 
 
 @attrs.define
@@ -280,9 +254,8 @@ class ClientMachine:
         self._expire_next = False
         self._expired: str | None = None
         self._expired_at: float | None = None
-        # Stateless MRTR.
-        self._mrtr: dict[str, Any] | None = None
-        self._mrtr_at: float | None = None
+        #: The stateless era's MRTR, listen streams and tasks.
+        self.stateless = StatelessKit(self)
         self._hostile_sent = False
         self.finished = False
         self.cut_short = False
@@ -294,9 +267,6 @@ class ClientMachine:
         #: Legacy HTTP+SSE: the endpoint URI given in the ``endpoint`` event (None until
         #: the client opened the stream).
         self.endpoint: str | None = None
-        #: Stateless era: the open listen streams (their keys), and the kit's task.
-        self._listens: set[str] = set()
-        self._task: _Task | None = None
         #: What the run went through, in order (for a reader of the report, and for tests
         #: that a clean run really exercised each step).
         self.steps: list[str] = []
@@ -493,6 +463,10 @@ class ClientMachine:
         self.steps.append("session deleted")
         return 200
 
+    def stream_closed(self, stream: str, now: float) -> None:
+        """HTTP: the client closed ``stream`` before its end (2026-07-28: the cancellation)."""
+        self.stateless.stream_closed(stream, now)
+
     def http_get(self, headers: Mapping[str, str], now: float) -> str | None:
         """A GET (an SSE stream). Returns the stream it carries -- the dropped stream when
         it resumes it, else ``"main"`` -- or ``None`` to refuse it (405)."""
@@ -670,111 +644,11 @@ class ClientMachine:
             result["resultType"] = "complete"
             if method == "tools/list":
                 result.update(ttlMs=0, cacheScope="private")
-            if method == "tools/call" and self._task is None and self._declares_tasks():
-                self._create_task(key, request_id, result)
+            if (method == "tools/call" and self.stateless.task is None
+                    and self.stateless.declares_tasks()):
+                self.stateless.create_task(key, request_id, result)
                 return
         self._answer(key, request_id, result)
-
-    # -- stateless era: listen streams and the tasks extension ---------------------------------
-
-    def _listen(self, message: dict[str, Any], key: str) -> None:
-        """``subscriptions/listen`` (2026-07-28 basic/patterns/subscriptions.mdx): the stream
-        opens with the acknowledgement of the honoured subset (the kit honours
-        ``toolsListChanged`` only), every message tagged with the subscription id (the
-        listen's JSON-RPC id); then one ``tools/list_changed``. The stream stays open until
-        the client ends it (:meth:`stream_closed` on HTTP, ``notifications/cancelled`` on
-        stdio); the kit never answers it."""
-        request_id = message["id"]
-        params = message.get("params")
-        asked = params.get("notifications") if isinstance(params, dict) else None
-        honoured = ({"toolsListChanged": True} if isinstance(asked, dict)
-                    and asked.get("toolsListChanged") is True else {})
-        tag = {_META_SUBSCRIPTION: request_id}
-        stream = self._stream_for(key)
-        self._listens.add(key)
-        self._emit(stream, {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-                            "params": {"notifications": honoured, "_meta": tag}})
-        if honoured:
-            self._emit(stream, {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
-                                "params": {"_meta": tag}})
-        self.steps.append("listen acknowledged")
-
-    def stream_closed(self, stream: str, now: float) -> None:
-        """HTTP: the client closed ``stream`` before its end. In 2026-07-28 that cancels
-        the request -- for a listen stream, the transport's way of ending it."""
-        if stream in self._listens:
-            self._listens.discard(stream)
-            self._in_flight.pop(stream, None)
-            self.steps.append("listen stream closed by the client")
-
-    def _declares_tasks(self) -> bool:
-        """Whether this request's ``_meta`` client capabilities declare the tasks extension
-        (ext-tasks tasks.md, Capability Negotiation: per request, never from an earlier
-        one)."""
-        extensions = self.client_caps.get("extensions")
-        return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION),
-                                                           dict)
-
-    def _task_body(self, task: _Task) -> dict[str, Any]:
-        return {"taskId": task.task_id, "status": task.status, "createdAt": _TASK_TIME,
-                "lastUpdatedAt": _TASK_TIME, "ttlMs": TASK_TTL_MS,
-                "pollIntervalMs": TASK_POLL_MS}
-
-    def _create_task(self, key: str, request_id: Any, result: dict[str, Any]) -> None:
-        """Server-directed creation (ext-tasks tasks.md, Task Creation): the call is answered
-        with a ``CreateTaskResult``; the outcome is ``result``, inlined by the second
-        ``tasks/get`` (the first finds the task still working)."""
-        task = _Task(task_id=f"kit-task-{self.sessions}", result=result,
-                     answered_at=self._now)
-        self._task = task
-        self.steps.append("task created")
-        self._answer(key, request_id, {"resultType": "task", **self._task_body(task)})
-
-    def _task_request(self, message: dict[str, Any], method: str, key: str,
-                      now: float) -> None:
-        """``tasks/get``, ``tasks/update`` and ``tasks/cancel`` (ext-tasks tasks.md): -32021
-        naming the extension for a request that does not declare it, -32602 for a task the
-        kit did not create; a poll sooner than ``pollIntervalMs`` after the last answer
-        about a task still running is ``client-task-poll``."""
-        request_id = message["id"]
-        params = message.get("params")
-        task_id = params.get("taskId") if isinstance(params, dict) else None
-        task = self._task
-        if not self._declares_tasks():
-            self._answer(key, request_id, error=(-32021, "Missing required client capability"),
-                         data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
-            return
-        if task is None or task_id != task.task_id:
-            self._answer(key, request_id, error=(-32602, f"Unknown taskId {task_id!r}"))
-            return
-        if method == "tasks/cancel":
-            if task.status == "working":
-                task.status = "cancelled"
-            task.settled = True
-            self.steps.append("task cancelled")
-            self._answer(key, request_id, {"resultType": "complete"})
-            return
-        if method != "tasks/get":  # tasks/update: the kit's task asks nothing
-            self._answer(key, request_id, {"resultType": "complete"})
-            return
-        waited = now - task.answered_at
-        # ``answered_at`` is when the kit queued its last answer, before the client got it:
-        # the wait measured here is never shorter than the client's (no false positive).
-        if not task.settled and waited * 1000 < TASK_POLL_MS:
-            self.finding("client-task-poll", f"tasks/get for {task.task_id!r} "
-                         f"{waited * 1000:.0f} ms after the last answer about it, before "
-                         f"its pollIntervalMs of {TASK_POLL_MS}", received=message)
-        task.polls += 1
-        if task.status == "working" and task.polls >= 2:
-            task.status = "completed"
-        body: dict[str, Any] = {"resultType": "complete", **self._task_body(task)}
-        if task.status == "completed":
-            body["result"] = task.result
-        if task.status != "working":
-            task.settled = True
-        task.answered_at = now
-        self.steps.append(f"tasks/get answered ({task.status})")
-        self._answer(key, request_id, body)
 
     def _discover(self, message: dict[str, Any], key: str, now: float) -> bool:
         """A stateless-era probe before any initialize: a dual-era kit goes stateless when
@@ -867,16 +741,16 @@ class ClientMachine:
             return
         rule = lookup(method, revision)
         if rule is not None and rule.extension == TASKS_EXTENSION:
-            self._task_request(message, method, key, now)
+            self.stateless.task_request(message, method, key, now)
             return
         if not self._legal(message, method, key):
             return
         if method == "subscriptions/listen":
-            self._listen(message, key)
+            self.stateless.listen(message, key)
             return
-        if method == "tools/call" and self._mrtr_check(message, key, now):
+        if method == "tools/call" and self.stateless.mrtr_check(message, key, now):
             return
-        if not self._hostile_sent and self._mrtr is not None:
+        if not self._hostile_sent and self.stateless.mrtr is not None:
             # Hostile output before the answer to the input_required retry (on HTTP, in
             # that request's SSE stream), so that a client that gives up on it has shown
             # its retry first: the client must live on.
@@ -884,63 +758,6 @@ class ClientMachine:
             self._hostile(self._stream_for(key))
             self.steps.append("hostile output sent")
         self._serve(key, request_id, method, message)
-
-    def _mrtr_check(self, message: dict[str, Any], key: str, now: float) -> bool:
-        """MRTR (2026-07-28 basic/patterns/mrtr.mdx). Returns True when answered here."""
-        params = message.get("params") or {}
-        if self._mrtr is None and "inputResponses" not in params and (
-                "requestState" not in params):
-            requests: dict[str, Any] = {}
-            caps = self.client_caps
-            if "roots" in caps:
-                requests["roots"] = {"method": "roots/list"}
-            if "elicitation" in caps:
-                requests["elicit"] = {"method": "elicitation/create", "params": {
-                    "mode": "form", "message": "A value, please",
-                    "requestedSchema": {"type": "object", "properties": {
-                        "answer": {"type": "string", "default": "yes"}}}}}
-            if "sampling" in caps:
-                requests["sample"] = {"method": "sampling/createMessage", "params": {
-                    "messages": [{"role": "user", "content": {"type": "text",
-                                                              "text": "Say hi"}}],
-                    "maxTokens": 16}}
-            self._mrtr = {"key": key, "name": params.get("name"), "keys": set(requests),
-                          "state": f"kit-state-{self.sessions}-{len(key)}"}
-            self._mrtr_at = now
-            self.steps.append("input_required sent")
-            result: dict[str, Any] = {"resultType": "input_required",
-                                      "requestState": self._mrtr["state"]}
-            if requests:
-                result["inputRequests"] = requests
-            self._answer(key, message["id"], result)
-            return True
-        if self._mrtr is not None and self._mrtr_at is not None:
-            expected = self._mrtr
-            self._mrtr_at = None
-            self.steps.append("input_required retried")
-            problems = []
-            if key == expected["key"]:
-                problems.append("the retry reused the request id")
-            if params.get("requestState") != expected["state"]:
-                problems.append(f"requestState {params.get('requestState')!r} is not the "
-                                f"one sent ({expected['state']!r})")
-            responses = params.get("inputResponses") or {}
-            got = set(responses) if isinstance(responses, dict) else set()
-            if got != expected["keys"]:
-                problems.append(f"inputResponses keys {sorted(got)} differ from the "
-                                f"inputRequests keys {sorted(expected['keys'])}")
-            if problems:
-                self.finding("client-input-retry", "; ".join(problems), received=message)
-            elif isinstance(responses, dict):
-                revision = self.revision or STATELESS_REVISIONS[-1]
-                for name, value in responses.items():
-                    kind = {"roots": "ListRootsResult", "elicit": "ElicitResult",
-                            "sample": "CreateMessageResult"}[name]
-                    found = self.schemas.errors(revision, kind, value)
-                    if found:
-                        self.finding("client-result-schema", f"inputResponses[{name}]: "
-                                     f"{'; '.join(found)}", received=message)
-        return False
 
     # -- notifications -----------------------------------------------------------------------
 
@@ -980,15 +797,7 @@ class ClientMachine:
         if "requestId" not in params:
             return
         key = _key(params["requestId"])
-        if key in self._listens:
-            self._listens.discard(key)
-            self._in_flight.pop(key, None)
-            if self.transport == "http":
-                self.finding("client-listen", f"notifications/cancelled was POSTed for the "
-                             f"listen stream {key}: on HTTP, closing the stream is the "
-                             "cancellation", received=message)
-            else:
-                self.steps.append("listen cancelled")
+        if self.stateless.cancelled(key, message):
             return
         if key == self._initialize_key:
             self.finding("client-cancel-initialize", "the client cancelled initialize",
@@ -1268,8 +1077,8 @@ class ClientMachine:
             self._release = []
             self.finding("client-sse-resume", "the client did not resume the dropped SSE "
                          f"stream with GET and Last-Event-ID within {limit:g} s")
-        if self._mrtr_at is not None and now - self._mrtr_at > limit:
-            self._mrtr_at = None
+        if self.stateless.mrtr_at is not None and now - self.stateless.mrtr_at > limit:
+            self.stateless.mrtr_at = None
             self.finding("client-input-retry", "no retry of the input_required tools/call "
                          f"within {limit:g} s")
 
@@ -1300,8 +1109,8 @@ class ClientMachine:
             times.append(self._ready_at + IDLE_BEFORE_PROBES)
         if self._dropped is not None:
             times.append(self._dropped[2] + self.call_timeout)
-        if self._mrtr_at is not None:
-            times.append(self._mrtr_at + self.call_timeout)
+        if self.stateless.mrtr_at is not None:
+            times.append(self.stateless.mrtr_at + self.call_timeout)
         return min(times) if times else None
 
     def close(self, now: float, *, exit_code: int | None) -> None:
@@ -1315,7 +1124,7 @@ class ClientMachine:
         if self._dropped is not None:
             self.finding("client-sse-resume", "the client went away without resuming the "
                          "dropped SSE stream")
-        if self._mrtr_at is not None:
+        if self.stateless.mrtr_at is not None:
             self.finding("client-input-retry", "the client went away without retrying the "
                          "input_required tools/call")
         if self._expired is not None and self._expired_at is not None:
@@ -1325,11 +1134,7 @@ class ClientMachine:
                 and self.era_now == "handshake" and not self._delete_seen):
             self.finding("client-session-end", f"the client exited (status 0) without "
                          f"ending its session {self.session_id!r} with DELETE")
-        task = self._task
-        if task is not None and not task.settled:
-            self.finding("client-task-poll", f"the client went away with its task "
-                         f"{task.task_id!r} {task.status} after {task.polls} tasks/get: "
-                         "neither followed to a terminal status nor cancelled")
+        self.stateless.close()
         live = [p for p in self._pending.values() if p.liveness]
         # A client that ends with status 0 exited cleanly, whatever was still due; one that
         # was killed (None: the budget ran out) is judged by the timeouts alone.
