@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp_sansio.adapters.testing_client import check_client
 
 from mcp_sansio.testing import CHECKS, Report
@@ -257,3 +259,50 @@ def test_the_plain_client_listens_and_polls_correctly(http: bool) -> None:
     assert not report.findings, report.summary()
     for step in STEPS:
         assert step in steps(report), report.summary()
+
+
+# -- never an exception: whatever a client sends in this era ----------------------------------
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=6)
+_IDS = st.integers(0, 4) | st.sampled_from(["a", None, [1], {"x": 1}, True])
+_METHODS = st.sampled_from(["subscriptions/listen", "tasks/get", "tasks/update",
+                            "tasks/cancel", "tasks/result", "tools/call", "tools/list",
+                            "server/discover"])
+
+
+@st.composite
+def _messages(draw: st.DrawFn) -> dict[str, Any]:
+    if draw(st.booleans()):
+        return {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": draw(_IDS)}}
+    params: dict[str, Any] = {}
+    if draw(st.booleans()):
+        caps = draw(st.sampled_from([CAPS, {}, {"extensions": None},
+                                     {"extensions": {TASKS_EXTENSION: 1}}]))
+        params["_meta"] = meta(caps)
+    for key in draw(st.lists(st.sampled_from(["notifications", "taskId", "name",
+                                              "arguments", "inputResponses",
+                                              "requestState"]), max_size=3)):
+        params[key] = draw(st.sampled_from(["kit-task-1", "kit_echo"]) | _JSON)
+    return {"jsonrpc": "2.0", "id": draw(_IDS), "method": draw(_METHODS),
+            "params": params}
+
+
+@settings(max_examples=150, deadline=None)
+@given(transport=st.sampled_from(["stdio", "http"]),
+       script=st.lists(st.tuples(_messages(), st.booleans()), max_size=12))
+def test_the_stateless_half_never_raises(transport: str,
+                                         script: list[tuple[dict[str, Any], bool]]) -> None:
+    machine = ClientMachine(era="stateless", transport=transport, call_timeout=1.0)
+    now = 0.0
+    for message, close_stream in script:
+        now += 0.07
+        machine.receive(message, now, headers=heads(message) if transport == "http" else None)
+        if close_stream and "id" in message:
+            machine.stream_closed(ClientMachine.stream_key(message["id"]), now)
+        machine.tick(now)
+        machine.take()
+    machine.close(now + 5, exit_code=0)
+    assert all(f.rule in CHECKS for f in machine.report.findings)
