@@ -306,3 +306,27 @@ def test_the_stateless_half_never_raises(transport: str,
         machine.take()
     machine.close(now + 5, exit_code=0)
     assert all(f.rule in CHECKS for f in machine.report.findings)
+
+
+# -- the command line: a report and an exit status, never a traceback ---------------------------
+
+
+@pytest.mark.parametrize(("form", "fault", "rule"), [
+    ("--client", "task-ignored", "client-task-poll"),
+    ("--client-url", "listen-cancel-post", "client-listen"),
+    ("--client-url", "none", ""),
+])
+def test_the_command_line_reports_listen_and_task_findings(
+        form: str, fault: str, rule: str, capfd: pytest.CaptureFixture[str]) -> None:
+    from mcp_sansio.adapters.tools import _check_cli
+
+    tail = ["--", "{server}"] if form == "--client" else ["--http"]
+    command = [sys.executable, str(PEERS / "broken_clients.py"), fault, "--era", "stateless",
+               *tail]
+    code = _check_cli.main([form, "--era", "stateless", "--seed", "3", "--budget", "90",
+                            "--examples", "3", "--", *command])
+    text = "".join(capfd.readouterr())
+    # Both are SHOULDs: a report, exit 0 (only a MUST fails a run), no traceback.
+    assert code == 0, text
+    assert "Traceback" not in text
+    assert (f"{rule} (SHOULD)" in text) if rule else ("no findings" in text), text
