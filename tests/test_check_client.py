@@ -146,6 +146,7 @@ BROKEN = [
     ("listen-cancel-post", "http-stateless", "client-listen"),
     ("task-ignored", "stdio-stateless", "client-task-poll"),
     ("task-poll-eager", "http-stateless", "client-task-poll"),
+    ("task-update-stray", "stdio-stateless", "client-task-update"),
 ]
 
 

@@ -213,9 +213,19 @@ def test_task_requests_without_the_extension_or_for_an_unknown_task() -> None:
     machine.receive(req(5, "tasks/update", {"taskId": task["taskId"],
                                             "inputResponses": {}}), 3.0)
     assert messages(machine.take())[0]["result"] == {"resultType": "complete"}
+    assert not machine.report.findings
     # tasks/result and tasks/list are not the extension's (2025-11-25 only).
     machine.receive(req(6, "tasks/result", {"taskId": task["taskId"]}), 4.0)
     assert machine.report.rules() == {"client-unknown-request"}
+
+
+def test_a_tasks_update_answering_what_was_never_asked_is_found() -> None:
+    machine = ClientMachine(era="stateless")
+    task = created(machine)
+    machine.receive(req(3, "tasks/update", {"taskId": task["taskId"], "inputResponses": {
+        "confirm": {"action": "accept"}}}), 0.5)
+    assert machine.report.rules() == {"client-task-update"}
+    assert machine.report.findings[0].requirement == "must"
 
 
 # -- real clients ---------------------------------------------------------------------------

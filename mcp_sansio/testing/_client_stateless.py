@@ -21,7 +21,8 @@ output and reports through its findings.
   ``_meta`` declares the extension is answered with a task (``resultType: "task"``); the first
   ``tasks/get`` finds it working, the second completed with the result inlined. A poll sooner
   than ``pollIntervalMs`` after the last answer, or a client that leaves with the task
-  neither terminal nor cancelled, is ``client-task-poll``.
+  neither terminal nor cancelled, is ``client-task-poll``. The kit's task asks nothing, so
+  a ``tasks/update`` answering anything is ``client-task-update``.
 """
 
 from __future__ import annotations
@@ -236,6 +237,11 @@ class StatelessKit:
             self.kit._answer(key, request_id, {"resultType": "complete"})
             return
         if method != "tasks/get":  # tasks/update: the kit's task asks nothing
+            responses = params.get("inputResponses") if isinstance(params, dict) else None
+            if isinstance(responses, dict) and responses:
+                self.kit.finding("client-task-update", f"tasks/update for {task.task_id!r} "
+                                 f"answered {sorted(responses)}, which the task never asked "
+                                 "(it has no outstanding inputRequests)", received=message)
             self.kit._answer(key, request_id, {"resultType": "complete"})
             return
         waited = now - task.answered_at

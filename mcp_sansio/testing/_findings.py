@@ -218,6 +218,11 @@ CHECKS: dict[str, Rule] = {r.name: r for r in (
            "Capability Negotiation (a client that declared it MUST be prepared to handle "
            "CreateTaskResult), Task Polling (SHOULD respect pollIntervalMs, SHOULD poll until "
            "terminal or tasks/cancel)"),
+    _check("client-task-update", MUST, "tasks extension (2026-07-28): tasks/update answers "
+           "only inputRequests the task has outstanding (each inputResponses key one of them)",
+           "io.modelcontextprotocol/tasks (ext-tasks specification tasks.md): Task Update "
+           "Requests (UpdateTaskRequest.inputResponses: each key MUST correspond to a "
+           "currently-outstanding inputRequest key)"),
     _check("client-sse-endpoint", MUST, "legacy HTTP+SSE: every client message is POSTed to "
            "the URI of the server's endpoint event", "2024-11-05 basic/transports.mdx, HTTP "
            "with SSE"),

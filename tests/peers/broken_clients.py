@@ -64,11 +64,13 @@ FAULTS = {
     "listen-cancel-post": "HTTP: ends its listen stream with a POSTed notifications/cancelled",
     "task-ignored": "takes the task its tools/call got for the result: never polls it",
     "task-poll-eager": "polls its task with tasks/get without waiting pollIntervalMs",
+    "task-update-stray": "answers an input request its task never asked, with tasks/update",
 }
 
 #: The stateless-era runs that also open a listen stream and declare the tasks extension
 #: (the plain client does both the right way).
-LISTENING = {"none", "listen-cancel-post", "task-ignored", "task-poll-eager"}
+LISTENING = {"none", "listen-cancel-post", "task-ignored", "task-poll-eager",
+             "task-update-stray"}
 TASKS = "io.modelcontextprotocol/tasks"
 
 REVISION = "2025-11-25"
@@ -500,6 +502,9 @@ class Client:
         if result.get("resultType") != "task" or self.fault == "task-ignored":
             return
         body = result
+        if self.fault == "task-update-stray":
+            self.request("tasks/update", {"_meta": self.meta(), "taskId": result["taskId"],
+                                          "inputResponses": {"confirm": {"action": "accept"}}})
         while body.get("status") not in ("completed", "failed", "cancelled"):
             if self.fault != "task-poll-eager":
                 time.sleep((body.get("pollIntervalMs") or 100) / 1000)
