@@ -32,13 +32,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import test_asgi_engines
-from tests.http_stories import serve_example
+from tests.http_stories import GUARD, serve_example
 
 from .http_grammar import connections, cuts
 from .http_seeds import SEEDS
-from .http_target import check_answers, frame, read_responses
+from .http_target import Outcome, check_answers, frame, read_responses
 from .test_http_raw import FOUND
-from .test_http_raw_servers import BODY, GUARD, Outcome, exchange, fresh_initialize
+from .test_http_raw_servers import BODY, exchange, fresh_initialize
 
 EXAMPLES = int(os.environ.get("MCP_SANSIO_FUZZ_UDS_EXAMPLES", "10"))
 #: Our servers (strict: RFC 9112's framing judged) and the engines (their parsers' own).

@@ -1,6 +1,6 @@
-"""A worker killed while it runs a call does not strand the client: four uvicorn workers
-on a real Redis (tests/_redis.py), ``mcp-sansio serve-example
---engine E --workers N --store URL``. A client calls ``sleep`` (60 s, with progress); once
+"""A worker killed while it runs a call does not strand the client: an engine's workers on
+a real Redis (tests/_redis.py), ``mcp-sansio serve-example --engine E --workers N --store
+URL``. A client calls ``sleep`` (60 s, with progress); once
 the call runs, every worker holding one of the client's connections is killed (SIGKILL), the
 one running the call among them. The client resumes the call's stream on a worker that is
 alive; once that worker counts the killed one gone (its heartbeats stopped), it ends the
@@ -17,7 +17,10 @@ its own (``SO_REUSEPORT``), so a connection the kernel queued on a worker as it 
 reset unless ``net.ipv4.tcp_migrate_req`` is 1 (a client's next request waits until the
 killed workers are gone: the SDK's client in auto mode stops altogether on such a reset);
 and granian stops the whole server when a worker it started again less than 5.5 s ago dies
-(its crash-loop guard: each story starts once every worker is older than :data:`SETTLED`)."""
+(its crash-loop guard: each story starts once every worker is older than :data:`SETTLED`).
+When every worker was killed, ours may try its resumption before one is listening again:
+a refused connection ends the call at once with that error (its design: an unreachable
+server is not waited for), as clear and as final as the other."""
 
 from __future__ import annotations
 
@@ -198,6 +201,11 @@ def test_a_killed_workers_call_ends_with_an_error(shared: tuple[Engine, int],
     error = got.get("error")
     assert error is not None, got
     if client != "sdk-auto":  # (2026-07-28: the stream's end is the call's end)
-        assert "outcome is unknown" in str(error), error
+        # Every worker killed (granian's two, both holding one of our connections): our
+        # client's resumption may find none listening yet, and a refused connection ends
+        # its call at once, saying so (the server unreachable: no backoff is spent on it).
+        unreachable = (client == "ours" and len(got["killed"]) >= workers
+                       and "cannot connect" in str(error))
+        assert "outcome is unknown" in str(error) or unreachable, error
     assert got["ended"] - got["at"] < BOUND, got  # the bound the issue sets (module doc)
     assert got.get("after") == "on", got

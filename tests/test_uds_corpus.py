@@ -110,8 +110,8 @@ def test_a_stream_for_an_http10_client_has_no_chunked_coding(
     replies, closed = exchange(address, over(transport, sse_call(b"HTTP/1.0")), [], count=1,
                                until_closed=True, idle=30.0)
     (reply,) = replies
-    assert reply.status == 200 and closed  # type: ignore[union-attr]
-    assert reply.header("transfer-encoding") is None  # type: ignore[union-attr]
-    events = [json.loads(line[5:]) for line in reply.body.decode().splitlines()  # type: ignore[union-attr]
+    assert reply.status == 200 and closed  # type: ignore[attr-defined]
+    assert reply.header("transfer-encoding") is None  # type: ignore[attr-defined]
+    events = [json.loads(line[5:]) for line in reply.body.decode().splitlines()  # type: ignore[attr-defined]
               if line.startswith("data:")]
     assert events[-1]["result"]["content"][0]["text"].startswith("Tool with progress")
