@@ -4,10 +4,10 @@ Theory of operation
 -------------------
 Every worker of a service points at the same Redis (``redis://HOST:PORT/DB`` or
 ``unix:///path``) and builds :class:`RedisStores` from it: a session table, an event log, an
-event bus and a key store, all on one redis-py asyncio client (so: asyncio only; a trio
-server keeps the in-memory stores) and all under one key prefix, so that several services
-can share a database. Each implementation keeps the in-memory one's behaviour -- the same
-contract tests run against both -- and lets Redis do the forgetting:
+event bus and a key store, all on one redis-py asyncio client (a trio or threads server
+uses them from its store thread: ``stores/home.py``) and all under one key prefix, so
+that several services can share a database. Each implementation keeps the in-memory one's
+behaviour -- the same contract tests run against both -- and lets Redis do the forgetting:
 
 * a session record is a string key with the session's idle deadline as its expiry
   (``SET ... PX``), written relative to the caller's ``wall_time`` so that a skew between

@@ -192,12 +192,13 @@ def test_a_stopped_redis_is_a_503_with_retry_after_then_the_session_carries_on(
 # -- a task cancelled on a server of the other runtime ---------------------------------------------
 
 
-def _waiting_server(runtime: str, cancelled: threading.Event) -> Any:
-    """A server whose task ``wait`` sleeps until cancelled (then sets ``cancelled``)."""
+def _waiting_server(runtime: str, cancelled: threading.Event, stores: MemoryStores) -> Any:
+    """A server whose task ``wait`` sleeps until cancelled (then sets ``cancelled``), its
+    tasks shared through ``stores`` given at once (``start_http(stores=)`` keeps them)."""
     import importlib
 
     server = importlib.import_module(f"mcp_sansio.adapters.{runtime}").Server("cancel-demo")
-    server.enable_tasks()
+    server.enable_tasks(shared=stores)
     sleep = _example_server._sleep_for(runtime)
 
     @server.tool(task_support="optional")
@@ -247,9 +248,10 @@ def test_a_task_is_cancelled_from_a_server_of_the_other_runtime(runs: str) -> No
 
     stores = MemoryStores()
     cancelled = threading.Event()
-    trio_server = _waiting_server("trio", cancelled if runs == "trio" else threading.Event())
+    trio_server = _waiting_server(
+        "trio", cancelled if runs == "trio" else threading.Event(), stores)
     thread_server = _waiting_server(
-        "threading", cancelled if runs == "threading" else threading.Event())
+        "threading", cancelled if runs == "threading" else threading.Event(), stores)
     with threads.start_http(thread_server, stores=stores) as on_threads:
 
         async def main() -> None:

@@ -40,9 +40,9 @@ from typing import Any, TypeVar
 
 from .driver import DEFAULT_STORE_TIMEOUT, Enter, SharedDriver
 from .keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
-from .tasks import close_sharing
+from .tasks import HOMES, close_sharing
 
-__all__ = ["HomedStores", "OffLoopShare", "StoreHome", "locked_enter", "share_on_trio",
+__all__ = ["OffLoopShare", "StoreHome", "locked_enter", "share_on_trio",
            "trio_enter"]
 
 log = logging.getLogger(__name__)
@@ -108,20 +108,6 @@ class StoreHome:
             self.loop.close()
 
 
-class HomedStores:
-    """Stores (``sessions``, ``events``, ``bus``, ``keys``, ``tasks``) used from a store
-    thread: what :class:`~.tasks.SharedTasks` reads ``home`` (where to run) and ``receive``
-    (how a bus notice reaches the server's runtime) from."""
-
-    def __init__(self, stores: Any, home: StoreHome,
-                 receive: Callable[[Callable[[], None]], None]) -> None:
-        self.inner = stores
-        self.home = home
-        self.receive = receive
-        for name in ("sessions", "events", "bus", "keys", "tasks"):
-            setattr(self, name, getattr(stores, name, None))
-
-
 def locked_enter(lock: Any) -> Enter:
     """The threads server's ``enter``: under its lock, ``now`` on :func:`time.monotonic`."""
     def enter(fn: Callable[[float], Any]) -> Any:
@@ -173,26 +159,26 @@ class OffLoopShare:
         return cls(stores, key_refresh_interval=refresh, liveness=liveness,
                    store_timeout=timeout)
 
-    def prepare(self, http_options: dict[str, Any], request_state_key: Any,
-                receive: Callable[[Callable[[], None]], None]) -> Any:
+    def prepare(self, http_options: dict[str, Any], request_state_key: Any) -> Any:
         """Build the stores on the store thread and read the key ring; the
-        ``request_state_key`` to build the HTTP server with. ``receive(fn)`` runs ``fn``
-        on the server's runtime (a bus notice for a task it runs)."""
+        ``request_state_key`` to build the HTTP server with."""
         http_options.setdefault("shared", True)
         http_options.setdefault("stream_tag", secrets.token_hex(4))
-        ring = self.open(receive, keys=request_state_key is None)
+        ring = self.open(keys=request_state_key is None)
         return ring if ring is not None else request_state_key
 
-    def open(self, receive: Callable[[Callable[[], None]], None], *, keys: bool) -> Any:
-        """The stores (built from the URL, or given) homed on the store thread; with
-        ``keys``, the store's key ring (kept current by the driver), else None."""
+    def open(self, *, keys: bool) -> Any:
+        """The stores (built from the URL, or given), marked as living on the store thread
+        (:data:`~.tasks.HOMES`: their task sharing runs there); with ``keys``, the store's
+        key ring (kept current by the driver), else None."""
         try:
             stores = self._given
             if isinstance(stores, str):
                 from ..redis import RedisStores
 
                 stores = self._owned = RedisStores.from_url(stores)
-            self.stores = HomedStores(stores, self.home, receive)
+            self.stores = stores
+            HOMES[stores] = self.home.loop
             if keys:  # the store's key ring, kept current (stores.keys)
                 ring, self.key_source = self.home.call(store_key_ring(
                     self.stores, refresh_interval=self.key_refresh_interval))
@@ -242,7 +228,7 @@ async def share_on_trio(server: Any, http: Any, service: Any, stores: Any, *,
     share = OffLoopShare(stores, key_refresh_interval=key_refresh_interval, liveness={},
                          store_timeout=DEFAULT_STORE_TIMEOUT)
     token = trio.lowlevel.current_trio_token()
-    await trio.to_thread.run_sync(functools.partial(share.open, token.run_sync_soon, keys=keys))
+    await trio.to_thread.run_sync(functools.partial(share.open, keys=keys))
     service._shared = await trio.to_thread.run_sync(share.start, server, http, service._wake,
                                                     trio_enter(token))
     return share

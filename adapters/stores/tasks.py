@@ -27,9 +27,8 @@ sharing -- before its first task's creation is answered, so no cancel for it is 
 notices are at most once (Redis publish/subscribe): a waiter re-reads the record after its
 poll interval (at most :data:`~mcp_sansio.app.tasks.MAX_REMOTE_POLL`) anyway.
 
-On trio and threads the stores live on a store thread (:mod:`.stores.home`, stores with a
-``home``): the writer and every await run there, and a handler waits for them on its own
-runtime.
+On trio and threads the stores live on a store thread (:mod:`.stores.home`; :data:`HOMES`):
+the writer and every await run there, and a handler waits for them on its own runtime.
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ import hashlib
 import json
 import logging
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -50,10 +50,14 @@ from mcp_sansio.stores import DEFAULT_TASK_SKEW, task_deadline
 if TYPE_CHECKING:
     from mcp_sansio.app.tasks import Task, TaskLedger
 
-__all__ = ["SharedTasks", "close_sharing", "wait_on_caller"]
+__all__ = ["HOMES", "SharedTasks", "close_sharing", "wait_on_caller"]
 
 log = logging.getLogger("mcp_sansio.adapters.tasks")
 _T = TypeVar("_T")
+
+#: Stores that live on the store thread of a trio or threads server -> that thread's loop
+#: (``stores/home.py`` fills it): their task sharing runs there, wherever it was built.
+HOMES: weakref.WeakKeyDictionary[Any, asyncio.AbstractEventLoop] = weakref.WeakKeyDictionary()
 
 
 async def _in_task(coro: Coroutine[Any, Any, _T],
@@ -114,10 +118,7 @@ class SharedTasks:
         self.wall = wall
         self.skew = skew
         self.ledger: TaskLedger | None = None
-        #: The store thread's loop where the stores live off the server's (stores.home).
-        home = getattr(stores, "home", None)
-        self._home: asyncio.AbstractEventLoop | None = getattr(home, "loop", None)
-        self._loop: asyncio.AbstractEventLoop | None = self._home
+        self._loop: asyncio.AbstractEventLoop | None = None
         #: Records waiting to be written: the newest per task (task id -> record, owner,
         #: deadline), oldest task first. A task that changes faster than the store writes
         #: (progress in a loop) costs one write per round, not one per change.
@@ -157,7 +158,7 @@ class SharedTasks:
                                       expires)
 
     async def stored(self, task_id: str) -> None:
-        await _in_task(self._stored(task_id), self._home)
+        await _in_task(self._stored(task_id), self._home())
 
     async def _stored(self, task_id: str) -> None:
         await self._subscribed()
@@ -168,17 +169,20 @@ class SharedTasks:
         await done
 
     async def fetch(self, task_id: str) -> dict[str, Any] | None:
-        return await _in_task(self.stores.tasks.get(task_id, wall_time=self.wall()), self._home)
+        return await _in_task(self.stores.tasks.get(task_id, wall_time=self.wall()),
+                              self._home())
 
     async def owned(self, owner: str) -> list[dict[str, Any]]:
-        return await _in_task(self.stores.tasks.owned(owner, wall_time=self.wall()), self._home)
+        return await _in_task(self.stores.tasks.owned(owner, wall_time=self.wall()),
+                              self._home())
 
     async def send(self, task_id: str, op: str, data: Mapping[str, Any]) -> None:
         message = {"op": op, "taskId": task_id, **data}
-        await _in_task(self.stores.bus.publish("tasks", json.dumps(message).encode()), self._home)
+        await _in_task(self.stores.bus.publish("tasks", json.dumps(message).encode()),
+                       self._home())
 
     async def until_changed(self, task_id: str, timeout: float) -> None:
-        await _in_task(self._until_changed(task_id, timeout), self._home)
+        await _in_task(self._until_changed(task_id, timeout), self._home())
 
     async def _until_changed(self, task_id: str, timeout: float) -> None:
         await self._subscribed()
@@ -192,9 +196,13 @@ class SharedTasks:
 
     # -- the writer and the bus -------------------------------------------------------------
 
+    def _home(self) -> asyncio.AbstractEventLoop | None:
+        """The store thread's loop, if these stores live there (trio, threads)."""
+        return HOMES.get(self.stores)
+
     def _current_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
-            self._loop = asyncio.get_running_loop()
+            self._loop = self._home() or asyncio.get_running_loop()
         return self._loop
 
     def _enqueue(self, task_id: str, record: dict[str, Any], owner: str | None,
@@ -251,12 +259,7 @@ class SharedTasks:
             if event is not None:
                 event.set()
         elif self.ledger is not None:
-            ledger = self.ledger
-            receive = getattr(self.stores, "receive", None)
-            if receive is None:
-                ledger.receive(task_id, op, note)
-            else:  # on the server's runtime (a trio task is cancelled from its own thread)
-                receive(lambda: ledger.receive(task_id, op, note))
+            self.ledger.receive(task_id, op, note)  # (thread-safe: common/tasks.py)
 
     async def aclose(self) -> None:
         """Finish the queued writes and leave the bus (the server stops). A server started
@@ -269,7 +272,7 @@ class SharedTasks:
         if unsubscribe is not None:
             with contextlib.suppress(Exception):
                 await unsubscribe()
-        self._loop, self._writer, self._subscribing = self._home, None, None
+        self._loop, self._writer, self._subscribing = None, None, None
         self._changed.clear()
 
 

@@ -772,7 +772,7 @@ def start_http(
     uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
     share = OffLoopShare.take(http_options)  # ``stores=``: shared (stores/home.py)
     if share is not None:
-        request_state_key = share.prepare(http_options, request_state_key, _call)
+        request_state_key = share.prepare(http_options, request_state_key)
     http = new_http_server(server, request_state_key=request_state_key,
                            connection_options=connection_options,
                            new_session_id=new_session_id, http_options=http_options)
@@ -791,10 +791,6 @@ def start_http(
         service.close()
         if share is not None:
             share.close(server)
-
-
-def _call(fn: Callable[[], None]) -> None:
-    fn()
 
 
 def serve_http(

@@ -536,7 +536,7 @@ async def start_http(
     if share is not None:
         token = trio.lowlevel.current_trio_token()
         request_state_key = await trio.to_thread.run_sync(
-            share.prepare, http_options, request_state_key, token.run_sync_soon)
+            share.prepare, http_options, request_state_key)
     http = new_http_server(server, request_state_key=request_state_key,
                            connection_options=connection_options,
                            new_session_id=new_session_id, http_options=http_options)
