@@ -15,7 +15,7 @@ thread of its own per task, an ``async def`` handler with a private event loop t
 :func:`thread_task_runtime`, which the thread sessions call). Each is the wall and monotonic
 clocks, fresh ids from :mod:`secrets`, a real lock (a task on threads runs on a thread of its
 own), the waiters, ``launch`` (run a handler in the background) and ``share`` (the
-:class:`~.tasks.SharedTasks` of ``shared=`` stores, asyncio). Which runtime runs a
+:class:`~.tasks.SharedTasks` of ``shared=`` stores, every runtime). Which runtime runs a
 task is thus the one that routed its ``tools/call``, told by the session, never guessed.
 
 A handler running as a task gets a :class:`TaskContext` as its ``ctx``. :class:`Tasks` is the
@@ -494,7 +494,7 @@ class Tasks(TaskLedger):
     :param store: where tasks are kept (default: in memory).
     :param shared: stores with ``tasks`` and ``bus`` (:class:`mcp_sansio.stores.MemoryStores`,
         :class:`mcp_sansio.adapters.redis.RedisStores`) through which every worker sharing
-        them sees this server's tasks (asyncio; see :doc:`/stores`).
+        them sees this server's tasks (see :doc:`/stores`).
     """
 
     def __init__(self, *, ttl_ms: int = DEFAULT_TTL_MS,
