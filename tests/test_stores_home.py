@@ -13,6 +13,7 @@ import threading
 from typing import Any
 
 import pytest
+from mcp_sansio.adapters.stores.tasks import SharedTasks
 from mcp_sansio.adapters.tools import _example_server
 
 from mcp_sansio.stores import MemoryStores
@@ -261,3 +262,35 @@ def test_a_task_is_cancelled_from_a_server_of_the_other_runtime(runs: str) -> No
                 await trio.to_thread.run_sync(_cancel_elsewhere, a, b, cancelled)
 
         trio.run(main)
+
+
+class _HungTasks:
+    """A task table whose reads never answer."""
+
+    async def get(self, task_id: str, *, wall_time: float) -> Any:
+        await asyncio.Event().wait()
+
+
+def test_a_task_read_from_a_store_that_hangs_fails_within_the_bound(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``tasks/get`` of a task this worker does not run reads the shared table: a table
+    that does not answer fails the request, with an error that says so (no hang)."""
+    from mcp_sansio.adapters.threading import start_http
+
+    stores = MemoryStores()
+    stores.tasks = _HungTasks()  # type: ignore[assignment]
+    server = _waiting_server("threading", threading.Event(), stores)
+    monkeypatch.setattr(SharedTasks, "store_timeout", STORE_TIMEOUT)
+    with start_http(server, stores=stores) as service:
+        sid = initialize(service.port)
+        conn = SyncConn(service.port)
+        try:
+            status, _, messages = conn.request("POST", {
+                "jsonrpc": "2.0", "id": 3, "method": "tasks/get",
+                "params": {"taskId": "a-task-of-another-worker"}},
+                {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"})
+        finally:
+            conn.close()
+    assert status == 200, messages
+    error = messages[-1]["error"]
+    assert "no answer within" in error["message"], error

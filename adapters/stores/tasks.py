@@ -44,8 +44,12 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from mcp_sansio import ErrorCode
 from mcp_sansio.app.context import Context
+from mcp_sansio.app.errors import McpError
 from mcp_sansio.stores import DEFAULT_TASK_SKEW, task_deadline
+
+from .driver import DEFAULT_STORE_TIMEOUT
 
 if TYPE_CHECKING:
     from mcp_sansio.app.tasks import Task, TaskLedger
@@ -110,11 +114,18 @@ class SharedTasks:
 
     :param wall: wall-clock seconds (records are judged on other hosts).
     :param skew: how long a record outlives its TTL (the wall-clock skew allowance).
+    :param store_timeout: seconds one store call may take; beyond it a write is logged and
+        dropped, and a read or a send fails the request that waits on it.
     """
 
+    #: Seconds one store call may take (as the HTTP server's store driver's).
+    store_timeout = DEFAULT_STORE_TIMEOUT
+
     def __init__(self, stores: Any, *, wall: Callable[[], float] = time.time,
-                 skew: float = DEFAULT_TASK_SKEW) -> None:
+                 skew: float = DEFAULT_TASK_SKEW, store_timeout: float | None = None) -> None:
         self.stores = stores
+        if store_timeout is not None:
+            self.store_timeout = store_timeout
         self.wall = wall
         self.skew = skew
         self.ledger: TaskLedger | None = None
@@ -169,17 +180,28 @@ class SharedTasks:
         await done
 
     async def fetch(self, task_id: str) -> dict[str, Any] | None:
-        return await _in_task(self.stores.tasks.get(task_id, wall_time=self.wall()),
-                              self._home())
+        return await _in_task(self._bounded(self.stores.tasks.get(
+            task_id, wall_time=self.wall())), self._home())
 
     async def owned(self, owner: str) -> list[dict[str, Any]]:
-        return await _in_task(self.stores.tasks.owned(owner, wall_time=self.wall()),
-                              self._home())
+        return await _in_task(self._bounded(self.stores.tasks.owned(
+            owner, wall_time=self.wall())), self._home())
 
     async def send(self, task_id: str, op: str, data: Mapping[str, Any]) -> None:
         message = {"op": op, "taskId": task_id, **data}
-        await _in_task(self.stores.bus.publish("tasks", json.dumps(message).encode()),
-                       self._home())
+        await _in_task(self._bounded(self.stores.bus.publish(
+            "tasks", json.dumps(message).encode())), self._home())
+
+    async def _bounded(self, call: Awaitable[_T]) -> _T:
+        """A store call within :attr:`store_timeout`: a Redis that hangs fails the request
+        that waits on it with an internal error that says so (-32603), rather than
+        holding it."""
+        try:
+            async with asyncio.timeout(self.store_timeout):
+                return await call
+        except TimeoutError:
+            raise McpError(ErrorCode.INTERNAL_ERROR, f"the task store gave no answer "
+                           f"within {self.store_timeout:g} s; try again") from None
 
     async def until_changed(self, task_id: str, timeout: float) -> None:
         await _in_task(self._until_changed(task_id, timeout), self._home())
@@ -217,11 +239,12 @@ class SharedTasks:
             record, owner, expires = self._pending.pop(task_id)
             self._writing = task_id
             try:
-                await self.stores.tasks.put(task_id, record, owner=owner, expires_at=expires,
-                                            wall_time=self.wall())
-                await self.stores.bus.publish(
-                    "tasks", json.dumps({"op": "stored", "taskId": task_id}).encode())
-            except Exception:
+                async with asyncio.timeout(self.store_timeout):
+                    await self.stores.tasks.put(task_id, record, owner=owner,
+                                                expires_at=expires, wall_time=self.wall())
+                    await self.stores.bus.publish(
+                        "tasks", json.dumps({"op": "stored", "taskId": task_id}).encode())
+            except Exception:  # (TimeoutError included: a store that hangs)
                 # Redis unreachable: the task runs on here; other workers see it stale.
                 log.warning("a task record could not be stored", exc_info=True)
             finally:
