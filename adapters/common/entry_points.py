@@ -26,8 +26,8 @@ from .stdio import DEFAULT_SHUTDOWN_TIMEOUT, STDERR_LOGGER
 if TYPE_CHECKING:
     from ..auth.session import AuthOption
 
-__all__ = ["HTTPClientCall", "StdioClientCall", "connect_http", "connect_stdio", "load_http",
-           "runs"]
+__all__ = ["RUNTIME_NAMES", "HTTPClientCall", "StdioClientCall", "connect_http", "connect_stdio",
+           "load_http", "runs"]
 
 P = ParamSpec("P")
 C = TypeVar("C")
@@ -158,6 +158,11 @@ def connect_http(
 #: :mod:`mcp_sansio.http` at start-up (15-48 ms of a cold start, measured).
 HTTP_CLIENT_NAMES = ("HTTPClientSession", "HTTPTransportError", "connect_http")
 HTTP_SERVER_NAMES = ("HTTPService", "run_http", "serve_http", "start_http")
+#: The public names of every runtime package (``asyncio``, ``trio``, ``threading``): its
+#: ``__all__`` is these and what only that runtime has.
+RUNTIME_NAMES = ("Client", "ConnectionClosedError", "Context", "McpError", "RequestTimeout",
+                 "Server", "ServerSession", "ToolError", "connect_stdio", "run_stdio",
+                 "serve_stdio", *HTTP_CLIENT_NAMES, *HTTP_SERVER_NAMES)
 
 
 def load_http(package: str) -> Callable[[str], Any]:

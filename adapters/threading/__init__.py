@@ -35,18 +35,16 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from mcp_sansio import KeyRing
-from mcp_sansio.app.errors import (
-    ConnectionClosedError,
-    McpError,
-    RequestCancelledError,
-    RequestTimeout,
-    ToolError,
-)
+from mcp_sansio.app.errors import ConnectionClosedError as ConnectionClosedError
+from mcp_sansio.app.errors import McpError as McpError
+from mcp_sansio.app.errors import RequestCancelledError as RequestCancelledError
+from mcp_sansio.app.errors import RequestTimeout as RequestTimeout
+from mcp_sansio.app.errors import ToolError as ToolError
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
-from mcp_sansio.app.server import Server
+from mcp_sansio.app.server import Server as Server
 
 from ..common import entry_points
-from ..common.entry_points import StdioClientCall, load_http, runs
+from ..common.entry_points import RUNTIME_NAMES, StdioClientCall, load_http, runs
 from ..common.stdio import (
     LineLogger,
     ProtectedStdio,
@@ -56,12 +54,8 @@ from ..common.stdio import (
 from ..keys import request_state_keys
 from ..stdio import spawn_server
 from .runtime import ThreadChild
-from .session import (
-    CancelToken,
-    SyncClient,
-    SyncServerSession,
-    ThreadContext,
-)
+from .session import CancelToken as CancelToken
+from .session import SyncClient, SyncServerSession, ThreadContext
 
 if TYPE_CHECKING:
     import asyncio
@@ -70,29 +64,8 @@ else:  # imported when an async def handler first runs: a cold start does withou
 
     asyncio = LazyModule("asyncio", globals())
 
-__all__ = [
-    "CancelToken",
-    "Client",
-    "ConnectionClosedError",
-    "Context",
-    "McpError",
-    "RequestCancelledError",
-    "RequestTimeout",
-    "Server",
-    "ServerSession",
-    "ToolError",
-    "connect_stdio",
-    "run_stdio",
-    "serve_stdio",
-    # HTTP (adapters/threading/http_server.py)
-    "HTTPClientSession",
-    "HTTPService",
-    "HTTPTransportError",
-    "connect_http",
-    "run_http",
-    "serve_http",
-    "start_http",
-]
+# The names every runtime offers, listed once (common/entry_points.py), and its own.
+__all__ = [*RUNTIME_NAMES, "CancelToken", "RequestCancelledError"]  # noqa: PLE0604
 
 Context = ThreadContext
 _CHUNK = 1 << 16
@@ -179,10 +152,14 @@ def run_stdio(server: Server, **options: Any) -> None:
 
 # The HTTP names load on first use (common/entry_points.py, load_http).
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
-    from mcp_sansio.app.http_client import HTTPTransportError
+    from mcp_sansio.app.http_client import HTTPTransportError as HTTPTransportError
 
-    from .http_client import HTTPClientSession, connect_http
-    from .http_server import HTTPService, run_http, serve_http, start_http
+    from .http_client import HTTPClientSession as HTTPClientSession
+    from .http_client import connect_http as connect_http
+    from .http_server import HTTPService as HTTPService
+    from .http_server import run_http as run_http
+    from .http_server import serve_http as serve_http
+    from .http_server import start_http as start_http
 
 
 __getattr__ = load_http(__name__)

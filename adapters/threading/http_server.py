@@ -54,12 +54,21 @@ from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
+from ..common import serving
 from ..common.async_session import _Resumed
 from ..common.deciders import thread_decider
+from ..common.entry_points import runs
 from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
-from ..common.http_server import new_http_server
 from ..common.listen_error import listening
+from ..common.serving import (
+    DEFAULT_MAX_WRITE_BUFFER,
+    HTTPServeCall,
+    ServeCall,
+    documented,
+    http_server_of,
+    print_url,
+)
 from .runtime import ThreadRuntime, loop_running_here, step_once
 from .session import SyncServerSession
 
@@ -75,10 +84,6 @@ __all__ = [
 
 log = logging.getLogger("mcp_sansio.adapters.http")
 
-#: Unread output (bytes) a socket may hold before its connection is dropped: 16 MiB, as on
-#: asyncio -- room for many large SSE events to a slow reader, a bound for one that never
-#: reads.
-DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
 #: Above this much unread output a connection is not read from: 256 KiB, asyncio's
 #: high-water mark in the asyncio adapter.
 _HIGH_WATER = 256 * 1024
@@ -726,6 +731,10 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
         self._stopped.set()
 
 
+@documented("On threads the server runs in background threads: handlers in a pool of "
+            "``max_workers`` threads; at most ``max_connections`` connections are served at "
+            "once, more wait in the listen ``backlog``; closing waits at most "
+            "``shutdown_timeout`` seconds for handlers still running.")
 @contextlib.contextmanager
 def start_http(
     server: Server, host: str = "127.0.0.1", port: int = 0, *,
@@ -741,28 +750,10 @@ def start_http(
     linger_bytes: int = DEFAULT_LINGER_BYTES,
     **http_options: Any,
 ) -> Iterator[HTTPService]:
-    """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
-    port, see :attr:`HTTPService.port`) in background threads while the block runs.
-    ``uds=PATH`` listens on that Unix domain socket instead (the URL is then
-    ``http://localhost/mcp``; the socket file's mode, a stale file: :ref:`unix-sockets`).
-
-    ``http_options`` go to :class:`~mcp_sansio.http.HTTPServer` (``path``,
-    ``response_mode``, ``allowed_hosts``, ``legacy_sse_path``, limits, ...;
-    ``tool_param_headers`` defaults to the ``x-mcp-header`` annotations of ``server``'s
-    tools, kept current as tools come and go);
-    ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`.
-    Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
-    ``requestState`` (a key or a :class:`~mcp_sansio.KeyRing`; by default the ring the
-    environment configures, else a random key valid for this process only: :doc:`/keys`).
-    Handlers run in a
-    pool of ``max_workers`` threads; at most ``max_connections`` connections are served at
-    once. A connection the server closes lingers (half-closed, its reader discarding) for
-    at most ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer
-    (413, 400) reaches a client that is still sending."""
     uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
-    http = new_http_server(server, request_state_key=request_state_key,
-                           connection_options=connection_options,
-                           new_session_id=new_session_id, http_options=http_options)
+    http = http_server_of(HTTPServeCall(
+        server, host, port, request_state_key, connection_options, max_write_buffer,
+        new_session_id, linger_time, linger_bytes, http_options))
     service = HTTPService(server, http, max_write_buffer=max_write_buffer,
                           max_connections=max_connections, max_workers=max_workers,
                           shutdown_timeout=shutdown_timeout)
@@ -788,16 +779,7 @@ def serve_http(
         service.serve_forever()
 
 
-def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-    """Serve ``server`` over HTTP, printing its URL on stdout once it listens, until SIGTERM
-    or Ctrl-C; then stop gracefully and return: no new connections, the requests in flight
-    finish (at most ``shutdown_timeout`` seconds, 10 by default; a second signal stops
-    waiting), the rest is closed, a shared worker leaves cleanly (adapters/common/graceful.py).
-    Other options as for :func:`start_http`."""
-
-    def ready(service: HTTPService) -> None:
-        sys.stdout.write(f"{service.url}\n")
-        sys.stdout.flush()
-
-    serve_until_signal("threading", sys.modules[__name__], server, host, port, on_ready=ready,
-                       **options)
+@runs(serving.run_http)
+def run_http(call: ServeCall) -> None:
+    serve_until_signal("threading", sys.modules[__name__], *call[:3], on_ready=print_url,
+                       **call.options)

@@ -306,31 +306,6 @@ class SyncClient(ClientLogic):
             event.wait()
         return self._connect_outcome()
 
-    @property
-    def era(self) -> Era | None:
-        """The era the connection negotiated (None before :meth:`connect`)."""
-        return self.conn.era
-
-    @property
-    def protocol_version(self) -> str | None:
-        """The negotiated protocol revision, e.g. ``"2026-07-28"``."""
-        return self.conn.protocol_version
-
-    @property
-    def server_info(self) -> dict[str, Any]:
-        """The server's ``serverInfo`` (name, version, ...)."""
-        return self.conn.peer_info
-
-    @property
-    def server_capabilities(self) -> dict[str, Any]:
-        """The capabilities the server declared."""
-        return self.conn.peer_capabilities
-
-    @property
-    def instructions(self) -> str | None:
-        """The server's ``instructions``, if it gave any."""
-        return self.conn.instructions
-
     # -- the named calls: each defined once in mcp_sansio/app/calls.py, made into this
     # colour's method by adapters/common/plans.py (blocking); signature and docstring come
     # from the definition (tests/test_app_calls.py checks both colours have every one).

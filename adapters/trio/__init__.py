@@ -33,17 +33,15 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from mcp_sansio import KeyRing
-from mcp_sansio.app.errors import (
-    ConnectionClosedError,
-    McpError,
-    RequestTimeout,
-    ToolError,
-)
+from mcp_sansio.app.errors import ConnectionClosedError as ConnectionClosedError
+from mcp_sansio.app.errors import McpError as McpError
+from mcp_sansio.app.errors import RequestTimeout as RequestTimeout
+from mcp_sansio.app.errors import ToolError as ToolError
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
-from mcp_sansio.app.server import Server
+from mcp_sansio.app.server import Server as Server
 
 from ..common import entry_points
-from ..common.entry_points import StdioClientCall, load_http, runs
+from ..common.entry_points import RUNTIME_NAMES, StdioClientCall, load_http, runs
 from ..common.stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     LineLogger,
@@ -56,29 +54,14 @@ from ..common.stdio import (
 )
 from ..keys import request_state_keys
 from .runtime import _CHUNK, TrioRuntime
-from .session import Client, Context, ServerSession, TrioChild, _one_error
+from .session import Client as Client
+from .session import Context as Context
+from .session import ServerSession as ServerSession
+from .session import TrioChild, _one_error
 
-__all__ = [
-    "Client",
-    "ConnectionClosedError",
-    "Context",
-    "McpError",
-    "RequestTimeout",
-    "Server",
-    "ServerSession",
-    "ToolError",
-    "connect_stdio",
-    "run_stdio",
-    "serve_stdio",
-    # HTTP (adapters/trio/http_server.py)
-    "HTTPClientSession",
-    "HTTPService",
-    "HTTPTransportError",
-    "connect_http",
-    "run_http",
-    "serve_http",
-    "start_http",
-]
+# The names every runtime offers, listed once (common/entry_points.py).
+__all__ = [*RUNTIME_NAMES]  # noqa: PLE0604
+
 
 async def _log_stderr(stream: trio.abc.ReceiveStream, lines: LineLogger) -> None:
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
@@ -206,10 +189,14 @@ def run_stdio(server: Server, **options: Any) -> None:
 
 # The HTTP names load on first use (common/entry_points.py, load_http).
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
-    from mcp_sansio.app.http_client import HTTPTransportError
+    from mcp_sansio.app.http_client import HTTPTransportError as HTTPTransportError
 
-    from .http_client import HTTPClientSession, connect_http
-    from .http_server import HTTPService, run_http, serve_http, start_http
+    from .http_client import HTTPClientSession as HTTPClientSession
+    from .http_client import connect_http as connect_http
+    from .http_server import HTTPService as HTTPService
+    from .http_server import run_http as run_http
+    from .http_server import serve_http as serve_http
+    from .http_server import start_http as start_http
 
 
 __getattr__ = load_http(__name__)

@@ -31,25 +31,32 @@ import os
 import sys
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
 import trio
 
 from mcp_sansio import (
     NEED_DATA,
-    KeyRing,
     RequestId,
 )
 from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
+from ..common import serving
 from ..common.deciders import trio_decider
+from ..common.entry_points import runs
 from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
-from ..common.http_server import new_http_server
 from ..common.listen_error import listening
+from ..common.serving import (
+    DEFAULT_MAX_WRITE_BUFFER,
+    HTTPServeCall,
+    ServeCall,
+    http_server_of,
+    print_url,
+)
 from .runtime import TrioRuntime
 from .session import ServerSession, _one_error
 
@@ -63,9 +70,6 @@ __all__ = [
 
 log = logging.getLogger("mcp_sansio.adapters.http")
 
-#: Unsent output (bytes) a socket may hold before its connection is dropped: 16 MiB, as on
-#: asyncio -- far above any one answer or request; a peer that does not read is stuck.
-DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
 #: Unsent output above which a socket is not read from until it drains: 256 KiB (asyncio's
 #: write-buffer high-water mark in the asyncio adapter).
 _HIGH_WATER = 256 * 1024
@@ -490,41 +494,15 @@ class HTTPService(HTTPServiceBase[ServerSession]):
         await self._closed.wait()
 
 
+@runs(serving.start_http, "Leaving the block closes every connection and cancels every "
+      "handler.")
 @contextlib.asynccontextmanager
-async def start_http(
-    server: Server, host: str = "127.0.0.1", port: int = 0, *,
-    request_state_key: bytes | KeyRing | None = None,
-    connection_options: Mapping[str, Any] | None = None,
-    max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
-    new_session_id: Callable[[], str] | None = None,
-    linger_time: float = DEFAULT_LINGER_TIME,
-    linger_bytes: int = DEFAULT_LINGER_BYTES,
-    **http_options: Any,
-) -> AsyncIterator[HTTPService]:
-    """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
-    port, see :attr:`HTTPService.port`) while the block runs.
-    ``uds=PATH`` listens on that Unix domain socket instead (the URL is then
-    ``http://localhost/mcp``; the socket file's mode, a stale file: :ref:`unix-sockets`).
-
-    ``http_options`` go to :class:`~mcp_sansio.http.HTTPServer` (``path``,
-    ``response_mode``, ``allowed_hosts``, ``legacy_sse_path``, limits, ...;
-    ``tool_param_headers`` defaults to the ``x-mcp-header`` annotations of ``server``'s
-    tools, kept current as tools come and go);
-    ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`.
-    Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
-    ``requestState`` (a key or a :class:`~mcp_sansio.KeyRing`; by default the ring the
-    environment configures, else a random key valid for this process only: :doc:`/keys`).
-    A connection the
-    server closes lingers (half-closed, reading and discarding) for at most
-    ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer (413, 400)
-    reaches a client that is still sending. Leaving the block closes every connection and
-    cancels every handler."""
+async def start_http(call: HTTPServeCall) -> AsyncIterator[HTTPService]:
+    server, http_options, host, port = call.server, call.http_options, call.host, call.port
     uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
-    http = new_http_server(server, request_state_key=request_state_key,
-                           connection_options=connection_options,
-                           new_session_id=new_session_id, http_options=http_options)
-    service = HTTPService(server, http, max_write_buffer=max_write_buffer)
-    service.linger_time, service.linger_bytes = linger_time, linger_bytes
+    http = http_server_of(call)
+    service = HTTPService(server, http, max_write_buffer=call.max_write_buffer)
+    service.linger_time, service.linger_bytes = call.linger_time, call.linger_bytes
     http.on_decision_needed = trio_decider(service)  # parked exchanges (common.deciders)
     if uds is not None:  # a Unix socket (common/http_options.py); the URL names the Host
         sock = unix_listener(uds)
@@ -560,16 +538,7 @@ async def serve_http(
         await service.serve_forever()
 
 
-def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-    """Serve ``server`` over HTTP, printing its URL on stdout once it listens, until SIGTERM
-    or Ctrl-C; then stop gracefully and return: no new connections, the requests in flight
-    finish (at most ``shutdown_timeout`` seconds, 10 by default; a second signal stops
-    waiting), the rest is closed, a shared worker leaves cleanly (adapters/common/graceful.py).
-    Other options as for :func:`start_http`."""
-
-    def ready(service: HTTPService) -> None:
-        sys.stdout.write(f"{service.url}\n")
-        sys.stdout.flush()
-
-    serve_until_signal("trio", sys.modules[__name__], server, host, port, on_ready=ready,
-                       **options)
+@runs(serving.run_http)
+def run_http(call: ServeCall) -> None:
+    serve_until_signal("trio", sys.modules[__name__], *call[:3], on_ready=print_url,
+                       **call.options)

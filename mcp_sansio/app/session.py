@@ -626,6 +626,33 @@ class ClientLogic(Session):
         self._on_transport_event: Callable[[Event], Any] | None = None
         self._auth: Any = None
 
+    # -- what the server told in the handshake -------------------------------------------
+
+    @property
+    def era(self) -> Era | None:
+        """The era the connection negotiated (None before :meth:`connect`)."""
+        return self.conn.era
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol revision, e.g. ``"2026-07-28"``."""
+        return self.conn.protocol_version
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """The server's ``serverInfo`` (name, version, ...)."""
+        return self.conn.peer_info
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        """The capabilities the server declared."""
+        return self.conn.peer_capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's ``instructions``, if it gave any."""
+        return self.conn.instructions
+
     # -- the HTTP facts: meaningful over HTTP (``link``), neutral otherwise ------------------
 
     @property
