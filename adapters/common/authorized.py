@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, TypeVar
 from mcp_sansio.app.http_client import HTTPTransportError
 
 from ..auth.session import SessionAuth, challenge_of
+from .plans import Stepper
 
 __all__ = ["ATTEMPT", "Authorize", "authorized", "run_async", "run_blocking"]
 
@@ -61,49 +62,29 @@ def authorized(auth: SessionAuth) -> Plan:
         return result
 
 
-def advance(plan: Plan, value: Any, error: Exception | None) -> tuple[bool, Any]:
-    """Resume ``plan``: ``(True, its value)`` once it has returned, else ``(False, step)``."""
-    try:
-        return False, plan.throw(error) if error is not None else plan.send(value)
-    except StopIteration as stop:
-        return True, stop.value
+def _attempts(step: Any) -> bool:
+    return step == ATTEMPT
 
 
 async def run_async(auth: SessionAuth, attempt: Callable[[], Awaitable[T]],
                     authorize: Callable[[SessionAuth, Any, int], Awaitable[None]]) -> T:
     """Run :func:`authorized` for an ``async`` client."""
-    plan = authorized(auth)
-    value: Any = None
-    error: Exception | None = None
-    while True:
-        done, step = advance(plan, value, error)
-        if done:
-            return step  # type: ignore[no-any-return]
-        value, error = None, None
-        if isinstance(step, Authorize):
-            await authorize(auth, step.challenge, step.generation)
-            continue
-        try:
-            value = await attempt()
-        except Exception as exc:  # handed to the plan, which re-raises what it keeps
-            error = exc
+    stepper = Stepper(authorized(auth), _attempts)
+    while stepper.advance():
+        with stepper:
+            step = stepper.step
+            stepper.value = await (attempt() if step == ATTEMPT else
+                                   authorize(auth, step.challenge, step.generation))
+    return stepper.result  # type: ignore[no-any-return]
 
 
 def run_blocking(auth: SessionAuth, attempt: Callable[[], T],
                  authorize: Callable[[SessionAuth, Any, int], None]) -> T:
     """:func:`run_async`, blocking (threads)."""
-    plan = authorized(auth)
-    value: Any = None
-    error: Exception | None = None
-    while True:
-        done, step = advance(plan, value, error)
-        if done:
-            return step  # type: ignore[no-any-return]
-        value, error = None, None
-        if isinstance(step, Authorize):
-            authorize(auth, step.challenge, step.generation)
-            continue
-        try:
-            value = attempt()
-        except Exception as exc:  # handed to the plan, which re-raises what it keeps
-            error = exc
+    stepper = Stepper(authorized(auth), _attempts)
+    while stepper.advance():
+        with stepper:
+            step = stepper.step
+            stepper.value = (attempt() if step == ATTEMPT else
+                             authorize(auth, step.challenge, step.generation))
+    return stepper.result  # type: ignore[no-any-return]

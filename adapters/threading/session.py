@@ -46,7 +46,7 @@ from mcp_sansio.app.calls import ClientCalls
 from mcp_sansio.app.context import Context, Job, elicit_request, sampling_request
 from mcp_sansio.app.errors import Call, ProgressCallback, RequestCancelledError, outcome
 from mcp_sansio.app.server import Server, ServerLogic
-from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener
+from mcp_sansio.app.session import DEFAULT, Answering, ClientLogic, Listener
 
 from ..common.async_session import AUTHORIZED_NOTE, AsyncContext, _Resumed
 from ..common.plans import blocking
@@ -283,15 +283,8 @@ class SyncClient(ClientLogic):
         pass  # a callback answering the server is not interruptible; its answer is dropped
 
     def _answer(self, request: Request) -> None:
-        self._human_wait(request, True)
-        try:
-            value = _resolve(self._input_callback(request.method)(request.params or {}))
-        except Exception as exc:
-            self._finish_request(request.request_id, error=exc, method=request.method)
-            return
-        finally:
-            self._human_wait(request, False)
-        self._finish_request(request.request_id, value, method=request.method)
+        with Answering(self, request) as answer:
+            answer.value = _resolve(self._input_callback(request.method)(request.params or {}))
 
     def connect(self, *, era: Era | None = None) -> Initialized:
         """Negotiate the era and wait until the connection is usable (``connect_stdio`` and

@@ -28,9 +28,10 @@ from mcp_sansio.http import ClientChannel
 from ..auth.session import SessionAuth
 from ..common import entry_points
 from ..common.async_session import AsyncClient
-from ..common.authorized import ATTEMPT, Authorize, advance, authorized, run_async
+from ..common.authorized import ATTEMPT, Authorize, authorized, run_async
 from ..common.entry_points import HTTPClientCall, runs
 from ..common.http_client import default_tls
+from ..common.plans import advance
 from .runtime import TrioRuntime
 from .session import _one_error
 

@@ -103,6 +103,7 @@ __all__ = [
     "default_client_info",
     "next_cursor",
     "page_params",
+    "Answering",
     "ClientLink",
     "ClientLogic",
     "Link",
@@ -574,6 +575,33 @@ _CONNECT_STEPS: dict[State, str] = {
     State.PROBING: "trying discovery (server/discover, the 2026-07-28 era)",
     State.INITIALIZING: "trying initialize (the handshake era)",
 }
+
+
+class Answering:
+    """A callback answering one of the server's requests (handshake era: sampling,
+    elicitation, roots) as a ``with`` block whose body sets :attr:`value`: our requests'
+    clocks pause around it (:meth:`ClientLogic._human_wait`) and leaving it answers the
+    request -- with the value, or with the :class:`Exception` the body raised."""
+
+    __slots__ = ("logic", "request", "value")
+
+    def __init__(self, logic: ClientLogic, request: Request) -> None:
+        self.logic = logic
+        self.request = request
+        self.value: Any = None
+
+    def __enter__(self) -> Answering:
+        self.logic._human_wait(self.request, True)
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> bool:
+        logic, request = self.logic, self.request
+        if isinstance(exc, Exception):
+            logic._finish_request(request.request_id, error=exc, method=request.method)
+        logic._human_wait(request, False)
+        if exc is None:
+            logic._finish_request(request.request_id, self.value, method=request.method)
+        return isinstance(exc, Exception)
 
 
 class ClientLogic(Session):
