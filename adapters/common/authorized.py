@@ -25,7 +25,7 @@ from mcp_sansio.app.http_client import HTTPTransportError
 from ..auth.session import SessionAuth, challenge_of
 from .plans import Stepper
 
-__all__ = ["ATTEMPT", "Authorize", "authorized", "run_async", "run_blocking"]
+__all__ = ["ATTEMPT", "AsyncAuthorizing", "Authorize", "authorized", "run_async", "run_blocking"]
 
 T = TypeVar("T")
 
@@ -63,7 +63,7 @@ def authorized(auth: SessionAuth) -> Plan:
 
 
 def _attempts(step: Any) -> bool:
-    return step == ATTEMPT
+    return not isinstance(step, Authorize)
 
 
 async def run_async(auth: SessionAuth, attempt: Callable[[], Awaitable[T]],
@@ -73,8 +73,10 @@ async def run_async(auth: SessionAuth, attempt: Callable[[], Awaitable[T]],
     while stepper.advance():
         with stepper:
             step = stepper.step
-            stepper.value = await (attempt() if step == ATTEMPT else
-                                   authorize(auth, step.challenge, step.generation))
+            if isinstance(step, Authorize):
+                await authorize(auth, step.challenge, step.generation)
+            else:
+                stepper.value = await attempt()
     return stepper.result  # type: ignore[no-any-return]
 
 
@@ -85,6 +87,30 @@ def run_blocking(auth: SessionAuth, attempt: Callable[[], T],
     while stepper.advance():
         with stepper:
             step = stepper.step
-            stepper.value = (attempt() if step == ATTEMPT else
-                             authorize(auth, step.challenge, step.generation))
+            if isinstance(step, Authorize):
+                authorize(auth, step.challenge, step.generation)
+            else:
+                stepper.value = attempt()
     return stepper.result  # type: ignore[no-any-return]
+
+
+class AsyncAuthorizing:
+    """The OAuth retry of an ``async`` runtime's client sockets (asyncio, trio): one flow at
+    a time under the runtime's own lock (``_auth_lock``); ``_run_flow`` is the runtime's
+    way to run it (its blocking parts in worker threads)."""
+
+    __slots__ = ()
+    _auth_lock: Any
+
+    async def _run_flow(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        raise NotImplementedError
+
+    async def authorized(self, auth: SessionAuth,
+                         send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        """``send()`` under the OAuth retry (:mod:`~mcp_sansio.adapters.common.authorized`)."""
+        return await run_async(auth, send, self.authorize)
+
+    async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        """Run the OAuth flow (its blocking parts in worker threads), one at a time."""
+        async with self._auth_lock:
+            await self._run_flow(auth, challenge, generation)

@@ -8,15 +8,15 @@ that gathers its arguments into a record (:class:`HTTPServeCall`), and
 implementation, which takes the record. :func:`http_server_of` builds the sans-IO server a
 record asks for; :func:`print_url` is what ``run_http`` does once the socket listens. The
 threads runtime's ``start_http`` has parameters of its own (a thread pool, a connection
-cap): it keeps its own signature and takes this documentation (:func:`documented`).
+cap): it keeps its own signature and takes this documentation
+(:func:`~.entry_points.documented`).
 """
 
 from __future__ import annotations
 
-import inspect
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from mcp_sansio import KeyRing
 from mcp_sansio.app.server import Server
@@ -25,10 +25,8 @@ from mcp_sansio.http import HTTPServer
 from .http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from .http_server import new_http_server
 
-__all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPServeCall", "ServeCall", "documented",
-           "http_server_of", "print_url", "run_http", "start_http"]
-
-F = TypeVar("F", bound=Callable[..., Any])
+__all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPServeCall", "ServeCall", "http_server_of", "print_url",
+           "run_http", "start_http"]
 
 #: Unread output (bytes) a socket may hold before its connection is dropped: 16 MiB -- room
 #: for many large SSE events to a slow reader, a bound for one that never reads.
@@ -118,14 +116,3 @@ def print_url(service: Any) -> None:
     """``run_http``'s ``on_ready``: the served URL on stdout, a line of its own."""
     sys.stdout.write(f"{service.url}\n")
     sys.stdout.flush()
-
-
-def documented(note: str) -> Callable[[F], F]:
-    """Give a runtime's own ``start_http`` (parameters of its own) the shared documentation
-    of :func:`start_http`, and ``note`` after it."""
-
-    def document(function: F) -> F:
-        function.__doc__ = "\n\n".join(
-            inspect.cleandoc(text) for text in (start_http.__doc__ or "", note))
-        return function
-    return document

@@ -44,12 +44,12 @@ from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 from mcp_sansio.app.server import Server as Server
 
 from ..common import entry_points
-from ..common.entry_points import RUNTIME_NAMES, StdioClientCall, load_http, runs
+from ..common.entry_points import RUNTIME_NAMES, StdioClientCall, documented, load_http, runs
 from ..common.stdio import (
     LineLogger,
-    ProtectedStdio,
     pollable,
     read_all,
+    stdio_ends,
 )
 from ..keys import request_state_keys
 from ..stdio import spawn_server
@@ -105,22 +105,15 @@ def connect_stdio(call: StdioClientCall) -> Iterator[Client]:
 # -- the server ----------------------------------------------------------------------------------
 
 
+@documented(entry_points.serve_stdio, "On threads the call blocks: the calling thread is the "
+            "reader; handlers run in a pool of ``max_workers`` threads.")
 def serve_stdio(
     server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
     request_state_key: bytes | KeyRing | None = None, max_workers: int = 32,
     keepalive: float | None = None,
     keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
 ) -> None:
-    """Serve one MCP connection on this process's stdin/stdout (or the given descriptors),
-    blocking until the client closes stdin. The calling thread is the reader; handlers run
-    in a pool of ``max_workers`` threads. Stray ``print()`` output goes to stderr.
-
-    ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25
-    basic/utilities/ping) and ends the session after ``keepalive_misses`` unanswered in a
-    row (``mcp_sansio.app.keepalive``); off by default."""
-    guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
-    in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
-    out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
+    guard, in_fd, out_fd = stdio_ends(stdin_fd, stdout_fd)
     conn = server.connection(
         request_state_key=request_state_keys(request_state_key), **connection_options)
     session = ServerSession(conn, server, max_workers=max_workers, keepalive=keepalive,

@@ -57,7 +57,7 @@ from mcp_sansio.http import HTTPServer, ServerChannel, Session
 from ..common import serving
 from ..common.async_session import _Resumed
 from ..common.deciders import thread_decider
-from ..common.entry_points import runs
+from ..common.entry_points import documented, runs
 from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
 from ..common.listen_error import listening
@@ -65,7 +65,6 @@ from ..common.serving import (
     DEFAULT_MAX_WRITE_BUFFER,
     HTTPServeCall,
     ServeCall,
-    documented,
     http_server_of,
     print_url,
 )
@@ -731,9 +730,10 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
         self._stopped.set()
 
 
-@documented("On threads the server runs in background threads: handlers in a pool of "
-            "``max_workers`` threads; at most ``max_connections`` connections are served at "
-            "once, more wait in the listen ``backlog``; closing waits at most "
+@documented(serving.start_http,
+            "On threads the server runs in background threads: handlers in a pool of "
+            "``max_workers`` threads; at most ``max_connections`` connections are served "
+            "at once, more wait in the listen ``backlog``; closing waits at most "
             "``shutdown_timeout`` seconds for handlers still running.")
 @contextlib.contextmanager
 def start_http(

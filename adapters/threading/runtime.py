@@ -402,10 +402,11 @@ class ThreadRuntime:
                 self.cancellers.pop(request.request_id, None)
         session._job_ended(request, job, ctx, value, error)
 
-    def _resume(self, request: Request, loop: asyncio.AbstractEventLoop,
-                coro: Coroutine[Any, Any, None], first: Any,
-                context: contextvars.Context, ctx: Context) -> None:
-        """In a worker: run the suspended handler on its loop until it ends."""
+    def resumed_task(self, request_id: RequestId, loop: asyncio.AbstractEventLoop,
+                     coro: Coroutine[Any, Any, Any], first: Any,
+                     context: contextvars.Context, ctx: Context) -> asyncio.Task[Any]:
+        """A task on ``loop`` that goes on with a handler which suspended (``first``: what
+        it yielded), cancelled -- from any thread -- with the request."""
         task = loop.create_task(_Resumed(coro, first), context=context)
 
         def cancel() -> None:
@@ -414,7 +415,14 @@ class ThreadRuntime:
             if ctx.cancelled:
                 task.cancel()
             else:
-                self.cancellers[request.request_id] = cancel
+                self.cancellers[request_id] = cancel
+        return task
+
+    def _resume(self, request: Request, loop: asyncio.AbstractEventLoop,
+                coro: Coroutine[Any, Any, None], first: Any,
+                context: contextvars.Context, ctx: Context) -> None:
+        """In a worker: run the suspended handler on its loop until it ends."""
+        task = self.resumed_task(request.request_id, loop, coro, first, context, ctx)
         try:
             loop.run_until_complete(task)
         except asyncio.CancelledError:

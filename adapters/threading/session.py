@@ -48,7 +48,7 @@ from mcp_sansio.app.errors import Call, ProgressCallback, RequestCancelledError,
 from mcp_sansio.app.server import Server, ServerLogic
 from mcp_sansio.app.session import DEFAULT, Answering, ClientLogic, Listener
 
-from ..common.async_session import AUTHORIZED_NOTE, AsyncContext, _Resumed
+from ..common.async_session import AUTHORIZED_NOTE, AsyncContext
 from ..common.plans import blocking
 from ..common.stdio import DEFAULT_SHUTDOWN_TIMEOUT
 from .runtime import DEFAULT_MAX_WORKERS, CancelToken, ThreadChild, ThreadRuntime, step_once
@@ -375,11 +375,7 @@ class ThreadAsyncContext(AsyncContext):
 
     async def ask(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]],
                   request_state: str | None = None) -> dict[str, Any]:
-        planned = self._plan_ask(requests, request_state)
-        if planned is not None:
-            return planned
-        return {key: self.session.request(method, params, related_request_id=self.request_id)
-                for key, (method, params) in requests.items()}
+        return ThreadContext.ask(self, requests, request_state)  # type: ignore[arg-type]
 
 
 class SyncServerSession(ServerLogic):
@@ -459,14 +455,6 @@ class SyncServerSession(ServerLogic):
         done, first = step_once(loop, coro, context)
         if done:
             return first
-        task = loop.create_task(_Resumed(coro, first), context=context)
-
-        def cancel() -> None:
-            loop.call_soon_threadsafe(task.cancel)
-        with self.lock:
-            if ctx.cancelled:
-                task.cancel()
-            else:
-                self.runtime.cancellers[request_id] = cancel
+        task = self.runtime.resumed_task(request_id, loop, coro, first, context, ctx)
         return loop.run_until_complete(task)
 

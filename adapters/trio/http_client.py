@@ -17,7 +17,7 @@ import logging
 import math
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import trio
@@ -28,7 +28,7 @@ from mcp_sansio.http import ClientChannel
 from ..auth.session import SessionAuth
 from ..common import entry_points
 from ..common.async_session import AsyncClient
-from ..common.authorized import ATTEMPT, Authorize, authorized, run_async
+from ..common.authorized import ATTEMPT, AsyncAuthorizing, Authorize, authorized
 from ..common.entry_points import HTTPClientCall, runs
 from ..common.http_client import default_tls
 from ..common.plans import advance
@@ -77,7 +77,7 @@ class _ClientSocket:
         self.scope = trio.CancelScope()
 
 
-class TrioSockets:
+class TrioSockets(AsyncAuthorizing):
     """An HTTP client's TCP connections on trio (``client.sockets``): one task per channel
     (:meth:`_run_socket`), opened by :meth:`send` (the link's ``send``); the timer task;
     the lock that serializes OAuth flows; the close."""
@@ -105,17 +105,10 @@ class TrioSockets:
         self._auth_lock = trio.Lock()
         link.send = self.send
 
-    async def authorized(self, auth: SessionAuth,
-                         send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        """``send()`` under the OAuth retry (:mod:`~mcp_sansio.adapters.common.authorized`)."""
-        return await run_async(auth, send, self.authorize)
-
-    async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
-        """Run the OAuth flow (its blocking parts in worker threads), one at a time."""
-        async with self._auth_lock:
-            await _authorize(auth, challenge, generation)
-
     # -- the pump's output -------------------------------------------------------------------
+
+    async def _run_flow(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        await _authorize(auth, challenge, generation)
 
     def send(self, channel: ClientChannel, data: bytes) -> None:
         sock = self.open.get(channel)

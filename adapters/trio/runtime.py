@@ -58,6 +58,16 @@ _CHUNK = 1 << 16
 _IDLE_TASKS = 128
 
 
+async def _read_when_ready(fd: int) -> bytes:
+    """Wait until non-blocking ``fd`` is readable, then read it (OSError as raised)."""
+    while True:
+        await trio.lowlevel.wait_readable(fd)
+        try:
+            return os.read(fd, _CHUNK)
+        except BlockingIOError:
+            continue
+
+
 class _Job:
     """A handler queued for a runner: its request's id (None: not cancellable), the copy of
     the context it runs in (as a spawn would copy it) and its coroutine."""
@@ -345,14 +355,10 @@ class TrioRuntime:
     @staticmethod
     async def _read_lead(fd: int) -> bytes:
         """Wait for ``fd``, then read it (end of file on an error)."""
-        while True:
-            await trio.lowlevel.wait_readable(fd)
-            try:
-                return os.read(fd, _CHUNK)
-            except BlockingIOError:
-                continue
-            except OSError:
-                return b""
+        try:
+            return await _read_when_ready(fd)
+        except OSError:
+            return b""
 
     async def _timer(self) -> None:
         """The core's next deadline, for a server whose runners read (_serve_fd): a scope
@@ -422,14 +428,10 @@ class TrioRuntime:
         first and waits on EAGAIN, which costs a failed read per message when messages come
         one at a time (the peer waits for our answer before it sends again)."""
         async def receive() -> bytes:
-            while True:
-                await trio.lowlevel.wait_readable(fd)
-                try:
-                    return os.read(fd, _CHUNK)
-                except BlockingIOError:
-                    continue
-                except OSError as exc:
-                    raise trio.BrokenResourceError from exc
+            try:
+                return await _read_when_ready(fd)
+            except OSError as exc:
+                raise trio.BrokenResourceError from exc
         return receive
 
     async def writer(self, stream: trio.abc.SendStream) -> None:
