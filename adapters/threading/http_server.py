@@ -184,15 +184,7 @@ class _HTTPRuntime(ThreadRuntime):
         """(A pool thread.) Run a suspended handler to its end on its own loop."""
         request_id = request.request_id
         session = cast("SyncServerSession", self.session)
-
-        def cancel() -> None:
-            with contextlib.suppress(RuntimeError):  # the loop has just closed: it is over
-                loop.call_soon_threadsafe(task.cancel)
-        with self.lock:
-            if ctx.cancelled:
-                task.cancel()
-            else:
-                self.cancellers[request_id] = cancel
+        self.cancel_with(request_id, ctx, loop, task)
         try:
             value = loop.run_until_complete(task)
         except asyncio.CancelledError:

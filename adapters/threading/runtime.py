@@ -408,15 +408,22 @@ class ThreadRuntime:
         """A task on ``loop`` that goes on with a handler which suspended (``first``: what
         it yielded), cancelled -- from any thread -- with the request."""
         task = loop.create_task(_Resumed(coro, first), context=context)
+        self.cancel_with(request_id, ctx, loop, task)
+        return task
+
+    def cancel_with(self, request_id: RequestId, ctx: Context,
+                    loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+        """Cancel ``task`` (on ``loop``, from any thread) when the request is cancelled --
+        at once if it already is."""
 
         def cancel() -> None:
-            loop.call_soon_threadsafe(task.cancel)
+            with contextlib.suppress(RuntimeError):  # the loop has just closed: it is over
+                loop.call_soon_threadsafe(task.cancel)
         with self.lock:
             if ctx.cancelled:
                 task.cancel()
             else:
                 self.cancellers[request_id] = cancel
-        return task
 
     def _resume(self, request: Request, loop: asyncio.AbstractEventLoop,
                 coro: Coroutine[Any, Any, None], first: Any,

@@ -336,6 +336,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _headers(self) -> dict[str, str]:
         return {k.lower(): v for k, v in self.headers.items()}
 
+    def _open_event_stream(self) -> None:
+        """Answer 200 with an SSE stream, the connection closing after it."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
     def _plain(self, status: int, body: bytes = b"", ctype: str = "application/json",
                extra: dict[str, str] | None = None) -> None:
         self.send_response(status)
@@ -424,12 +433,7 @@ class _Handler(BaseHTTPRequestHandler):
             if endpoint is None:
                 self._plain(404 if self.path != "/sse" else 409)
                 return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
+            self._open_event_stream()
             with contextlib.suppress(OSError):
                 self.wfile.write(f"event: endpoint\ndata: {endpoint}\n\n".encode())
             self._stream("main", endless=True)
@@ -440,12 +444,7 @@ class _Handler(BaseHTTPRequestHandler):
         if stream is None:
             self._plain(405)
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
+        self._open_event_stream()
         self._stream(stream)
 
     def _stream(self, stream: str, *, endless: bool = False) -> None:

@@ -30,7 +30,7 @@ from ..common import entry_points
 from ..common.async_session import AsyncClient
 from ..common.authorized import ATTEMPT, AsyncAuthorizing, Authorize, authorized
 from ..common.entry_points import HTTPClientCall, runs
-from ..common.http_client import default_tls
+from ..common.http_client import SocketOptions
 from ..common.plans import advance
 from .runtime import TrioRuntime
 from .session import _one_error
@@ -77,7 +77,7 @@ class _ClientSocket:
         self.scope = trio.CancelScope()
 
 
-class TrioSockets(AsyncAuthorizing):
+class TrioSockets(AsyncAuthorizing, SocketOptions):
     """An HTTP client's TCP connections on trio (``client.sockets``): one task per channel
     (:meth:`_run_socket`), opened by :meth:`send` (the link's ``send``); the timer task;
     the lock that serializes OAuth flows; the close."""
@@ -93,15 +93,7 @@ class TrioSockets(AsyncAuthorizing):
         self.open: dict[ClientChannel, _ClientSocket] = {}
         #: Unparked whenever a socket is gone (the close waits on it).
         self.changed = trio.lowlevel.ParkingLot()
-        #: Seconds to wait for a TCP (and TLS) connection to open.
-        self.connect_timeout = connect_timeout
-        #: Unwritten output (bytes) a socket may hold before it is dropped.
-        self.max_write_buffer = max_write_buffer
-        #: A Unix socket's path to connect to instead of the URL's host and port.
-        self.uds: str | None = None
-        #: TLS for ``https``: the system's trusted certificates unless told otherwise.
-        self.ssl_context: Any = (ssl_context if ssl_context is not None
-                                 else default_tls(link.http.scheme))
+        self._set_up(link, connect_timeout, max_write_buffer, ssl_context)
         self._auth_lock = trio.Lock()
         link.send = self.send
 
