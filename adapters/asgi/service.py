@@ -131,10 +131,6 @@ class Routing:
     def _now(self) -> float:
         raise NotImplementedError
 
-    def _more(self) -> None:
-        """Have the running drain go round once more."""
-        raise NotImplementedError
-
     async def feed(self, channel: ServerChannel, *events: ExchangeInput) -> None:
         """Input events of an ASGI request (those after its channel closed are dropped),
         then the pump once."""
@@ -154,8 +150,7 @@ class Routing:
         events = channel.events_to_send()
         if exchange is None or exchange.gone:
             if not channel.closed:  # its request is over: nothing can be sent any more
-                channel.connection_lost(now=self._now())
-                self._more()
+                channel.connection_lost(now=self._now())  # the drain sees it (needs_drain)
             return
         if not events:
             return
@@ -165,7 +160,6 @@ class Routing:
                      exchange.queued)
             exchange.drop()
             channel.connection_lost(now=self._now())
-            self._more()
 
     def _dispatch(self, session: Session, event: Event) -> None:
         if self._on_event is not None:
@@ -193,9 +187,6 @@ def _asyncio_service(server: Server | None, http: HTTPServer, max_write_buffer: 
     class AsyncioService(Routing, HTTPService):
         def _now(self) -> float:
             return self._loop.time()
-
-        def _more(self) -> None:
-            self._again = True
 
         async def feed(self, channel: ServerChannel, *events: ExchangeInput) -> None:
             try:
@@ -232,9 +223,6 @@ def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int
     class TrioService(Routing, HTTPService):
         def _now(self) -> float:
             return trio.current_time()
-
-        def _more(self) -> None:
-            self._work = True
 
         async def feed(self, channel: ServerChannel, *events: ExchangeInput) -> None:
             try:

@@ -183,7 +183,6 @@ class HTTPService(HTTPServiceBase[ServerSession]):
             weakref.WeakKeyDictionary())
         self._sockets: dict[ServerChannel, _Socket] = {}
         self._pumping = False
-        self._again = False
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self._listener: asyncio.Server | None = None
@@ -242,7 +241,6 @@ class HTTPService(HTTPServiceBase[ServerSession]):
         if sock is None or transport is None or transport.is_closing():
             if not channel.closed:
                 channel.connection_lost(now=self._loop.time())
-                self._again = True
             return
         if data:
             transport.write(data)

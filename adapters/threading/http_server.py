@@ -482,7 +482,6 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
         self._readers: set[threading.Thread] = set()
         self._steppers: list[asyncio.AbstractEventLoop] = []
         self._pumping = False
-        self._again = False
         self._timer = threading.Condition(self.lock)
         self._timer_at: float | None = None
         self._room = threading.Condition(self.lock)  # a connection slot became free
@@ -551,7 +550,6 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
         if sock is None or (data and not sock.send(data)):
             if not channel.closed:
                 channel.connection_lost(now=time.monotonic())
-                self._again = True
             return
         if channel.closed:
             sock.close_after_flush()

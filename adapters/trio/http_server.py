@@ -230,6 +230,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
                         return
                 for channel, data in http.data_to_send():
                     self._write(channel, data)
+                self._work = http.needs_drain  # what the server holds, not who woke it
         except BaseException:
             self._drained_all()  # a failed drain is over too: readers wait for it
             raise
@@ -313,7 +314,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
                     await trio.sleep(0)
             for channel, data in http.data_to_send():
                 self._write(channel, data)
-            if not self._work:
+            if not http.needs_drain:  # what the server holds, not who woke it
                 return
 
     def _new_logic(self, session: Session) -> ServerSession:
@@ -334,7 +335,6 @@ class HTTPService(HTTPServiceBase[ServerSession]):
         if sock is None or sock.gone:
             if not channel.closed:
                 channel.connection_lost(now=trio.current_time())
-                self._work = True
             return
         sock.write(data, channel.closed)
         if not channel.closed and sock.queued > self.max_write_buffer:
