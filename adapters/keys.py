@@ -19,13 +19,7 @@ a server starts, decides in this order:
    saying that states will not open elsewhere, and one with :data:`ENV_KEYS_REQUIRED` set
    refuses to start instead.
 
-A launcher that starts several workers on one host calls :func:`worker_environment` first
-and hands every worker what it returns, so that even without configuration they draw one
-key among them rather than one each.
-
-A bad configuration (unreadable file, an entry that is not a 32-byte key) is an error at
-start, never a silent fallback to a random key. Log lines name keys by id (a fingerprint),
-never by content.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

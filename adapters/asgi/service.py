@@ -22,10 +22,7 @@ granian and hypercorn's asyncio worker; trio under hypercorn's trio worker), rea
 task and the handlers) is hosted by a system task, since an application mounted in another
 framework is not always given a ``lifespan`` to host it.
 
-Bounds: a request body is bounded as it streams (the exchange wire answers ``413`` once
-``max_body_size`` is passed, having kept no more than that); the output queued for a client
-that does not read is bounded by ``max_write_buffer`` (beyond it the request is treated as
-the client gone, as on our own sockets).
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

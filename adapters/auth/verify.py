@@ -16,16 +16,7 @@ seconds, never beyond the token's own ``exp``; refusals are not remembered (a to
 become valid a moment later, e.g. after a clock step on the authorization server). Tokens are
 secrets: cache keys are their SHA-256, and nothing is logged beyond a short prefix.
 
-Both are ``await verify(token)`` objects for code of your own on asyncio. The HTTP servers
-of every runtime take the pure verifiers instead, which raise
-:class:`~mcp_sansio.auth.VerificationPending` when they must ask and let the server park the
-request while its adapter fetches (``common/deciders.py``):
-:class:`~mcp_sansio.auth.IntrospectionVerifier` itself, and :class:`JWKSKeeper` -- the pure
-:class:`mcp_sansio.auth.jwt.JWKSCache` plus the first fetch before serving, on asyncio, trio
-(``async with``) and threads (``with``).
-
-:func:`shared_replay_cache` (asyncio) shares a DPoP resource server's ``jti`` replay cache
-among the workers of a service through an :class:`~mcp_sansio.stores.EventBus`.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -18,13 +18,7 @@ stop in order:
    cancelled (their callers see the connection end), and a worker of shared stores says
    "gone" on the bus, a clean leave rather than a death the others must time out.
 
-The signal is caught by the runtime's own means (``loop.add_signal_handler``,
-``trio.open_signal_receiver``, ``signal.signal`` on threads) so that it never lands as a
-``KeyboardInterrupt`` in the middle of the server's work; one that arrives before the
-handlers are installed or after they are removed still ends the run quietly (a trio nursery's
-group of ``KeyboardInterrupt`` included). :func:`serve_until_signal` returns the signal
-number; ``run_http`` then returns (exit status 0), ``serve-example`` exits 0 for SIGTERM and
-130 for Ctrl-C (docs/cli.rst).
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

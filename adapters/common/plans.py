@@ -18,21 +18,7 @@ parameters), ``__doc__`` (the definition's, plus one line naming the options),
 plain function call: the definition, which builds the call; the arguments are bound by
 Python's own call machinery, never by ``inspect``.
 
-For type checkers, the builders' return types are descriptor protocols whose ``__get__``
-gives ``Callable[P, Coroutine[..., R]]`` (``async``) or ``Callable[P, R]`` (blocking), ``P``
-and ``R`` taken from the definition: ``client.call_tool(name, arguments, timeout=...)`` is
-checked against the definition's own parameters, and ``cancel=`` only where the colour's
-specialisation of ``ClientCalls`` gives it a type (threads).
-
-Two kinds of definition:
-
-* a named call returns a :class:`~mcp_sansio.app.calls.NamedCall`; the method sends it
-  through the client's ``request`` with the caller's options, gathering the pages of a list
-  call with :func:`~mcp_sansio.app.calls.walk_pages`;
-* a task call (a generator function) takes the client first and returns a plan; the method
-  runs it: each ``Send`` is a ``request``, each ``Sleep`` the client's ``_sleep``.
-
-No I/O here: the colour's client does it.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

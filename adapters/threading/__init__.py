@@ -17,15 +17,7 @@ Client::
         token = CancelToken()          # token.cancel() from another thread cancels the call
         result = client.call_tool("sleep", {"seconds": 5}, cancel=token, timeout=10)
 
-Server::
-
-    server = Server("demo")
-
-    @server.tool()
-    def echo(text: str) -> str:
-        return text
-
-    run_stdio(server)
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -5,37 +5,9 @@ Theory of operation
 The session logic (:mod:`mcp_sansio.app.session`, the blocking half in ``.threading.session``) is
 the same for every runtime; what differs is a handful of primitives. :class:`ThreadRuntime`
 is those primitives for one session driven by threads, the twin of
-:class:`~.runtime.AsyncioRuntime` and ``TrioRuntime``:
+:class:`~.runtime.AsyncioRuntime` and ``TrioRuntime``.
 
-* the clock (``now``, ``wall_now``), the output (``write``: straight to a descriptor, from
-  whichever thread produced the bytes, under the session's lock);
-* the pump (:meth:`ThreadRuntime.pump`): one reader thread waits (``selectors``) for the
-  peer's bytes, the child's stderr, a wake-up pipe and the next deadline, and feeds the
-  session. ``arm`` keeps that one deadline, lazily (as on asyncio: a later deadline leaves
-  the earlier one set; when it passes early the session finds nothing due and arms the real
-  one), and nudges the reader through the wake-up pipe only when the deadline moves
-  earlier;
-* the lock (``lock``: an ``RLock`` held around every use of the connection, as the session
-  is used from the reader and from the threads that call it), the worker pool that runs
-  handlers and callbacks (``pool``), the cancellers of the handlers running there, and a
-  call's wait (``wait_call``: a held lock the call's terminal event releases);
-* the eager first step of an ``async def`` handler on the reader (``eager``, set by the
-  stdio server: :meth:`ThreadRuntime.start_eagerly`), handed to a worker with its event loop
-  only when it suspends.
-
-The session *holds* one (``session.runtime``) and its hooks call it; nothing is mixed in
-by inheritance (the style of :class:`mcp_sansio.app.tasks.TaskRuntime`). The object keeps
-a reference to its session for what it must ask of it: ``feed`` and ``on_timer`` (the
-pump's entries), ``closed``, ``_cancel_call`` (a caller gave up waiting), and, for the
-eager step, the handlers started while dispatching (``session._eager``) and the session's
-answer (``_finish_request``, ``_job_failed``). ``on_eof`` is set by whoever records why
-the input ended (the stdio client's child).
-
-A stdio client's server process is another object the client holds, :class:`ThreadChild`
-(``client.child``): why the server's output ended, and the spec's shutdown sequence.
-
-The wake-up pipe is made by :meth:`ThreadRuntime.pump`, before it first reads the deadline:
-a session without a reader (an HTTP session, drained by its server) holds no descriptor.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

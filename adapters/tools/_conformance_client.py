@@ -22,19 +22,7 @@ particular have their own function in :data:`SCENARIOS`. Everything the wire rul
 ``requestState``, ``x-mcp-header`` mirroring and validation) is the library's job, not
 this module's: the harness checks the library through it.
 
-Authorization (the ``auth/*`` scenarios): the session authorizes itself with
-:class:`mcp_sansio.auth.OAuthClientFlow`: ``connect_http(auth=...)`` runs the flow on every
-401 or 403 ``insufficient_scope`` the connect or a call gets, with the mocks'
-authorization endpoints approving at once (:func:`.auth.flow.follow_redirect`). The
-scenario's context may carry pre-registered credentials (``client_id``, ``client_secret``,
-``issuer``); the client ID metadata document URL is the one the harness expects.
-
-The client runs on asyncio, or on the runtime that ``MCP_SANSIO_CONFORMANCE_RUNTIME`` names
-(``trio``; ``threading``, whose blocking client the exercise awaits through
-:class:`_Awaiting`), so that the harness judges every runtime's client.
-
-Logs go to stderr (the harness keeps them with the scenario's results); the exit status is
-0 when the exercise completed and 1 otherwise.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -22,15 +22,7 @@ HTTP (``http=True``)
     a GET opens the standalone stream, or resumes a dropped one with ``Last-Event-ID``;
     a DELETE ends the session it names (a client that exits cleanly without one is found).
 
-Legacy HTTP+SSE (``http=True, legacy_sse=True``)
-    The kit serves the 2024-11-05 transport: the command gets the SSE URL (``.../sse``); a GET
-    there opens the one stream, which starts with the ``endpoint`` event, and the client
-    POSTs every message to that endpoint (each answered 202; the kit's messages all come on
-    the stream). A POST to the SSE URL before the stream is open is answered 405, as a
-    2024-11-05 server answers the 2025-03-26+ back-compatibility probe.
-
-The run ends when the client exits (and, on stdio, closes the relay), or when the budget is
-spent: then the client's process group is killed and the report says the run was cut short.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

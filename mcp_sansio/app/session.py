@@ -12,28 +12,9 @@ classes start jobs (``_spawn_incoming``) and wake waiters (``Call.wake``). Class
 on two axes only: :class:`Session` (the pump), then the role (:class:`ClientLogic`,
 :class:`~.server.ServerLogic`), then the colour (the async or blocking API, in
 ``mcp_sansio.adapters``) -- three classes at most. Everything else is here, written once and
-free of any runtime:
+free of any runtime.
 
-* :meth:`Session.service` is the pump's middle: drain ``next_event()`` until ``NEED_DATA``,
-  dispatch each event, then drain the outbox into one write and re-arm the timer. It is
-  re-entrant safe (a send made while dispatching is picked up by the same loop).
-* Requests we send are :class:`~.errors.Call` objects keyed by request id. Their terminal
-  event is stored on the call and the waiter is woken; :func:`~.errors.outcome` turns it
-  into a result or an exception. An ``InputRequired`` terminal is answered by the same user
-  callbacks that answer a handshake-era server's requests, and the call goes on under the
-  retry's id.
-* :class:`ClientLogic` adds the client: the connect's steps, notifications, listen streams,
-  the server's input requests answered by the user's callbacks, the tasks it follows. Over
-  HTTP it holds a :class:`ClientLink` (``link``) that drains the HTTP client instead of the
-  connection; its HTTP facts (``transport``, ``session_id``, ...) read the link and are
-  neutral without one.
-* The server side (registry, router, :class:`~.server.ServerLogic`) is in :mod:`.server`;
-  the handler's context in :mod:`.context`.
-
-``lock`` is a context manager held around every use of the connection; it does nothing
-unless a runtime that drives one session from several threads hands in a real lock. No
-protocol decision is made here: lifecycle, gating, timeouts, cancellation and MRTR state
-all live in the core. This module decides application matters only.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
