@@ -24,6 +24,7 @@ The rest of its theory of operation: docs/architecture.rst, "Module notes".
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import threading
@@ -115,7 +116,7 @@ def shares_state(http_options: Mapping[str, object]) -> bool:
     """Whether an HTTP server with these options shares what it writes with other
     processes: its event store is not the in-memory one (a store is only worth giving when
     others read it)."""
-    from mcp_sansio.http import InMemoryEventStore
+    from mcp_sansio.http import InMemoryEventStore  # lazy: HTTP only: a stdio start does without it
 
     store = http_options.get("event_store")
     return store is not None and not isinstance(store, InMemoryEventStore)
@@ -199,6 +200,4 @@ def worker_environment(workers: int, environ: Mapping[str, str] | None = None
             "requestState keys: none configured, so one key was drawn for these %d workers; "
             "a requestState they seal will be refused by other hosts and after a restart. "
             "Give every host the same ring in %s or %s", workers, ENV_KEYS, ENV_KEYS_FILE)
-    import base64
-
     return {ENV_KEYS: base64.urlsafe_b64encode(os.urandom(32)).decode("ascii")}

@@ -142,7 +142,7 @@ class ASGIApp:
         if service is not None:
             await service.aclose()
         if self.stores is not None:  # the last task records written before the stores close
-            from ..stores.tasks import close_sharing
+            from ..stores.tasks import close_sharing  # lazy: shared stores only
 
             await close_sharing(self.server)
         owned, self._owned_stores = self._owned_stores, None
@@ -213,8 +213,8 @@ class ASGIApp:
 
     async def _share(self, service: Routing, token: object) -> None:
         """Start shared mode on the running loop (module docstring)."""
-        from ..stores.driver import SharedDriver
-        from ..stores.keys import store_key_ring
+        from ..stores.driver import SharedDriver  # lazy: shared stores only
+        from ..stores.keys import store_key_ring  # lazy: shared stores only
 
         if self._tag_pid is not None and self._tag_pid != os.getpid():
             # Built before a fork: each worker process needs a tag of its own (a stream id,
@@ -342,10 +342,10 @@ class _LateKeys:
 
 def _loop_token(library: str) -> object:
     if library == "asyncio":
-        import asyncio
+        import asyncio  # lazy: that runtime only: the others never load asyncio
 
         return asyncio.get_running_loop()
-    import trio
+    import trio  # lazy: trio is optional
 
     return trio.lowlevel.current_root_task()
 

@@ -44,6 +44,8 @@ from mcp_sansio.http._exchange import (
 )
 from mcp_sansio.http._exchange_wire import ExchangeWire
 
+from ..common.deciders import asyncio_decider, trio_decider
+
 __all__ = ["Exchange", "Routing", "SignallingWire", "new_service"]
 
 log = logging.getLogger("mcp_sansio.adapters.asgi")
@@ -177,9 +179,9 @@ class Routing:
 
 def _asyncio_service(server: Server | None, http: HTTPServer, max_write_buffer: int,
                      on_event: EventHandler | None) -> Routing:
-    import asyncio
+    import asyncio  # lazy: that runtime only: the others never load asyncio
 
-    from ..asyncio.http_server import HTTPService
+    from ..asyncio.http_server import HTTPService  # lazy: the chosen runtime only
 
     class AsyncioService(Routing, HTTPService):
         def _now(self) -> float:
@@ -205,17 +207,15 @@ def _asyncio_service(server: Server | None, http: HTTPServer, max_write_buffer: 
     service._on_event = on_event
     assert service._loop is asyncio.get_running_loop()
     if http.on_decision_needed is None:  # parked exchanges (tokens to ask about: common.deciders)
-        from ..common.deciders import asyncio_decider
-
         http.on_decision_needed = asyncio_decider(service)
     return service
 
 
 def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int,
                   on_event: EventHandler | None) -> Routing:
-    import trio
+    import trio  # lazy: trio is optional
 
-    from ..trio.http_server import HTTPService
+    from ..trio.http_server import HTTPService  # lazy: the chosen runtime only (trio is optional)
 
     class TrioService(Routing, HTTPService):
         def _now(self) -> float:
@@ -261,8 +261,6 @@ def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int
     service._exchanges = {}
     service._on_event = on_event
     if http.on_decision_needed is None:  # parked exchanges, asked in the service's nursery
-        from ..common.deciders import trio_decider
-
         http.on_decision_needed = trio_decider(service)
     return service
 

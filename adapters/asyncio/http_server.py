@@ -45,6 +45,7 @@ from ..common.serving import (
 )
 from ..stores.driver import SharedDriver
 from ..stores.keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
+from ..stores.tasks import close_sharing
 from .runtime import AsyncioRuntime
 from .session import ServerSession, _small_reads
 
@@ -355,8 +356,6 @@ async def start_http(call: HTTPServeCall) -> AsyncIterator[HTTPService]:
     finally:
         await asyncio.shield(service.aclose())
         if stores is not None:  # the last task records written before the stores close
-            from ..stores.tasks import close_sharing
-
             await asyncio.shield(close_sharing(server))
 
 

@@ -400,7 +400,7 @@ class LoopbackListener:
 def new_dpop_key() -> dict[str, Any]:
     """A fresh EC P-256 private JWK for DPoP (ES256, RFC 9449 §4.2), from the OS's
     randomness (joserfc, the ``auth`` extra)."""
-    from joserfc.jwk import ECKey
+    from joserfc.jwk import ECKey  # lazy: the auth extra
 
     return ECKey.generate_key("P-256", private=True).as_dict(private=True)
 

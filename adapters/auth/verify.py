@@ -71,7 +71,7 @@ class JWKSVerifier:
                  max_age: float = DEFAULT_JWKS_MAX_AGE,
                  min_refetch: float = DEFAULT_JWKS_MIN_REFETCH,
                  **verifier_options: Any) -> None:
-        from mcp_sansio.auth.jwt import JWKSCache
+        from mcp_sansio.auth.jwt import JWKSCache  # lazy: the auth extra (joserfc)
 
         self.jwks_uri = jwks_uri
         self._fetcher = fetcher
@@ -131,7 +131,7 @@ class JWKSKeeper:
                  max_age: float = DEFAULT_JWKS_MAX_AGE,
                  min_refetch: float = DEFAULT_JWKS_MIN_REFETCH,
                  **verifier_options: Any) -> None:
-        from mcp_sansio.auth.jwt import JWKSCache
+        from mcp_sansio.auth.jwt import JWKSCache  # lazy: the auth extra (joserfc)
 
         #: The pure keeper: the keys, when they were asked for and loaded.
         self.cache = JWKSCache(jwks_uri, issuer=issuer, audience=audience,
@@ -165,7 +165,7 @@ class JWKSKeeper:
             if self._fetcher is not None:
                 response = await self._fetcher(request)
             elif _running_trio():
-                import trio
+                import trio  # lazy: trio is optional
 
                 response = await trio.to_thread.run_sync(fetch_sync, request)
             else:
@@ -195,7 +195,7 @@ class JWKSKeeper:
 
 def _running_trio() -> bool:
     try:
-        import sniffio
+        import sniffio  # lazy: trio's, optional
     except ImportError:  # trio needs sniffio: without it, not trio
         return False
     try:
@@ -247,6 +247,7 @@ async def shared_replay_cache(bus: Any, *, max_entries: int = 100_000) -> AsyncI
     :class:`~mcp_sansio.stores.EventBus`, e.g. the Redis one) for the block: give it to
     ``ProofVerifier(replay=...)`` on every worker of an asyncio service. Publications go out
     as tasks (the proof check does not wait for them); the block's end waits for them."""
+    # Lazy: the auth extra (joserfc).
     from mcp_sansio.auth.dpop import REPLAY_TOPIC, SharedReplayCache
 
     loop = asyncio.get_running_loop()

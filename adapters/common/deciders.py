@@ -144,7 +144,7 @@ def asyncio_decider(service: AsyncioService) -> Callable[[DecisionNeeded], None]
 
 def trio_decider(service: TrioService) -> Callable[[DecisionNeeded], None]:
     """``on_decision_needed`` for the trio HTTP service (called inside its tasks)."""
-    import trio
+    import trio  # lazy: trio is optional
 
     http = service.http
 

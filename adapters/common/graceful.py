@@ -62,12 +62,12 @@ def serve_until_signal(runtime: str, adapter: Any, server: Any, host: str, port:
     came before the handlers were in place."""
     try:
         if runtime == "asyncio":
-            import asyncio
+            import asyncio  # lazy: that runtime only: the others never load asyncio
 
             return asyncio.run(_asyncio(adapter, server, host, port, on_ready,
                                         shutdown_timeout, options))
         if runtime == "trio":
-            import trio
+            import trio  # lazy: trio is optional
 
             return int(trio.run(_trio, adapter, server, host, port, on_ready,
                                 shutdown_timeout, options))
@@ -83,7 +83,7 @@ def serve_until_signal(runtime: str, adapter: Any, server: Any, host: str, port:
 async def _asyncio(adapter: Any, server: Any, host: str, port: int,
                    on_ready: Callable[[Any], Any] | None, timeout: float,
                    options: dict[str, Any]) -> int:
-    import asyncio
+    import asyncio  # lazy: that runtime only: the others never load asyncio
 
     loop = asyncio.get_running_loop()
     stop, force = asyncio.Event(), asyncio.Event()
@@ -124,7 +124,7 @@ async def _asyncio(adapter: Any, server: Any, host: str, port: int,
 async def _trio(adapter: Any, server: Any, host: str, port: int,
                 on_ready: Callable[[Any], Any] | None, timeout: float,
                 options: dict[str, Any]) -> int:
-    import trio
+    import trio  # lazy: trio is optional
 
     got: list[int] = []
     with trio.open_signal_receiver(*STOP_SIGNALS) as signals:

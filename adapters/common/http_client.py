@@ -22,7 +22,6 @@ class SocketOptions:
     """The set-up of a runtime's client sockets (``client.sockets``), the same on every
     runtime."""
 
-    __slots__ = ()
     #: Seconds to wait for a TCP (and TLS) connection to open.
     connect_timeout: float
     #: Unwritten output (bytes) a socket may hold before it is dropped.

@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_sansio.http import param_headers
 
+from .listen_error import ListenError
+
 if TYPE_CHECKING:
     from mcp_sansio.app.server import Server
 
@@ -88,8 +90,6 @@ def unix_listener(path: str, backlog: int = 128) -> socket.socket:
     """A listening Unix stream socket at ``path`` (mode :data:`UDS_MODE`), blocking; a
     :class:`~mcp_sansio.adapters.common.listen_error.ListenError` saying why when it
     cannot be made. The mode is set before ``listen``: until then nobody can connect."""
-    from .listen_error import ListenError
-
     refused = claim_socket_path(path)
     if refused is not None:
         raise ListenError(errno.EADDRINUSE, f"cannot listen on {path}: {refused}", path, 0)

@@ -109,6 +109,7 @@ def _request(
 
 def _task_runtime(self: SyncClient | SyncServerSession) -> TaskRuntime:
     """The tasks seam (:class:`mcp_sansio.app.tasks.TaskHost`): a thread of its own per task."""
+    # Lazy: tasks only: a cold start does without them.
     from ..common.tasks import thread_task_runtime
     return thread_task_runtime()
 

@@ -254,6 +254,7 @@ def machine_auth_for(scenario: str, context: Mapping[str, Any]) -> Any:
     """The ``auth=`` of the extension scenarios without a browser (client credentials with
     a secret or a signed assertion, workload identity, enterprise-managed ID-JAG), from the
     scenario's context; None for the others."""
+    # Lazy: OAuth only: a stdio start does without it.
     from mcp_sansio.auth import ClientCredentials, IdentityAssertionGrant, JWTBearerGrant
 
     client_id = _text(context, "client_id") or ""
@@ -280,6 +281,7 @@ def oauth_for(context: Mapping[str, Any], scenario: str = "",
     redirect (they approve at once), asking for DPoP-bound tokens where the authorization
     server offers them. Off asyncio the user step is the blocking one (trio runs it in a
     worker thread)."""
+    # Lazy: OAuth only: a stdio start does without it.
     from mcp_sansio.auth import ClientConfig, ClientCredentials
 
     from ..auth.flow import follow_redirect, follow_redirect_sync
@@ -342,15 +344,16 @@ async def run(url: str, scenario: str, protocol_version: str,
                                    elicitation=elicitation, roots=[], info=INFO, auth=auth,
                                    request_timeout=request_timeout)
     if runtime == "threading":
+        # Lazy: the chosen runtime only.
         from ..threading import connect_http as connect_threads
 
         with connect_threads(url, **options) as blocking:
             await _played(_Awaiting(blocking), play, context)
     else:
         if runtime == "trio":
-            from ..trio import connect_http
+            from ..trio import connect_http  # lazy: the chosen runtime only (trio is optional)
         else:
-            from ..asyncio import connect_http
+            from ..asyncio import connect_http  # lazy: the chosen runtime only
         async with connect_http(url, **options) as client:
             await _played(client, play, context)
     log.info("scenario %r done", scenario)
@@ -380,7 +383,7 @@ def main(url: str) -> int:
     runtime = os.environ.get(RUNTIME_ENV) or "asyncio"
     try:
         if runtime == "trio":
-            import trio
+            import trio  # lazy: trio is optional
 
             async def bounded() -> None:
                 with trio.fail_after(OVERALL_TIMEOUT):

@@ -114,10 +114,10 @@ def _extras(revision: str | None, examples: int, seed: int | None = None) -> lis
     for the hostile phase: valid in shape, unsolicited in fact."""
     if examples <= 0 or revision is None:
         return []
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import seed as hypothesis_seed
+    from hypothesis import HealthCheck, given, settings  # lazy: the testing extra
+    from hypothesis import seed as hypothesis_seed  # lazy: the testing extra
 
-    from mcp_sansio.testing import notifications
+    from mcp_sansio.testing import notifications  # lazy: the testing extra
 
     methods = ["notifications/progress", "notifications/message", "notifications/cancelled"]
     found: list[Any] = []

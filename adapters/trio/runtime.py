@@ -161,7 +161,7 @@ class TrioRuntime:
     def task_runtime(self) -> TaskRuntime:
         """Where this runtime runs a server's tasks (the ledger asks through the session:
         :class:`mcp_sansio.app.tasks.TaskHost`)."""
-        from ..common.tasks import TRIO_TASKS
+        from ..common.tasks import TRIO_TASKS  # lazy: tasks only: a cold start does without them
 
         return TRIO_TASKS
 
