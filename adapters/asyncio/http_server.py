@@ -36,13 +36,6 @@ from ..common.entry_points import runs
 from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
 from ..common.listen_error import listening
-from ..common.serving import (
-    DEFAULT_MAX_WRITE_BUFFER,
-    HTTPServeCall,
-    ServeCall,
-    http_server_of,
-    print_url,
-)
 from ..stores.driver import SharedDriver
 from ..stores.keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
 from ..stores.tasks import close_sharing
@@ -50,6 +43,9 @@ from .runtime import AsyncioRuntime
 from .session import ServerSession, _small_reads
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
+
+#: Unread output (bytes) a socket may hold before its connection is dropped.
+DEFAULT_MAX_WRITE_BUFFER = serving.DEFAULT_MAX_WRITE_BUFFER
 
 
 class _HTTPRuntime(AsyncioRuntime):
@@ -324,7 +320,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
     server's tasks (``enable_tasks``) are kept there too, so every worker sees them. The
     caller owns the stores (close them after the block).""")
 @contextlib.asynccontextmanager
-async def start_http(call: HTTPServeCall) -> AsyncIterator[HTTPService]:
+async def start_http(call: serving.HTTPServeCall) -> AsyncIterator[HTTPService]:
     server, http_options, request_state_key = call.server, call.http_options, None
     uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
     stores = http_options.pop("stores", None)
@@ -339,7 +335,7 @@ async def start_http(call: HTTPServeCall) -> AsyncIterator[HTTPService]:
         if call.request_state_key is None:  # the store's key ring, kept current (stores.keys)
             request_state_key, key_source = await store_key_ring(
                 stores, refresh_interval=key_refresh)
-    http = http_server_of(call, request_state_key)
+    http = serving.http_server_of(call, request_state_key)
     service = HTTPService(server, http, max_write_buffer=call.max_write_buffer)
     service.linger_time, service.linger_bytes = call.linger_time, call.linger_bytes
     http.on_decision_needed = asyncio_decider(service)  # parked exchanges (common.deciders)
@@ -372,6 +368,6 @@ async def serve_http(
 
 
 @runs(serving.run_http)
-def run_http(call: ServeCall) -> None:
-    serve_until_signal("asyncio", sys.modules[__name__], *call[:3], on_ready=print_url,
+def run_http(call: serving.ServeCall) -> None:
+    serve_until_signal("asyncio", sys.modules[__name__], *call[:3], on_ready=serving.print_url,
                        **call.options)

@@ -54,38 +54,24 @@ from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
-from ..common import serving
+from ..common import http_options, serving
 from ..common.async_session import _Resumed
 from ..common.deciders import thread_decider
 from ..common.entry_points import documented, runs
 from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
 from ..common.listen_error import listening
-from ..common.serving import (
-    DEFAULT_MAX_WRITE_BUFFER,
-    HTTPServeCall,
-    ServeCall,
-    http_server_of,
-    print_url,
-)
 from .runtime import ThreadRuntime, loop_running_here, step_once
 from .session import SyncServerSession
 
-__all__ = [
-    "DEFAULT_MAX_CONNECTIONS",
-    "DEFAULT_MAX_WORKERS",
-    "DEFAULT_MAX_WRITE_BUFFER",
-    "HTTPService",
-    "run_http",
-    "serve_http",
-    "start_http",
-]
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "DEFAULT_MAX_WORKERS", "DEFAULT_MAX_WRITE_BUFFER",
+           "HTTPService", "run_http", "serve_http", "start_http"]
+
+#: Unread output (bytes) a socket may hold before its connection is dropped.
+DEFAULT_MAX_WRITE_BUFFER = serving.DEFAULT_MAX_WRITE_BUFFER
 
 log = logging.getLogger("mcp_sansio.adapters.http")
 
-#: Above this much unread output a connection is not read from: 256 KiB, asyncio's
-#: high-water mark in the asyncio adapter.
-_HIGH_WATER = 256 * 1024
 #: TCP connections served at once: 1,024. Each has a reader thread (a few tens of KiB of
 #: memory, stacks being reserved lazily); beyond the cap clients wait in the listen backlog
 #: until one closes.
@@ -343,14 +329,14 @@ class _Writer:
                 if sent < len(data):
                     self._queue.appendleft(data[sent:])
                 self._queued -= sent
-                if self._queued <= _HIGH_WATER:
+                if self._queued <= http_options.HIGH_WATER:
                     self._drained.notify_all()
 
     def _wait_drained(self) -> None:
         """Backpressure (the reader, before it reads): a peer that does not read what we
         write is not read from until it has caught up."""
         with self._lock:
-            while self._queued > _HIGH_WATER and not self._dead:
+            while self._queued > http_options.HIGH_WATER and not self._dead:
                 self._drained.wait()
 
     def _release(self) -> None:
@@ -741,7 +727,7 @@ def start_http(
     **http_options: Any,
 ) -> Iterator[HTTPService]:
     uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
-    http = http_server_of(HTTPServeCall(
+    http = serving.http_server_of(serving.HTTPServeCall(
         server, host, port, request_state_key, connection_options, max_write_buffer,
         new_session_id, linger_time, linger_bytes, http_options))
     service = HTTPService(server, http, max_write_buffer=max_write_buffer,
@@ -770,6 +756,6 @@ def serve_http(
 
 
 @runs(serving.run_http)
-def run_http(call: ServeCall) -> None:
-    serve_until_signal("threading", sys.modules[__name__], *call[:3], on_ready=print_url,
+def run_http(call: serving.ServeCall) -> None:
+    serve_until_signal("threading", sys.modules[__name__], *call[:3], on_ready=serving.print_url,
                        **call.options)

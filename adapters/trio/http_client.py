@@ -40,6 +40,7 @@ __all__ = ["DEFAULT_CLOSE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HTTPClientSessio
 
 log = logging.getLogger("mcp_sansio.adapters.http")
 
+
 #: Unsent output (bytes) a socket may hold before its connection is dropped: 16 MiB, as on
 #: the server.
 DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024

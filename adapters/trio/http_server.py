@@ -17,7 +17,7 @@ first suspends is answered while the request is still processed, as on asyncio.
 
 Buffers are bounded: requests by the HTTP server's ``max_body_size`` and
 ``max_header_size``; output by a per-socket queue: a socket with more than
-:data:`_HIGH_WATER` bytes unsent stops being read from, and one whose unsent output passes
+256 KiB unsent (``HIGH_WATER``) stops being read from, and one whose unsent output passes
 ``max_write_buffer`` is dropped. The client is :mod:`.http_client`.
 """
 
@@ -44,35 +44,22 @@ from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
-from ..common import serving
+from ..common import http_options, serving
 from ..common.deciders import trio_decider
 from ..common.entry_points import runs
 from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
 from ..common.listen_error import listening
-from ..common.serving import (
-    DEFAULT_MAX_WRITE_BUFFER,
-    HTTPServeCall,
-    ServeCall,
-    http_server_of,
-    print_url,
-)
 from .runtime import TrioRuntime
 from .session import ServerSession, _one_error
 
-__all__ = [
-    "DEFAULT_MAX_WRITE_BUFFER",
-    "HTTPService",
-    "run_http",
-    "serve_http",
-    "start_http",
-]
+__all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
+
+#: Unread output (bytes) a socket may hold before its connection is dropped.
+DEFAULT_MAX_WRITE_BUFFER = serving.DEFAULT_MAX_WRITE_BUFFER
 
 log = logging.getLogger("mcp_sansio.adapters.http")
 
-#: Unsent output above which a socket is not read from until it drains: 256 KiB (asyncio's
-#: write-buffer high-water mark in the asyncio adapter).
-_HIGH_WATER = 256 * 1024
 #: Bytes asked of the socket per read.
 _CHUNK = 1 << 16
 #: Whether a socket's descriptor can be written with os.write (not on Windows).
@@ -378,7 +365,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
     async def _receive_loop(self, sock: _Socket) -> None:
         channel, stream = sock.channel, sock.stream
         while True:
-            while sock.queued > _HIGH_WATER and not sock.gone:
+            while sock.queued > http_options.HIGH_WATER and not sock.gone:
                 await sock.drained.park()  # backpressure: its client is not reading
             try:
                 data = await stream.receive_some(_CHUNK)
@@ -497,10 +484,10 @@ class HTTPService(HTTPServiceBase[ServerSession]):
 @runs(serving.start_http, "Leaving the block closes every connection and cancels every "
       "handler.")
 @contextlib.asynccontextmanager
-async def start_http(call: HTTPServeCall) -> AsyncIterator[HTTPService]:
+async def start_http(call: serving.HTTPServeCall) -> AsyncIterator[HTTPService]:
     server, http_options, host, port = call.server, call.http_options, call.host, call.port
     uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
-    http = http_server_of(call)
+    http = serving.http_server_of(call)
     service = HTTPService(server, http, max_write_buffer=call.max_write_buffer)
     service.linger_time, service.linger_bytes = call.linger_time, call.linger_bytes
     http.on_decision_needed = trio_decider(service)  # parked exchanges (common.deciders)
@@ -539,6 +526,6 @@ async def serve_http(
 
 
 @runs(serving.run_http)
-def run_http(call: ServeCall) -> None:
-    serve_until_signal("trio", sys.modules[__name__], *call[:3], on_ready=print_url,
+def run_http(call: serving.ServeCall) -> None:
+    serve_until_signal("trio", sys.modules[__name__], *call[:3], on_ready=serving.print_url,
                        **call.options)
