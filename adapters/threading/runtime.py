@@ -86,6 +86,38 @@ class _SteppedServer(Protocol):
                    error: BaseException | None = None) -> None: ...
 
 
+class JobRun:
+    """A handler's run on threads as a ``with`` block whose body sets :attr:`value`: leaving
+    it forgets the request's context and canceller, then answers -- with the value, or with
+    the :class:`Exception` the body raised; a cancelled ``async def`` handler is not answered
+    here (its cancellation is)."""
+
+    __slots__ = ("ctx", "job", "request", "runtime", "session", "value")
+
+    def __init__(self, runtime: ThreadRuntime, session: _SteppedServer, request: Request,
+                 job: Job, ctx: Context) -> None:
+        self.runtime = runtime
+        self.session = session
+        self.request = request
+        self.job = job
+        self.ctx = ctx
+        self.value: Any = None
+
+    def __enter__(self) -> JobRun:
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> bool:
+        request_id = self.request.request_id
+        with self.runtime.lock:
+            self.session._contexts.pop(request_id, None)
+            self.runtime.cancellers.pop(request_id, None)
+        if exc is not None and (isinstance(exc, asyncio.CancelledError)
+                                or not isinstance(exc, Exception)):
+            return isinstance(exc, asyncio.CancelledError)
+        self.session._job_ended(self.request, self.job, self.ctx, self.value, exc)
+        return True
+
+
 class CancelToken:
     """Cancels the calls it is given to (``call_tool(..., cancel=token)``) from any thread."""
 
@@ -359,20 +391,14 @@ class ThreadRuntime:
     async def _handle(self, request: Request, job: Job, ctx: Context) -> None:
         """The handler and its answer, as ``SyncServerSession._run`` does in a worker."""
         session = cast("_SteppedServer", self.session)  # only a server steps handlers
-        value: Any = None
-        error: Exception | None = None
-        try:
+        with self.job_run(session, request, job, ctx) as run:
             assert job.fn is not None
-            value = await job.fn(*job.args, **job.kwargs)
-        except asyncio.CancelledError:
-            return
-        except Exception as exc:
-            error = exc
-        finally:
-            with self.lock:
-                session._contexts.pop(request.request_id, None)
-                self.cancellers.pop(request.request_id, None)
-        session._job_ended(request, job, ctx, value, error)
+            run.value = await job.fn(*job.args, **job.kwargs)
+
+    def job_run(self, session: _SteppedServer, request: Request, job: Job, ctx: Context
+                ) -> JobRun:
+        """The ``with`` block of one handler's run (:class:`JobRun`)."""
+        return JobRun(self, session, request, job, ctx)
 
     def resumed_task(self, request_id: RequestId, loop: asyncio.AbstractEventLoop,
                      coro: Coroutine[Any, Any, Any], first: Any,

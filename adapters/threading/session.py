@@ -426,23 +426,12 @@ class SyncServerSession(ServerLogic):
             cancel()
 
     def _run(self, request: Request, job: Job, ctx: Context) -> None:
-        value: Any = None
-        error: Exception | None = None
-        try:
+        with self.runtime.job_run(self, request, job, ctx) as run:
             assert job.fn is not None
             if inspect.iscoroutinefunction(job.fn):
-                value = self._run_async(request.request_id, job, ctx)
+                run.value = self._run_async(request.request_id, job, ctx)
             else:
-                value = job.fn(*job.args, **job.kwargs)
-        except asyncio.CancelledError:
-            return
-        except Exception as exc:
-            error = exc
-        finally:
-            with self.lock:
-                self._contexts.pop(request.request_id, None)
-                self.runtime.cancellers.pop(request.request_id, None)
-        self._job_ended(request, job, ctx, value, error)
+                run.value = job.fn(*job.args, **job.kwargs)
 
     def _run_async(self, request_id: RequestId, job: Job, ctx: Context) -> Any:
         assert job.fn is not None

@@ -32,7 +32,7 @@ from ..common.authorized import ATTEMPT, AsyncAuthorizing, Authorize, authorized
 from ..common.entry_points import HTTPClientCall, runs
 from ..common.http_client import SocketOptions
 from ..common.plans import advance
-from .runtime import TrioRuntime
+from .runtime import TrioRuntime, send_queued
 from .session import _one_error
 
 __all__ = ["DEFAULT_CLOSE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HTTPClientSession", "TrioSockets",
@@ -213,11 +213,7 @@ class TrioSockets(AsyncAuthorizing, SocketOptions):
                     if sock.closing:
                         return
                     await sock.ready.park()
-                data, sock.out = sock.out, bytearray()
-                sock.sending = True
-                await stream.send_all(data)
-                sock.sending = False
-                sock.queued -= len(data)
+                await send_queued(sock, stream)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             log.debug("HTTP connection lost while writing: %r", exc)
         finally:

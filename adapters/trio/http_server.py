@@ -50,7 +50,7 @@ from ..common.entry_points import runs
 from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
 from ..common.listen_error import listening
-from .runtime import TrioRuntime
+from .runtime import TrioRuntime, send_queued
 from .session import ServerSession, _one_error
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
@@ -400,11 +400,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
                         await self._linger(sock)
                         return
                     await sock.ready.park()
-                data, sock.out = sock.out, bytearray()
-                sock.sending = True
-                await stream.send_all(data)
-                sock.sending = False
-                sock.queued -= len(data)
+                await send_queued(sock, stream)
                 sock.drained.unpark_all()
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             log.debug("HTTP connection lost while writing: %r", exc)

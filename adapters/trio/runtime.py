@@ -31,7 +31,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -56,6 +56,23 @@ _CHUNK = 1 << 16
 #: ~1.5 KB per waiting task (measured), ~200 KB at most per connection. Waking a waiting task
 #: instead of spawning one: 100 in flight server CPU -10%, sequential -7% (stdio_ab.py).
 _IDLE_TASKS = 128
+
+
+class Outbox(Protocol):
+    """A trio socket's queued output (the HTTP server's and client's sockets)."""
+
+    out: bytearray
+    sending: bool
+    queued: int
+
+
+async def send_queued(sock: Outbox, stream: trio.abc.SendStream) -> None:
+    """Send all ``sock`` has queued, keeping ``sending`` and ``queued`` current."""
+    data, sock.out = sock.out, bytearray()
+    sock.sending = True
+    await stream.send_all(data)
+    sock.sending = False
+    sock.queued -= len(data)
 
 
 async def _read_when_ready(fd: int) -> bytes:
