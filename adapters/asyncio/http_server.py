@@ -21,7 +21,6 @@ import contextlib
 import secrets
 import sys
 import time
-import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
@@ -34,7 +33,7 @@ from ..common import serving
 from ..common.deciders import asyncio_decider
 from ..common.entry_points import runs
 from ..common.graceful import serve_until_signal
-from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
+from ..common.http_options import UDS_HOST, unix_listener
 from ..common.listen_error import listening
 from ..stores.driver import SharedDriver
 from ..stores.keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
@@ -165,19 +164,13 @@ class _Socket(asyncio.Protocol):
             self.transport.resume_reading()
 
 
-class HTTPService(HTTPServiceBase[ServerSession]):
+class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
     """A running HTTP server (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int) -> None:
-        self.server = server
-        self.http = http
+        super().__init__(server, http)
         self.max_write_buffer = max_write_buffer
-        #: Bounds of the lingering close (seconds, bytes): see ``common/http_options.py``.
-        self.linger_time = DEFAULT_LINGER_TIME
-        self.linger_bytes = DEFAULT_LINGER_BYTES
         self._loop = asyncio.get_running_loop()
-        self._sessions: weakref.WeakKeyDictionary[Session, ServerSession] = (
-            weakref.WeakKeyDictionary())
         self._sockets: dict[ServerChannel, _Socket] = {}
         self._pumping = False
         self._timer: asyncio.TimerHandle | None = None

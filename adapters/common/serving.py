@@ -25,12 +25,22 @@ from mcp_sansio.http import HTTPServer
 from .http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from .http_server import new_http_server
 
-__all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPServeCall", "ServeCall", "http_server_of", "print_url",
-           "run_http", "start_http"]
+__all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPServeCall", "Lingering", "ServeCall", "http_server_of",
+           "print_url", "run_http", "start_http"]
 
 #: Unread output (bytes) a socket may hold before its connection is dropped: 16 MiB -- room
 #: for many large SSE events to a slow reader, a bound for one that never reads.
 DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
+
+
+class Lingering:
+    """The bounds of a served connection's lingering close (:mod:`.http_options`), which
+    ``start_http`` sets on each runtime's ``HTTPService``."""
+
+    #: Seconds a closed connection lingers at most.
+    linger_time: float = DEFAULT_LINGER_TIME
+    #: Bytes a closed connection discards at most while it lingers.
+    linger_bytes: int = DEFAULT_LINGER_BYTES
 
 
 class HTTPServeCall(NamedTuple):

@@ -38,7 +38,6 @@ import socket
 import sys
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -437,22 +436,17 @@ class _Socket(_Writer):
             service._readers.discard(self.reader)
 
 
-class HTTPService(HTTPServiceBase[SyncServerSession]):
+class HTTPService(HTTPServiceBase[SyncServerSession], serving.Lingering):
     """A running HTTP server on threads (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int,
                  max_connections: int, max_workers: int, shutdown_timeout: float) -> None:
-        self.server = server
-        #: The sans-IO HTTP server (use it under :attr:`lock`).
-        self.http = http
+        super().__init__(server, http)
         #: Held around every use of :attr:`http` and of the sessions' connections.
         self.lock = threading.RLock()
         self.max_write_buffer = max_write_buffer
         self.max_connections = max_connections
         self.shutdown_timeout = shutdown_timeout
-        #: Bounds of the lingering close (seconds, bytes): see ``common/http_options.py``.
-        self.linger_time = DEFAULT_LINGER_TIME
-        self.linger_bytes = DEFAULT_LINGER_BYTES
         # The reaper's heap of lingering sockets, under a lock of its own (taken while a
         # socket's lock is held, never the other way round).
         self._reap: list[tuple[float, int, _Socket]] = []
@@ -462,8 +456,6 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
         self._reaping = True
         self._pool = ThreadPoolExecutor(max_workers=max_workers,
                                         thread_name_prefix="mcp-sansio-handler")
-        self._sessions: weakref.WeakKeyDictionary[Session, SyncServerSession] = (
-            weakref.WeakKeyDictionary())
         self._sockets: dict[ServerChannel, _Socket] = {}
         self._readers: set[threading.Thread] = set()
         self._steppers: list[asyncio.AbstractEventLoop] = []

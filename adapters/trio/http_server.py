@@ -30,7 +30,6 @@ import math
 import os
 import sys
 import time
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -48,7 +47,7 @@ from ..common import http_options, serving
 from ..common.deciders import trio_decider
 from ..common.entry_points import runs
 from ..common.graceful import serve_until_signal
-from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
+from ..common.http_options import UDS_HOST, unix_listener
 from ..common.listen_error import listening
 from .runtime import TrioRuntime, send_queued
 from .session import ServerSession, _one_error
@@ -159,19 +158,12 @@ class _Socket:
         self.scope.cancel()
 
 
-class HTTPService(HTTPServiceBase[ServerSession]):
+class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
     """A running HTTP server on trio (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int) -> None:
-        self.server = server
-        #: The sans-IO HTTP server.
-        self.http = http
+        super().__init__(server, http)
         self.max_write_buffer = max_write_buffer
-        #: Bounds of the lingering close (seconds, bytes): see ``common/http_options.py``.
-        self.linger_time = DEFAULT_LINGER_TIME
-        self.linger_bytes = DEFAULT_LINGER_BYTES
-        self._sessions: weakref.WeakKeyDictionary[Session, ServerSession] = (
-            weakref.WeakKeyDictionary())
         self._sockets: dict[ServerChannel, _Socket] = {}
         self._nursery: trio.Nursery | None = None
         self._wakeup = trio.lowlevel.ParkingLot()

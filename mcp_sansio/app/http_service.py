@@ -81,6 +81,12 @@ class HTTPServiceBase(Generic[LogicT]):
     _sessions: weakref.WeakKeyDictionary[Session, LogicT]
     _pumping = False  # a drain is under way
 
+    def __init__(self, server: Server, http: HTTPServer) -> None:
+        self.server = server
+        self.http = http
+        #: Each HTTP session's logic, made on its first event (:meth:`_dispatch`).
+        self._sessions = weakref.WeakKeyDictionary()
+
     @property
     def port(self) -> int:
         """The port the server listens on (the one picked, when asked for port 0)."""
