@@ -20,11 +20,10 @@ The connection consults :func:`lookup` for the direction and existence checks an
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable, Mapping
 from typing import Any, cast
-
-import attrs
 
 from ._errors import ErrorCode
 from ._state import Role
@@ -79,7 +78,7 @@ _SENDER_ROLE: dict[Sender, Role | None] = {
 ParamsCheck = Callable[[Mapping[str, Any], Mapping[str, Any]], str | None]
 
 
-@attrs.frozen(kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class MethodRule:
     """One row of the method table."""
 

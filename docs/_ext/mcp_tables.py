@@ -302,13 +302,13 @@ class MethodTable(_ParsingDirective):
             raise self.error(f"no rules for the {era} era")
         # Fields beyond the columns below (flags added for one era, say) become notes, with
         # the ``#:`` comment that documents them.
-        import attrs
+        import dataclasses
 
         from mcp_sansio._capabilities import MethodRule
 
         shown = {"method", "kind", "sender", "revisions", "capability", "ungated_in",
                  "params_check"}
-        extra_fields = [f for f in attrs.fields(MethodRule) if f.name not in shown]
+        extra_fields = [f for f in dataclasses.fields(MethodRule) if f.name not in shown]
         field_docs = _attr_docs("mcp_sansio._capabilities")
         headers: list[Cell] = ["method", "kind", "sender", "revisions", "gated by", "notes"]
         rows = []
@@ -359,11 +359,9 @@ class FeatureTable(_ParsingDirective):
 
     def run(self) -> list[nodes.Node]:
         self.note_sources()
-        import attrs
+        from mcp_sansio._versions import _FEATURES_FIELDS, FEATURES
 
-        from mcp_sansio._versions import FEATURES, Features
-
-        fields = [field.name for field in attrs.fields(Features)]
+        fields = list(_FEATURES_FIELDS)
         headers: list[Cell] = ["revision", *(_literal(name) for name in fields)]
         rows = []
         for revision, features in FEATURES.items():
