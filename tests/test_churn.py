@@ -17,7 +17,10 @@ without bound.
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import tracemalloc
+from pathlib import Path
 
 from mcp_sansio.http import _wire, _wire_httptools
 
@@ -80,3 +83,15 @@ def test_session_churn_keeps_the_heap_flat(server_wire: str) -> None:
     assert after - before < BOUND, (
         f"{server_wire}: heap grew {after - before} bytes over {MEASURED} sessions "
         f"({(after - before) / MEASURED:.0f} per session)")
+
+
+def test_churn_benchmark_runs() -> None:
+    # benchmarks/churn.py --quick: a few seconds against a real server (a smoke run of the
+    # script, not a measurement); the server is stopped by the script.
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "churn.py"
+    proc = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    summary = proc.stdout.split("\n# ", 1)[1]
+    assert " 0 errors" in summary, summary
+    assert "aim RSS within 5% of its warm-up value" in summary, summary
