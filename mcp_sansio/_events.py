@@ -139,23 +139,34 @@ class _AttrsFields:
     """``cls.__attrs_attrs__``, built when first asked for, so that ``attrs.fields``,
     ``attrs.evolve``, ``attrs.asdict`` and ``attrs.has`` work on events while a process that
     never asks does not import attrs. The fields are those of an attrs class made with the
-    same names, order and defaults (keyword-only, frozen); the result is cached on the class."""
+    same names, order, types and defaults (keyword-only, frozen), kept here per class (not
+    on the class: that would hide this descriptor from the subclasses)."""
+
+    def __init__(self) -> None:
+        self._made: dict[type, Any] = {}
 
     def __get__(self, instance: object, owner: type[Event]) -> Any:
+        made = self._made.get(owner)
+        if made is None:
+            made = self._made[owner] = self._make(owner)
+        return made
+
+    @staticmethod
+    def _make(owner: type[Event]) -> Any:
         import attrs
 
-        defaults = owner.__init__.__kwdefaults__ or {}
-        types = owner.__annotations__
+        types: dict[str, Any] = {}
+        for cls in reversed(owner.__mro__):
+            types.update(vars(cls).get("__annotations__", {}))
+        defaults = getattr(owner.__init__, "__kwdefaults__", None) or {}
         fields = {
             name: attrs.field(type=types[name], default=attrs.Factory(dict)
                               if defaults[name] is _NEW_DICT else defaults[name])
             if name in defaults else attrs.field(type=types[name])
             for name in owner._FIELDS
         }
-        value = attrs.fields(attrs.make_class(owner.__name__, fields, kw_only=True, frozen=True,
-                                              slots=True))
-        owner.__attrs_attrs__ = value  # type.__setattr__: the class is not frozen
-        return value
+        return attrs.fields(attrs.make_class(owner.__name__, fields, kw_only=True, frozen=True,
+                                             slots=True))
 
 
 class Event:
@@ -175,14 +186,15 @@ class Event:
     #: docstring): an embedder tests this instead of listing the terminal classes by hand.
     #: A class attribute (``ClassVar``), not a field.
     TERMINAL: ClassVar[bool] = False
-    #: The class's fields, in order: its annotated slots.
+    #: The class's fields, in order: its base's, then its own annotated slots.
     _FIELDS: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         slots = vars(cls).get("__slots__", ())
-        cls._FIELDS = tuple([name for name in vars(cls).get("__annotations__", {})
-                             if name in slots])
+        own = [name for name in vars(cls).get("__annotations__", {}) if name in slots]
+        base: tuple[str, ...] = getattr(cls.__mro__[1], "_FIELDS", ())
+        cls._FIELDS = (*base, *own)
 
     def _values(self) -> tuple[Any, ...]:
         return field_values(self, self._FIELDS)

@@ -26,9 +26,10 @@ def field_values(obj: object, fields: tuple[str, ...]) -> tuple[Any, ...]:
 
 
 def frozen_repr(obj: object, fields: tuple[str, ...]) -> str:
-    """``Name(field=value, ...)``, as attrs writes it."""
+    """``Name(field=value, ...)``, as attrs writes it (a local class without its
+    ``<locals>`` path)."""
     inner = ", ".join([f"{name}={getattr(obj, name)!r}" for name in fields])
-    return f"{type(obj).__qualname__}({inner})"
+    return f"{type(obj).__qualname__.rsplit('>.', 1)[-1]}({inner})"
 
 
 def refuse_change() -> NoReturn:

@@ -77,3 +77,43 @@ def test_core_import_leaves_attrs_out_until_asked() -> None:
         assert attrs.evolve(ping, method="x") == mcp_sansio.Request(request_id=1, method="x")
     """)
     _loaded(code)
+
+
+def test_events_keep_the_attrs_field_protocol() -> None:
+    # Events are plain classes; attrs.fields / evolve / has answer for each of them, also
+    # after attrs has made subclasses of Event (the HTTP client's events) and asked about
+    # the base, and for a subclass an application makes.
+    import inspect
+    import pickle
+
+    import attrs
+
+    import mcp_sansio._events as events
+    from mcp_sansio.http._client import TransportFailed
+
+    assert attrs.fields(events.Event) == ()
+    assert [f.name for f in attrs.fields(TransportFailed)][:2] == ["status", "detail"]
+    classes = [c for c in vars(events).values()
+               if inspect.isclass(c) and issubclass(c, events.Event) and c is not events.Event]
+    assert len(classes) == 17
+    for cls in classes:
+        assert attrs.has(cls)
+        names = [f.name for f in attrs.fields(cls)]
+        assert names == list(cls._FIELDS) and names, cls
+        assert all(f.kw_only for f in attrs.fields(cls))
+    request = events.Request(request_id=1, method="m", params={"a": 1})
+    assert attrs.evolve(request, method="n") == events.Request(request_id=1, method="n",
+                                                               params={"a": 1})
+    assert attrs.asdict(request) == {"request_id": 1, "method": "m", "params": {"a": 1}}
+    assert pickle.loads(pickle.dumps(request)) == request
+    assert attrs.fields(events.InputRequired).input_requests.default == attrs.Factory(dict)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        request.method = "x"  # type: ignore[misc]
+
+    class Mine(events.Request):
+        __slots__ = ()
+
+    mine = Mine(request_id=2, method="m")
+    assert repr(mine) == "Mine(request_id=2, method='m', params=None)"
+    assert [f.name for f in attrs.fields(Mine)] == ["request_id", "method", "params"]
+    assert mine != events.Request(request_id=2, method="m")
