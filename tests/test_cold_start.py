@@ -57,6 +57,21 @@ def test_stdio_server_loads_nothing_of_http_auth_or_attrs(runtime: str) -> None:
     assert _offending(modules, banned) == []
 
 
+def test_serve_example_command_loads_no_more() -> None:
+    # The command line on the way: argparse is given the terminal width, so building its
+    # parsers does not import shutil (and with it bz2 and lzma).
+    modules = _loaded(textwrap.dedent("""
+        import runpy, sys
+        sys.argv = ["mcp-sansio", "serve-example", "--runtime", "threading"]
+        try:
+            runpy.run_module("mcp_sansio", run_name="__main__", alter_sys=True)
+        except SystemExit as exc:
+            assert not exc.code, exc.code
+    """))
+    assert "mcp_sansio.adapters.threading" in modules
+    assert _offending(modules, (*NOT_FOR_STDIO, "attr", "attrs", "shutil", "bz2", "lzma")) == []
+
+
 def test_core_import_leaves_attrs_out_until_asked() -> None:
     # The core alone: a server connection answers initialize without attrs;
     # asking attrs about an event imports it then, and the answer is an attrs field tuple.
