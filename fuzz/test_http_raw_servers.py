@@ -114,8 +114,21 @@ def _methods(data: bytes) -> list[bytes]:
     return methods
 
 
-def exchange(port: int, chunks: list[bytes], eof: bool, expected: int | None) -> Outcome:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=GUARD)
+def connect(address: int | str) -> tuple[socket.socket, bytes]:
+    """A new connection to ``address`` (a port on loopback, or a Unix socket's path) and
+    the ``Host`` its clients name."""
+    if isinstance(address, int):
+        return (socket.create_connection(("127.0.0.1", address), timeout=GUARD),
+                f"127.0.0.1:{address}".encode())
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(GUARD)
+    sock.connect(address)
+    return sock, b"localhost"
+
+
+def exchange(port: int | str, chunks: list[bytes], eof: bool, expected: int | None
+             ) -> Outcome:
+    sock, _ = connect(port)
     out = bytearray()
     closed = reset = False
     methods = _methods(b"".join(chunks))
@@ -155,9 +168,9 @@ def exchange(port: int, chunks: list[bytes], eof: bool, expected: int | None) ->
                    handed=[], max_held=0, largest=0, fresh_status=fresh)
 
 
-def fresh_initialize(port: int) -> int:
-    with contextlib.closing(socket.create_connection(("127.0.0.1", port), timeout=GUARD)) as s:
-        host = f"127.0.0.1:{port}".encode()
+def fresh_initialize(port: int | str) -> int:
+    sock, host = connect(port)
+    with contextlib.closing(sock) as s:
         s.sendall(well_formed(INIT).replace(b"localhost:8000", host))
         data = b""
         while b"\r\n" not in data:

@@ -90,7 +90,8 @@ MODULE_MARKERS: dict[str, tuple[str, str]] = {
                                             "redis-server, a key rotation, a worker killed: ~60 s"),
     "test_asgi_engine_hardening.py": ("slow", "the hardening corpus against every engine: ~45 s"),
     "test_asgi_uds.py": ("slow", "every engine on a Unix socket, the corpus over it: ~45 s"),
-    "test_asgi_killed_call.py": ("slow", "uvicorn workers on redis-server, one killed: ~60 s"),
+    "test_asgi_killed_call.py": ("slow", "uvicorn and granian workers on redis-server, one "
+                                         "killed per client: ~90 s"),
     "test_shared_store_faults.py": ("slow", "redis-server restarted and stopped under load: ~55 s"),
     "test_check_proof.py": ("slow", "mcp-sansio check on our peers and the SDK's, one seed "
                                     "each: ~4 min"),

@@ -143,6 +143,10 @@ BROKEN = [
     ("retry-same-id", "stdio-stateless", "client-input-retry"),
     ("no-method-header", "http-stateless", "client-method-headers"),
     ("no-param-header", "http-stateless", "client-method-headers"),
+    ("listen-cancel-post", "http-stateless", "client-listen"),
+    ("task-ignored", "stdio-stateless", "client-task-poll"),
+    ("task-poll-eager", "http-stateless", "client-task-poll"),
+    ("task-update-stray", "stdio-stateless", "client-task-update"),
 ]
 
 

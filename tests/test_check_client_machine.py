@@ -446,7 +446,7 @@ def test_every_client_rule_cites_where_it_is_written() -> None:
     for name in client_rules:
         rule = CHECKS[name]
         assert rule.requirement in ("must", "should")
-        assert ".mdx" in rule.source or "JSON-RPC" in rule.source or "schema" in rule.source
+        assert ".md" in rule.source or "JSON-RPC" in rule.source or "schema" in rule.source
 
 
 def test_a_resumption_before_the_retry_is_found() -> None:

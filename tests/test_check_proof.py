@@ -115,15 +115,30 @@ def test_our_http_server_passes(our_url: tuple[str, int], seed: int, tmp_path: P
             HANDSHAKE_REVISIONS if url.endswith("/sse") else KNOWN_REVISIONS)
 
 
+#: kit_clients.py with its stateless-era exercises on: a listen stream, and the tool called
+#: as a task of the 2026-07-28 tasks extension (declared).
+EXERCISED = ("import sys; sys.path.insert(0, sys.argv.pop(1)); import kit_clients; "
+             "kit_clients.OPTIONS['capabilities'] = {'extensions': "
+             "{'io.modelcontextprotocol/tasks': {}}}; "
+             "kit_clients.EXERCISES.update({'listen', 'task'}); "
+             "sys.exit(kit_clients.main(sys.argv[1:]))")
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("era", ["handshake", "stateless"])
 @pytest.mark.parametrize("http", [False, True], ids=["stdio", "http"])
 def test_our_client_passes(era: str, http: bool, seed: int, tmp_path: Path) -> None:
     client = [sys.executable, str(PEERS / "kit_clients.py"), "asyncio", "--era", era]
+    if era == "stateless":
+        # With a listen stream and the tool called as a task (the extension declared).
+        client[1:2] = ["-c", EXERCISED, str(PEERS)]
     target = ["--client-url", "--", *client, "--http"] if http else [
         "--client", "--", *client, "--", "{server}"]
-    _clean(*_run(["--seed", str(seed), "--era", era, "--call-timeout", "10",
-                  "--budget", "90", "--examples", "5", *target], tmp_path))
+    status, report, text = _run(["--seed", str(seed), "--era", era, "--call-timeout", "10",
+                                 "--budget", "90", "--examples", "5", *target], tmp_path)
+    _clean(status, report, text)
+    if era == "stateless":
+        assert "listen acknowledged" in text and "tasks/get answered (completed)" in text, text
 
 
 def _judged(status: int, report: dict[str, Any], text: str) -> None:

@@ -185,14 +185,17 @@ class SharedDriver:
                     log.warning("a shared store failed on %r", effect,
                                 exc_info=not isinstance(exc, TimeoutError))
                     # Nothing is left hanging: a lookup is answered 503 with Retry-After
-                    # (the server: nothing known, nothing lost), a held answer goes (the
+                    # (the server: nothing known, nothing lost), so is an initialize whose
+                    # new session could not be recorded; another held answer goes (the
                     # session's change then lives on this worker only).
                     if isinstance(effect, Lookup):
                         failure = exc if str(exc) else TimeoutError(
                             f"no answer within {self.store_timeout:g} s")
                         self.http.resolve(effect, failure, now=self._loop.time())
                     elif isinstance(effect, SaveSession | DropSession):
-                        self.http.stored(effect, now=self._loop.time())
+                        failure = exc if str(exc) else TimeoutError(
+                            f"no answer within {self.store_timeout:g} s")
+                        self.http.stored(effect, now=self._loop.time(), failure=failure)
                     self._safe_pump()
             effects = self.http.shared_effects()
 

@@ -39,6 +39,7 @@ import contextlib
 import json
 import logging
 import os
+import select
 import shlex
 import signal
 import socket
@@ -456,10 +457,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             while True:
                 with check.lock:
-                    out = check.pop(stream, 0.5)
+                    out = check.pop(stream, 0.1)
                     over = check.over
                 if out is None:
                     if over:
+                        return
+                    if self._peer_closed():
+                        # The client closed a stream still open (2026-07-28: how it ends a
+                        # listen stream).
+                        with check.lock:
+                            check.machine.stream_closed(stream, check.now())
+                            check.flush()
                         return
                     continue
                 if out.drop:
@@ -479,6 +487,16 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 if out.end and not endless:
                     return
+
+
+    def _peer_closed(self) -> bool:
+        """Whether the client has closed this connection (nothing more comes on it from a
+        client that sent its one request: readable means the end of it)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+        except (OSError, ValueError):
+            return True
 
 
 class _Server(ThreadingHTTPServer):

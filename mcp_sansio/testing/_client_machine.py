@@ -47,7 +47,9 @@ Stateless era (2026-07-28): every request must carry the ``_meta`` envelope (ver
 client capabilities; on HTTP, the same version in the ``MCP-Protocol-Version`` header). The
 first ``tools/call`` is answered ``input_required`` -- an input request per client
 capability declared, and a ``requestState`` -- and the retry is checked (a new id, the same
-keys answered, the state echoed verbatim). On HTTP the ``Mcp-Method``/``Mcp-Name`` headers
+keys answered, the state echoed verbatim). Listen streams are served, and a call whose
+``_meta`` declares the tasks extension is answered with a task the client must follow:
+that half, with MRTR, is :mod:`._client_stateless`. On HTTP the ``Mcp-Method``/``Mcp-Name`` headers
 must match the body, and so must ``Mcp-Param-Text`` (the tool's ``text`` argument carries
 ``x-mcp-header`` in this era). The answer to the retry is preceded by the hostile output
 (on HTTP, in that request's SSE stream), and a client that then exits with a non-zero
@@ -79,6 +81,7 @@ from ..http._headers import (
     param_matches,
     param_value,
 )
+from ._client_stateless import TASK_TTL_MS, TASKS_EXTENSION, StatelessKit
 from ._findings import CHECKS, Finding, Report
 from ._invalid import MUST, SHOULD
 from ._schemas import Schemas, bundled
@@ -104,9 +107,6 @@ RETRY_MS = 200
 URL_ELICITATION: dict[str, Any] = {
     "mode": "url", "message": "Please confirm in your browser",
     "url": "https://kit.invalid/consent", "elicitationId": "kit-elicitation-1"}
-
-#: The ``ttl`` of the kit's task-augmented request (milliseconds): the run's length at most.
-TASK_TTL_MS = 60_000
 
 _META_VERSION = "io.modelcontextprotocol/protocolVersion"
 _META_CAPS = "io.modelcontextprotocol/clientCapabilities"
@@ -254,9 +254,8 @@ class ClientMachine:
         self._expire_next = False
         self._expired: str | None = None
         self._expired_at: float | None = None
-        # Stateless MRTR.
-        self._mrtr: dict[str, Any] | None = None
-        self._mrtr_at: float | None = None
+        #: The stateless era's MRTR, listen streams and tasks.
+        self.stateless = StatelessKit(self)
         self._hostile_sent = False
         self.finished = False
         self.cut_short = False
@@ -332,11 +331,13 @@ class ClientMachine:
         return _key(request_id)
 
     def _answer(self, key: str, request_id: Any, result: Any = None,
-                error: tuple[int, str] | None = None) -> None:
+                error: tuple[int, str] | None = None, data: Any = None) -> None:
         self._in_flight.pop(key, None)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if error is not None:
             message["error"] = {"code": error[0], "message": error[1]}
+            if data is not None:
+                message["error"]["data"] = data
         else:
             message["result"] = result
         self._emit(self._stream_for(key), message, end=True)
@@ -354,6 +355,7 @@ class ClientMachine:
         """One message from the client, at ``now``. ``headers`` (lower-case names) is the
         HTTP request head that carried it. Returns an HTTP status to answer instead of the
         normal one (404: the session expired), else ``None``."""
+        self._now = now
         if headers is not None:
             status = self._http_head(message, headers, now)
             if status is not None:
@@ -460,6 +462,10 @@ class ClientMachine:
             return 404
         self.steps.append("session deleted")
         return 200
+
+    def stream_closed(self, stream: str, now: float) -> None:
+        """HTTP: the client closed ``stream`` before its end (2026-07-28: the cancellation)."""
+        self.stateless.stream_closed(stream, now)
 
     def http_get(self, headers: Mapping[str, str], now: float) -> str | None:
         """A GET (an SSE stream). Returns the stream it carries -- the dropped stream when
@@ -605,6 +611,11 @@ class ClientMachine:
         return True
 
     def server_capabilities(self) -> dict[str, Any]:
+        """The kit's capabilities: ``tools``; in 2026-07-28 with ``listChanged`` (its listen
+        streams honour ``toolsListChanged``) and the tasks extension."""
+        if self.era_now == "stateless":
+            return {"tools": {"listChanged": True},
+                    "extensions": {TASKS_EXTENSION: {}}}
         return {"tools": {}}
 
     def _server_has(self, gate: tuple[str, ...]) -> bool:
@@ -633,6 +644,10 @@ class ClientMachine:
             result["resultType"] = "complete"
             if method == "tools/list":
                 result.update(ttlMs=0, cacheScope="private")
+            if (method == "tools/call" and self.stateless.task is None
+                    and self.stateless.declares_tasks()):
+                self.stateless.create_task(key, request_id, result)
+                return
         self._answer(key, request_id, result)
 
     def _discover(self, message: dict[str, Any], key: str, now: float) -> bool:
@@ -724,11 +739,18 @@ class ClientMachine:
                 "capabilities": self.server_capabilities(), "ttlMs": 0,
                 "cacheScope": "private"})
             return
+        rule = lookup(method, revision)
+        if rule is not None and rule.extension == TASKS_EXTENSION:
+            self.stateless.task_request(message, method, key, now)
+            return
         if not self._legal(message, method, key):
             return
-        if method == "tools/call" and self._mrtr_check(message, key, now):
+        if method == "subscriptions/listen":
+            self.stateless.listen(message, key)
             return
-        if not self._hostile_sent and self._mrtr is not None:
+        if method == "tools/call" and self.stateless.mrtr_check(message, key, now):
+            return
+        if not self._hostile_sent and self.stateless.mrtr is not None:
             # Hostile output before the answer to the input_required retry (on HTTP, in
             # that request's SSE stream), so that a client that gives up on it has shown
             # its retry first: the client must live on.
@@ -736,63 +758,6 @@ class ClientMachine:
             self._hostile(self._stream_for(key))
             self.steps.append("hostile output sent")
         self._serve(key, request_id, method, message)
-
-    def _mrtr_check(self, message: dict[str, Any], key: str, now: float) -> bool:
-        """MRTR (2026-07-28 basic/patterns/mrtr.mdx). Returns True when answered here."""
-        params = message.get("params") or {}
-        if self._mrtr is None and "inputResponses" not in params and (
-                "requestState" not in params):
-            requests: dict[str, Any] = {}
-            caps = self.client_caps
-            if "roots" in caps:
-                requests["roots"] = {"method": "roots/list"}
-            if "elicitation" in caps:
-                requests["elicit"] = {"method": "elicitation/create", "params": {
-                    "mode": "form", "message": "A value, please",
-                    "requestedSchema": {"type": "object", "properties": {
-                        "answer": {"type": "string", "default": "yes"}}}}}
-            if "sampling" in caps:
-                requests["sample"] = {"method": "sampling/createMessage", "params": {
-                    "messages": [{"role": "user", "content": {"type": "text",
-                                                              "text": "Say hi"}}],
-                    "maxTokens": 16}}
-            self._mrtr = {"key": key, "name": params.get("name"), "keys": set(requests),
-                          "state": f"kit-state-{self.sessions}-{len(key)}"}
-            self._mrtr_at = now
-            self.steps.append("input_required sent")
-            result: dict[str, Any] = {"resultType": "input_required",
-                                      "requestState": self._mrtr["state"]}
-            if requests:
-                result["inputRequests"] = requests
-            self._answer(key, message["id"], result)
-            return True
-        if self._mrtr is not None and self._mrtr_at is not None:
-            expected = self._mrtr
-            self._mrtr_at = None
-            self.steps.append("input_required retried")
-            problems = []
-            if key == expected["key"]:
-                problems.append("the retry reused the request id")
-            if params.get("requestState") != expected["state"]:
-                problems.append(f"requestState {params.get('requestState')!r} is not the "
-                                f"one sent ({expected['state']!r})")
-            responses = params.get("inputResponses") or {}
-            got = set(responses) if isinstance(responses, dict) else set()
-            if got != expected["keys"]:
-                problems.append(f"inputResponses keys {sorted(got)} differ from the "
-                                f"inputRequests keys {sorted(expected['keys'])}")
-            if problems:
-                self.finding("client-input-retry", "; ".join(problems), received=message)
-            elif isinstance(responses, dict):
-                revision = self.revision or STATELESS_REVISIONS[-1]
-                for name, value in responses.items():
-                    kind = {"roots": "ListRootsResult", "elicit": "ElicitResult",
-                            "sample": "CreateMessageResult"}[name]
-                    found = self.schemas.errors(revision, kind, value)
-                    if found:
-                        self.finding("client-result-schema", f"inputResponses[{name}]: "
-                                     f"{'; '.join(found)}", received=message)
-        return False
 
     # -- notifications -----------------------------------------------------------------------
 
@@ -832,6 +797,8 @@ class ClientMachine:
         if "requestId" not in params:
             return
         key = _key(params["requestId"])
+        if self.stateless.cancelled(key, message):
+            return
         if key == self._initialize_key:
             self.finding("client-cancel-initialize", "the client cancelled initialize",
                          received=message)
@@ -1110,8 +1077,8 @@ class ClientMachine:
             self._release = []
             self.finding("client-sse-resume", "the client did not resume the dropped SSE "
                          f"stream with GET and Last-Event-ID within {limit:g} s")
-        if self._mrtr_at is not None and now - self._mrtr_at > limit:
-            self._mrtr_at = None
+        if self.stateless.mrtr_at is not None and now - self.stateless.mrtr_at > limit:
+            self.stateless.mrtr_at = None
             self.finding("client-input-retry", "no retry of the input_required tools/call "
                          f"within {limit:g} s")
 
@@ -1142,8 +1109,8 @@ class ClientMachine:
             times.append(self._ready_at + IDLE_BEFORE_PROBES)
         if self._dropped is not None:
             times.append(self._dropped[2] + self.call_timeout)
-        if self._mrtr_at is not None:
-            times.append(self._mrtr_at + self.call_timeout)
+        if self.stateless.mrtr_at is not None:
+            times.append(self.stateless.mrtr_at + self.call_timeout)
         return min(times) if times else None
 
     def close(self, now: float, *, exit_code: int | None) -> None:
@@ -1157,7 +1124,7 @@ class ClientMachine:
         if self._dropped is not None:
             self.finding("client-sse-resume", "the client went away without resuming the "
                          "dropped SSE stream")
-        if self._mrtr_at is not None:
+        if self.stateless.mrtr_at is not None:
             self.finding("client-input-retry", "the client went away without retrying the "
                          "input_required tools/call")
         if self._expired is not None and self._expired_at is not None:
@@ -1167,6 +1134,7 @@ class ClientMachine:
                 and self.era_now == "handshake" and not self._delete_seen):
             self.finding("client-session-end", f"the client exited (status 0) without "
                          f"ending its session {self.session_id!r} with DELETE")
+        self.stateless.close()
         live = [p for p in self._pending.values() if p.liveness]
         # A client that ends with status 0 exited cleanly, whatever was still due; one that
         # was killed (None: the budget ran out) is judged by the timeouts alone.

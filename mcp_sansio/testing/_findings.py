@@ -205,6 +205,24 @@ CHECKS: dict[str, Rule] = {r.name: r for r in (
            "it, task-augmented, with CreateTaskResult; tasks/get with that task, tasks/result "
            "with the request's result", "2025-11-25 basic/utilities/tasks.mdx (Creating "
            "Tasks, Getting Tasks, Retrieving Task Results); schema.ts CreateTaskResult"),
+    _check("client-listen", SHOULD, "2026-07-28: a client ends a listen stream the "
+           "transport's way -- on HTTP by closing its stream, with no notifications/cancelled "
+           "(the revision defines no client notification there); on stdio with "
+           "notifications/cancelled naming the listen", "2026-07-28 "
+           "basic/transports/streamable-http.mdx, Sending Messages (note) and Cancellation; "
+           "basic/patterns/cancellation.mdx; basic/patterns/subscriptions.mdx"),
+    _check("client-task-poll", SHOULD, "tasks extension (2026-07-28): a client that got a "
+           "task (resultType \"task\") for its tools/call polls tasks/get for that taskId "
+           "until the task is terminal, or cancels it, and waits pollIntervalMs between "
+           "polls", "io.modelcontextprotocol/tasks (ext-tasks specification tasks.md): "
+           "Capability Negotiation (a client that declared it MUST be prepared to handle "
+           "CreateTaskResult), Task Polling (SHOULD respect pollIntervalMs, SHOULD poll until "
+           "terminal or tasks/cancel)"),
+    _check("client-task-update", MUST, "tasks extension (2026-07-28): tasks/update answers "
+           "only inputRequests the task has outstanding (each inputResponses key one of them)",
+           "io.modelcontextprotocol/tasks (ext-tasks specification tasks.md): Task Update "
+           "Requests (UpdateTaskRequest.inputResponses: each key MUST correspond to a "
+           "currently-outstanding inputRequest key)"),
     _check("client-sse-endpoint", MUST, "legacy HTTP+SSE: every client message is POSTed to "
            "the URI of the server's endpoint event", "2024-11-05 basic/transports.mdx, HTTP "
            "with SSE"),

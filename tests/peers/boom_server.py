@@ -43,7 +43,9 @@ async def slow() -> str:
 
 @server.tool()
 async def printer(text: str) -> str:
-    print("stray print", text)
+    # One string, so that on threads another handler's stderr line cannot land between
+    # print's pieces (print writes its arguments and separators one by one).
+    print(f"stray print {text}")
     return text.upper()
 
 

@@ -61,7 +61,17 @@ FAULTS = {
     "no-method-header": "HTTP: no Mcp-Method header",
     "no-param-header": "HTTP: no Mcp-Param-Text for kit_echo's x-mcp-header parameter",
     "retry-same-id": "retries an input_required call with the same id",
+    "listen-cancel-post": "HTTP: ends its listen stream with a POSTed notifications/cancelled",
+    "task-ignored": "takes the task its tools/call got for the result: never polls it",
+    "task-poll-eager": "polls its task with tasks/get without waiting pollIntervalMs",
+    "task-update-stray": "answers an input request its task never asked, with tasks/update",
 }
+
+#: The stateless-era runs that also open a listen stream and declare the tasks extension
+#: (the plain client does both the right way).
+LISTENING = {"none", "listen-cancel-post", "task-ignored", "task-poll-eager",
+             "task-update-stray"}
+TASKS = "io.modelcontextprotocol/tasks"
 
 REVISION = "2025-11-25"
 SAMPLED = {"role": "assistant", "model": "broken", "content": {"type": "text", "text": "hi"}}
@@ -101,6 +111,8 @@ class Http:
         self.version: str | None = None
         self.inbox: queue.Queue[Any] = queue.Queue()
         self.expired = False
+        #: The open SSE responses, by request id (a listen stream is ended by closing it).
+        self.streams: dict[Any, Any] = {}
 
     def _conn(self) -> http.client.HTTPConnection:
         assert self.host is not None
@@ -137,6 +149,7 @@ class Http:
         headers = self._headers()
         self._stateless_headers(message, headers)
         conn.request("POST", self.path, body=body, headers=headers)
+        sock = conn.sock  # kept: a "Connection: close" response lets go of it
         response = conn.getresponse()
         if response.status == 404:
             self.expired = True
@@ -149,6 +162,7 @@ class Http:
         if ctype.startswith("application/json"):
             self.inbox.put(response.read())
         elif ctype.startswith("text/event-stream"):
+            self.streams[message.get("id")] = sock
             threading.Thread(target=self._events, args=(conn, response, message),
                              daemon=True).start()
         else:
@@ -196,6 +210,14 @@ class Http:
         headers["Last-Event-ID"] = last
         conn.request("GET", self.path, headers=headers)
         self._events(conn, conn.getresponse(), request)
+
+    def close_stream(self, request_id: Any) -> None:
+        """End a request's SSE stream by closing its connection (2026-07-28: the
+        cancellation)."""
+        sock = self.streams.pop(request_id, None)
+        if sock is not None:
+            sock.shutdown(2)  # SHUT_RDWR
+            sock.close()
 
     def close(self) -> None:
         """End the session with DELETE (2025-03-26+ transports: a SHOULD)."""
@@ -276,6 +298,8 @@ class Client:
         caps: dict[str, Any] = {"sampling": {}, "elicitation": {"form": {}, "url": {}}}
         if not self.stateless:  # 2025-11-25 tasks: sampling may be task-augmented
             caps["tasks"] = {"requests": {"sampling": {"createMessage": {}}}}
+        elif self.fault in LISTENING:  # 2026-07-28: the tasks extension
+            caps["extensions"] = {TASKS: {}}
         if self.fault == "roots-changed-undeclared":
             caps["roots"] = {}
         elif self.fault != "undeclared-roots":
@@ -440,10 +464,59 @@ class Client:
         self.request("tools/call", {"name": "kit_echo", "arguments": {"text": "hi"}})
         self.t.close()
 
+    def wait_for(self, method: str) -> None:
+        """Read until the server's notification ``method`` arrives."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                item = self.t.inbox.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if item is None or isinstance(item, tuple):
+                break
+            with_method = item if isinstance(item, bytes) else b""
+            if f'"{method}"'.encode() in with_method:
+                return
+            self.handle(item)
+        sys.exit(4)
+
+    def listen(self) -> None:
+        """A listen stream for tools/list_changed: opened, one notification taken, ended."""
+        listen_id = self.new_id()
+        message = {"jsonrpc": "2.0", "id": listen_id, "method": "subscriptions/listen",
+                   "params": {"_meta": self.meta(),
+                              "notifications": {"toolsListChanged": True}}}
+        if isinstance(self.t, Http):
+            threading.Thread(target=self.t.send, args=(message,), daemon=True).start()
+        else:
+            self.t.send(message)
+        self.wait_for("notifications/tools/list_changed")
+        if isinstance(self.t, Http) and self.fault != "listen-cancel-post":
+            self.t.close_stream(listen_id)
+        else:
+            self.notify("notifications/cancelled", {"requestId": listen_id})
+
+    def follow(self, result: dict[str, Any]) -> None:
+        """Poll a task (resultType "task") with tasks/get until it is terminal, waiting its
+        pollIntervalMs between polls."""
+        if result.get("resultType") != "task" or self.fault == "task-ignored":
+            return
+        body = result
+        if self.fault == "task-update-stray":
+            self.request("tasks/update", {"_meta": self.meta(), "taskId": result["taskId"],
+                                          "inputResponses": {"confirm": {"action": "accept"}}})
+        while body.get("status") not in ("completed", "failed", "cancelled"):
+            if self.fault != "task-poll-eager":
+                time.sleep((body.get("pollIntervalMs") or 100) / 1000)
+            body = self.request("tasks/get", {"_meta": self.meta(),
+                                              "taskId": result["taskId"]})["result"]
+
     def run_stateless(self) -> None:
         if isinstance(self.t, Http):
             self.t.version = STATELESS
         self.request("server/discover", {"_meta": self.meta()})
+        if self.fault in LISTENING:
+            self.listen()
         self.request("tools/list", {} if self.fault == "no-meta" else {"_meta": self.meta()})
         first_id = self.new_id()
         params: dict[str, Any] = {"_meta": self.meta(), "name": "kit_echo",
@@ -462,8 +535,9 @@ class Client:
             retry = dict(params, inputResponses=answers)
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]
-            self.request("tools/call", retry,
-                         first_id if self.fault == "retry-same-id" else None)
+            response = self.request("tools/call", retry,
+                                    first_id if self.fault == "retry-same-id" else None)
+        self.follow(response.get("result") or {})
         self.t.close()
 
 

@@ -25,6 +25,13 @@ OPTIONS: dict[str, Any] = {
 }
 
 
+#: Further exercises a test switches on (stateless era): ``"listen"`` opens a
+#: ``subscriptions/listen`` stream, takes one notification from it and closes it; ``"task"``
+#: calls the tool as a task (the 2026-07-28 tasks extension, which the test then declares in
+#: ``OPTIONS["capabilities"]``) and waits for its outcome.
+EXERCISES: set[str] = set()
+
+
 def arguments(tool: dict[str, Any]) -> dict[str, Any]:
     properties = (tool.get("inputSchema") or {}).get("properties") or {}
     return {"text": "hi"} if "text" in properties else {}
@@ -36,8 +43,16 @@ async def run_async(adapter: Any, target: list[str], http: bool, era: Era | None
     else:
         opened = adapter.connect_stdio(target, era=era, **OPTIONS)
     async with opened as client:
+        if "listen" in EXERCISES:
+            subscription = await client.listen({"toolsListChanged": True})
+            async for _ in subscription:
+                break
+            await subscription.close()
         tools = await client.list_tools()
-        if tools:
+        if tools and "task" in EXERCISES:
+            task = await client.call_tool_as_task(tools[0]["name"], arguments(tools[0]))
+            await client.task_result(task)
+        elif tools:
             await client.call_tool(tools[0]["name"], arguments(tools[0]))
 
 
@@ -49,8 +64,16 @@ def run_threads(target: list[str], http: bool, era: Era | None) -> None:
     else:
         opened = adapter.connect_stdio(target, era=era, **OPTIONS)
     with opened as client:
+        if "listen" in EXERCISES:
+            subscription = client.listen({"toolsListChanged": True})
+            for _ in subscription:
+                break
+            subscription.close()
         tools = client.list_tools()
-        if tools:
+        if tools and "task" in EXERCISES:
+            client.task_result(client.call_tool_as_task(tools[0]["name"],
+                                                        arguments(tools[0])))
+        elif tools:
             client.call_tool(tools[0]["name"], arguments(tools[0]))
 
 
