@@ -30,7 +30,6 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from mcp_sansio import KeyRing
 
@@ -71,6 +70,8 @@ class FileKeySource:
 
     def __init__(self, path: str | os.PathLike[str], *,
                  check_every: float = DEFAULT_CHECK_EVERY) -> None:
+        from pathlib import Path  # here: a server without a key file never pays for pathlib
+
         self.path = Path(path)
         self.check_every = check_every
         self._lock = threading.Lock()

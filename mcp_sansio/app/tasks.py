@@ -27,7 +27,6 @@ The rest of its theory of operation: docs/architecture.rst, "Module notes".
 
 from __future__ import annotations
 
-import datetime
 import logging
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -92,6 +91,8 @@ _GENERIC_FAILURE = {"code": int(ErrorCode.INTERNAL_ERROR), "message": "Internal 
 
 
 def _iso(seconds: float) -> str:
+    import datetime  # here: a server that creates no task never pays for it
+
     return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(
         timespec="milliseconds").replace("+00:00", "Z")
 
