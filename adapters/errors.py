@@ -82,11 +82,12 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "HTTPTransportError":
+        # Lazy: loaded on first use of the name (module __getattr__).
         from mcp_sansio.app.http_client import HTTPTransportError
 
         return HTTPTransportError
     if name in _AUTH_ERRORS:
-        import mcp_sansio.auth
+        import mcp_sansio.auth  # lazy: loaded on first use of the name (module __getattr__)
 
         return getattr(mcp_sansio.auth, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,23 +19,17 @@ a server starts, decides in this order:
    saying that states will not open elsewhere, and one with :data:`ENV_KEYS_REQUIRED` set
    refuses to start instead.
 
-A launcher that starts several workers on one host calls :func:`worker_environment` first
-and hands every worker what it returns, so that even without configuration they draw one
-key among them rather than one each.
-
-A bad configuration (unreadable file, an entry that is not a 32-byte key) is an error at
-start, never a silent fallback to a random key. Log lines name keys by id (a fingerprint),
-never by content.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from mcp_sansio import KeyRing
 
@@ -76,6 +70,8 @@ class FileKeySource:
 
     def __init__(self, path: str | os.PathLike[str], *,
                  check_every: float = DEFAULT_CHECK_EVERY) -> None:
+        from pathlib import Path  # here: a server without a key file never pays for pathlib
+
         self.path = Path(path)
         self.check_every = check_every
         self._lock = threading.Lock()
@@ -121,7 +117,7 @@ def shares_state(http_options: Mapping[str, object]) -> bool:
     """Whether an HTTP server with these options shares what it writes with other
     processes: its event store is not the in-memory one (a store is only worth giving when
     others read it)."""
-    from mcp_sansio.http import InMemoryEventStore
+    from mcp_sansio.http import InMemoryEventStore  # lazy: HTTP only: a stdio start does without it
 
     store = http_options.get("event_store")
     return store is not None and not isinstance(store, InMemoryEventStore)
@@ -205,6 +201,4 @@ def worker_environment(workers: int, environ: Mapping[str, str] | None = None
             "requestState keys: none configured, so one key was drawn for these %d workers; "
             "a requestState they seal will be refused by other hosts and after a restart. "
             "Give every host the same ring in %s or %s", workers, ENV_KEYS, ENV_KEYS_FILE)
-    import base64
-
     return {ENV_KEYS: base64.urlsafe_b64encode(os.urandom(32)).decode("ascii")}

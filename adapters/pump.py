@@ -31,7 +31,7 @@ from typing import Any
 from mcp_sansio import ClientConnection, Era, InputRequired, Request, RequestId
 from mcp_sansio.app.errors import Call, McpError, outcome
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
-from mcp_sansio.app.session import DEFAULT, ClientLogic, default_client_info
+from mcp_sansio.app.session import DEFAULT, Answering, ClientLogic, default_client_info
 
 __all__ = ["ClientPump", "PendingCall"]
 
@@ -116,17 +116,10 @@ class ClientPump(ClientLogic):
 
     def _spawn_incoming(self, request: Request) -> None:
         """Answer the server's request now, with the callbacks (handshake era)."""
-        self._human_wait(request, True)
-        try:
-            value = self._input_callback(request.method)(request.params or {})
-            if not isinstance(value, dict):
+        with Answering(self, request) as answer:
+            answer.value = self._input_callback(request.method)(request.params or {})
+            if not isinstance(answer.value, dict):
                 raise McpError(-32603, "Internal error")  # e.g. an async callback
-        except Exception as exc:
-            self._finish_request(request.request_id, error=exc, method=request.method)
-            return
-        finally:
-            self._human_wait(request, False)
-        self._finish_request(request.request_id, value, method=request.method)
 
     def _cancel_incoming(self, request_id: RequestId) -> None:
         return None  # answered synchronously: nothing still runs

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from typing import Any, cast
-
-import attrs
+from typing import Any, NamedTuple, cast
 
 from ._errors import ErrorCode
 from ._state import Role
@@ -79,9 +77,9 @@ _SENDER_ROLE: dict[Sender, Role | None] = {
 ParamsCheck = Callable[[Mapping[str, Any], Mapping[str, Any]], str | None]
 
 
-@attrs.frozen(kw_only=True)
-class MethodRule:
-    """One row of the method table."""
+class MethodRule(NamedTuple):
+    """One row of the method table (a named tuple: immutable, and cheap to define at import;
+    build it with keywords)."""
 
     method: str
     kind: Kind

@@ -23,9 +23,10 @@ __all__ = ["COMPILED_MODULES", "compiled_modules", "mypyc_attr"]
 
 #: The modules of the compiled build (paths relative to the source root, as the build takes
 #: them): the codec, the connection and its sub-states, the pending table, the capability and
-#: lifecycle tables, the JSON seam and the framing. ``_events`` stays Python (its attrs
-#: classes validate fields with attrs validators, which mypyc cannot compile) and so does
-#: everything a request does not reach.
+#: lifecycle tables, the JSON seam and the framing. ``_events`` stays Python (its field lists
+#: are set per subclass by ``__init_subclass__`` and attrs' field view comes from a
+#: descriptor: Python machinery, left as it is) and so does everything a request does not
+#: reach.
 COMPILED_MODULES: tuple[str, ...] = (
     "mcp_sansio/_admission.py",
     "mcp_sansio/_capabilities.py",

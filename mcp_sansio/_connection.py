@@ -17,25 +17,7 @@ This module only wires them. Which role reaches which code follows from those ta
 a server receives ``initialize``; only a client enters ``PROBING``), so the two subclasses add
 public API and configuration, never overrides of the engine.
 
-The features of one era are sub-states held by composition, each in its own module with its
-own theory of operation: ``_listen.ListenStreams`` (2026-07-28 listen streams),
-``_mrtr.InputRetries`` (input_required retries) and the pure functions of ``_handshake``
-(initialize, server/discover, the era probe). The engine decides *when* they are consulted and
-queues what they return.
-
-Everything to send -- the application's messages and the core's own (ping replies, error
-replies, cancellations after a timeout, ``notifications/initialized``) -- goes into one outbox,
-encoded at the moment it is queued so that a value that cannot be written as JSON fails the
-``send_*`` call that tried, with nothing queued. Drain it with ``data_to_send()`` (stdio
-bytes) or ``messages_to_send()`` (one message at a time, with the id of the request each
-relates to, for HTTP routing).
-
-Time is an argument: each input method takes ``now`` (seconds on the caller's monotonic
-clock); the core keeps the largest value seen, so time never runs backwards.
-
-Call order contract: after any input (``receive_*``, ``send_*``, ``cancel``,
-``handle_timeout``), drain ``next_event()`` until it returns ``NEED_DATA``, then drain the
-outbox, then re-read ``next_deadline()``.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 Theory of operation
 -------------------
-Everything the connection has to tell the application is an *event*: an immutable attrs
-object (frozen, keyword-only, slotted), validated when it is built so that a bad event fails
-where it is made, not three layers later. ``Connection.next_event()`` returns them one at a
-time, in the order the input produced them.
+Everything the connection has to tell the application is an *event*: an immutable object
+(frozen, keyword-only, slotted; ``attrs.fields``/``attrs.evolve`` work on it), validated when
+it is built so that a bad event fails where it is made, not three layers later.
+``Connection.next_event()`` returns them one at a time, in the order the input produced them.
 
 The four message events (:class:`Request`, :class:`Notification`, :class:`Response`,
 :class:`ErrorResponse`) are *symmetric*: the same class that is received can be given to
@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 from typing import Any, ClassVar
 
-import attrs
+from ._frozen import field_values, frozen_repr, refuse_change
 
 __all__ = [
     "CancelRequested",
@@ -57,52 +57,172 @@ __all__ = [
 RequestId = str | int
 
 
-def _check_request_id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _check_request_id(name: str, value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise TypeError(f"{attribute.name} must be a str or int, not {type(value).__name__}")
+        raise TypeError(f"{name} must be a str or int, not {type(value).__name__}")
+    return value
 
 
-def _check_optional_request_id(
-    inst: object, attribute: attrs.Attribute[Any], value: object
-) -> None:
-    if value is not None:
-        _check_request_id(inst, attribute, value)
+def _check_optional_request_id(name: str, value: Any) -> Any:
+    return value if value is None else _check_request_id(name, value)
 
 
-def _check_params(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _check_params(name: str, value: Any) -> Any:
     if value is not None and not isinstance(value, dict):
-        raise TypeError(f"{attribute.name} must be a dict or None, not {type(value).__name__}")
+        raise TypeError(f"{name} must be a dict or None, not {type(value).__name__}")
+    return value
 
 
-def _check_int_code(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _check_int_code(name: str, value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{attribute.name} must be an int, not {type(value).__name__}")
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    return value
 
 
-def _check_number(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _check_number(name: str, value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{attribute.name} must be a number, not {type(value).__name__}")
+        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
+    return value
 
 
-def _check_optional_number(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None:
-        _check_number(inst, attribute, value)
+def _check_optional_number(name: str, value: Any) -> Any:
+    return value if value is None else _check_number(name, value)
 
 
-_str = attrs.validators.instance_of(str)
-_optional_str = attrs.validators.optional(_str)
-_dict = attrs.validators.instance_of(dict)
-_optional_dict = attrs.validators.optional(_dict)
+def _instance_of(kind: type, name: str, value: Any) -> Any:
+    if not isinstance(value, kind):
+        raise TypeError(f"'{name}' must be {kind!r} (got {value!r} that is a "
+                        f"{value.__class__!r}).")
+    return value
 
 
-@attrs.frozen(kw_only=True)
+def _str(name: str, value: Any) -> Any:
+    return _instance_of(str, name, value)
+
+
+def _optional_str(name: str, value: Any) -> Any:
+    return value if value is None else _instance_of(str, name, value)
+
+
+def _dict(name: str, value: Any) -> Any:
+    return _instance_of(dict, name, value)
+
+
+def _optional_dict(name: str, value: Any) -> Any:
+    return value if value is None else _instance_of(dict, name, value)
+
+
+def _bool(name: str, value: Any) -> Any:
+    return _instance_of(bool, name, value)
+
+
+def _reason(name: str, value: Any) -> Any:
+    return _instance_of(CloseReason, name, value)
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+#: The default of a field whose default is a new empty dict (``attrs.Factory(dict)``).
+_NEW_DICT: Any = object()
+
+
+def _restore(cls: type[Event], values: tuple[Any, ...]) -> Event:
+    """Unpickle / copy an event: fill the slots as the trusted constructors do."""
+    event = _new(cls)
+    for name, value in zip(cls._FIELDS, values, strict=True):
+        _set(event, name, value)
+    return event
+
+
+class _AttrsFields:
+    """``cls.__attrs_attrs__``, built when first asked for, so that ``attrs.fields``,
+    ``attrs.evolve``, ``attrs.asdict`` and ``attrs.has`` work on events while a process that
+    never asks does not import attrs. The fields are those of an attrs class made with the
+    same names, order, types and defaults (keyword-only, frozen), kept here per class (not
+    on the class: that would hide this descriptor from the subclasses)."""
+
+    def __init__(self) -> None:
+        self._made: dict[type, Any] = {}
+
+    def __get__(self, instance: object, owner: type[Event]) -> Any:
+        made = self._made.get(owner)
+        if made is None:
+            made = self._made[owner] = self._make(owner)
+        return made
+
+    @staticmethod
+    def _make(owner: type[Event]) -> Any:
+        import attrs
+
+        types: dict[str, Any] = {}
+        for cls in reversed(owner.__mro__):
+            types.update(vars(cls).get("__annotations__", {}))
+        defaults = getattr(owner.__init__, "__kwdefaults__", None) or {}
+        fields = {
+            name: attrs.field(type=types[name], default=attrs.Factory(dict)
+                              if defaults[name] is _NEW_DICT else defaults[name])
+            if name in defaults else attrs.field(type=types[name])
+            for name in owner._FIELDS
+        }
+        return attrs.fields(attrs.make_class(owner.__name__, fields, kw_only=True, frozen=True,
+                                             slots=True))
+
+
 class Event:
-    """Base class of every event."""
+    """Base class of every event.
+
+    Events are frozen, slotted and keyword-only, compared and hashed by their fields in
+    order, and shown as ``Name(field=value, ...)`` -- what an attrs frozen class gives, written
+    out so that building the classes costs nothing at import (attrs is imported only by
+    whoever asks ``attrs.fields``/``attrs.evolve`` about an event).
+    """
+
+    __slots__ = ("__weakref__",)
+    __match_args__: ClassVar[tuple[str, ...]] = ()
+    __attrs_attrs__: ClassVar[Any] = _AttrsFields()
 
     #: True on the classes that end the story of a request we sent (see the module
     #: docstring): an embedder tests this instead of listing the terminal classes by hand.
-    #: A class attribute (``ClassVar``), so attrs leaves it out of the fields.
+    #: A class attribute (``ClassVar``), not a field.
     TERMINAL: ClassVar[bool] = False
+    #: The class's fields, in order: its base's, then its own annotated slots.
+    _FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        slots = vars(cls).get("__slots__", ())
+        own = [name for name in vars(cls).get("__annotations__", {}) if name in slots]
+        base: tuple[str, ...] = getattr(cls.__mro__[1], "_FIELDS", ())
+        cls._FIELDS = (*base, *own)
+
+    def _values(self) -> tuple[Any, ...]:
+        return field_values(self, self._FIELDS)
+
+    def __repr__(self) -> str:
+        return frozen_repr(self, self._FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __ne__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() != other._values()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__qualname__, *self._values()))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        refuse_change()
+
+    def __delattr__(self, name: str) -> None:
+        refuse_change()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore, (type(self), self._values()))
 
     @property
     def ended_request(self) -> RequestId | None:
@@ -123,7 +243,6 @@ class Event:
 # -- the four symmetric message events -------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
 class Request(Event):
     """A request from the peer, for the application to answer.
 
@@ -132,12 +251,20 @@ class Request(Event):
     connection, and ``send()`` returns the one it chose.
     """
 
-    request_id: RequestId = attrs.field(validator=_check_request_id)
-    method: str = attrs.field(validator=_str)
-    params: dict[str, Any] | None = attrs.field(default=None, validator=_check_params)
+    __slots__ = ("method", "params", "request_id")
+
+    request_id: RequestId
+    method: str
+    params: dict[str, Any] | None
+
+    def __init__(
+        self, *, request_id: RequestId, method: str, params: dict[str, Any] | None = None
+    ) -> None:
+        _set(self, "request_id", _check_request_id("request_id", request_id))
+        _set(self, "method", _str("method", method))
+        _set(self, "params", _check_params("params", params))
 
 
-@attrs.frozen(kw_only=True)
 class Notification(Event):
     """A notification from the peer (including methods this library does not know).
 
@@ -145,11 +272,16 @@ class Notification(Event):
     which no MCP revision defines but some peers send, arrives as a plain ``Notification``.
     """
 
-    method: str = attrs.field(validator=_str)
-    params: dict[str, Any] | None = attrs.field(default=None, validator=_check_params)
+    __slots__ = ("method", "params")
+
+    method: str
+    params: dict[str, Any] | None
+
+    def __init__(self, *, method: str, params: dict[str, Any] | None = None) -> None:
+        _set(self, "method", _str("method", method))
+        _set(self, "params", _check_params("params", params))
 
 
-@attrs.frozen(kw_only=True)
 class Response(Event):
     """The successful result of a request we sent (terminal for that request).
 
@@ -157,30 +289,49 @@ class Response(Event):
     receipt; ignored by ``send()``).
     """
 
+    __slots__ = ("method", "request_id", "result")
+
     TERMINAL: ClassVar[bool] = True
 
-    request_id: RequestId = attrs.field(validator=_check_request_id)
-    result: dict[str, Any] = attrs.field(validator=_dict)
-    method: str | None = attrs.field(default=None, validator=_optional_str)
+    request_id: RequestId
+    result: dict[str, Any]
+    method: str | None
+
+    def __init__(
+        self, *, request_id: RequestId, result: dict[str, Any], method: str | None = None
+    ) -> None:
+        _set(self, "request_id", _check_request_id("request_id", request_id))
+        _set(self, "result", _dict("result", result))
+        _set(self, "method", _optional_str("method", method))
 
 
-@attrs.frozen(kw_only=True)
 class ErrorResponse(Event):
     """An error answer to a request we sent (terminal for that request)."""
 
+    __slots__ = ("code", "data", "message", "method", "request_id")
+
     TERMINAL: ClassVar[bool] = True
 
-    request_id: RequestId | None = attrs.field(validator=_check_optional_request_id)
-    code: int = attrs.field(validator=_check_int_code)
-    message: str = attrs.field(validator=_str)
-    data: Any = None
-    method: str | None = attrs.field(default=None, validator=_optional_str)
+    request_id: RequestId | None
+    code: int
+    message: str
+    data: Any
+    method: str | None
+
+    def __init__(
+        self, *, request_id: RequestId | None, code: int, message: str, data: Any = None,
+        method: str | None = None
+    ) -> None:
+        _set(self, "request_id", _check_optional_request_id("request_id", request_id))
+        _set(self, "code", _check_int_code("code", code))
+        _set(self, "message", _str("message", message))
+        _set(self, "data", data)
+        _set(self, "method", _optional_str("method", method))
 
 
 # -- lifecycle -------------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
 class Initialized(Event):
     """The handshake is complete; the connection is operating.
 
@@ -188,10 +339,21 @@ class Initialized(Event):
     ``notifications/initialized``); the server when ``notifications/initialized`` arrives.
     """
 
-    protocol_version: str = attrs.field(validator=_str)
-    peer_capabilities: dict[str, Any] = attrs.field(validator=_dict)
-    peer_info: dict[str, Any] = attrs.field(validator=_dict)
-    instructions: str | None = attrs.field(default=None, validator=_optional_str)
+    __slots__ = ("instructions", "peer_capabilities", "peer_info", "protocol_version")
+
+    protocol_version: str
+    peer_capabilities: dict[str, Any]
+    peer_info: dict[str, Any]
+    instructions: str | None
+
+    def __init__(
+        self, *, protocol_version: str, peer_capabilities: dict[str, Any],
+        peer_info: dict[str, Any], instructions: str | None = None
+    ) -> None:
+        _set(self, "protocol_version", _str("protocol_version", protocol_version))
+        _set(self, "peer_capabilities", _dict("peer_capabilities", peer_capabilities))
+        _set(self, "peer_info", _dict("peer_info", peer_info))
+        _set(self, "instructions", _optional_str("instructions", instructions))
 
 
 class CloseReason(enum.Enum):
@@ -212,19 +374,23 @@ class CloseReason(enum.Enum):
     INITIALIZE_TIMEOUT = "initialize_timeout"
 
 
-@attrs.frozen(kw_only=True)
 class ConnectionClosed(Event):
     """The connection is closed; no further events follow. Pending requests were aborted
     (each with its own :class:`RequestAborted`, delivered before this event)."""
 
-    reason: CloseReason = attrs.field(validator=attrs.validators.instance_of(CloseReason))
-    detail: str = attrs.field(default="", validator=_str)
+    __slots__ = ("detail", "reason")
+
+    reason: CloseReason
+    detail: str
+
+    def __init__(self, *, reason: CloseReason, detail: str = "") -> None:
+        _set(self, "reason", _reason("reason", reason))
+        _set(self, "detail", _str("detail", detail))
 
 
 # -- problems the core handled on its own ----------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
 class MessageRejected(Event):
     """The peer sent something that broke a rule; the core dealt with it.
 
@@ -233,77 +399,123 @@ class MessageRejected(Event):
     does (JSON-RPC 2.0 forbids answering them), it is only reported here.
     """
 
-    code: int = attrs.field(validator=_check_int_code)
-    reason: str = attrs.field(validator=_str)
-    request_id: RequestId | None = attrs.field(
-        default=None, validator=_check_optional_request_id
-    )
-    method: str | None = attrs.field(default=None, validator=_optional_str)
-    replied: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    __slots__ = ("code", "method", "reason", "replied", "request_id")
+
+    code: int
+    reason: str
+    request_id: RequestId | None
+    method: str | None
+    replied: bool
+
+    def __init__(
+        self, *, code: int, reason: str, request_id: RequestId | None = None,
+        method: str | None = None, replied: bool = False
+    ) -> None:
+        _set(self, "code", _check_int_code("code", code))
+        _set(self, "reason", _str("reason", reason))
+        _set(self, "request_id", _check_optional_request_id("request_id", request_id))
+        _set(self, "method", _optional_str("method", method))
+        _set(self, "replied", _bool("replied", replied))
 
 
-@attrs.frozen(kw_only=True)
 class UnexpectedResponse(Event):
     """A response to an id we never sent (or that already ended). Reported and ignored."""
 
-    request_id: RequestId | None = attrs.field(validator=_check_optional_request_id)
-    result: dict[str, Any] | None = attrs.field(default=None, validator=_optional_dict)
-    error: dict[str, Any] | None = attrs.field(default=None, validator=_optional_dict)
+    __slots__ = ("error", "request_id", "result")
+
+    request_id: RequestId | None
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+
+    def __init__(
+        self, *, request_id: RequestId | None, result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None
+    ) -> None:
+        _set(self, "request_id", _check_optional_request_id("request_id", request_id))
+        _set(self, "result", _optional_dict("result", result))
+        _set(self, "error", _optional_dict("error", error))
 
 
-@attrs.frozen(kw_only=True)
 class LateResponse(Event):
     """A response to a request that already ended locally (timed out or cancelled).
 
     Not an error: races between a reply and a timeout are normal.
     """
 
-    request_id: RequestId = attrs.field(validator=_check_request_id)
-    method: str = attrs.field(validator=_str)
-    result: dict[str, Any] | None = attrs.field(default=None, validator=_optional_dict)
-    error: dict[str, Any] | None = attrs.field(default=None, validator=_optional_dict)
+    __slots__ = ("error", "method", "request_id", "result")
+
+    request_id: RequestId
+    method: str
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+
+    def __init__(
+        self, *, request_id: RequestId, method: str, result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None
+    ) -> None:
+        _set(self, "request_id", _check_request_id("request_id", request_id))
+        _set(self, "method", _str("method", method))
+        _set(self, "result", _optional_dict("result", result))
+        _set(self, "error", _optional_dict("error", error))
 
 
 # -- requests in flight ----------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
 class RequestTimedOut(Event):
     """A request we sent hit its idle timeout or hard maximum (terminal for that request).
 
     The core has queued ``notifications/cancelled`` for it.
     """
 
+    __slots__ = ("hard_limit", "method", "request_id")
+
     TERMINAL: ClassVar[bool] = True
 
-    request_id: RequestId = attrs.field(validator=_check_request_id)
-    method: str = attrs.field(validator=_str)
-    hard_limit: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    request_id: RequestId
+    method: str
+    hard_limit: bool
+
+    def __init__(self, *, request_id: RequestId, method: str, hard_limit: bool = False) -> None:
+        _set(self, "request_id", _check_request_id("request_id", request_id))
+        _set(self, "method", _str("method", method))
+        _set(self, "hard_limit", _bool("hard_limit", hard_limit))
 
 
-@attrs.frozen(kw_only=True)
 class RequestCancelled(Event):
     """A request we sent was cancelled by ``cancel()`` (terminal for that request)."""
 
+    __slots__ = ("method", "reason", "request_id")
+
     TERMINAL: ClassVar[bool] = True
 
-    request_id: RequestId = attrs.field(validator=_check_request_id)
-    method: str = attrs.field(validator=_str)
-    reason: str | None = attrs.field(default=None, validator=_optional_str)
+    request_id: RequestId
+    method: str
+    reason: str | None
+
+    def __init__(self, *, request_id: RequestId, method: str, reason: str | None = None) -> None:
+        _set(self, "request_id", _check_request_id("request_id", request_id))
+        _set(self, "method", _str("method", method))
+        _set(self, "reason", _optional_str("reason", reason))
 
 
-@attrs.frozen(kw_only=True)
 class RequestAborted(Event):
     """A request we sent can no longer be answered: the connection closed (terminal)."""
 
+    __slots__ = ("method", "reason", "request_id")
+
     TERMINAL: ClassVar[bool] = True
 
-    request_id: RequestId = attrs.field(validator=_check_request_id)
-    method: str = attrs.field(validator=_str)
-    reason: CloseReason = attrs.field(validator=attrs.validators.instance_of(CloseReason))
+    request_id: RequestId
+    method: str
+    reason: CloseReason
+
+    def __init__(self, *, request_id: RequestId, method: str, reason: CloseReason) -> None:
+        _set(self, "request_id", _check_request_id("request_id", request_id))
+        _set(self, "method", _str("method", method))
+        _set(self, "reason", _reason("reason", reason))
 
 
-@attrs.frozen(kw_only=True)
 class CancelRequested(Event):
     """The peer cancelled a request it sent us: stop working on it.
 
@@ -311,27 +523,44 @@ class CancelRequested(Event):
     sends is dropped quietly (cancellation races are normal).
     """
 
-    request_id: RequestId = attrs.field(validator=_check_request_id)
-    method: str = attrs.field(validator=_str)
-    reason: str | None = attrs.field(default=None, validator=_optional_str)
+    __slots__ = ("method", "reason", "request_id")
+
+    request_id: RequestId
+    method: str
+    reason: str | None
+
+    def __init__(self, *, request_id: RequestId, method: str, reason: str | None = None) -> None:
+        _set(self, "request_id", _check_request_id("request_id", request_id))
+        _set(self, "method", _str("method", method))
+        _set(self, "reason", _optional_str("reason", reason))
 
 
-@attrs.frozen(kw_only=True)
 class Progress(Event):
     """A progress notification for a request we sent, matched by its progress token."""
 
-    request_id: RequestId = attrs.field(validator=_check_request_id)
-    token: str | int = attrs.field(validator=_check_request_id)
-    progress: float = attrs.field(validator=_check_number)
-    total: float | None = attrs.field(default=None, validator=_check_optional_number)
-    message: str | None = attrs.field(default=None, validator=_optional_str)
+    __slots__ = ("message", "progress", "request_id", "token", "total")
+
+    request_id: RequestId
+    token: str | int
+    progress: float
+    total: float | None
+    message: str | None
+
+    def __init__(
+        self, *, request_id: RequestId, token: str | int, progress: float,
+        total: float | None = None, message: str | None = None
+    ) -> None:
+        _set(self, "request_id", _check_request_id("request_id", request_id))
+        _set(self, "token", _check_request_id("token", token))
+        _set(self, "progress", _check_number("progress", progress))
+        _set(self, "total", _check_optional_number("total", total))
+        _set(self, "message", _optional_str("message", message))
 
 
 
 # -- the stateless era (2026-07-28) ------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
 class InputRequired(Event):
     """The server needs input before it can complete a request (multi-round-trip requests,
     ``basic/patterns/mrtr.mdx``). Terminal for ``request_id``.
@@ -344,36 +573,64 @@ class InputRequired(Event):
     request's story continues under it, and may produce another ``InputRequired``.
     """
 
+    __slots__ = ("input_requests", "method", "request_id", "request_state")
+
     TERMINAL: ClassVar[bool] = True
 
-    request_id: RequestId = attrs.field(validator=_check_request_id)
-    method: str = attrs.field(validator=_str)
-    input_requests: dict[str, Any] = attrs.field(factory=dict, validator=_dict)
-    request_state: str | None = attrs.field(default=None, validator=_optional_str)
+    request_id: RequestId
+    method: str
+    input_requests: dict[str, Any]
+    request_state: str | None
+
+    def __init__(
+        self, *, request_id: RequestId, method: str, input_requests: dict[str, Any] = _NEW_DICT,
+        request_state: str | None = None
+    ) -> None:
+        _set(self, "request_id", _check_request_id("request_id", request_id))
+        _set(self, "method", _str("method", method))
+        if input_requests is _NEW_DICT:
+            input_requests = {}
+        _set(self, "input_requests", _dict("input_requests", input_requests))
+        _set(self, "request_state", _optional_str("request_state", request_state))
 
 
-@attrs.frozen(kw_only=True)
 class SubscriptionAcknowledged(Event):
     """The server acknowledged a ``subscriptions/listen`` stream we opened, honouring
     ``notifications`` (a subset of the filter we asked for). Change notifications for it
     follow as :class:`Notification` events tagged with its ``subscriptionId``."""
 
-    request_id: RequestId = attrs.field(validator=_check_request_id)
-    notifications: dict[str, Any] = attrs.field(validator=_dict)
+    __slots__ = ("notifications", "request_id")
+
+    request_id: RequestId
+    notifications: dict[str, Any]
+
+    def __init__(self, *, request_id: RequestId, notifications: dict[str, Any]) -> None:
+        _set(self, "request_id", _check_request_id("request_id", request_id))
+        _set(self, "notifications", _dict("notifications", notifications))
 
 
-@attrs.frozen(kw_only=True)
 class RequestFailed(Event):
     """A request we sent got a result the core cannot accept (an unknown ``resultType``, or
     an ``input_required`` for a method that may not return one). Terminal; a local
     verdict, so it carries no JSON-RPC code."""
 
+    __slots__ = ("method", "reason", "request_id", "result")
+
     TERMINAL: ClassVar[bool] = True
 
-    request_id: RequestId = attrs.field(validator=_check_request_id)
-    method: str = attrs.field(validator=_str)
-    reason: str = attrs.field(validator=_str)
-    result: dict[str, Any] | None = attrs.field(default=None, validator=_optional_dict)
+    request_id: RequestId
+    method: str
+    reason: str
+    result: dict[str, Any] | None
+
+    def __init__(
+        self, *, request_id: RequestId, method: str, reason: str,
+        result: dict[str, Any] | None = None
+    ) -> None:
+        _set(self, "request_id", _check_request_id("request_id", request_id))
+        _set(self, "method", _str("method", method))
+        _set(self, "reason", _str("reason", reason))
+        _set(self, "result", _optional_dict("result", result))
 
 
 # -- trusted construction (the core's hot path) ----------------------------------------------
@@ -382,10 +639,7 @@ class RequestFailed(Event):
 # The core builds the busiest events from values it has just checked itself (``_codec.parse``
 # checked the id, method, params and result types), so it fills the slots directly:
 # measured 0.96 -> 0.35 us per event (``benchmarks/README.md``, hot-spot item 3). The objects
-# are the same frozen attrs instances (``__eq__``, ``__hash__``, ``__repr__``, ``evolve``).
-
-_new = object.__new__
-_set = object.__setattr__
+# are the same frozen instances (``__eq__``, ``__hash__``, ``__repr__``, ``attrs.evolve``).
 
 
 def trusted_request(request_id: RequestId, method: str, params: dict[str, Any] | None) -> Request:

@@ -24,9 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import attrs
-
 from ._events import CloseReason
+from ._frozen import field_values, frozen_repr, refuse_change
 from ._stateless import META_SERVER_INFO
 from ._versions import Era, judge_probe, negotiate_server_version, newest
 
@@ -62,14 +61,45 @@ def initialize_params(
             "clientInfo": info}
 
 
-@attrs.frozen
+_INITIALIZEANSWER_FIELDS = ("result", "version", "peer_capabilities", "peer_info")
+
+
 class InitializeAnswer:
     """What the server answers ``initialize`` with, and what it learnt of the client."""
+
+    __slots__ = ("peer_capabilities", "peer_info", "result", "version")
 
     result: dict[str, Any]
     version: str
     peer_capabilities: dict[str, Any]
     peer_info: dict[str, Any]
+
+    def __init__(
+        self, result: dict[str, Any], version: str, peer_capabilities: dict[str, Any],
+        peer_info: dict[str, Any]
+    ) -> None:
+        object.__setattr__(self, "result", result)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "peer_capabilities", peer_capabilities)
+        object.__setattr__(self, "peer_info", peer_info)
+
+    def __repr__(self) -> str:
+        return frozen_repr(self, _INITIALIZEANSWER_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (field_values(self, _INITIALIZEANSWER_FIELDS)
+                == field_values(other, _INITIALIZEANSWER_FIELDS))
+
+    def __hash__(self) -> int:
+        return hash(field_values(self, _INITIALIZEANSWER_FIELDS))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        refuse_change()
+
+    def __delattr__(self, name: str) -> None:
+        refuse_change()
 
 
 def answer_initialize(
@@ -145,13 +175,39 @@ def discover_result(
     return result
 
 
-@attrs.frozen
+_PROBEVERDICT_FIELDS = ("version", "detail")
+
+
 class ProbeVerdict:
     """The outcome of the era probe: settle in the stateless era at ``version``, or fall
     back (``version`` None) for the reason in ``detail``."""
 
+    __slots__ = ("detail", "version")
+
     version: str | None
-    detail: str = ""
+    detail: str
+
+    def __init__(self, version: str | None, detail: str = "") -> None:
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "detail", detail)
+
+    def __repr__(self) -> str:
+        return frozen_repr(self, _PROBEVERDICT_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (field_values(self, _PROBEVERDICT_FIELDS)
+                == field_values(other, _PROBEVERDICT_FIELDS))
+
+    def __hash__(self) -> int:
+        return hash(field_values(self, _PROBEVERDICT_FIELDS))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        refuse_change()
+
+    def __delattr__(self, name: str) -> None:
+        refuse_change()
 
 
 def judge_probe_answer(

@@ -31,7 +31,7 @@ import json.encoder as _stdjson_encoder
 import json.scanner as _stdjson_scanner
 import math
 import re
-import uuid
+import sys
 from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
@@ -91,7 +91,9 @@ def _default(value: Any) -> Any:
     Everything else -- dataclasses, datetimes, arbitrary objects -- is refused by both."""
     if isinstance(value, enum.Enum):
         return value.value
-    if isinstance(value, uuid.UUID):
+    # A UUID exists only once its module is loaded: no need to load it to ask.
+    uuid = sys.modules.get("uuid")
+    if uuid is not None and isinstance(value, uuid.UUID):
         return str(value)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 

@@ -21,11 +21,7 @@ host has the previous one:
 Sealing with a key some host does not hold yet is the one way to lose a state, which is why
 step 1 comes first. In one process, :meth:`KeyRing.rotate` does steps 1 and 2 at once.
 
-Where the keys come from is the caller's business (the core reads no files and no
-environment): :meth:`KeyRing.parse` reads the text format the adapters accept from a file or
-an environment variable, and a :class:`KeySource` -- anything with a ``keys()`` method that
-answers from memory -- lets a shared store keep the ring current: the ring asks its source
-on each use and takes a changed answer at once.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

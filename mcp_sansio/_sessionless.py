@@ -13,23 +13,9 @@ load balancer can serve any of them with no shared store. The HTTP server
 revision its ``MCP-Protocol-Version`` header names (2025-03-26 without it, as the 2025-06-18
 transport says a server SHOULD assume).
 
-What needs a session is given up, and said so, never left to hang:
+What needs a session is given up, and said so, never left to hang.
 
-* :data:`WITHDRAWN_CAPABILITIES` -- capabilities the server stops declaring (in its
-  ``InitializeResult`` and on every connection of the mode), because what they promise
-  travels on the session's standalone GET stream or outlives the POST. A client that uses
-  them anyway meets the ordinary capability refusal of the core.
-* :data:`REFUSED_REQUESTS` -- client requests whose only effect is session state: answered
-  with an error naming the mode (the level would apply to nothing: the next request is a
-  fresh connection, perhaps in another process).
-* every server-to-client request (``elicitation/create``, ``sampling/createMessage``,
-  ``roots/list``, ``ping``): its answer would come back as a POST to whichever process the
-  balancer picks, where nothing waits for it. :meth:`ServerConnection.send_request
-  <mcp_sansio.Connection.send_request>` raises :class:`SessionlessError` at once, and so does
-  a handler's ``ctx.elicit`` / ``ctx.sample`` / ``ctx.list_roots``.
-
-Clients that want those features across processes speak 2026-07-28 (multi-round-trip
-requests carry the answers in the retry) or need a server with a shared session store.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -22,26 +22,7 @@ STATELESS       the server speaks 2026-07-28: every   serving stateless requests
 CLOSED          nothing more is sent or received      same
 =============== ===================================== =========================================
 
-Every message that crosses the connection, in either direction, is first classified into an
-:class:`Input` (by :func:`classify_request` / :func:`classify_notification`), then looked up in
-:data:`TRANSITIONS`, which yields a :class:`Verdict` and the next state. The table is total:
-every (role, state, input) triple has a row, so the docs can print it and the tests can walk
-it. The connection consults it and never re-encodes these rules in ``if`` statements.
-
-What a ``REFUSE`` means depends on the input's direction:
-
-* a ``SEND_*`` input: ``LocalProtocolError``, nothing queued;
-* a received request: an error reply with :data:`NOT_INITIALIZED_CODE` and a
-  ``MessageRejected`` event; the state does not change;
-* a received notification or response: a ``MessageRejected`` event only (JSON-RPC never
-  answers those).
-
-The stateless era (2026-07-28, ``basic/versioning.mdx``) has no handshake: a dual-era client
-probes with ``server/discover`` (``PROBING``) and either settles in ``STATELESS`` or falls back
-to ``initialize``; a server moves to ``STATELESS`` on the first request that carries the
-stateless ``_meta`` and may still be initialized later (it "MUST NOT derive" anything from
-earlier stateless requests). A connection that completed a handshake refuses stateless
-requests: it negotiated one revision for its whole life.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

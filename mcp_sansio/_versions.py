@@ -15,7 +15,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-import attrs
+from ._frozen import field_values, frozen_repr, refuse_change
 
 __all__ = [
     "FEATURES",
@@ -57,9 +57,27 @@ class Era(enum.Enum):
     STATELESS = "stateless"
 
 
-@attrs.frozen(kw_only=True)
+_FEATURES_FIELDS = (
+    "handshake", "batching", "progress_message", "version_header", "sse_priming", "origin_403",
+    "core_tasks", "audio_content", "elicitation_modes", "url_elicitation_error"
+)
+
+
 class Features:
     """What one revision has. Each field cites the spec section that defines it."""
+
+    __slots__ = (
+        "audio_content",
+        "batching",
+        "core_tasks",
+        "elicitation_modes",
+        "handshake",
+        "origin_403",
+        "progress_message",
+        "sse_priming",
+        "url_elicitation_error",
+        "version_header"
+    )
 
     #: Handshake (``initialize``/``notifications/initialized``) -- ``basic/lifecycle.mdx``.
     #: False for 2026-07-28 (``basic/versioning.mdx``: per-request ``_meta``).
@@ -82,17 +100,50 @@ class Features:
     #: ``notifications/tasks/status``) -- 2025-11-25 only (``basic/utilities/tasks.mdx``,
     #: experimental); 2026-07-28 moved them into the ``io.modelcontextprotocol/tasks``
     #: extension (SEP-2663).
-    core_tasks: bool = False
+    core_tasks: bool
     #: Audio content blocks (``AudioContent``) -- added in 2025-03-26 (``changelog.mdx``).
-    audio_content: bool = True
+    audio_content: bool
     #: Elicitation modes: ``mode: "form"`` / ``"url"`` on ``elicitation/create``, the client
     #: capability's ``form``/``url`` members, -32042 -- added in 2025-11-25
     #: (``client/elicitation.mdx``, URL mode).
-    elicitation_modes: bool = True
+    elicitation_modes: bool
     #: Error -32042 "URL elicitation required" (``data.elicitations``) -- 2025-11-25 only:
     #: added with URL-mode elicitation (``client/elicitation.mdx``), removed in 2026-07-28
     #: (``changelog.mdx``; the 2026-07-28 schema no longer defines the code).
-    url_elicitation_error: bool = False
+    url_elicitation_error: bool
+
+    def __init__(
+        self, *, handshake: bool, batching: bool, progress_message: bool, version_header: bool,
+        sse_priming: bool, origin_403: bool, core_tasks: bool = False, audio_content: bool = True,
+        elicitation_modes: bool = True, url_elicitation_error: bool = False
+    ) -> None:
+        object.__setattr__(self, "handshake", handshake)
+        object.__setattr__(self, "batching", batching)
+        object.__setattr__(self, "progress_message", progress_message)
+        object.__setattr__(self, "version_header", version_header)
+        object.__setattr__(self, "sse_priming", sse_priming)
+        object.__setattr__(self, "origin_403", origin_403)
+        object.__setattr__(self, "core_tasks", core_tasks)
+        object.__setattr__(self, "audio_content", audio_content)
+        object.__setattr__(self, "elicitation_modes", elicitation_modes)
+        object.__setattr__(self, "url_elicitation_error", url_elicitation_error)
+
+    def __repr__(self) -> str:
+        return frozen_repr(self, _FEATURES_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return field_values(self, _FEATURES_FIELDS) == field_values(other, _FEATURES_FIELDS)
+
+    def __hash__(self) -> int:
+        return hash(field_values(self, _FEATURES_FIELDS))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        refuse_change()
+
+    def __delattr__(self, name: str) -> None:
+        refuse_change()
 
 
 _ROW = Features

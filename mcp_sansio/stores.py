@@ -7,37 +7,9 @@ Several workers (processes, machines) behind a load balancer without sticky sess
 share them, or a request that lands on another worker finds nothing ("unknown session",
 "unknown Last-Event-ID", a ``requestState`` it cannot open). Each thing shared sits behind
 one small asynchronous interface here, with an in-memory default in this module and a Redis
-implementation in :mod:`mcp_sansio.adapters.redis`:
+implementation in :mod:`mcp_sansio.adapters.redis`.
 
-* :class:`SessionTable` -- session id -> the record a worker needs to serve a handshake-era
-  session it did not open (:func:`snapshot_session` makes it, :func:`restore_session`
-  applies it to a fresh connection), with an idle
-  deadline on the **wall clock** (seconds since the epoch), the one clock every host agrees
-  on: a monotonic reading means nothing in another process's boot;
-* :class:`EventLog` -- the SSE events of resumable streams (``Last-Event-ID``,
-  ``basic/transports.mdx`` "Resumability and Redelivery", 2025-03-26 .. 2025-11-25), bounded
-  per stream and kept for a time to live; the *server* numbers the events (``<stream
-  id>:<sequence>``), so storing one is a write with no answer to wait for, and the adapter
-  can do it after the bytes went out;
-* :class:`EventBus` -- publish on one worker, delivered on every worker (one topic per
-  kind of message, :data:`TOPICS`): list-changed fan-out to listen streams, session
-  records, stored events for live resumption, answers to server requests, new keys, the
-  workers' heartbeats, task cancels and updates and task record notices;
-* :class:`KeyStore` -- the sealing keys of 2026-07-28 ``requestState`` (``basic/patterns/
-  mrtr.mdx``): a key ring, newest first, so that a state sealed with any recent key opens
-  on any worker, and a new key is added without downtime (seal with the newest, open with
-  any);
-* :class:`TaskTable` -- the records of tasks (both eras: 2025-11-25 ``tasks/*``, the
-  2026-07-28 tasks extension), written by the worker that runs each task whenever it changes,
-  so that a ``tasks/get``, ``tasks/result`` or ``tasks/list`` on any worker reads it; a
-  record is kept until a **wall-clock** deadline (its ``createdAt`` plus its TTL plus the
-  skew allowance), and listed per owner (a hash of the session and principal).
-
-The interfaces are ``async`` because a network store must not block an event loop; the
-in-memory defaults never await anything and hold no lock, clock or socket: time comes in as
-``wall_time`` and everything they do is plain data. They serve one process (tests, a single
-worker), and they are the reference the Redis implementations are tested against (one
-contract test suite, ``tests/test_stores.py``).
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

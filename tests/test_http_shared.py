@@ -707,6 +707,36 @@ def test_the_initialize_answer_waits_until_the_record_is_saved() -> None:
                          headers=b.session_headers(save.session_id)).status == 200
 
 
+def test_a_new_session_the_store_could_not_record_is_answered_503() -> None:
+    a, b = workers()
+    a.hold_saves = True
+    conn = a.conn()
+    r = conn.send(body=init_body())
+    save = a.held_saves.pop()
+    drive(a.table.delete(save.session_id))  # the store failed: nothing was written
+    a.server.stored(save, now=a.now, failure=TimeoutError("no answer within 5 s"))
+    a.run()
+    # not a session no other worker can find (its client would be told 404 there): 503
+    # with Retry-After, the initialize's id, and the reason; nothing of it is left here
+    assert r.status == 503 and r.headers["retry-after"] == "1"
+    assert "mcp-session-id" not in r.headers
+    assert r.json["id"] == init_body()["id"] and "could not record" in r.json["error"]["message"]
+    assert "no answer within 5 s" in r.json["error"]["message"]
+    assert a.server.session(save.session_id) is None
+    assert not any(isinstance(e, DropSession) for e in a.done)
+    # a failed change of a session the table has is this worker's only: answered as usual
+    a.hold_saves = False
+    sid = a.initialize()
+    a.hold_saves = True
+    level = a.conn().send(body=request(2, "logging/setLevel", {"level": "error"}),
+                          headers=a.session_headers(sid))
+    a.server.stored(a.held_saves.pop(), now=a.now, failure=TimeoutError("slow"))
+    a.run()
+    assert level.status == 200 and a.server.session(sid) is not None
+    assert b.conn().send(body=request(3, "ping"),
+                         headers=b.session_headers(sid)).status == 200
+
+
 def test_answers_that_changed_the_record_wait_for_it_and_others_do_not() -> None:
     a, b = workers()
     sid = a.initialize()

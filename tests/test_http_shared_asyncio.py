@@ -401,9 +401,11 @@ def test_a_list_change_on_one_worker_reaches_a_listen_stream_on_the_other(
 
 def test_a_store_that_fails_leaves_no_request_hanging(tmp_path: Any,
                                                       caplog: pytest.LogCaptureFixture) -> None:
-    """Redis unreachable: every store call fails. initialize is still answered (the session
-    lives on that worker only, which goes on serving it), another worker answers 503 with
-    Retry-After for it (the store did not answer: it cannot say the session is gone)."""
+    """Redis unreachable: every store call fails, and each request that waits on it is
+    answered 503 with Retry-After: initialize (its session could not be recorded, so no
+    other worker could find it: nothing is made, nothing is lost), and a request for a
+    session another worker has to look up (the store did not answer: it cannot say the
+    session is gone)."""
     pytest.importorskip("redis")
     from mcp_sansio.adapters.redis import RedisStores
 
@@ -416,11 +418,13 @@ def test_a_store_that_fails_leaves_no_request_hanging(tmp_path: Any,
             # (no key in an unreachable store: give one)
             async with start_http(server, stores=_NoBus(one), request_state_key=b"k" * 32) as a, \
                     start_http(server, stores=_NoBus(two), request_state_key=b"k" * 32) as b:
-                sid = await open_session(a.port)  # answered although the save failed
                 conn = await Conn.open(a.port)
-                status, _, messages = await conn.request("POST", call(1, "echo", {"text": "a"}),
-                                                         headers(sid))
-                assert status == 200 and messages[-1]["result"]
+                status, answered, messages = await conn.request("POST", init_body())
+                assert status == 503 and answered["retry-after"] == "1"
+                assert "mcp-session-id" not in answered
+                assert "could not record" in messages[-1]["error"]["message"]
+                assert not a.http.sessions  # nothing of it is left on that worker
+                sid = "a-session-of-another-worker"
                 other = await Conn.open(b.port)
                 status, answered, _ = await other.request(
                     "POST", call(2, "echo", {"text": "b"}), headers(sid))

@@ -19,29 +19,7 @@ that cancels the request; in the handshake era a resumable stream's events wait 
 ``Last-Event-ID``). One sans-IO :class:`~mcp_sansio.http.HTTPServer` serves every request
 of the worker process, its timers armed on the running loop (``adapters/asgi/service.py``).
 
-The ``lifespan`` scope starts the service before the first request and, at shutdown, cancels
-the handlers still running. An application mounted where no ``lifespan`` reaches it (a
-Starlette ``Mount`` passes none down) starts the same service on its first request.
-
-Mounting: the HTTP server's ``path`` (``/mcp`` by default) is relative to the mount point:
-``Mount("/tools", app=app)`` serves ``/tools/mcp`` (the ASGI ``root_path``, the prefix, is
-taken off ``path``). The OAuth protected-resource metadata (``auth=``) lives at
-``/.well-known/...`` on the host (RFC 9728 section 3.1), which a mounted application does not
-see; :attr:`ASGIApp.well_known_paths` are the paths to route to the same application (their
-full path is matched, whatever the prefix). ``ProtectedResource.resource`` is the public URL,
-prefix included.
-
-Shared mode (``stores=``, several workers or several machines; docs/stores.rst): the HTTP
-server is built with ``shared=True`` and a ``stream_tag`` unique to the worker process
-(drawn again in a process forked after the application was built), and the service's start
--- the ``lifespan`` startup, or the first request -- reads the store's ``requestState`` key
-ring and starts the same :class:`~.driver.SharedDriver` as ``start_http(stores=)``
-on the running loop: it carries out the server's store effects, listens on the event bus and
-keeps the key ring current. Until then the ring holds a throwaway key that nothing can use
-(every request waits for the start). On hypercorn's trio worker the stores and the driver
-run on a store thread instead (``stores/home.py``), as under a trio server. Stores given as
-a URL are built by each worker on its own loop (a Redis connection must not cross a fork)
-and closed at shutdown; stores given as an object belong to the caller.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
@@ -169,7 +147,7 @@ class ASGIApp:
             await anyio.to_thread.run_sync(off_loop.close, self.server)
             return
         if self.stores is not None:  # the last task records written before the stores close
-            from ..stores.tasks import close_sharing
+            from ..stores.tasks import close_sharing  # lazy: shared stores only
 
             await close_sharing(self.server)
         owned, self._owned_stores = self._owned_stores, None
@@ -240,8 +218,8 @@ class ASGIApp:
 
     async def _share(self, service: Routing, token: object) -> None:
         """Start shared mode on the running loop (module docstring)."""
-        from ..stores.driver import SharedDriver
-        from ..stores.keys import store_key_ring
+        from ..stores.driver import SharedDriver  # lazy: shared stores only
+        from ..stores.keys import store_key_ring  # lazy: shared stores only
 
         if self._tag_pid is not None and self._tag_pid != os.getpid():
             # Built before a fork: each worker process needs a tag of its own (a stream id,
@@ -378,10 +356,10 @@ class _LateKeys:
 
 def _loop_token(library: str) -> object:
     if library == "asyncio":
-        import asyncio
+        import asyncio  # lazy: that runtime only: the others never load asyncio
 
         return asyncio.get_running_loop()
-    import trio
+    import trio  # lazy: trio is optional
 
     return trio.lowlevel.current_root_task()
 

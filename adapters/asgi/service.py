@@ -22,10 +22,7 @@ granian and hypercorn's asyncio worker; trio under hypercorn's trio worker), rea
 task and the handlers) is hosted by a system task, since an application mounted in another
 framework is not always given a ``lifespan`` to host it.
 
-Bounds: a request body is bounded as it streams (the exchange wire answers ``413`` once
-``max_body_size`` is passed, having kept no more than that); the output queued for a client
-that does not read is bounded by ``max_write_buffer`` (beyond it the request is treated as
-the client gone, as on our own sockets).
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
@@ -46,6 +43,8 @@ from mcp_sansio.http._exchange import (
     ResponseData,
 )
 from mcp_sansio.http._exchange_wire import ExchangeWire
+
+from ..common.deciders import asyncio_decider, trio_decider
 
 __all__ = ["Exchange", "Routing", "SignallingWire", "new_service"]
 
@@ -131,10 +130,6 @@ class Routing:
     def _now(self) -> float:
         raise NotImplementedError
 
-    def _more(self) -> None:
-        """Have the running drain go round once more."""
-        raise NotImplementedError
-
     async def feed(self, channel: ServerChannel, *events: ExchangeInput) -> None:
         """Input events of an ASGI request (those after its channel closed are dropped),
         then the pump once."""
@@ -154,8 +149,7 @@ class Routing:
         events = channel.events_to_send()
         if exchange is None or exchange.gone:
             if not channel.closed:  # its request is over: nothing can be sent any more
-                channel.connection_lost(now=self._now())
-                self._more()
+                channel.connection_lost(now=self._now())  # the drain sees it (needs_drain)
             return
         if not events:
             return
@@ -165,7 +159,6 @@ class Routing:
                      exchange.queued)
             exchange.drop()
             channel.connection_lost(now=self._now())
-            self._more()
 
     def _dispatch(self, session: Session, event: Event) -> None:
         if self._on_event is not None:
@@ -186,16 +179,13 @@ class Routing:
 
 def _asyncio_service(server: Server | None, http: HTTPServer, max_write_buffer: int,
                      on_event: EventHandler | None) -> Routing:
-    import asyncio
+    import asyncio  # lazy: that runtime only: the others never load asyncio
 
-    from ..asyncio.http_server import HTTPService
+    from ..asyncio.http_server import HTTPService  # lazy: the chosen runtime only
 
     class AsyncioService(Routing, HTTPService):
         def _now(self) -> float:
             return self._loop.time()
-
-        def _more(self) -> None:
-            self._again = True
 
         async def feed(self, channel: ServerChannel, *events: ExchangeInput) -> None:
             try:
@@ -217,24 +207,19 @@ def _asyncio_service(server: Server | None, http: HTTPServer, max_write_buffer: 
     service._on_event = on_event
     assert service._loop is asyncio.get_running_loop()
     if http.on_decision_needed is None:  # parked exchanges (tokens to ask about: common.deciders)
-        from ..common.deciders import asyncio_decider
-
         http.on_decision_needed = asyncio_decider(service)
     return service
 
 
 def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int,
                   on_event: EventHandler | None) -> Routing:
-    import trio
+    import trio  # lazy: trio is optional
 
-    from ..trio.http_server import HTTPService
+    from ..trio.http_server import HTTPService  # lazy: the chosen runtime only (trio is optional)
 
     class TrioService(Routing, HTTPService):
         def _now(self) -> float:
             return trio.current_time()
-
-        def _more(self) -> None:
-            self._work = True
 
         async def feed(self, channel: ServerChannel, *events: ExchangeInput) -> None:
             try:
@@ -276,8 +261,6 @@ def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int
     service._exchanges = {}
     service._on_event = on_event
     if http.on_decision_needed is None:  # parked exchanges, asked in the service's nursery
-        from ..common.deciders import trio_decider
-
         http.on_decision_needed = trio_decider(service)
     return service
 

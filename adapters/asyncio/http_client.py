@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from mcp_sansio.app.http_client import HTTPClientLink, HTTPTransportError, attach_http
@@ -35,9 +35,9 @@ from mcp_sansio.http import ClientChannel
 from ..auth.session import SessionAuth
 from ..common import entry_points
 from ..common.async_session import AsyncClient
-from ..common.authorized import run_async
+from ..common.authorized import AsyncAuthorizing, run_async
 from ..common.entry_points import HTTPClientCall, runs
-from ..common.http_client import default_tls
+from ..common.http_client import SocketOptions
 from .runtime import AsyncioRuntime
 from .session import _small_reads
 
@@ -157,7 +157,7 @@ class _Socket(asyncio.Protocol):
             self.link.channel_lost(channel)
 
 
-class AsyncioSockets:
+class AsyncioSockets(AsyncAuthorizing, SocketOptions):
     """An HTTP client's TCP connections on asyncio (``client.sockets``): one
     :class:`_Socket` per channel, opened by :meth:`send` (the link's ``send``); the lock
     that serializes OAuth flows; the close."""
@@ -173,17 +173,12 @@ class AsyncioSockets:
         self.open: dict[ClientChannel, _Socket] = {}
         #: Set whenever a socket is gone (the close waits on it).
         self.changed = asyncio.Event()
-        #: Seconds to wait for a TCP (and TLS) connection to open.
-        self.connect_timeout = connect_timeout
-        #: Unwritten output (bytes) a socket may hold before it is dropped.
-        self.max_write_buffer = max_write_buffer
-        #: TLS for ``https``: the system's trusted certificates unless told otherwise.
-        self.ssl_context: Any = (ssl_context if ssl_context is not None
-                                 else default_tls(link.http.scheme))
+        self._set_up(link, connect_timeout, max_write_buffer, ssl_context)
         self._auth_lock = asyncio.Lock()
-        #: A Unix socket's path to connect to instead of the URL's host and port.
-        self.uds: str | None = None
         link.send = self.send
+
+    async def _run_flow(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        await _authorize(auth, challenge, generation)
 
     def send(self, channel: ClientChannel, data: bytes) -> None:
         sock = self.open.get(channel)
@@ -194,16 +189,6 @@ class AsyncioSockets:
             self.open[channel] = sock
             sock.open()
         sock.send(data, channel.closed)
-
-    async def authorized(self, auth: SessionAuth,
-                         send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        """``send()`` under the OAuth retry (:mod:`~mcp_sansio.adapters.common.authorized`)."""
-        return await run_async(auth, send, self.authorize)
-
-    async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
-        """Run the OAuth flow (its blocking parts in a thread), one at a time."""
-        async with self._auth_lock:
-            await _authorize(auth, challenge, generation)
 
     async def aclose(self, timeout: float | None) -> None:
         """End the session: ``DELETE`` it (handshake era, waiting at most ``timeout``

@@ -21,29 +21,30 @@ import contextlib
 import secrets
 import sys
 import time
-import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
-from mcp_sansio import KeyRing, RequestId
+from mcp_sansio import RequestId
 from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
+from ..common import serving
 from ..common.deciders import asyncio_decider
+from ..common.entry_points import runs
 from ..common.graceful import serve_until_signal
-from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
-from ..common.http_server import new_http_server
+from ..common.http_options import UDS_HOST, unix_listener
 from ..common.listen_error import listening
 from ..stores.driver import SharedDriver
 from ..stores.keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
+from ..stores.tasks import close_sharing
 from .runtime import AsyncioRuntime
 from .session import ServerSession, _small_reads
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
 
 #: Unread output (bytes) a socket may hold before its connection is dropped.
-DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
+DEFAULT_MAX_WRITE_BUFFER = serving.DEFAULT_MAX_WRITE_BUFFER
 
 
 class _HTTPRuntime(AsyncioRuntime):
@@ -163,22 +164,15 @@ class _Socket(asyncio.Protocol):
             self.transport.resume_reading()
 
 
-class HTTPService(HTTPServiceBase[ServerSession]):
+class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
     """A running HTTP server (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int) -> None:
-        self.server = server
-        self.http = http
+        super().__init__(server, http)
         self.max_write_buffer = max_write_buffer
-        #: Bounds of the lingering close (seconds, bytes): see ``common/http_options.py``.
-        self.linger_time = DEFAULT_LINGER_TIME
-        self.linger_bytes = DEFAULT_LINGER_BYTES
         self._loop = asyncio.get_running_loop()
-        self._sessions: weakref.WeakKeyDictionary[Session, ServerSession] = (
-            weakref.WeakKeyDictionary())
         self._sockets: dict[ServerChannel, _Socket] = {}
         self._pumping = False
-        self._again = False
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self._listener: asyncio.Server | None = None
@@ -237,7 +231,6 @@ class HTTPService(HTTPServiceBase[ServerSession]):
         if sock is None or transport is None or transport.is_closing():
             if not channel.closed:
                 channel.connection_lost(now=self._loop.time())
-                self._again = True
             return
         if data:
             transport.write(data)
@@ -308,35 +301,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
         self._closed.set()
 
 
-@contextlib.asynccontextmanager
-async def start_http(
-    server: Server, host: str = "127.0.0.1", port: int = 0, *,
-    request_state_key: bytes | KeyRing | None = None,
-    connection_options: Mapping[str, Any] | None = None,
-    max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
-    new_session_id: Callable[[], str] | None = None,
-    linger_time: float = DEFAULT_LINGER_TIME,
-    linger_bytes: int = DEFAULT_LINGER_BYTES,
-    **http_options: Any,
-) -> AsyncIterator[HTTPService]:
-    """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
-    port, see :attr:`HTTPService.port`) while the block runs.
-    ``uds=PATH`` listens on that Unix domain socket instead (the URL is then
-    ``http://localhost/mcp``; the socket file's mode, a stale file: :ref:`unix-sockets`).
-
-    ``http_options`` go to :class:`~mcp_sansio.http.HTTPServer` (``path``,
-    ``response_mode``, ``allowed_hosts``, ``legacy_sse_path``, limits, ...;
-    ``tool_param_headers`` defaults to the ``x-mcp-header`` annotations of ``server``'s
-    tools, kept current as tools come and go);
-    ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`.
-    Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
-    ``requestState`` (a key or a :class:`~mcp_sansio.KeyRing`; by default the ring the
-    environment configures, else a random key valid for this process only: :doc:`/keys`).
-    A connection the
-    server closes lingers (half-closed, reading and discarding) for at most
-    ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer (413, 400)
-    reaches a client that is still sending.
-
+@runs(serving.start_http, """
     ``stores`` (an object with ``sessions``, ``events`` and ``bus``:
     :class:`mcp_sansio.stores.MemoryStores`, :class:`mcp_sansio.adapters.redis.RedisStores`)
     makes the server *shared*: handshake-era sessions and resumable SSE events live there,
@@ -346,7 +311,10 @@ async def start_http(
     every ``heartbeat_interval`` seconds on the bus and counts another gone after
     ``worker_timeout`` seconds of silence (:doc:`/stores`, "Workers that die"); the
     server's tasks (``enable_tasks``) are kept there too, so every worker sees them. The
-    caller owns the stores (close them after the block)."""
+    caller owns the stores (close them after the block).""")
+@contextlib.asynccontextmanager
+async def start_http(call: serving.HTTPServeCall) -> AsyncIterator[HTTPService]:
+    server, http_options, request_state_key = call.server, call.http_options, None
     uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
     stores = http_options.pop("stores", None)
     key_refresh = http_options.pop("key_refresh_interval", DEFAULT_KEY_REFRESH_INTERVAL)
@@ -357,14 +325,12 @@ async def start_http(
     if stores is not None:
         http_options.setdefault("shared", True)
         http_options.setdefault("stream_tag", secrets.token_hex(4))
-        if request_state_key is None:  # the store's key ring, kept current (stores.keys)
+        if call.request_state_key is None:  # the store's key ring, kept current (stores.keys)
             request_state_key, key_source = await store_key_ring(
                 stores, refresh_interval=key_refresh)
-    http = new_http_server(server, request_state_key=request_state_key,
-                           connection_options=connection_options,
-                           new_session_id=new_session_id, http_options=http_options)
-    service = HTTPService(server, http, max_write_buffer=max_write_buffer)
-    service.linger_time, service.linger_bytes = linger_time, linger_bytes
+    http = serving.http_server_of(call, request_state_key)
+    service = HTTPService(server, http, max_write_buffer=call.max_write_buffer)
+    service.linger_time, service.linger_bytes = call.linger_time, call.linger_bytes
     http.on_decision_needed = asyncio_decider(service)  # parked exchanges (common.deciders)
     if stores is not None:
         service._shared = SharedDriver(http, stores, service._safe_pump, keys=key_source,
@@ -373,14 +339,12 @@ async def start_http(
         share_tasks = getattr(server.tasks, "share", None)  # the server's tasks on every worker
         if share_tasks is not None:
             share_tasks(stores)
-    await service._listen(host, port, uds)
+    await service._listen(call.host, call.port, uds)
     try:
         yield service
     finally:
         await asyncio.shield(service.aclose())
         if stores is not None:  # the last task records written before the stores close
-            from ..stores.tasks import close_sharing
-
             await asyncio.shield(close_sharing(server))
 
 
@@ -396,16 +360,7 @@ async def serve_http(
         await service.serve_forever()
 
 
-def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-    """Serve ``server`` over HTTP, printing its URL on stdout once it listens, until SIGTERM
-    or Ctrl-C; then stop gracefully and return: no new connections, the requests in flight
-    finish (at most ``shutdown_timeout`` seconds, 10 by default; a second signal stops
-    waiting), the rest is closed, a shared worker leaves cleanly (adapters/common/graceful.py).
-    Other options as for :func:`start_http`."""
-
-    def ready(service: HTTPService) -> None:
-        sys.stdout.write(f"{service.url}\n")
-        sys.stdout.flush()
-
-    serve_until_signal("asyncio", sys.modules[__name__], server, host, port, on_ready=ready,
-                       **options)
+@runs(serving.run_http)
+def run_http(call: serving.ServeCall) -> None:
+    serve_until_signal("asyncio", sys.modules[__name__], *call[:3], on_ready=serving.print_url,
+                       **call.options)

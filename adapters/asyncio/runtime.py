@@ -100,7 +100,7 @@ class AsyncioRuntime:
     def task_runtime(self) -> TaskRuntime:
         """Where this runtime runs a server's tasks (the ledger asks through the session:
         :class:`mcp_sansio.app.tasks.TaskHost`)."""
-        from ..common.tasks import ASYNCIO_TASKS
+        from ..common.tasks import ASYNCIO_TASKS  # lazy: tasks only: a cold start does without them
 
         return ASYNCIO_TASKS
 

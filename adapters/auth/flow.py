@@ -19,14 +19,7 @@ is the I/O it leaves out, on asyncio:
 * :class:`FileStorage`, a :class:`~mcp_sansio.auth.TokenStorage` in a JSON file readable
   only by its owner (tokens are secrets: never logged beyond a short prefix).
 
-The same, blocking, for every runtime: :func:`fetch_sync` (a plain socket, the same h11
-framing and bounds), :func:`run_flow_sync`, and :class:`LoopbackListener` (the one-shot
-127.0.0.1 listener as a blocking callable, bound when it is made so that its
-``redirect_uri`` is known before the flow registers). The threads adapter calls them
-directly; trio runs them in a worker thread (``trio.to_thread``), which keeps the carriers
-to one blocking implementation instead of one per event loop.
-
-Time is ``time.time()`` (wall clock), because stored tokens outlive the process.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
@@ -407,7 +400,7 @@ class LoopbackListener:
 def new_dpop_key() -> dict[str, Any]:
     """A fresh EC P-256 private JWK for DPoP (ES256, RFC 9449 §4.2), from the OS's
     randomness (joserfc, the ``auth`` extra)."""
-    from joserfc.jwk import ECKey
+    from joserfc.jwk import ECKey  # lazy: the auth extra
 
     return ECKey.generate_key("P-256", private=True).as_dict(private=True)
 

@@ -9,37 +9,9 @@ to send the user to) and returns the URL the browser came back with (``code``, `
 ``iss``). It makes one :class:`~mcp_sansio.auth.OAuthClientFlow` per MCP server URL, which
 remembers what it discovered and registered across sessions.
 
-:class:`SessionAuth` is one client session's share of it, and holds no I/O:
+:class:`SessionAuth` is one client session's share of it, and holds no I/O.
 
-* before connecting, stored tokens go on the first request already
-  (:meth:`SessionAuth.install`: the ``Authorization`` header in the HTTP client's
-  ``extra_headers``), refreshed first if they are about to expire;
-* an HTTP failure whose status is 401, or 403 with ``error="insufficient_scope"``
-  (``basic/authorization.mdx`` of 2025-11-25 and 2026-07-28, "Scope Challenge Handling";
-  RFC 6750 §3.1), is a *challenge* (:func:`challenge_of`): the runtime runs the flow from
-  that response (a stored refresh token first, else a new authorization; step-up with the
-  union of scopes for 403), installs the new header and retries the request. The HTTP
-  client hands the refused response's headers up with the failure
-  (:attr:`~mcp_sansio.http.TransportFailed.headers`), so nothing is asked twice;
-* before a request, tokens about to expire (the flow's ``refresh_margin``) are refreshed
-  first (:meth:`SessionAuth.due`), so a long session does not collect a 401 per hour.
-
-Without a browser, ``auth=`` may be :class:`~mcp_sansio.auth.ClientCredentials` or a grant
-(:func:`as_oauth` wraps it in an :class:`OAuth` with no user step). With DPoP-bound tokens
-the HTTP client's ``request_headers`` hook asks for a fresh proof for every request
-(:meth:`SessionAuth.install`); a 401 ``use_dpop_nonce`` only sets the nonce.
-
-The retry loop has no bound of its own: the flow counts challenges without a successful
-request in between and ends with :class:`~mcp_sansio.auth.LimitExceeded`
-(:data:`~mcp_sansio.auth._rules.MAX_CONSECUTIVE_CHALLENGES`), so a server that never
-accepts our tokens ends the call with an error, never a loop. Concurrent calls refused at
-the same moment run the flow once: the runtime holds a lock while running it, and a call
-that finds the tokens changed since it was sent (:attr:`SessionAuth.generation`) just
-retries.
-
-Every failure of the flow is an :class:`~mcp_sansio.auth.AuthFlowError` naming the step and
-the URL; the request that needed it raises that error. Failures that are not challenges
-stay :class:`~.http_client.HTTPTransportError`.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -16,16 +16,7 @@ seconds, never beyond the token's own ``exp``; refusals are not remembered (a to
 become valid a moment later, e.g. after a clock step on the authorization server). Tokens are
 secrets: cache keys are their SHA-256, and nothing is logged beyond a short prefix.
 
-Both are ``await verify(token)`` objects for code of your own on asyncio. The HTTP servers
-of every runtime take the pure verifiers instead, which raise
-:class:`~mcp_sansio.auth.VerificationPending` when they must ask and let the server park the
-request while its adapter fetches (``common/deciders.py``):
-:class:`~mcp_sansio.auth.IntrospectionVerifier` itself, and :class:`JWKSKeeper` -- the pure
-:class:`mcp_sansio.auth.jwt.JWKSCache` plus the first fetch before serving, on asyncio, trio
-(``async with``) and threads (``with``).
-
-:func:`shared_replay_cache` (asyncio) shares a DPoP resource server's ``jti`` replay cache
-among the workers of a service through an :class:`~mcp_sansio.stores.EventBus`.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
@@ -80,7 +71,7 @@ class JWKSVerifier:
                  max_age: float = DEFAULT_JWKS_MAX_AGE,
                  min_refetch: float = DEFAULT_JWKS_MIN_REFETCH,
                  **verifier_options: Any) -> None:
-        from mcp_sansio.auth.jwt import JWKSCache
+        from mcp_sansio.auth.jwt import JWKSCache  # lazy: the auth extra (joserfc)
 
         self.jwks_uri = jwks_uri
         self._fetcher = fetcher
@@ -140,7 +131,7 @@ class JWKSKeeper:
                  max_age: float = DEFAULT_JWKS_MAX_AGE,
                  min_refetch: float = DEFAULT_JWKS_MIN_REFETCH,
                  **verifier_options: Any) -> None:
-        from mcp_sansio.auth.jwt import JWKSCache
+        from mcp_sansio.auth.jwt import JWKSCache  # lazy: the auth extra (joserfc)
 
         #: The pure keeper: the keys, when they were asked for and loaded.
         self.cache = JWKSCache(jwks_uri, issuer=issuer, audience=audience,
@@ -174,7 +165,7 @@ class JWKSKeeper:
             if self._fetcher is not None:
                 response = await self._fetcher(request)
             elif _running_trio():
-                import trio
+                import trio  # lazy: trio is optional
 
                 response = await trio.to_thread.run_sync(fetch_sync, request)
             else:
@@ -204,7 +195,7 @@ class JWKSKeeper:
 
 def _running_trio() -> bool:
     try:
-        import sniffio
+        import sniffio  # lazy: trio's, optional
     except ImportError:  # trio needs sniffio: without it, not trio
         return False
     try:
@@ -256,6 +247,7 @@ async def shared_replay_cache(bus: Any, *, max_entries: int = 100_000) -> AsyncI
     :class:`~mcp_sansio.stores.EventBus`, e.g. the Redis one) for the block: give it to
     ``ProofVerifier(replay=...)`` on every worker of an asyncio service. Publications go out
     as tasks (the proof check does not wait for them); the block's end waits for them."""
+    # Lazy: the auth extra (joserfc).
     from mcp_sansio.auth.dpop import REPLAY_TOPIC, SharedReplayCache
 
     loop = asyncio.get_running_loop()

@@ -22,7 +22,7 @@ from mcp_sansio.app.calls import ClientCalls
 from mcp_sansio.app.context import Context, Job, elicit_request, sampling_request
 from mcp_sansio.app.errors import Call, ProgressCallback, outcome
 from mcp_sansio.app.server import ServerLogic
-from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener, log
+from mcp_sansio.app.session import DEFAULT, Answering, ClientLogic, Listener, log
 
 from .plans import asynchronous
 from .stdio import DEFAULT_SHUTDOWN_TIMEOUT
@@ -308,16 +308,9 @@ class AsyncClient(ClientLogic):
 
     async def _answer(self, request: Request) -> None:
         """Answer a handshake-era server's request (sampling, elicitation, roots)."""
-        self._human_wait(request, True)
-        try:
-            value = await _maybe_await(self._input_callback(request.method)(
+        with Answering(self, request) as answer:
+            answer.value = await _maybe_await(self._input_callback(request.method)(
                 request.params or {}))
-        except Exception as exc:
-            self._finish_request(request.request_id, error=exc, method=request.method)
-            return
-        finally:
-            self._human_wait(request, False)
-        self._finish_request(request.request_id, value, method=request.method)
 
     async def connect(self, *, era: Era | None = None) -> Initialized:
         """Negotiate the era (the core probes with ``server/discover`` and falls back to
@@ -329,31 +322,6 @@ class AsyncClient(ClientLogic):
                 self._ready_wakers.append(event.set)
                 await event.wait()
         return self._connect_outcome()
-
-    @property
-    def era(self) -> Era | None:
-        """The era the connection negotiated (None before :meth:`connect`)."""
-        return self.conn.era
-
-    @property
-    def protocol_version(self) -> str | None:
-        """The negotiated protocol revision, e.g. ``"2026-07-28"``."""
-        return self.conn.protocol_version
-
-    @property
-    def server_info(self) -> dict[str, Any]:
-        """The server's ``serverInfo`` (name, version, ...)."""
-        return self.conn.peer_info
-
-    @property
-    def server_capabilities(self) -> dict[str, Any]:
-        """The capabilities the server declared."""
-        return self.conn.peer_capabilities
-
-    @property
-    def instructions(self) -> str | None:
-        """The server's ``instructions``, if it gave any."""
-        return self.conn.instructions
 
     # -- the named calls: each defined once in mcp_sansio/app/calls.py, made into this
     # colour's method by adapters/common/plans.py (asynchronous); signature and docstring come

@@ -23,8 +23,9 @@ from typing import Any, NamedTuple, TypeVar
 from mcp_sansio.app.http_client import HTTPTransportError
 
 from ..auth.session import SessionAuth, challenge_of
+from .plans import Stepper
 
-__all__ = ["ATTEMPT", "Authorize", "authorized", "run_async", "run_blocking"]
+__all__ = ["ATTEMPT", "AsyncAuthorizing", "Authorize", "authorized", "run_async", "run_blocking"]
 
 T = TypeVar("T")
 
@@ -61,49 +62,55 @@ def authorized(auth: SessionAuth) -> Plan:
         return result
 
 
-def advance(plan: Plan, value: Any, error: Exception | None) -> tuple[bool, Any]:
-    """Resume ``plan``: ``(True, its value)`` once it has returned, else ``(False, step)``."""
-    try:
-        return False, plan.throw(error) if error is not None else plan.send(value)
-    except StopIteration as stop:
-        return True, stop.value
+def _attempts(step: Any) -> bool:
+    return not isinstance(step, Authorize)
 
 
 async def run_async(auth: SessionAuth, attempt: Callable[[], Awaitable[T]],
                     authorize: Callable[[SessionAuth, Any, int], Awaitable[None]]) -> T:
     """Run :func:`authorized` for an ``async`` client."""
-    plan = authorized(auth)
-    value: Any = None
-    error: Exception | None = None
-    while True:
-        done, step = advance(plan, value, error)
-        if done:
-            return step  # type: ignore[no-any-return]
-        value, error = None, None
-        if isinstance(step, Authorize):
-            await authorize(auth, step.challenge, step.generation)
-            continue
-        try:
-            value = await attempt()
-        except Exception as exc:  # handed to the plan, which re-raises what it keeps
-            error = exc
+    stepper = Stepper(authorized(auth), _attempts)
+    while stepper.advance():
+        with stepper:
+            step = stepper.step
+            if isinstance(step, Authorize):
+                await authorize(auth, step.challenge, step.generation)
+            else:
+                stepper.value = await attempt()
+    return stepper.result  # type: ignore[no-any-return]
 
 
 def run_blocking(auth: SessionAuth, attempt: Callable[[], T],
                  authorize: Callable[[SessionAuth, Any, int], None]) -> T:
     """:func:`run_async`, blocking (threads)."""
-    plan = authorized(auth)
-    value: Any = None
-    error: Exception | None = None
-    while True:
-        done, step = advance(plan, value, error)
-        if done:
-            return step  # type: ignore[no-any-return]
-        value, error = None, None
-        if isinstance(step, Authorize):
-            authorize(auth, step.challenge, step.generation)
-            continue
-        try:
-            value = attempt()
-        except Exception as exc:  # handed to the plan, which re-raises what it keeps
-            error = exc
+    stepper = Stepper(authorized(auth), _attempts)
+    while stepper.advance():
+        with stepper:
+            step = stepper.step
+            if isinstance(step, Authorize):
+                authorize(auth, step.challenge, step.generation)
+            else:
+                stepper.value = attempt()
+    return stepper.result  # type: ignore[no-any-return]
+
+
+class AsyncAuthorizing:
+    """The OAuth retry of an ``async`` runtime's client sockets (asyncio, trio): one flow at
+    a time under the runtime's own lock (``_auth_lock``); ``_run_flow`` is the runtime's
+    way to run it (its blocking parts in worker threads)."""
+
+    __slots__ = ()
+    _auth_lock: Any
+
+    async def _run_flow(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        raise NotImplementedError
+
+    async def authorized(self, auth: SessionAuth,
+                         send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        """``send()`` under the OAuth retry (:mod:`~mcp_sansio.adapters.common.authorized`)."""
+        return await run_async(auth, send, self.authorize)
+
+    async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        """Run the OAuth flow (its blocking parts in worker threads), one at a time."""
+        async with self._auth_lock:
+            await self._run_flow(auth, challenge, generation)

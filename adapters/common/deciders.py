@@ -18,17 +18,7 @@ exchange is written:
   reads nothing more from it meanwhile), so these threads are bounded by the service's
   ``max_connections``.
 
-The only question handed out here is a token one (:class:`~mcp_sansio.auth.VerificationPending`:
-make its HTTP request). A shared server's store lookups park their exchanges the same way
-(one waiting mechanism: the same slot, timeout and release) but go out with its store
-effects, in order, and are answered by ``stores.driver`` with ``HTTPServer.resolve``;
-another kind reaching a decider is answered with a :class:`TypeError`, which the server
-answers as a decision that could not be made (never a hang). Every request made here gives
-up at the server's ``decision_timeout``, so nothing outlives the exchange it was for. The
-answer is the response, or the exception that stopped it; the server decides what it means.
-Tokens never reach the log. What a decider uses of its service is written here as a small
-protocol per runtime (:class:`AsyncioService`, :class:`TrioService`, :class:`ThreadService`):
-the service modules import this one, never the other way round.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
@@ -154,7 +144,7 @@ def asyncio_decider(service: AsyncioService) -> Callable[[DecisionNeeded], None]
 
 def trio_decider(service: TrioService) -> Callable[[DecisionNeeded], None]:
     """``on_decision_needed`` for the trio HTTP service (called inside its tasks)."""
-    import trio
+    import trio  # lazy: trio is optional
 
     http = service.http
 

@@ -19,19 +19,23 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, ParamSpec, TypeVar
 
-from mcp_sansio import Era, Notification
+from mcp_sansio import Era, KeyRing, Notification
+from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 
 from .stdio import DEFAULT_SHUTDOWN_TIMEOUT, STDERR_LOGGER
 
 if TYPE_CHECKING:
+    from mcp_sansio.app.server import Server
+
     from ..auth.session import AuthOption
 
-__all__ = ["HTTPClientCall", "StdioClientCall", "connect_http", "connect_stdio", "load_http",
-           "runs"]
+__all__ = ["RUNTIME_NAMES", "HTTPClientCall", "StdioClientCall", "StdioServeCall", "connect_http",
+           "connect_stdio", "documented", "load_http", "runs", "serve_stdio"]
 
 P = ParamSpec("P")
 C = TypeVar("C")
 R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class StdioClientCall(NamedTuple):
@@ -65,6 +69,19 @@ class HTTPClientCall(NamedTuple):
     uds: str | None
 
 
+class StdioServeCall(NamedTuple):
+    """The arguments of a ``serve_stdio`` call."""
+
+    server: Server
+    stdin_fd: int | None
+    stdout_fd: int | None
+    request_state_key: bytes | KeyRing | None
+    keepalive: float | None
+    keepalive_misses: int
+    #: The options for each session's :class:`~mcp_sansio.ServerConnection`.
+    connection_options: dict[str, Any]
+
+
 def runs(definition: Callable[P, C], note: str = ""
          ) -> Callable[[Callable[[C], R]], Callable[P, R]]:
     """Make a runtime's entry point of ``definition`` and the runtime's implementation
@@ -83,6 +100,17 @@ def runs(definition: Callable[P, C], note: str = ""
             definition).replace(return_annotation=returns)
         return entry
     return make
+
+
+def documented(definition: Callable[..., Any], note: str) -> Callable[[F], F]:
+    """Give a runtime's entry point that keeps a signature of its own (parameters only it
+    has) the documentation of ``definition``, and ``note`` after it."""
+
+    def document(function: F) -> F:
+        function.__doc__ = "\n\n".join(
+            inspect.cleandoc(text) for text in (definition.__doc__ or "", note))
+        return function
+    return document
 
 
 def connect_stdio(
@@ -153,11 +181,36 @@ def connect_http(
         headers, http_options, auth, os.fspath(uds) if uds is not None else None)
 
 
+def serve_stdio(
+    server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
+    request_state_key: bytes | KeyRing | None = None, keepalive: float | None = None,
+    keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
+) -> StdioServeCall:
+    """Serve one MCP connection on this process's stdin/stdout (or the given descriptors)
+    until the client closes stdin. While serving, ``sys.stdout`` and descriptor 1 point at
+    stderr, so stray ``print()`` output cannot corrupt the protocol stream.
+
+    ``request_state_key`` seals stateless-era ``requestState`` (by default the ring the
+    environment configures, :doc:`/keys`, else a random key, in which case
+    state is valid for this process only).
+
+    ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25
+    basic/utilities/ping) and ends the session after ``keepalive_misses`` unanswered in a
+    row (``mcp_sansio.app.keepalive``); off by default."""
+    return StdioServeCall(server, stdin_fd, stdout_fd, request_state_key, keepalive,
+                          keepalive_misses, connection_options)
+
+
 #: The HTTP names of every runtime package, loaded on first use from its ``http_client`` or
 #: ``http_server`` module, so that a stdio process does not pay for importing h11 and
 #: :mod:`mcp_sansio.http` at start-up (15-48 ms of a cold start, measured).
 HTTP_CLIENT_NAMES = ("HTTPClientSession", "HTTPTransportError", "connect_http")
 HTTP_SERVER_NAMES = ("HTTPService", "run_http", "serve_http", "start_http")
+#: The public names of every runtime package (``asyncio``, ``trio``, ``threading``): its
+#: ``__all__`` is these and what only that runtime has.
+RUNTIME_NAMES = ("Client", "ConnectionClosedError", "Context", "McpError", "RequestTimeout",
+                 "Server", "ServerSession", "ToolError", "connect_stdio", "run_stdio",
+                 "serve_stdio", *HTTP_CLIENT_NAMES, *HTTP_SERVER_NAMES)
 
 
 def load_http(package: str) -> Callable[[str], Any]:

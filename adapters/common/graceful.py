@@ -18,13 +18,7 @@ stop in order:
    cancelled (their callers see the connection end), and a worker of shared stores says
    "gone" on the bus, a clean leave rather than a death the others must time out.
 
-The signal is caught by the runtime's own means (``loop.add_signal_handler``,
-``trio.open_signal_receiver``, ``signal.signal`` on threads) so that it never lands as a
-``KeyboardInterrupt`` in the middle of the server's work; one that arrives before the
-handlers are installed or after they are removed still ends the run quietly (a trio nursery's
-group of ``KeyboardInterrupt`` included). :func:`serve_until_signal` returns the signal
-number; ``run_http`` then returns (exit status 0), ``serve-example`` exits 0 for SIGTERM and
-130 for Ctrl-C (docs/cli.rst).
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
@@ -68,12 +62,12 @@ def serve_until_signal(runtime: str, adapter: Any, server: Any, host: str, port:
     came before the handlers were in place."""
     try:
         if runtime == "asyncio":
-            import asyncio
+            import asyncio  # lazy: that runtime only: the others never load asyncio
 
             return asyncio.run(_asyncio(adapter, server, host, port, on_ready,
                                         shutdown_timeout, options))
         if runtime == "trio":
-            import trio
+            import trio  # lazy: trio is optional
 
             return int(trio.run(_trio, adapter, server, host, port, on_ready,
                                 shutdown_timeout, options))
@@ -89,7 +83,7 @@ def serve_until_signal(runtime: str, adapter: Any, server: Any, host: str, port:
 async def _asyncio(adapter: Any, server: Any, host: str, port: int,
                    on_ready: Callable[[Any], Any] | None, timeout: float,
                    options: dict[str, Any]) -> int:
-    import asyncio
+    import asyncio  # lazy: that runtime only: the others never load asyncio
 
     loop = asyncio.get_running_loop()
     stop, force = asyncio.Event(), asyncio.Event()
@@ -130,7 +124,7 @@ async def _asyncio(adapter: Any, server: Any, host: str, port: int,
 async def _trio(adapter: Any, server: Any, host: str, port: int,
                 on_ready: Callable[[Any], Any] | None, timeout: float,
                 options: dict[str, Any]) -> int:
-    import trio
+    import trio  # lazy: trio is optional
 
     got: list[int] = []
     with trio.open_signal_receiver(*STOP_SIGNALS) as signals:

@@ -36,10 +36,12 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_sansio.http import param_headers
 
+from .listen_error import ListenError
+
 if TYPE_CHECKING:
     from mcp_sansio.app.server import Server
 
-__all__ = ["DEFAULT_LINGER_BYTES", "DEFAULT_LINGER_TIME", "UDS_HOST", "UDS_MODE",
+__all__ = ["DEFAULT_LINGER_BYTES", "DEFAULT_LINGER_TIME", "HIGH_WATER", "UDS_HOST", "UDS_MODE",
            "claim_socket_path", "tool_param_headers", "unix_listener"]
 
 #: Seconds a closing connection keeps reading (and discarding) what its client still sends:
@@ -58,6 +60,9 @@ UDS_MODE = 0o600
 #: The host a server on a Unix socket names in its URL (``http://localhost/mcp``): what a
 #: client sends as ``Host``, which the default DNS-rebinding check accepts.
 UDS_HOST = "localhost"
+#: Unsent output (bytes) above which a connection is not read from until it drains: 256 KiB,
+#: asyncio's write-buffer high-water mark, which the asyncio adapter relies on.
+HIGH_WATER = 256 * 1024
 
 
 def claim_socket_path(path: str) -> str | None:
@@ -88,8 +93,6 @@ def unix_listener(path: str, backlog: int = 128) -> socket.socket:
     """A listening Unix stream socket at ``path`` (mode :data:`UDS_MODE`), blocking; a
     :class:`~mcp_sansio.adapters.common.listen_error.ListenError` saying why when it
     cannot be made. The mode is set before ``listen``: until then nobody can connect."""
-    from .listen_error import ListenError
-
     refused = claim_socket_path(path)
     if refused is not None:
         raise ListenError(errno.EADDRINUSE, f"cannot listen on {path}: {refused}", path, 0)

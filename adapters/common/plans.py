@@ -18,28 +18,14 @@ parameters), ``__doc__`` (the definition's, plus one line naming the options),
 plain function call: the definition, which builds the call; the arguments are bound by
 Python's own call machinery, never by ``inspect``.
 
-For type checkers, the builders' return types are descriptor protocols whose ``__get__``
-gives ``Callable[P, Coroutine[..., R]]`` (``async``) or ``Callable[P, R]`` (blocking), ``P``
-and ``R`` taken from the definition: ``client.call_tool(name, arguments, timeout=...)`` is
-checked against the definition's own parameters, and ``cancel=`` only where the colour's
-specialisation of ``ClientCalls`` gives it a type (threads).
-
-Two kinds of definition:
-
-* a named call returns a :class:`~mcp_sansio.app.calls.NamedCall`; the method sends it
-  through the client's ``request`` with the caller's options, gathering the pages of a list
-  call with :func:`~mcp_sansio.app.calls.walk_pages`;
-* a task call (a generator function) takes the client first and returns a plan; the method
-  runs it: each ``Send`` is a ``request``, each ``Sleep`` the client's ``_sleep``.
-
-No I/O here: the colour's client does it.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Generator
 from typing import Any, Concatenate, ForwardRef, ParamSpec, Protocol, TypeVar, overload
 
 from mcp_sansio.app.calls import (
@@ -52,7 +38,8 @@ from mcp_sansio.app.calls import (
 )
 from mcp_sansio.app.client_tasks import Plan, Send, Sleep
 
-__all__ = ["AsyncMethod", "BlockingMethod", "asynchronous", "blocking", "colour_options"]
+__all__ = ["AsyncMethod", "BlockingMethod", "Stepper", "advance", "asynchronous", "blocking",
+           "colour_options"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -161,13 +148,63 @@ class _Install:
 # -- one plan, two colours ------------------------------------------------------------------
 
 
-def _advance(plan: Plan, value: Any, error: BaseException | None) -> tuple[bool, Any]:
-    """Resume ``plan`` with a request's result (or its exception): ``(True, value)`` once the
-    plan has returned, else ``(False, next step)``. The one step both colours' runners take."""
+def advance(plan: Generator[Any, Any, Any], value: Any, error: BaseException | None
+            ) -> tuple[bool, Any]:
+    """Resume ``plan`` with a step's result (or its exception): ``(True, value)`` once the
+    plan has returned, else ``(False, next step)``."""
     try:
         return False, plan.throw(error) if error is not None else plan.send(value)
     except StopIteration as stop:
         return True, stop.value
+
+
+class Stepper:
+    """A plan run by a runtime's own loop, which is the same on every runtime::
+
+        stepper = Stepper(plan, handed)
+        while stepper.advance():
+            with stepper:
+                stepper.value = take(stepper.step)   # ``await take(...)`` when async
+        return stepper.result
+
+    :meth:`advance` resumes the plan with what the last step gave: its value, or the
+    exception it raised if ``handed(step)`` (the plan decides what to keep); an exception of
+    any other step, or one that is not an :class:`Exception` (a cancellation), ends the run.
+    Used for the client's task calls (here) and the OAuth retry (:mod:`.authorized`)."""
+
+    __slots__ = ("error", "handed", "plan", "result", "step", "value")
+
+    def __init__(self, plan: Generator[Any, Any, Any], handed: Callable[[Any], bool]) -> None:
+        self.plan = plan
+        self.handed = handed
+        self.step: Any = None
+        self.value: Any = None
+        self.error: Exception | None = None
+        #: What the plan returned, once :meth:`advance` is false.
+        self.result: Any = None
+
+    def advance(self) -> bool:
+        """Resume the plan: True with its next :attr:`step`, False once it has returned."""
+        done, step = advance(self.plan, self.value, self.error)
+        self.value = self.error = None
+        if done:
+            self.result = step
+            return False
+        self.step = step
+        return True
+
+    def __enter__(self) -> Stepper:
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> bool:
+        if isinstance(exc, Exception) and self.handed(self.step):
+            self.error = exc  # handed to the plan, which re-raises what it keeps
+            return True
+        return False
+
+
+def _sends(step: Any) -> bool:
+    return not isinstance(step, Sleep)
 
 
 def _pages(call: NamedCall[Any]) -> Plan:
@@ -190,20 +227,17 @@ def _pages(call: NamedCall[Any]) -> Plan:
 async def _run_async(client: Any, plan: Plan, options: Any = None) -> Any:
     """Run a plan: each ``Send`` is a request (with the caller's ``options``, if any), each
     ``Sleep`` the client's sleep; a request's exception is thrown into the plan."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        done, step = _advance(plan, value, error)
-        if done:
-            return step
-        value, error = None, None
-        if isinstance(step, Sleep):
-            await client._sleep(step.seconds)
-            continue
-        try:
-            value = await client.request(step.method, step.params, **(options or {}))
-        except Exception as exc:  # handed to the plan, which re-raises what it keeps
-            error = exc
+    stepper = Stepper(plan, _sends)
+    while stepper.advance():
+        with stepper:
+            stepper.value = await _take_async(client, stepper.step, options)
+    return stepper.result
+
+
+async def _take_async(client: Any, step: Send | Sleep, options: Any) -> Any:
+    if isinstance(step, Sleep):
+        return await client._sleep(step.seconds)
+    return await client.request(step.method, step.params, **(options or {}))
 
 
 @overload
@@ -231,20 +265,17 @@ def asynchronous(define: Callable[..., Any]) -> Any:
 
 def _run_blocking(client: Any, plan: Plan, options: Any = None) -> Any:
     """:func:`_run_async`, blocking."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        done, step = _advance(plan, value, error)
-        if done:
-            return step
-        value, error = None, None
-        if isinstance(step, Sleep):
-            client._sleep(step.seconds)
-            continue
-        try:
-            value = client.request(step.method, step.params, **(options or {}))
-        except Exception as exc:  # handed to the plan, which re-raises what it keeps
-            error = exc
+    stepper = Stepper(plan, _sends)
+    while stepper.advance():
+        with stepper:
+            stepper.value = _take_blocking(client, stepper.step, options)
+    return stepper.result
+
+
+def _take_blocking(client: Any, step: Send | Sleep, options: Any) -> Any:
+    if isinstance(step, Sleep):
+        return client._sleep(step.seconds)
+    return client.request(step.method, step.params, **(options or {}))
 
 
 @overload

@@ -22,6 +22,7 @@ __all__ = [
     "pollable",
     "read_all",
     "signal_group",
+    "stdio_ends",
 ]
 
 #: How long each step of the stdio shutdown sequence waits (after closing stdin, after
@@ -97,6 +98,16 @@ class ProtectedStdio:
         transport that closes it)."""
         with contextlib.suppress(OSError):
             os.close(self.out_fd)
+
+
+def stdio_ends(stdin_fd: int | None, stdout_fd: int | None
+               ) -> tuple[ProtectedStdio | None, int, int]:
+    """A stdio server's descriptors ``(guard, in, out)``: the given ones, else this process's
+    own stdin and stdout behind a :class:`ProtectedStdio` (``guard``; restore it after)."""
+    guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
+    in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
+    out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
+    return guard, in_fd, out_fd
 
 
 @contextlib.contextmanager

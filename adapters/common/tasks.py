@@ -103,7 +103,7 @@ class _Waiter:
 
 class _AsyncioRunner(_Runner):
     def __init__(self) -> None:
-        import asyncio
+        import asyncio  # lazy: that runtime only: the others never load asyncio
 
         self.loop = asyncio.get_running_loop()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -124,7 +124,7 @@ class _AsyncioRunner(_Runner):
 
 class _AsyncioWaiter(_Waiter):
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        import asyncio
+        import asyncio  # lazy: that runtime only: the others never load asyncio
 
         self.loop = loop
         self.event = asyncio.Event()
@@ -138,7 +138,7 @@ class _AsyncioWaiter(_Waiter):
 
 class _TrioRunner(_Runner):
     def __init__(self) -> None:
-        import trio
+        import trio  # lazy: trio is optional
 
         self.trio = trio
         self.token = trio.lowlevel.current_trio_token()
@@ -182,7 +182,7 @@ class _ThreadRunner(_Runner):
             task._cancel = None  # a plain def handler polls ctx.cancelled
             thread.start()
             return
-        import asyncio
+        import asyncio  # lazy: that runtime only: the others never load asyncio
 
         loop = asyncio.new_event_loop()
         ready = threading.Event()
@@ -230,7 +230,7 @@ class _ThreadWaiter(_Waiter):
                 loop.call_soon_threadsafe(async_event.set)
 
     async def wait(self) -> None:
-        import asyncio
+        import asyncio  # lazy: that runtime only: the others never load asyncio
 
         self.loop = asyncio.get_running_loop()
         self.async_event = asyncio.Event()
@@ -415,7 +415,7 @@ class _TaskRuntime:
         return self._runner().waiter()
 
     def share(self, ledger: TaskLedger, stores: Any) -> TaskSharing:
-        from ..stores.tasks import SharedTasks
+        from ..stores.tasks import SharedTasks  # lazy: shared stores only
 
         sharing = SharedTasks(stores, wall=ledger.wall)
         sharing.ledger = ledger

@@ -228,18 +228,20 @@ class SharedDriver:
                 log.warning("a shared store failed on %r", effect,
                             exc_info=not isinstance(exc, TimeoutError))
                 # Nothing is left hanging: a lookup is answered 503 with Retry-After
-                # (the server: nothing known, nothing lost), a held answer goes (the
+                # (the server: nothing known, nothing lost), so is an initialize whose
+                # new session could not be recorded; another held answer goes (the
                 # session's change then lives on this worker only).
                 self._failed(effect, exc)
 
     def _failed(self, effect: SharedEffect, exc: Exception) -> None:
+        failure = exc if str(exc) else TimeoutError(
+            f"no answer within {self.store_timeout:g} s")
+
         def tell(now: float) -> None:
             if isinstance(effect, Lookup):
-                failure = exc if str(exc) else TimeoutError(
-                    f"no answer within {self.store_timeout:g} s")
                 self.http.resolve(effect, failure, now=now)
             elif isinstance(effect, SaveSession | DropSession):
-                self.http.stored(effect, now=now)
+                self.http.stored(effect, now=now, failure=failure)
             self._safe_pump()
         self._server(tell)
 

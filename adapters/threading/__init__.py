@@ -17,15 +17,7 @@ Client::
         token = CancelToken()          # token.cancel() from another thread cancels the call
         result = client.call_tool("sleep", {"seconds": 5}, cancel=token, timeout=10)
 
-Server::
-
-    server = Server("demo")
-
-    @server.tool()
-    def echo(text: str) -> str:
-        return text
-
-    run_stdio(server)
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
@@ -35,33 +27,27 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from mcp_sansio import KeyRing
-from mcp_sansio.app.errors import (
-    ConnectionClosedError,
-    McpError,
-    RequestCancelledError,
-    RequestTimeout,
-    ToolError,
-)
+from mcp_sansio.app.errors import ConnectionClosedError as ConnectionClosedError
+from mcp_sansio.app.errors import McpError as McpError
+from mcp_sansio.app.errors import RequestCancelledError as RequestCancelledError
+from mcp_sansio.app.errors import RequestTimeout as RequestTimeout
+from mcp_sansio.app.errors import ToolError as ToolError
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
-from mcp_sansio.app.server import Server
+from mcp_sansio.app.server import Server as Server
 
 from ..common import entry_points
-from ..common.entry_points import StdioClientCall, load_http, runs
+from ..common.entry_points import RUNTIME_NAMES, StdioClientCall, documented, load_http, runs
 from ..common.stdio import (
     LineLogger,
-    ProtectedStdio,
     pollable,
     read_all,
+    stdio_ends,
 )
 from ..keys import request_state_keys
 from ..stdio import spawn_server
 from .runtime import ThreadChild
-from .session import (
-    CancelToken,
-    SyncClient,
-    SyncServerSession,
-    ThreadContext,
-)
+from .session import CancelToken as CancelToken
+from .session import SyncClient, SyncServerSession, ThreadContext
 
 if TYPE_CHECKING:
     import asyncio
@@ -70,29 +56,8 @@ else:  # imported when an async def handler first runs: a cold start does withou
 
     asyncio = LazyModule("asyncio", globals())
 
-__all__ = [
-    "CancelToken",
-    "Client",
-    "ConnectionClosedError",
-    "Context",
-    "McpError",
-    "RequestCancelledError",
-    "RequestTimeout",
-    "Server",
-    "ServerSession",
-    "ToolError",
-    "connect_stdio",
-    "run_stdio",
-    "serve_stdio",
-    # HTTP (adapters/threading/http_server.py)
-    "HTTPClientSession",
-    "HTTPService",
-    "HTTPTransportError",
-    "connect_http",
-    "run_http",
-    "serve_http",
-    "start_http",
-]
+# The names every runtime offers, listed once (common/entry_points.py), and its own.
+__all__ = [*RUNTIME_NAMES, "CancelToken", "RequestCancelledError"]  # noqa: PLE0604
 
 Context = ThreadContext
 _CHUNK = 1 << 16
@@ -132,22 +97,15 @@ def connect_stdio(call: StdioClientCall) -> Iterator[Client]:
 # -- the server ----------------------------------------------------------------------------------
 
 
+@documented(entry_points.serve_stdio, "On threads the call blocks: the calling thread is the "
+            "reader; handlers run in a pool of ``max_workers`` threads.")
 def serve_stdio(
     server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
     request_state_key: bytes | KeyRing | None = None, max_workers: int = 32,
     keepalive: float | None = None,
     keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
 ) -> None:
-    """Serve one MCP connection on this process's stdin/stdout (or the given descriptors),
-    blocking until the client closes stdin. The calling thread is the reader; handlers run
-    in a pool of ``max_workers`` threads. Stray ``print()`` output goes to stderr.
-
-    ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25
-    basic/utilities/ping) and ends the session after ``keepalive_misses`` unanswered in a
-    row (``mcp_sansio.app.keepalive``); off by default."""
-    guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
-    in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
-    out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
+    guard, in_fd, out_fd = stdio_ends(stdin_fd, stdout_fd)
     conn = server.connection(
         request_state_key=request_state_keys(request_state_key), **connection_options)
     session = ServerSession(conn, server, max_workers=max_workers, keepalive=keepalive,
@@ -179,10 +137,14 @@ def run_stdio(server: Server, **options: Any) -> None:
 
 # The HTTP names load on first use (common/entry_points.py, load_http).
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
-    from mcp_sansio.app.http_client import HTTPTransportError
+    from mcp_sansio.app.http_client import HTTPTransportError as HTTPTransportError
 
-    from .http_client import HTTPClientSession, connect_http
-    from .http_server import HTTPService, run_http, serve_http, start_http
+    from .http_client import HTTPClientSession as HTTPClientSession
+    from .http_client import connect_http as connect_http
+    from .http_server import HTTPService as HTTPService
+    from .http_server import run_http as run_http
+    from .http_server import serve_http as serve_http
+    from .http_server import start_http as start_http
 
 
 __getattr__ = load_http(__name__)

@@ -28,7 +28,7 @@ from ..auth.session import SessionAuth
 from ..common import entry_points
 from ..common.authorized import run_blocking
 from ..common.entry_points import HTTPClientCall, runs
-from ..common.http_client import default_tls
+from ..common.http_client import SocketOptions
 from .http_server import _CHUNK, DEFAULT_MAX_WRITE_BUFFER, _Writer, log
 from .runtime import ThreadRuntime
 from .session import SyncClient
@@ -199,7 +199,7 @@ class _ClientSocket(_Writer):
         return bytes(out)
 
 
-class ThreadSockets:
+class ThreadSockets(SocketOptions):
     """A blocking HTTP client's TCP connections (``client.sockets``): one
     :class:`_ClientSocket` per channel with its reader thread, opened by :meth:`send` (the
     link's ``send``); the client's timer thread (the link's ``arm``: an HTTP client has no
@@ -224,15 +224,7 @@ class ThreadSockets:
         self._stopping = False
         self._timer_thread: threading.Thread | None = None
         self._readers: set[threading.Thread] = set()
-        #: Seconds to wait for a TCP (and TLS) connection to open.
-        self.connect_timeout = connect_timeout
-        #: Unwritten output (bytes) a socket may hold before it is dropped.
-        self.max_write_buffer = max_write_buffer
-        #: A Unix socket's path to connect to instead of the URL's host and port.
-        self.uds: str | None = None
-        #: TLS for ``https``: the system's trusted certificates unless told otherwise.
-        self.ssl_context: Any = (ssl_context if ssl_context is not None
-                                 else default_tls(link.http.scheme))
+        self._set_up(link, connect_timeout, max_write_buffer, ssl_context)
         # Not the session's lock: the flow makes HTTP requests and waits for the user.
         self._auth_lock = threading.Lock()
         link.send = self.send

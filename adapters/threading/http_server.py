@@ -38,7 +38,6 @@ import socket
 import sys
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -54,36 +53,26 @@ from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
+from ..common import http_options, serving
 from ..common.async_session import _Resumed
 from ..common.deciders import thread_decider
+from ..common.entry_points import documented, runs
 from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
-from ..common.http_server import new_http_server
 from ..common.listen_error import listening
 from ..stores.driver import SharedDriver
 from ..stores.home import OffLoopShare, locked_enter
 from .runtime import ThreadRuntime, loop_running_here, step_once
 from .session import SyncServerSession
 
-__all__ = [
-    "DEFAULT_MAX_CONNECTIONS",
-    "DEFAULT_MAX_WORKERS",
-    "DEFAULT_MAX_WRITE_BUFFER",
-    "HTTPService",
-    "run_http",
-    "serve_http",
-    "start_http",
-]
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "DEFAULT_MAX_WORKERS", "DEFAULT_MAX_WRITE_BUFFER",
+           "HTTPService", "run_http", "serve_http", "start_http"]
+
+#: Unread output (bytes) a socket may hold before its connection is dropped.
+DEFAULT_MAX_WRITE_BUFFER = serving.DEFAULT_MAX_WRITE_BUFFER
 
 log = logging.getLogger("mcp_sansio.adapters.http")
 
-#: Unread output (bytes) a socket may hold before its connection is dropped: 16 MiB, as on
-#: asyncio -- room for many large SSE events to a slow reader, a bound for one that never
-#: reads.
-DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
-#: Above this much unread output a connection is not read from: 256 KiB, asyncio's
-#: high-water mark in the asyncio adapter.
-_HIGH_WATER = 256 * 1024
 #: TCP connections served at once: 1,024. Each has a reader thread (a few tens of KiB of
 #: memory, stacks being reserved lazily); beyond the cap clients wait in the listen backlog
 #: until one closes.
@@ -182,15 +171,7 @@ class _HTTPRuntime(ThreadRuntime):
         """(A pool thread.) Run a suspended handler to its end on its own loop."""
         request_id = request.request_id
         session = cast("SyncServerSession", self.session)
-
-        def cancel() -> None:
-            with contextlib.suppress(RuntimeError):  # the loop has just closed: it is over
-                loop.call_soon_threadsafe(task.cancel)
-        with self.lock:
-            if ctx.cancelled:
-                task.cancel()
-            else:
-                self.cancellers[request_id] = cancel
+        self.cancel_with(request_id, ctx, loop, task)
         try:
             value = loop.run_until_complete(task)
         except asyncio.CancelledError:
@@ -349,14 +330,14 @@ class _Writer:
                 if sent < len(data):
                     self._queue.appendleft(data[sent:])
                 self._queued -= sent
-                if self._queued <= _HIGH_WATER:
+                if self._queued <= http_options.HIGH_WATER:
                     self._drained.notify_all()
 
     def _wait_drained(self) -> None:
         """Backpressure (the reader, before it reads): a peer that does not read what we
         write is not read from until it has caught up."""
         with self._lock:
-            while self._queued > _HIGH_WATER and not self._dead:
+            while self._queued > http_options.HIGH_WATER and not self._dead:
                 self._drained.wait()
 
     def _release(self) -> None:
@@ -457,22 +438,17 @@ class _Socket(_Writer):
             service._readers.discard(self.reader)
 
 
-class HTTPService(HTTPServiceBase[SyncServerSession]):
+class HTTPService(HTTPServiceBase[SyncServerSession], serving.Lingering):
     """A running HTTP server on threads (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int,
                  max_connections: int, max_workers: int, shutdown_timeout: float) -> None:
-        self.server = server
-        #: The sans-IO HTTP server (use it under :attr:`lock`).
-        self.http = http
+        super().__init__(server, http)
         #: Held around every use of :attr:`http` and of the sessions' connections.
         self.lock = threading.RLock()
         self.max_write_buffer = max_write_buffer
         self.max_connections = max_connections
         self.shutdown_timeout = shutdown_timeout
-        #: Bounds of the lingering close (seconds, bytes): see ``common/http_options.py``.
-        self.linger_time = DEFAULT_LINGER_TIME
-        self.linger_bytes = DEFAULT_LINGER_BYTES
         # The reaper's heap of lingering sockets, under a lock of its own (taken while a
         # socket's lock is held, never the other way round).
         self._reap: list[tuple[float, int, _Socket]] = []
@@ -482,13 +458,10 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
         self._reaping = True
         self._pool = ThreadPoolExecutor(max_workers=max_workers,
                                         thread_name_prefix="mcp-sansio-handler")
-        self._sessions: weakref.WeakKeyDictionary[Session, SyncServerSession] = (
-            weakref.WeakKeyDictionary())
         self._sockets: dict[ServerChannel, _Socket] = {}
         self._readers: set[threading.Thread] = set()
         self._steppers: list[asyncio.AbstractEventLoop] = []
         self._pumping = False
-        self._again = False
         self._timer = threading.Condition(self.lock)
         self._timer_at: float | None = None
         self._room = threading.Condition(self.lock)  # a connection slot became free
@@ -565,7 +538,6 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
         if sock is None or (data and not sock.send(data)):
             if not channel.closed:
                 channel.connection_lost(now=time.monotonic())
-                self._again = True
             return
         if channel.closed:
             sock.close_after_flush()
@@ -736,6 +708,11 @@ class HTTPService(HTTPServiceBase[SyncServerSession]):
         self._stopped.set()
 
 
+@documented(serving.start_http,
+            "On threads the server runs in background threads: handlers in a pool of "
+            "``max_workers`` threads; at most ``max_connections`` connections are served "
+            "at once, more wait in the listen ``backlog``; closing waits at most "
+            "``shutdown_timeout`` seconds for handlers still running.")
 @contextlib.contextmanager
 def start_http(
     server: Server, host: str = "127.0.0.1", port: int = 0, *,
@@ -751,31 +728,13 @@ def start_http(
     linger_bytes: int = DEFAULT_LINGER_BYTES,
     **http_options: Any,
 ) -> Iterator[HTTPService]:
-    """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
-    port, see :attr:`HTTPService.port`) in background threads while the block runs.
-    ``uds=PATH`` listens on that Unix domain socket instead (the URL is then
-    ``http://localhost/mcp``; the socket file's mode, a stale file: :ref:`unix-sockets`).
-
-    ``http_options`` go to :class:`~mcp_sansio.http.HTTPServer` (``path``,
-    ``response_mode``, ``allowed_hosts``, ``legacy_sse_path``, limits, ...;
-    ``tool_param_headers`` defaults to the ``x-mcp-header`` annotations of ``server``'s
-    tools, kept current as tools come and go);
-    ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`.
-    Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
-    ``requestState`` (a key or a :class:`~mcp_sansio.KeyRing`; by default the ring the
-    environment configures, else a random key valid for this process only: :doc:`/keys`).
-    Handlers run in a
-    pool of ``max_workers`` threads; at most ``max_connections`` connections are served at
-    once. A connection the server closes lingers (half-closed, its reader discarding) for
-    at most ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer
-    (413, 400) reaches a client that is still sending."""
     uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
     share = OffLoopShare.take(http_options)  # ``stores=``: shared (stores/home.py)
     if share is not None:
         request_state_key = share.prepare(http_options, request_state_key)
-    http = new_http_server(server, request_state_key=request_state_key,
-                           connection_options=connection_options,
-                           new_session_id=new_session_id, http_options=http_options)
+    http = serving.http_server_of(serving.HTTPServeCall(
+        server, host, port, request_state_key, connection_options, max_write_buffer,
+        new_session_id, linger_time, linger_bytes, http_options))
     service = HTTPService(server, http, max_write_buffer=max_write_buffer,
                           max_connections=max_connections, max_workers=max_workers,
                           shutdown_timeout=shutdown_timeout)
@@ -806,16 +765,7 @@ def serve_http(
         service.serve_forever()
 
 
-def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-    """Serve ``server`` over HTTP, printing its URL on stdout once it listens, until SIGTERM
-    or Ctrl-C; then stop gracefully and return: no new connections, the requests in flight
-    finish (at most ``shutdown_timeout`` seconds, 10 by default; a second signal stops
-    waiting), the rest is closed, a shared worker leaves cleanly (adapters/common/graceful.py).
-    Other options as for :func:`start_http`."""
-
-    def ready(service: HTTPService) -> None:
-        sys.stdout.write(f"{service.url}\n")
-        sys.stdout.flush()
-
-    serve_until_signal("threading", sys.modules[__name__], server, host, port, on_ready=ready,
-                       **options)
+@runs(serving.run_http)
+def run_http(call: serving.ServeCall) -> None:
+    serve_until_signal("threading", sys.modules[__name__], *call[:3], on_ready=serving.print_url,
+                       **call.options)

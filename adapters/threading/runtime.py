@@ -5,37 +5,9 @@ Theory of operation
 The session logic (:mod:`mcp_sansio.app.session`, the blocking half in ``.threading.session``) is
 the same for every runtime; what differs is a handful of primitives. :class:`ThreadRuntime`
 is those primitives for one session driven by threads, the twin of
-:class:`~.runtime.AsyncioRuntime` and ``TrioRuntime``:
+:class:`~.runtime.AsyncioRuntime` and ``TrioRuntime``.
 
-* the clock (``now``, ``wall_now``), the output (``write``: straight to a descriptor, from
-  whichever thread produced the bytes, under the session's lock);
-* the pump (:meth:`ThreadRuntime.pump`): one reader thread waits (``selectors``) for the
-  peer's bytes, the child's stderr, a wake-up pipe and the next deadline, and feeds the
-  session. ``arm`` keeps that one deadline, lazily (as on asyncio: a later deadline leaves
-  the earlier one set; when it passes early the session finds nothing due and arms the real
-  one), and nudges the reader through the wake-up pipe only when the deadline moves
-  earlier;
-* the lock (``lock``: an ``RLock`` held around every use of the connection, as the session
-  is used from the reader and from the threads that call it), the worker pool that runs
-  handlers and callbacks (``pool``), the cancellers of the handlers running there, and a
-  call's wait (``wait_call``: a held lock the call's terminal event releases);
-* the eager first step of an ``async def`` handler on the reader (``eager``, set by the
-  stdio server: :meth:`ThreadRuntime.start_eagerly`), handed to a worker with its event loop
-  only when it suspends.
-
-The session *holds* one (``session.runtime``) and its hooks call it; nothing is mixed in
-by inheritance (the style of :class:`mcp_sansio.app.tasks.TaskRuntime`). The object keeps
-a reference to its session for what it must ask of it: ``feed`` and ``on_timer`` (the
-pump's entries), ``closed``, ``_cancel_call`` (a caller gave up waiting), and, for the
-eager step, the handlers started while dispatching (``session._eager``) and the session's
-answer (``_finish_request``, ``_job_failed``). ``on_eof`` is set by whoever records why
-the input ended (the stdio client's child).
-
-A stdio client's server process is another object the client holds, :class:`ThreadChild`
-(``client.child``): why the server's output ended, and the spec's shutdown sequence.
-
-The wake-up pipe is made by :meth:`ThreadRuntime.pump`, before it first reads the deadline:
-a session without a reader (an HTTP session, drained by its server) holds no descriptor.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
@@ -112,6 +84,38 @@ class _SteppedServer(Protocol):
 
     def _job_ended(self, request: Request, job: Job, ctx: Context, value: Any = None,
                    error: BaseException | None = None) -> None: ...
+
+
+class JobRun:
+    """A handler's run on threads as a ``with`` block whose body sets :attr:`value`: leaving
+    it forgets the request's context and canceller, then answers -- with the value, or with
+    the :class:`Exception` the body raised; a cancelled ``async def`` handler is not answered
+    here (its cancellation is)."""
+
+    __slots__ = ("ctx", "job", "request", "runtime", "session", "value")
+
+    def __init__(self, runtime: ThreadRuntime, session: _SteppedServer, request: Request,
+                 job: Job, ctx: Context) -> None:
+        self.runtime = runtime
+        self.session = session
+        self.request = request
+        self.job = job
+        self.ctx = ctx
+        self.value: Any = None
+
+    def __enter__(self) -> JobRun:
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> bool:
+        request_id = self.request.request_id
+        with self.runtime.lock:
+            self.session._contexts.pop(request_id, None)
+            self.runtime.cancellers.pop(request_id, None)
+        if exc is not None and (isinstance(exc, asyncio.CancelledError)
+                                or not isinstance(exc, Exception)):
+            return isinstance(exc, asyncio.CancelledError)
+        self.session._job_ended(self.request, self.job, self.ctx, self.value, exc)
+        return True
 
 
 class CancelToken:
@@ -387,34 +391,43 @@ class ThreadRuntime:
     async def _handle(self, request: Request, job: Job, ctx: Context) -> None:
         """The handler and its answer, as ``SyncServerSession._run`` does in a worker."""
         session = cast("_SteppedServer", self.session)  # only a server steps handlers
-        value: Any = None
-        error: Exception | None = None
-        try:
+        with self.job_run(session, request, job, ctx) as run:
             assert job.fn is not None
-            value = await job.fn(*job.args, **job.kwargs)
-        except asyncio.CancelledError:
-            return
-        except Exception as exc:
-            error = exc
-        finally:
-            with self.lock:
-                session._contexts.pop(request.request_id, None)
-                self.cancellers.pop(request.request_id, None)
-        session._job_ended(request, job, ctx, value, error)
+            run.value = await job.fn(*job.args, **job.kwargs)
+
+    def job_run(self, session: _SteppedServer, request: Request, job: Job, ctx: Context
+                ) -> JobRun:
+        """The ``with`` block of one handler's run (:class:`JobRun`)."""
+        return JobRun(self, session, request, job, ctx)
+
+    def resumed_task(self, request_id: RequestId, loop: asyncio.AbstractEventLoop,
+                     coro: Coroutine[Any, Any, Any], first: Any,
+                     context: contextvars.Context, ctx: Context) -> asyncio.Task[Any]:
+        """A task on ``loop`` that goes on with a handler which suspended (``first``: what
+        it yielded), cancelled -- from any thread -- with the request."""
+        task = loop.create_task(_Resumed(coro, first), context=context)
+        self.cancel_with(request_id, ctx, loop, task)
+        return task
+
+    def cancel_with(self, request_id: RequestId, ctx: Context,
+                    loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+        """Cancel ``task`` (on ``loop``, from any thread) when the request is cancelled --
+        at once if it already is."""
+
+        def cancel() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop has just closed: it is over
+                loop.call_soon_threadsafe(task.cancel)
+        with self.lock:
+            if ctx.cancelled:
+                task.cancel()
+            else:
+                self.cancellers[request_id] = cancel
 
     def _resume(self, request: Request, loop: asyncio.AbstractEventLoop,
                 coro: Coroutine[Any, Any, None], first: Any,
                 context: contextvars.Context, ctx: Context) -> None:
         """In a worker: run the suspended handler on its loop until it ends."""
-        task = loop.create_task(_Resumed(coro, first), context=context)
-
-        def cancel() -> None:
-            loop.call_soon_threadsafe(task.cancel)
-        with self.lock:
-            if ctx.cancelled:
-                task.cancel()
-            else:
-                self.cancellers[request.request_id] = cancel
+        task = self.resumed_task(request.request_id, loop, coro, first, context, ctx)
         try:
             loop.run_until_complete(task)
         except asyncio.CancelledError:

@@ -46,9 +46,9 @@ from mcp_sansio.app.calls import ClientCalls
 from mcp_sansio.app.context import Context, Job, elicit_request, sampling_request
 from mcp_sansio.app.errors import Call, ProgressCallback, RequestCancelledError, outcome
 from mcp_sansio.app.server import Server, ServerLogic
-from mcp_sansio.app.session import DEFAULT, ClientLogic, Listener
+from mcp_sansio.app.session import DEFAULT, Answering, ClientLogic, Listener
 
-from ..common.async_session import AUTHORIZED_NOTE, AsyncContext, _Resumed
+from ..common.async_session import AUTHORIZED_NOTE, AsyncContext
 from ..common.plans import blocking
 from ..common.stdio import DEFAULT_SHUTDOWN_TIMEOUT
 from .runtime import DEFAULT_MAX_WORKERS, CancelToken, ThreadChild, ThreadRuntime, step_once
@@ -109,6 +109,7 @@ def _request(
 
 def _task_runtime(self: SyncClient | SyncServerSession) -> TaskRuntime:
     """The tasks seam (:class:`mcp_sansio.app.tasks.TaskHost`): a thread of its own per task."""
+    # Lazy: tasks only: a cold start does without them.
     from ..common.tasks import thread_task_runtime
     return thread_task_runtime()
 
@@ -283,15 +284,8 @@ class SyncClient(ClientLogic):
         pass  # a callback answering the server is not interruptible; its answer is dropped
 
     def _answer(self, request: Request) -> None:
-        self._human_wait(request, True)
-        try:
-            value = _resolve(self._input_callback(request.method)(request.params or {}))
-        except Exception as exc:
-            self._finish_request(request.request_id, error=exc, method=request.method)
-            return
-        finally:
-            self._human_wait(request, False)
-        self._finish_request(request.request_id, value, method=request.method)
+        with Answering(self, request) as answer:
+            answer.value = _resolve(self._input_callback(request.method)(request.params or {}))
 
     def connect(self, *, era: Era | None = None) -> Initialized:
         """Negotiate the era and wait until the connection is usable (``connect_stdio`` and
@@ -305,31 +299,6 @@ class SyncClient(ClientLogic):
                     event.set()
             event.wait()
         return self._connect_outcome()
-
-    @property
-    def era(self) -> Era | None:
-        """The era the connection negotiated (None before :meth:`connect`)."""
-        return self.conn.era
-
-    @property
-    def protocol_version(self) -> str | None:
-        """The negotiated protocol revision, e.g. ``"2026-07-28"``."""
-        return self.conn.protocol_version
-
-    @property
-    def server_info(self) -> dict[str, Any]:
-        """The server's ``serverInfo`` (name, version, ...)."""
-        return self.conn.peer_info
-
-    @property
-    def server_capabilities(self) -> dict[str, Any]:
-        """The capabilities the server declared."""
-        return self.conn.peer_capabilities
-
-    @property
-    def instructions(self) -> str | None:
-        """The server's ``instructions``, if it gave any."""
-        return self.conn.instructions
 
     # -- the named calls: each defined once in mcp_sansio/app/calls.py, made into this
     # colour's method by adapters/common/plans.py (blocking); signature and docstring come
@@ -407,11 +376,7 @@ class ThreadAsyncContext(AsyncContext):
 
     async def ask(self, requests: Mapping[str, tuple[str, Mapping[str, Any]]],
                   request_state: str | None = None) -> dict[str, Any]:
-        planned = self._plan_ask(requests, request_state)
-        if planned is not None:
-            return planned
-        return {key: self.session.request(method, params, related_request_id=self.request_id)
-                for key, (method, params) in requests.items()}
+        return ThreadContext.ask(self, requests, request_state)  # type: ignore[arg-type]
 
 
 class SyncServerSession(ServerLogic):
@@ -461,23 +426,12 @@ class SyncServerSession(ServerLogic):
             cancel()
 
     def _run(self, request: Request, job: Job, ctx: Context) -> None:
-        value: Any = None
-        error: Exception | None = None
-        try:
+        with self.runtime.job_run(self, request, job, ctx) as run:
             assert job.fn is not None
             if inspect.iscoroutinefunction(job.fn):
-                value = self._run_async(request.request_id, job, ctx)
+                run.value = self._run_async(request.request_id, job, ctx)
             else:
-                value = job.fn(*job.args, **job.kwargs)
-        except asyncio.CancelledError:
-            return
-        except Exception as exc:
-            error = exc
-        finally:
-            with self.lock:
-                self._contexts.pop(request.request_id, None)
-                self.runtime.cancellers.pop(request.request_id, None)
-        self._job_ended(request, job, ctx, value, error)
+                run.value = job.fn(*job.args, **job.kwargs)
 
     def _run_async(self, request_id: RequestId, job: Job, ctx: Context) -> Any:
         assert job.fn is not None
@@ -491,14 +445,6 @@ class SyncServerSession(ServerLogic):
         done, first = step_once(loop, coro, context)
         if done:
             return first
-        task = loop.create_task(_Resumed(coro, first), context=context)
-
-        def cancel() -> None:
-            loop.call_soon_threadsafe(task.cancel)
-        with self.lock:
-            if ctx.cancelled:
-                task.cancel()
-            else:
-                self.runtime.cancellers[request_id] = cancel
+        task = self.runtime.resumed_task(request_id, loop, coro, first, context, ctx)
         return loop.run_until_complete(task)
 

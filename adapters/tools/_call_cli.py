@@ -224,7 +224,7 @@ def main(argv: Sequence[str], out: TextIO | None = None) -> int:
 
 def _run(args: argparse.Namespace, command: list[str], headers: list[tuple[str, str]],
          out: TextIO) -> int:
-    from mcp_sansio.auth import AuthFlowError
+    from mcp_sansio.auth import AuthFlowError  # lazy: OAuth only: a stdio start does without it
 
     target = args.url if args.url is not None else " ".join(command)
     era = Era(args.era) if args.era else None
@@ -255,6 +255,7 @@ def _run(args: argparse.Namespace, command: list[str], headers: list[tuple[str, 
     except ValueError as exc:  # not an http(s) URL
         return _usage(str(exc))
     except (ConnectionClosedError, OSError) as exc:
+        # Lazy: HTTP only: a stdio start does without it.
         from mcp_sansio.app.http_client import HTTPTransportError
 
         said = _cli.explain_http_failure(exc) if isinstance(exc, HTTPTransportError) \

@@ -20,19 +20,26 @@ what happened``, and an exit status (1 failed, 2 usage); the traceback is for bu
 
 from __future__ import annotations
 
+import errno
+import functools
 import importlib
 import importlib.util
+import ipaddress
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mcp_sansio import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, Era, __version__
 from mcp_sansio.app.errors import ConnectionClosedError, McpError, RequestTimeout
 
+from ..common.graceful import serve_until_signal
 from . import _example_server
 
 if TYPE_CHECKING:  # the HTTP client is imported only when a URL is probed
@@ -61,8 +68,6 @@ def _missing_runtime(runtime: str, command: str) -> bool:
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a bind address or name) only accepts connections from this machine."""
-    import ipaddress  # here: only the HTTP transport asks
-
     if host.lower() == "localhost":
         return True
     try:
@@ -74,7 +79,7 @@ def is_loopback(host: str) -> bool:
 def host_allow_list(allow_hosts: Sequence[str]) -> list[str]:
     """The ``Host`` values to accept: the loopback names, plus each ``--allow-host`` (a bare
     name accepts any port, as the loopback defaults do)."""
-    from mcp_sansio.http import LOCAL_HOSTS
+    from mcp_sansio.http import LOCAL_HOSTS  # lazy: HTTP only: a stdio start does without it
 
     allowed = list(LOCAL_HOSTS)
     for entry in allow_hosts:
@@ -118,7 +123,7 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
     if stores is False:
         return 2
     if store is not None:
-        from ..redis import store_unreachable
+        from ..redis import store_unreachable  # lazy: the redis extra
 
         if (reason := store_unreachable(store)) is not None:  # one line, not a traceback
             sys.stderr.write(f"mcp-sansio serve-example: cannot reach the store at "
@@ -151,7 +156,7 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
             options["stores"] = store if engine is not None or runtime != "asyncio" else stores
         try:
             if engine is not None:  # an ASGI engine (adapters/tools/_asgi_serve.py)
-                from ._asgi_serve import serve_engine
+                from ._asgi_serve import serve_engine  # lazy: ASGI engines only (optional)
 
                 return serve_engine(engine, runtime, host, port, workers=workers,
                                     options=options, uds=uds)
@@ -185,7 +190,7 @@ def _shared_stores(url: str, transport: str, runtime: str) -> Any:
         problem = "--store needs --transport http"
     if problem is None:
         try:
-            from ..redis import RedisStores
+            from ..redis import RedisStores  # lazy: the redis extra
         except ImportError:
             problem = "--store needs the redis extra: pip install 'mcp-sansio[redis]'"
         else:
@@ -206,7 +211,7 @@ def _engine_refused(runtime: str, transport: str, engine: str | None,
         return "--engine needs --transport http"
     if workers < 1:
         return "--workers must be at least 1"
-    from ._asgi_serve import missing
+    from ._asgi_serve import missing  # lazy: ASGI engines only (optional)
 
     return missing(engine, runtime)
 
@@ -219,6 +224,7 @@ def _bad_wire(wire: str, transport: str) -> bool:
     if transport != "http":
         sys.stderr.write("mcp-sansio serve-example: --wire applies to --transport http\n")
         return True
+    # Lazy: HTTP only: a stdio start does without it.
     from mcp_sansio.http._wires import wire_factory
 
     try:
@@ -233,8 +239,6 @@ def _serve(runtime: str, http: tuple[str, int, dict[str, Any]] | None) -> None:
     """Serve the example server until stdin closes (stdio) or for ever (HTTP). Unlike the
     adapters' ``run_stdio``/``run_http``, which return quietly on Ctrl-C, this lets
     :class:`KeyboardInterrupt` out, so that the command exits with 130."""
-    import functools
-
     server = _example_server.build(_example_server._sleep_for(runtime))
     _example_server._log_to_stderr()
     adapter = _adapter(runtime)
@@ -248,10 +252,6 @@ def _serve(runtime: str, http: tuple[str, int, dict[str, Any]] | None) -> None:
             sys.stdout.flush()
 
         # Stopped by SIGTERM (exit 0) or Ctrl-C (130), gracefully (adapters/common/graceful.py).
-        import signal
-
-        from ..common.graceful import serve_until_signal
-
         try:
             if serve_until_signal(runtime, adapter, server, host, port, on_ready=ready,
                                   **options) == signal.SIGINT:
@@ -261,7 +261,7 @@ def _serve(runtime: str, http: tuple[str, int, dict[str, Any]] | None) -> None:
             sys.stderr.flush()
     try:
         if runtime == "asyncio":
-            import asyncio
+            import asyncio  # lazy: that runtime only: the others never load asyncio
 
             asyncio.run(serve())
         elif runtime == "trio":
@@ -300,8 +300,6 @@ def _host_port(host: str, port: int) -> str:
 
 def _os_reason(exc: BaseException) -> str:
     """An OS error in words (``address already in use``), without Python's decoration."""
-    import os
-
     errno = getattr(exc, "errno", None)
     if isinstance(errno, int) and errno > 0:
         text = os.strerror(errno)
@@ -327,9 +325,9 @@ def _elicit(params: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _demo(out: TextIO, revision: str) -> int:
-    import asyncio
+    import asyncio  # lazy: that runtime only: the others never load asyncio
 
-    from ..asyncio import connect_stdio
+    from ..asyncio import connect_stdio  # lazy: the chosen runtime only
 
     def say(text: str = "") -> None:
         out.write(text + "\n")
@@ -400,7 +398,7 @@ def _table(out: TextIO, title: str, columns: Sequence[str], rows: list[list[str]
     if not rows:
         out.write("  (none)\n")
         return
-    import shutil
+    import shutil  # lazy: this path only: a cold start does without it
 
     width = shutil.get_terminal_size((120, 24)).columns
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
@@ -484,7 +482,7 @@ async def _connect_within(runtime: str, client: Any, era: Era | None, timeout: f
         if scope.cancelled_caught:
             raise _ConnectTimeout
         return
-    import asyncio
+    import asyncio  # lazy: that runtime only: the others never load asyncio
 
     try:
         await asyncio.wait_for(client.connect(era=era), timeout)
@@ -494,8 +492,6 @@ async def _connect_within(runtime: str, client: Any, era: Era | None, timeout: f
 
 def _connect_within_sync(client: Any, era: Era | None, timeout: float) -> None:
     """:func:`_connect_within` for the threads runtime (its ``connect`` has no bound)."""
-    import threading
-
     if not client._start_connect(era):
         ready = threading.Event()
         with client.lock:
@@ -543,14 +539,14 @@ async def _probe_http_async(runtime: str, url: str, era: Era | None, timeout: fl
             await client.auth.run_async(challenge, trio.to_thread.run_sync,
                                         native_fetch=False)
         else:
-            import asyncio
+            import asyncio  # lazy: that runtime only: the others never load asyncio
 
             await client.auth.run_async(challenge, asyncio.to_thread, native_fetch=True)
 
 
 def _login_needed(client: Any, exc: BaseException) -> Any:
     """The challenge to log in with, when ``exc`` is one and the client may; else re-raise."""
-    from ..auth.session import challenge_of
+    from ..auth.session import challenge_of  # lazy: OAuth only: a stdio start does without it
 
     challenge = challenge_of(exc) if getattr(client, "auth", None) is not None else None
     if challenge is None:
@@ -562,9 +558,9 @@ def _login(store: bool, token_file: str | None, prog: str = "mcp-sansio probe") 
     """The probe's :class:`~.session.OAuth`: the loopback redirect (RFC 8252 §7.3),
     the URL opened in the browser and printed on stderr, tokens in a file unless not
     stored."""
-    import threading
-    import webbrowser
+    import webbrowser  # lazy: this path only: a cold start does without it
 
+    # Lazy: OAuth only: a stdio start does without it.
     from ..auth import FileStorage, LoopbackListener, MemoryStorage, OAuth, default_token_path
 
     def open_browser(url: str) -> None:
@@ -591,9 +587,7 @@ def _machine_login(client_id: str, secret_file: str | None, key_file: str | None
 
     :raises ValueError: no secret or key, or a file that cannot be read.
     """
-    from pathlib import Path
-
-    from ..auth import (
+    from ..auth import (  # lazy: OAuth only: a stdio start does without it
         ClientCredentials,
         ClientCredentialsGrant,
         FileStorage,
@@ -656,8 +650,6 @@ _HTTP_MEANINGS: dict[int, str] = {
 
 def _is_refused(exc: BaseException | None) -> bool:
     """Whether a socket error (or one it was raised from or groups) is a refused connection."""
-    import errno
-
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
@@ -679,7 +671,7 @@ def explain_http_failure(exc: HTTPTransportError) -> str:
     if exc.cause is not None:
         return f"cannot connect to {url}: {_os_reason(exc.cause)}"
     if exc.status is not None:
-        from http import HTTPStatus
+        from http import HTTPStatus  # lazy: this path only: a cold start does without it
 
         meaning = _HTTP_MEANINGS.get(exc.status)
         if meaning is None:
@@ -688,6 +680,7 @@ def explain_http_failure(exc: HTTPTransportError) -> str:
             except ValueError:
                 phrase = "an unknown status"
             meaning = f"server error ({phrase})" if exc.status >= 500 else phrase
+        # Lazy: HTTP only: a stdio start does without it.
         from mcp_sansio.http._refusal import explain
 
         said = explain(exc.headers, exc.body).summary()
@@ -719,7 +712,7 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
         sys.stderr.write("mcp-sansio probe: no server given (probe --url URL, or "
                          "probe -- COMMAND ...)\n")
         return 2
-    from mcp_sansio.auth import AuthFlowError
+    from mcp_sansio.auth import AuthFlowError  # lazy: OAuth only: a stdio start does without it
 
     cached = Era(era) if era else None
     if _missing_runtime(runtime, "probe"):
@@ -748,7 +741,7 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
         else:
             note(f"starting {target}")
             if runtime == "asyncio":
-                import asyncio
+                import asyncio  # lazy: that runtime only: the others never load asyncio
 
                 client, found, took = asyncio.run(
                     _probe_async(runtime, command, cached, timeout, note))
@@ -777,6 +770,7 @@ def probe(out: TextIO, command: Sequence[str], *, runtime: str = "asyncio",
         return 1
     except (ConnectionClosedError, McpError, RequestTimeout, OSError) as exc:
         if url is not None:
+            # Lazy: HTTP only: a stdio start does without it.
             from mcp_sansio.app.http_client import HTTPTransportError
 
             if isinstance(exc, HTTPTransportError):
@@ -794,7 +788,7 @@ def _run_probe_http(runtime: str, url: str, era: Era | None, timeout: float,
                     note: Callable[[str], None], auth: Any = None
                     ) -> tuple[Any, dict[str, list[dict[str, Any]]], float]:
     if runtime == "asyncio":
-        import asyncio
+        import asyncio  # lazy: that runtime only: the others never load asyncio
 
         return asyncio.run(_probe_http_async(runtime, url, era, timeout, note, auth))
     if runtime == "trio":

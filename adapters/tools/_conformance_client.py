@@ -22,19 +22,7 @@ particular have their own function in :data:`SCENARIOS`. Everything the wire rul
 ``requestState``, ``x-mcp-header`` mirroring and validation) is the library's job, not
 this module's: the harness checks the library through it.
 
-Authorization (the ``auth/*`` scenarios): the session authorizes itself with
-:class:`mcp_sansio.auth.OAuthClientFlow`: ``connect_http(auth=...)`` runs the flow on every
-401 or 403 ``insufficient_scope`` the connect or a call gets, with the mocks'
-authorization endpoints approving at once (:func:`.auth.flow.follow_redirect`). The
-scenario's context may carry pre-registered credentials (``client_id``, ``client_secret``,
-``issuer``); the client ID metadata document URL is the one the harness expects.
-
-The client runs on asyncio, or on the runtime that ``MCP_SANSIO_CONFORMANCE_RUNTIME`` names
-(``trio``; ``threading``, whose blocking client the exercise awaits through
-:class:`_Awaiting`), so that the harness judges every runtime's client.
-
-Logs go to stderr (the harness keeps them with the scenario's results); the exit status is
-0 when the exercise completed and 1 otherwise.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
@@ -266,6 +254,7 @@ def machine_auth_for(scenario: str, context: Mapping[str, Any]) -> Any:
     """The ``auth=`` of the extension scenarios without a browser (client credentials with
     a secret or a signed assertion, workload identity, enterprise-managed ID-JAG), from the
     scenario's context; None for the others."""
+    # Lazy: OAuth only: a stdio start does without it.
     from mcp_sansio.auth import ClientCredentials, IdentityAssertionGrant, JWTBearerGrant
 
     client_id = _text(context, "client_id") or ""
@@ -292,6 +281,7 @@ def oauth_for(context: Mapping[str, Any], scenario: str = "",
     redirect (they approve at once), asking for DPoP-bound tokens where the authorization
     server offers them. Off asyncio the user step is the blocking one (trio runs it in a
     worker thread)."""
+    # Lazy: OAuth only: a stdio start does without it.
     from mcp_sansio.auth import ClientConfig, ClientCredentials
 
     from ..auth.flow import follow_redirect, follow_redirect_sync
@@ -354,15 +344,16 @@ async def run(url: str, scenario: str, protocol_version: str,
                                    elicitation=elicitation, roots=[], info=INFO, auth=auth,
                                    request_timeout=request_timeout)
     if runtime == "threading":
+        # Lazy: the chosen runtime only.
         from ..threading import connect_http as connect_threads
 
         with connect_threads(url, **options) as blocking:
             await _played(_Awaiting(blocking), play, context)
     else:
         if runtime == "trio":
-            from ..trio import connect_http
+            from ..trio import connect_http  # lazy: the chosen runtime only (trio is optional)
         else:
-            from ..asyncio import connect_http
+            from ..asyncio import connect_http  # lazy: the chosen runtime only
         async with connect_http(url, **options) as client:
             await _played(client, play, context)
     log.info("scenario %r done", scenario)
@@ -392,7 +383,7 @@ def main(url: str) -> int:
     runtime = os.environ.get(RUNTIME_ENV) or "asyncio"
     try:
         if runtime == "trio":
-            import trio
+            import trio  # lazy: trio is optional
 
             async def bounded() -> None:
                 with trio.fail_after(OVERALL_TIMEOUT):

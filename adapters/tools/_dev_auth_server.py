@@ -35,10 +35,11 @@ class DevAuthServer:
     ``token_lifetime``)."""
 
     def __init__(self, port: int = 0, **options: Any) -> None:
-        from joserfc.jwk import ECKey
+        from joserfc.jwk import ECKey  # lazy: the auth extra
 
+        # Lazy: OAuth only: a stdio start does without it.
         from mcp_sansio.auth import HTTPRequest, HTTPResponse
-        from mcp_sansio.testing.auth_server import AuthorizationServer
+        from mcp_sansio.testing.auth_server import AuthorizationServer  # lazy: the testing extra
 
         key = ECKey.generate_key("P-256", parameters={"kid": secrets.token_hex(4),
                                                       "alg": "ES256"})

@@ -22,15 +22,7 @@ HTTP (``http=True``)
     a GET opens the standalone stream, or resumes a dropped one with ``Last-Event-ID``;
     a DELETE ends the session it names (a client that exits cleanly without one is found).
 
-Legacy HTTP+SSE (``http=True, legacy_sse=True``)
-    The kit serves the 2024-11-05 transport: the command gets the SSE URL (``.../sse``); a GET
-    there opens the one stream, which starts with the ``endpoint`` event, and the client
-    POSTs every message to that endpoint (each answered 202; the kit's messages all come on
-    the stream). A POST to the SSE URL before the stream is open is answered 405, as a
-    2024-11-05 server answers the 2025-03-26+ back-compatibility probe.
-
-The run ends when the client exits (and, on stdio, closes the relay), or when the budget is
-spent: then the client's process group is killed and the report says the run was cut short.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
@@ -123,10 +115,10 @@ def _extras(revision: str | None, examples: int, seed: int | None = None) -> lis
     for the hostile phase: valid in shape, unsolicited in fact."""
     if examples <= 0 or revision is None:
         return []
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import seed as hypothesis_seed
+    from hypothesis import HealthCheck, given, settings  # lazy: the testing extra
+    from hypothesis import seed as hypothesis_seed  # lazy: the testing extra
 
-    from mcp_sansio.testing import notifications
+    from mcp_sansio.testing import notifications  # lazy: the testing extra
 
     methods = ["notifications/progress", "notifications/message", "notifications/cancelled"]
     found: list[Any] = []
@@ -337,6 +329,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _headers(self) -> dict[str, str]:
         return {k.lower(): v for k, v in self.headers.items()}
 
+    def _open_event_stream(self) -> None:
+        """Answer 200 with an SSE stream, the connection closing after it."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
     def _plain(self, status: int, body: bytes = b"", ctype: str = "application/json",
                extra: dict[str, str] | None = None) -> None:
         self.send_response(status)
@@ -425,12 +426,7 @@ class _Handler(BaseHTTPRequestHandler):
             if endpoint is None:
                 self._plain(404 if self.path != "/sse" else 409)
                 return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
+            self._open_event_stream()
             with contextlib.suppress(OSError):
                 self.wfile.write(f"event: endpoint\ndata: {endpoint}\n\n".encode())
             self._stream("main", endless=True)
@@ -441,12 +437,7 @@ class _Handler(BaseHTTPRequestHandler):
         if stream is None:
             self._plain(405)
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
+        self._open_event_stream()
         self._stream(stream)
 
     def _stream(self, stream: str, *, endless: bool = False) -> None:

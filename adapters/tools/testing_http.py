@@ -4,44 +4,7 @@
 :class:`~mcp_sansio.testing.Transport`; the two classes here carry those lines over HTTP and
 look at every raw response on the way, so that transport rules can be judged too.
 
-:class:`StreamableHTTPTransport` (2025-03-26 and later, both eras)
-    Each line the machine writes becomes one POST (``basic/transports.mdx``, "Sending
-    Messages to the Server") with ``Accept: application/json, text/event-stream``, the
-    session's ``Mcp-Session-Id`` once the server has given one, ``MCP-Protocol-Version``
-    (2025-06-18+: the negotiated revision; 2026-07-28: the one in the request's ``_meta``)
-    and, in 2026-07-28, ``Mcp-Method``, ``Mcp-Name`` and the ``Mcp-Param-*`` headers a
-    tool's ``x-mcp-header`` annotations ask for (learnt from the ``tools/list`` results
-    passing through). The response -- JSON, or an SSE stream read to its end by a thread of
-    its own, so that many requests can be in flight -- is handed back as lines. An SSE
-    stream that ends before the response, having given event ids, is resumed with a GET
-    carrying ``Last-Event-ID`` (handshake era; 2026-07-28 has no resumption).
-
-    Every response is checked as it comes: a request is answered 200 with JSON or SSE, an
-    accepted notification or response 202 with no body (``http-status``), a session id is
-    visible ASCII (``http-session-id``), an SSE event holds one JSON message (``http-sse``).
-    When the machine closes the session, the transport probes what a well-behaved session
-    never shows, each with a request whose answer does not reach the machine: a foreign
-    ``Origin`` (403, ``http-origin``), an unsupported ``MCP-Protocol-Version`` (400),
-    a missing session id (400, a SHOULD), GET (SSE or 405), in 2026-07-28 a missing or
-    wrong ``Mcp-Method`` (400), and last DELETE -- after which the session's id must get
-    404 (``http-session``, ``http-delete``).
-
-    ``send`` waits for the response's head (up to ``order_wait`` seconds) before it returns:
-    the machine's barriers assume the server reads messages in the order they were written,
-    which over HTTP holds only once the server has taken each POST in. A request whose
-    answer takes longer (a slow tool answering in JSON) stops holding up the next ones after
-    ``order_wait``.
-
-:class:`LegacySSETransport` (2024-11-05, HTTP+SSE)
-    A GET opens the event stream, whose first event must be ``endpoint`` (the URL to POST
-    to, ``http-endpoint``); every line is POSTed there and answers arrive on the stream.
-
-Findings go to the machine through ``drain_findings()``: ``(check, detail, sent, received,
-requirement)`` tuples, ``sent``/``received`` being the HTTP exchange (method, path,
-headers, status, body).
-
-HTTP is spoken with the standard library's :mod:`http.client`, which hands over status,
-headers and body exactly as they came: the checks must see raw responses.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -14,16 +14,7 @@ finding is as small as the kit can make it), then :func:`~mcp_sansio.testing.che
 (``examples`` random sessions) with whatever budget is left. The clock is
 :func:`time.monotonic`; the budget bounds the whole run and ``call_timeout`` each tool call.
 
-:func:`assert_server_conforms` is the pytest entry point: it raises
-:class:`~mcp_sansio.testing.CheckFailed` (an ``AssertionError`` whose message is the
-readable report) when a MUST was violated, and returns the report otherwise::
-
-    import sys
-    from mcp_sansio.adapters.testing_server import assert_server_conforms
-
-    def test_my_server_conforms():
-        assert_server_conforms([sys.executable, "-m", "mcp_sansio", "serve-example"],
-                               budget=30, examples=3)
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -32,53 +32,34 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from mcp_sansio import KeyRing
-from mcp_sansio.app.errors import (
-    ConnectionClosedError,
-    McpError,
-    RequestTimeout,
-    ToolError,
-)
-from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
-from mcp_sansio.app.server import Server
+from mcp_sansio.app.errors import ConnectionClosedError as ConnectionClosedError
+from mcp_sansio.app.errors import McpError as McpError
+from mcp_sansio.app.errors import RequestTimeout as RequestTimeout
+from mcp_sansio.app.errors import ToolError as ToolError
+from mcp_sansio.app.server import Server as Server
 
 from ..common import entry_points
-from ..common.entry_points import StdioClientCall, load_http, runs
+from ..common.entry_points import RUNTIME_NAMES, StdioClientCall, StdioServeCall, load_http, runs
 from ..common.stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     LineLogger,
-    ProtectedStdio,
     argv_of,
     env_of,
     pollable,
     read_all,
+    stdio_ends,
     write_all,
 )
 from ..keys import request_state_keys
 from .runtime import _CHUNK, TrioRuntime
-from .session import Client, Context, ServerSession, TrioChild, _one_error
+from .session import Client as Client
+from .session import Context as Context
+from .session import ServerSession as ServerSession
+from .session import TrioChild, _one_error
 
-__all__ = [
-    "Client",
-    "ConnectionClosedError",
-    "Context",
-    "McpError",
-    "RequestTimeout",
-    "Server",
-    "ServerSession",
-    "ToolError",
-    "connect_stdio",
-    "run_stdio",
-    "serve_stdio",
-    # HTTP (adapters/trio/http_server.py)
-    "HTTPClientSession",
-    "HTTPService",
-    "HTTPTransportError",
-    "connect_http",
-    "run_http",
-    "serve_http",
-    "start_http",
-]
+# The names every runtime offers, listed once (common/entry_points.py).
+__all__ = [*RUNTIME_NAMES]  # noqa: PLE0604
+
 
 async def _log_stderr(stream: trio.abc.ReceiveStream, lines: LineLogger) -> None:
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
@@ -122,24 +103,14 @@ async def connect_stdio(call: StdioClientCall) -> AsyncIterator[Client]:
 # -- the server ----------------------------------------------------------------------------------
 
 
-async def serve_stdio(
-    server: Server, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
-    request_state_key: bytes | KeyRing | None = None, keepalive: float | None = None,
-    keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
-) -> None:
-    """Serve one MCP connection on this process's stdin/stdout (or the given descriptors)
-    until the client closes stdin. Stray ``print()`` output goes to stderr.
-
-    ``keepalive`` (seconds) pings the client that often (handshake era; spec 2025-11-25
-    basic/utilities/ping) and ends the session after ``keepalive_misses`` unanswered in a
-    row (``mcp_sansio.app.keepalive``); off by default."""
-    guard = ProtectedStdio() if stdin_fd is None and stdout_fd is None else None
-    in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
-    out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
-    conn = server.connection(
-        request_state_key=request_state_keys(request_state_key), **connection_options)
-    session = ServerSession(conn, server, keepalive=keepalive,
-                            keepalive_misses=keepalive_misses)
+@runs(entry_points.serve_stdio)
+async def serve_stdio(call: StdioServeCall) -> None:
+    server = call.server
+    guard, in_fd, out_fd = stdio_ends(call.stdin_fd, call.stdout_fd)
+    conn = server.connection(request_state_key=request_state_keys(call.request_state_key),
+                             **call.connection_options)
+    session = ServerSession(conn, server, keepalive=call.keepalive,
+                            keepalive_misses=call.keepalive_misses)
     runtime = session.runtime = TrioRuntime(session)
     # A close not caused by the input (keepalive's missed pings) ends serving too; the
     # runner still waiting on the input is cancelled with the nursery below.
@@ -206,10 +177,14 @@ def run_stdio(server: Server, **options: Any) -> None:
 
 # The HTTP names load on first use (common/entry_points.py, load_http).
 if TYPE_CHECKING:  # for type checkers and linters; at run time __getattr__ loads them
-    from mcp_sansio.app.http_client import HTTPTransportError
+    from mcp_sansio.app.http_client import HTTPTransportError as HTTPTransportError
 
-    from .http_client import HTTPClientSession, connect_http
-    from .http_server import HTTPService, run_http, serve_http, start_http
+    from .http_client import HTTPClientSession as HTTPClientSession
+    from .http_client import connect_http as connect_http
+    from .http_server import HTTPService as HTTPService
+    from .http_server import run_http as run_http
+    from .http_server import serve_http as serve_http
+    from .http_server import start_http as start_http
 
 
 __getattr__ = load_http(__name__)

@@ -17,7 +17,7 @@ import logging
 import math
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import trio
@@ -28,16 +28,18 @@ from mcp_sansio.http import ClientChannel
 from ..auth.session import SessionAuth
 from ..common import entry_points
 from ..common.async_session import AsyncClient
-from ..common.authorized import ATTEMPT, Authorize, advance, authorized, run_async
+from ..common.authorized import ATTEMPT, AsyncAuthorizing, Authorize, authorized
 from ..common.entry_points import HTTPClientCall, runs
-from ..common.http_client import default_tls
-from .runtime import TrioRuntime
+from ..common.http_client import SocketOptions
+from ..common.plans import advance
+from .runtime import TrioRuntime, send_queued
 from .session import _one_error
 
 __all__ = ["DEFAULT_CLOSE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HTTPClientSession", "TrioSockets",
            "connect_http"]
 
 log = logging.getLogger("mcp_sansio.adapters.http")
+
 
 #: Unsent output (bytes) a socket may hold before its connection is dropped: 16 MiB, as on
 #: the server.
@@ -76,7 +78,7 @@ class _ClientSocket:
         self.scope = trio.CancelScope()
 
 
-class TrioSockets:
+class TrioSockets(AsyncAuthorizing, SocketOptions):
     """An HTTP client's TCP connections on trio (``client.sockets``): one task per channel
     (:meth:`_run_socket`), opened by :meth:`send` (the link's ``send``); the timer task;
     the lock that serializes OAuth flows; the close."""
@@ -92,29 +94,14 @@ class TrioSockets:
         self.open: dict[ClientChannel, _ClientSocket] = {}
         #: Unparked whenever a socket is gone (the close waits on it).
         self.changed = trio.lowlevel.ParkingLot()
-        #: Seconds to wait for a TCP (and TLS) connection to open.
-        self.connect_timeout = connect_timeout
-        #: Unwritten output (bytes) a socket may hold before it is dropped.
-        self.max_write_buffer = max_write_buffer
-        #: A Unix socket's path to connect to instead of the URL's host and port.
-        self.uds: str | None = None
-        #: TLS for ``https``: the system's trusted certificates unless told otherwise.
-        self.ssl_context: Any = (ssl_context if ssl_context is not None
-                                 else default_tls(link.http.scheme))
+        self._set_up(link, connect_timeout, max_write_buffer, ssl_context)
         self._auth_lock = trio.Lock()
         link.send = self.send
 
-    async def authorized(self, auth: SessionAuth,
-                         send: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        """``send()`` under the OAuth retry (:mod:`~mcp_sansio.adapters.common.authorized`)."""
-        return await run_async(auth, send, self.authorize)
-
-    async def authorize(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
-        """Run the OAuth flow (its blocking parts in worker threads), one at a time."""
-        async with self._auth_lock:
-            await _authorize(auth, challenge, generation)
-
     # -- the pump's output -------------------------------------------------------------------
+
+    async def _run_flow(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
+        await _authorize(auth, challenge, generation)
 
     def send(self, channel: ClientChannel, data: bytes) -> None:
         sock = self.open.get(channel)
@@ -226,11 +213,7 @@ class TrioSockets:
                     if sock.closing:
                         return
                     await sock.ready.park()
-                data, sock.out = sock.out, bytearray()
-                sock.sending = True
-                await stream.send_all(data)
-                sock.sending = False
-                sock.queued -= len(data)
+                await send_queued(sock, stream)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             log.debug("HTTP connection lost while writing: %r", exc)
         finally:

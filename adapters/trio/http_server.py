@@ -17,7 +17,7 @@ first suspends is answered while the request is still processed, as on asyncio.
 
 Buffers are bounded: requests by the HTTP server's ``max_body_size`` and
 ``max_header_size``; output by a per-socket queue: a socket with more than
-:data:`_HIGH_WATER` bytes unsent stops being read from, and one whose unsent output passes
+256 KiB unsent (``HIGH_WATER``) stops being read from, and one whose unsent output passes
 ``max_write_buffer`` is dropped. The client is :mod:`.http_client`.
 """
 
@@ -30,7 +30,6 @@ import math
 import os
 import sys
 import time
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
@@ -38,39 +37,30 @@ import trio
 
 from mcp_sansio import (
     NEED_DATA,
-    KeyRing,
     RequestId,
 )
 from mcp_sansio.app.http_service import HTTPLink, HTTPServiceBase
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
+from ..common import http_options, serving
 from ..common.deciders import trio_decider
+from ..common.entry_points import runs
 from ..common.graceful import serve_until_signal
-from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
-from ..common.http_server import new_http_server
+from ..common.http_options import UDS_HOST, unix_listener
 from ..common.listen_error import listening
 from ..stores.driver import SharedDriver
 from ..stores.home import OffLoopShare, trio_enter
-from .runtime import TrioRuntime
+from .runtime import TrioRuntime, send_queued
 from .session import ServerSession, _one_error
 
-__all__ = [
-    "DEFAULT_MAX_WRITE_BUFFER",
-    "HTTPService",
-    "run_http",
-    "serve_http",
-    "start_http",
-]
+__all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
+
+#: Unread output (bytes) a socket may hold before its connection is dropped.
+DEFAULT_MAX_WRITE_BUFFER = serving.DEFAULT_MAX_WRITE_BUFFER
 
 log = logging.getLogger("mcp_sansio.adapters.http")
 
-#: Unsent output (bytes) a socket may hold before its connection is dropped: 16 MiB, as on
-#: asyncio -- far above any one answer or request; a peer that does not read is stuck.
-DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
-#: Unsent output above which a socket is not read from until it drains: 256 KiB (asyncio's
-#: write-buffer high-water mark in the asyncio adapter).
-_HIGH_WATER = 256 * 1024
 #: Bytes asked of the socket per read.
 _CHUNK = 1 << 16
 #: Whether a socket's descriptor can be written with os.write (not on Windows).
@@ -170,19 +160,12 @@ class _Socket:
         self.scope.cancel()
 
 
-class HTTPService(HTTPServiceBase[ServerSession]):
+class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
     """A running HTTP server on trio (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int) -> None:
-        self.server = server
-        #: The sans-IO HTTP server.
-        self.http = http
+        super().__init__(server, http)
         self.max_write_buffer = max_write_buffer
-        #: Bounds of the lingering close (seconds, bytes): see ``common/http_options.py``.
-        self.linger_time = DEFAULT_LINGER_TIME
-        self.linger_bytes = DEFAULT_LINGER_BYTES
-        self._sessions: weakref.WeakKeyDictionary[Session, ServerSession] = (
-            weakref.WeakKeyDictionary())
         self._sockets: dict[ServerChannel, _Socket] = {}
         self._nursery: trio.Nursery | None = None
         self._wakeup = trio.lowlevel.ParkingLot()
@@ -236,6 +219,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
                         return
                 for channel, data in http.data_to_send():
                     self._write(channel, data)
+                self._work = http.needs_drain  # what the server holds, not who woke it
         except BaseException:
             self._drained_all()  # a failed drain is over too: readers wait for it
             raise
@@ -321,7 +305,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
                     await trio.sleep(0)
             for channel, data in http.data_to_send():
                 self._write(channel, data)
-            if not self._work:
+            if not http.needs_drain:  # what the server holds, not who woke it
                 return
 
     def _new_logic(self, session: Session) -> ServerSession:
@@ -342,7 +326,6 @@ class HTTPService(HTTPServiceBase[ServerSession]):
         if sock is None or sock.gone:
             if not channel.closed:
                 channel.connection_lost(now=trio.current_time())
-                self._work = True
             return
         sock.write(data, channel.closed)
         if not channel.closed and sock.queued > self.max_write_buffer:
@@ -386,7 +369,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
     async def _receive_loop(self, sock: _Socket) -> None:
         channel, stream = sock.channel, sock.stream
         while True:
-            while sock.queued > _HIGH_WATER and not sock.gone:
+            while sock.queued > http_options.HIGH_WATER and not sock.gone:
                 await sock.drained.park()  # backpressure: its client is not reading
             try:
                 data = await stream.receive_some(_CHUNK)
@@ -421,11 +404,7 @@ class HTTPService(HTTPServiceBase[ServerSession]):
                         await self._linger(sock)
                         return
                     await sock.ready.park()
-                data, sock.out = sock.out, bytearray()
-                sock.sending = True
-                await stream.send_all(data)
-                sock.sending = False
-                sock.queued -= len(data)
+                await send_queued(sock, stream)
                 sock.drained.unpark_all()
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             log.debug("HTTP connection lost while writing: %r", exc)
@@ -502,46 +481,21 @@ class HTTPService(HTTPServiceBase[ServerSession]):
         await self._closed.wait()
 
 
+@runs(serving.start_http, "Leaving the block closes every connection and cancels every "
+      "handler.")
 @contextlib.asynccontextmanager
-async def start_http(
-    server: Server, host: str = "127.0.0.1", port: int = 0, *,
-    request_state_key: bytes | KeyRing | None = None,
-    connection_options: Mapping[str, Any] | None = None,
-    max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
-    new_session_id: Callable[[], str] | None = None,
-    linger_time: float = DEFAULT_LINGER_TIME,
-    linger_bytes: int = DEFAULT_LINGER_BYTES,
-    **http_options: Any,
-) -> AsyncIterator[HTTPService]:
-    """Serve ``server`` over Streamable HTTP (both eras) on ``host``:``port`` (0: any free
-    port, see :attr:`HTTPService.port`) while the block runs.
-    ``uds=PATH`` listens on that Unix domain socket instead (the URL is then
-    ``http://localhost/mcp``; the socket file's mode, a stale file: :ref:`unix-sockets`).
-
-    ``http_options`` go to :class:`~mcp_sansio.http.HTTPServer` (``path``,
-    ``response_mode``, ``allowed_hosts``, ``legacy_sse_path``, limits, ...;
-    ``tool_param_headers`` defaults to the ``x-mcp-header`` annotations of ``server``'s
-    tools, kept current as tools come and go);
-    ``connection_options`` to each session's :class:`~mcp_sansio.ServerConnection`.
-    Session ids come from :mod:`secrets`; ``request_state_key`` seals stateless-era
-    ``requestState`` (a key or a :class:`~mcp_sansio.KeyRing`; by default the ring the
-    environment configures, else a random key valid for this process only: :doc:`/keys`).
-    A connection the
-    server closes lingers (half-closed, reading and discarding) for at most
-    ``linger_time`` seconds and ``linger_bytes`` bytes, so that an early answer (413, 400)
-    reaches a client that is still sending. Leaving the block closes every connection and
-    cancels every handler."""
+async def start_http(call: serving.HTTPServeCall) -> AsyncIterator[HTTPService]:
+    server, http_options, host, port = call.server, call.http_options, call.host, call.port
     uds = http_options.pop("uds", None)  # a Unix socket's path instead of host:port
     share = OffLoopShare.take(http_options)  # ``stores=``: shared (stores/home.py)
+    ring = None
     if share is not None:
         token = trio.lowlevel.current_trio_token()
-        request_state_key = await trio.to_thread.run_sync(
-            share.prepare, http_options, request_state_key)
-    http = new_http_server(server, request_state_key=request_state_key,
-                           connection_options=connection_options,
-                           new_session_id=new_session_id, http_options=http_options)
-    service = HTTPService(server, http, max_write_buffer=max_write_buffer)
-    service.linger_time, service.linger_bytes = linger_time, linger_bytes
+        ring = await trio.to_thread.run_sync(share.prepare, http_options,
+                                             call.request_state_key)
+    http = serving.http_server_of(call, ring)
+    service = HTTPService(server, http, max_write_buffer=call.max_write_buffer)
+    service.linger_time, service.linger_bytes = call.linger_time, call.linger_bytes
     http.on_decision_needed = trio_decider(service)  # parked exchanges (common.deciders)
     if uds is not None:  # a Unix socket (common/http_options.py); the URL names the Host
         sock = unix_listener(uds)
@@ -585,16 +539,7 @@ async def serve_http(
         await service.serve_forever()
 
 
-def run_http(server: Server, host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-    """Serve ``server`` over HTTP, printing its URL on stdout once it listens, until SIGTERM
-    or Ctrl-C; then stop gracefully and return: no new connections, the requests in flight
-    finish (at most ``shutdown_timeout`` seconds, 10 by default; a second signal stops
-    waiting), the rest is closed, a shared worker leaves cleanly (adapters/common/graceful.py).
-    Other options as for :func:`start_http`."""
-
-    def ready(service: HTTPService) -> None:
-        sys.stdout.write(f"{service.url}\n")
-        sys.stdout.flush()
-
-    serve_until_signal("trio", sys.modules[__name__], server, host, port, on_ready=ready,
-                       **options)
+@runs(serving.run_http)
+def run_http(call: serving.ServeCall) -> None:
+    serve_until_signal("trio", sys.modules[__name__], *call[:3], on_ready=serving.print_url,
+                       **call.options)

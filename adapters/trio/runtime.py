@@ -31,7 +31,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -56,6 +56,33 @@ _CHUNK = 1 << 16
 #: ~1.5 KB per waiting task (measured), ~200 KB at most per connection. Waking a waiting task
 #: instead of spawning one: 100 in flight server CPU -10%, sequential -7% (stdio_ab.py).
 _IDLE_TASKS = 128
+
+
+class Outbox(Protocol):
+    """A trio socket's queued output (the HTTP server's and client's sockets)."""
+
+    out: bytearray
+    sending: bool
+    queued: int
+
+
+async def send_queued(sock: Outbox, stream: trio.abc.SendStream) -> None:
+    """Send all ``sock`` has queued, keeping ``sending`` and ``queued`` current."""
+    data, sock.out = sock.out, bytearray()
+    sock.sending = True
+    await stream.send_all(data)
+    sock.sending = False
+    sock.queued -= len(data)
+
+
+async def _read_when_ready(fd: int) -> bytes:
+    """Wait until non-blocking ``fd`` is readable, then read it (OSError as raised)."""
+    while True:
+        await trio.lowlevel.wait_readable(fd)
+        try:
+            return os.read(fd, _CHUNK)
+        except BlockingIOError:
+            continue
 
 
 class _Job:
@@ -151,7 +178,7 @@ class TrioRuntime:
     def task_runtime(self) -> TaskRuntime:
         """Where this runtime runs a server's tasks (the ledger asks through the session:
         :class:`mcp_sansio.app.tasks.TaskHost`)."""
-        from ..common.tasks import TRIO_TASKS
+        from ..common.tasks import TRIO_TASKS  # lazy: tasks only: a cold start does without them
 
         return TRIO_TASKS
 
@@ -345,14 +372,10 @@ class TrioRuntime:
     @staticmethod
     async def _read_lead(fd: int) -> bytes:
         """Wait for ``fd``, then read it (end of file on an error)."""
-        while True:
-            await trio.lowlevel.wait_readable(fd)
-            try:
-                return os.read(fd, _CHUNK)
-            except BlockingIOError:
-                continue
-            except OSError:
-                return b""
+        try:
+            return await _read_when_ready(fd)
+        except OSError:
+            return b""
 
     async def _timer(self) -> None:
         """The core's next deadline, for a server whose runners read (_serve_fd): a scope
@@ -422,14 +445,10 @@ class TrioRuntime:
         first and waits on EAGAIN, which costs a failed read per message when messages come
         one at a time (the peer waits for our answer before it sends again)."""
         async def receive() -> bytes:
-            while True:
-                await trio.lowlevel.wait_readable(fd)
-                try:
-                    return os.read(fd, _CHUNK)
-                except BlockingIOError:
-                    continue
-                except OSError as exc:
-                    raise trio.BrokenResourceError from exc
+            try:
+                return await _read_when_ready(fd)
+            except OSError as exc:
+                raise trio.BrokenResourceError from exc
         return receive
 
     async def writer(self, stream: trio.abc.SendStream) -> None:

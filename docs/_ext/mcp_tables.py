@@ -302,13 +302,12 @@ class MethodTable(_ParsingDirective):
             raise self.error(f"no rules for the {era} era")
         # Fields beyond the columns below (flags added for one era, say) become notes, with
         # the ``#:`` comment that documents them.
-        import attrs
-
         from mcp_sansio._capabilities import MethodRule
 
         shown = {"method", "kind", "sender", "revisions", "capability", "ungated_in",
                  "params_check"}
-        extra_fields = [f for f in attrs.fields(MethodRule) if f.name not in shown]
+        extra_fields = [name for name in MethodRule._fields if name not in shown]
+        defaults = MethodRule._field_defaults
         field_docs = _attr_docs("mcp_sansio._capabilities")
         headers: list[Cell] = ["method", "kind", "sender", "revisions", "gated by", "notes"]
         rows = []
@@ -321,11 +320,11 @@ class MethodTable(_ParsingDirective):
             if rule.params_check is not None:
                 doc = inspect.getdoc(rule.params_check) or rule.params_check.__name__
                 notes.append(" ".join(doc.split()))
-            for field in extra_fields:
-                value = getattr(rule, field.name)
-                if value and value != field.default:
-                    comment = " ".join(field_docs.get(("MethodRule", field.name), []))
-                    notes.append(f"``{field.name}``" + (f": {comment}" if comment else "."))
+            for name in extra_fields:
+                value = getattr(rule, name)
+                if value and value != defaults.get(name):
+                    comment = " ".join(field_docs.get(("MethodRule", name), []))
+                    notes.append(f"``{name}``" + (f": {comment}" if comment else "."))
             if want_handshake and rule.method in _CORE_NOTES:
                 notes.append(_CORE_NOTES[rule.method])
             gate: Cell = "\N{EM DASH}"
@@ -359,11 +358,9 @@ class FeatureTable(_ParsingDirective):
 
     def run(self) -> list[nodes.Node]:
         self.note_sources()
-        import attrs
+        from mcp_sansio._versions import _FEATURES_FIELDS, FEATURES
 
-        from mcp_sansio._versions import FEATURES, Features
-
-        fields = [field.name for field in attrs.fields(Features)]
+        fields = list(_FEATURES_FIELDS)
         headers: list[Cell] = ["revision", *(_literal(name) for name in fields)]
         rows = []
         for revision, features in FEATURES.items():

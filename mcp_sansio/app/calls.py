@@ -18,21 +18,7 @@ docstring are written:
   returns a plan (:mod:`.client_tasks`): a generator of ``Send``/``Sleep`` steps whose return
   value is the call's.
 
-A colour turns each definition into a method mechanically (``adapters/common/plans.py``): one
-line per call in ``AsyncClient`` and ``SyncClient``, ``call_tool = <colour>(Calls.call_tool)``,
-where ``Calls`` is ``ClientCalls`` specialised with the colour's cancel option. The method's
-signature (``__signature__``) and docstring are computed from the definition once, when the
-class is made; per call it costs one extra plain function call (the definition).
-
-Why a class generic in ``C``: a colour adds no keyword of its own to a definition (a
-``ParamSpec`` cannot grow keyword-only parameters, PEP 612), so the options are part of the
-definition, and the one option that differs by colour -- ``cancel`` -- takes its type from
-the specialisation: ``ClientCalls[CancelToken | None]`` on threads, ``ClientCalls[Never]`` on
-the ``async`` runtimes, where no value is accepted (an ``async`` caller cancels its task or
-scope instead, which also sends ``notifications/cancelled``) and the runtime signature leaves
-the keyword out. mypy then checks every call site against the definition, in both colours.
-
-No I/O, clock or state: the definitions build data, the plans yield steps.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

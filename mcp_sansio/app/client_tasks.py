@@ -19,24 +19,7 @@ Two wire forms exist (see ``adapters/common/tasks.py`` for the server side):
   ``input_required``; those are answered with ``tasks/update``; ``tasks/cancel`` stops it.
   There is no ``tasks/result`` and no ``tasks/list`` (-32601).
 
-**The creation answer is a Task, not an outcome.** In both forms it carries no result, error
-or questions, and its status is the task's "seed state" -- ``working`` from our server (2025-11-25
-requires it), but the extension lets a server report any status there, a terminal one
-included. A task the client already knows to be terminal without its payload is therefore
-*fetched* the way the form says: ``tasks/result`` (2025-11-25; it answers at once for a
-terminal task) or one ``tasks/get`` (the extension's DetailedTask inlines the result or the
-error) -- never taken for a task that "ended without a result". Likewise an extension
-``tasks/cancel`` is only acknowledged ("eventually consistent": the task may still be
-working, or may have ended otherwise), so the client reads the task once after the ack
-instead of assuming ``cancelled``.
-
-:class:`ClientTask` is the client's view of one task (status, poll interval, outcome), fed
-by every answer and notification that mentions it; a status change calls ``on_status``.
-The operations are generator *plans*: they yield :class:`Send` (a request to make; the
-result, or the exception, is sent back in) and :class:`Sleep` (wait before polling again),
-and return the operation's value. The ``async`` and blocking clients (``adapters/``) each
-run plans in a few lines (``await`` / block), so the 2 x 5 operations are not written twice. No
-I/O, clock or state outside the objects handed in.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

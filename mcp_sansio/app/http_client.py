@@ -13,63 +13,7 @@ plain client of its runtime's colour (the same calls, callbacks, listen streams 
 (:class:`~.http_service.HTTPLink`; :class:`~.session.ClientLink` is what the client asks of
 it). Composed, not mixed in: the client's pump hands over to the link, which
 
-* drains :meth:`HTTPClient.next_event` (the connection's events, plus
-  :class:`~mcp_sansio.http.SessionRenewed` and :class:`~mcp_sansio.http.TransportFailed`,
-  which the client hands back to :meth:`HTTPClientLink.on_event`) through the session's one
-  drain loop;
-* hands each ``(channel, bytes)`` pair of :meth:`HTTPClient.data_to_send` to
-  :attr:`HTTPClientLink.send`, the runtime's socket object;
-* arms the one timer (:attr:`HTTPClientLink.arm`: the session's, or the socket object's)
-  at :meth:`HTTPClient.next_deadline` (the core's request
-  timeouts and the HTTP client's stream resumptions alike; a keepalive ping's if sooner);
-  the client's ``on_timer`` then reaches :meth:`HTTPClientLink.on_timer`.
-
-How a runtime uses it
----------------------
-``connect_http`` makes the colour's client (``_create``), gives it its runtime object, and
-calls :func:`attach_http` (``url``, ``headers``, ``http_options`` for :class:`HTTPClient`),
-which installs the link and returns the options that are the runtime's own
-(``connect_timeout``, ``max_write_buffer``, ``ssl_context``). It then makes its socket
-object with them and sets the link's ``send`` to it:
-
-``send(channel, data)``
-    Called from the pump for every pair :meth:`HTTPClient.data_to_send` gives. A channel
-    not seen before needs a new TCP connection to ``link.http.host``, ``link.http.port``
-    (TLS when ``link.http.scheme == "https"``; count it in ``link.connections_opened``);
-    buffer ``data`` until it is open. Then write ``data``; when ``channel.closed`` is true,
-    close the socket after writing. Never call back into the session from ``send`` (it runs
-    inside the pump).
-
-and reports what happens on each socket, from its reader (a protocol callback, a task or a
-thread), always through these methods of the link, which take the session's lock:
-
-* :meth:`~HTTPClientLink.channel_data` with the bytes read (``b""`` at end of file);
-* :meth:`~HTTPClientLink.channel_failed` when the socket could not be opened (refused,
-  unreachable, TLS failure): the server is not there, so a stream being resumed is not
-  tried again and its requests fail at once; :meth:`~HTTPClientLink.channel_lost` when an
-  open socket broke.
-
-Closing is :meth:`HTTPClientLink.begin_close` (the HTTP client sends ``DELETE`` for a
-handshake-era session, closes every stream, and the connection aborts pending calls); the
-socket object then waits, with a short bound, until the sockets it still has are closed by
-the pump (the ``DELETE``'s channel comes back with ``channel.closed``), and drops what is
-left.
-
-Failures and renewals
----------------------
-An HTTP exchange that fails without a JSON-RPC answer (a status with no answer in the body,
-a stream that broke and could not be resumed, a refused connection) ends the requests it
-carried: their callers get :class:`HTTPTransportError` (a
-:class:`~mcp_sansio.app.errors.ConnectionClosedError`) naming the HTTP failure, not a
-cancellation. The connection itself stays usable: the next request opens a new TCP
-connection. A connect that failed that way raises it too (:meth:`HTTPClientLink.check_connect`).
-
-When the server forgot the session (404) the HTTP client initializes again and retries
-(``basic/transports.mdx``, session management: the client MUST start a new session); the
-server's per-session state (resource subscriptions, the log level) is gone with the old
-session. That is logged as a warning, counted in the client's ``session_renewals`` and
-passed to its ``on_transport_event`` (with every :class:`~mcp_sansio.http.TransportFailed`),
-so an application that subscribed can subscribe again.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

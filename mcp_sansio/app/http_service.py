@@ -22,18 +22,7 @@ what every ``start_http`` builds: the HTTP server with its connection factory an
 the ``requestState`` key and the session-id source handed in (the runtime glue draws them
 from :mod:`secrets`).
 
-Isolation
----------
-Bad input on a connection is answered by the sans-IO server, never raised. An exception that
-still escapes while one connection is being handled (a bug, in the server or in code it
-calls) must not end the server or disturb other connections: each runtime catches it where
-that connection's work is done (its reader, its protocol callbacks) and hands it to
-:meth:`HTTPServiceBase._contain`, which logs it once and ends that connection alone --
-answered ``500`` first when no response had started (:meth:`ServerChannel.fail
-<mcp_sansio.http.ServerChannel.fail>`), then closed the way every closed connection is (the
-lingering close). Work that is no one connection's (the timers, a pump run for no reader)
-is guarded the same way (:meth:`HTTPServiceBase._work_failed`): logged, and the server goes
-on.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
@@ -91,6 +80,12 @@ class HTTPServiceBase(Generic[LogicT]):
     address: tuple[str, int]
     _sessions: weakref.WeakKeyDictionary[Session, LogicT]
     _pumping = False  # a drain is under way
+
+    def __init__(self, server: Server, http: HTTPServer) -> None:
+        self.server = server
+        self.http = http
+        #: Each HTTP session's logic, made on its first event (:meth:`_dispatch`).
+        self._sessions = weakref.WeakKeyDictionary()
 
     @property
     def port(self) -> int:

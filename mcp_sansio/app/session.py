@@ -12,28 +12,9 @@ classes start jobs (``_spawn_incoming``) and wake waiters (``Call.wake``). Class
 on two axes only: :class:`Session` (the pump), then the role (:class:`ClientLogic`,
 :class:`~.server.ServerLogic`), then the colour (the async or blocking API, in
 ``mcp_sansio.adapters``) -- three classes at most. Everything else is here, written once and
-free of any runtime:
+free of any runtime.
 
-* :meth:`Session.service` is the pump's middle: drain ``next_event()`` until ``NEED_DATA``,
-  dispatch each event, then drain the outbox into one write and re-arm the timer. It is
-  re-entrant safe (a send made while dispatching is picked up by the same loop).
-* Requests we send are :class:`~.errors.Call` objects keyed by request id. Their terminal
-  event is stored on the call and the waiter is woken; :func:`~.errors.outcome` turns it
-  into a result or an exception. An ``InputRequired`` terminal is answered by the same user
-  callbacks that answer a handshake-era server's requests, and the call goes on under the
-  retry's id.
-* :class:`ClientLogic` adds the client: the connect's steps, notifications, listen streams,
-  the server's input requests answered by the user's callbacks, the tasks it follows. Over
-  HTTP it holds a :class:`ClientLink` (``link``) that drains the HTTP client instead of the
-  connection; its HTTP facts (``transport``, ``session_id``, ...) read the link and are
-  neutral without one.
-* The server side (registry, router, :class:`~.server.ServerLogic`) is in :mod:`.server`;
-  the handler's context in :mod:`.context`.
-
-``lock`` is a context manager held around every use of the connection; it does nothing
-unless a runtime that drives one session from several threads hands in a real lock. No
-protocol decision is made here: lifecycle, gating, timeouts, cancellation and MRTR state
-all live in the core. This module decides application matters only.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
@@ -103,6 +84,7 @@ __all__ = [
     "default_client_info",
     "next_cursor",
     "page_params",
+    "Answering",
     "ClientLink",
     "ClientLogic",
     "Link",
@@ -576,6 +558,33 @@ _CONNECT_STEPS: dict[State, str] = {
 }
 
 
+class Answering:
+    """A callback answering one of the server's requests (handshake era: sampling,
+    elicitation, roots) as a ``with`` block whose body sets :attr:`value`: our requests'
+    clocks pause around it (:meth:`ClientLogic._human_wait`) and leaving it answers the
+    request -- with the value, or with the :class:`Exception` the body raised."""
+
+    __slots__ = ("logic", "request", "value")
+
+    def __init__(self, logic: ClientLogic, request: Request) -> None:
+        self.logic = logic
+        self.request = request
+        self.value: Any = None
+
+    def __enter__(self) -> Answering:
+        self.logic._human_wait(self.request, True)
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> bool:
+        logic, request = self.logic, self.request
+        if isinstance(exc, Exception):
+            logic._finish_request(request.request_id, error=exc, method=request.method)
+        logic._human_wait(request, False)
+        if exc is None:
+            logic._finish_request(request.request_id, self.value, method=request.method)
+        return isinstance(exc, Exception)
+
+
 class ClientLogic(Session):
     """Client behaviour shared by every runtime: handshake outcome, notifications, listen
     streams, and answering the server's input requests with the user's callbacks."""
@@ -625,6 +634,33 @@ class ClientLogic(Session):
         self._client_tasks: dict[str, ClientTask] = {}
         self._on_transport_event: Callable[[Event], Any] | None = None
         self._auth: Any = None
+
+    # -- what the server told in the handshake -------------------------------------------
+
+    @property
+    def era(self) -> Era | None:
+        """The era the connection negotiated (None before :meth:`connect`)."""
+        return self.conn.era
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol revision, e.g. ``"2026-07-28"``."""
+        return self.conn.protocol_version
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """The server's ``serverInfo`` (name, version, ...)."""
+        return self.conn.peer_info
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        """The capabilities the server declared."""
+        return self.conn.peer_capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's ``instructions``, if it gave any."""
+        return self.conn.instructions
 
     # -- the HTTP facts: meaningful over HTTP (``link``), neutral otherwise ------------------
 

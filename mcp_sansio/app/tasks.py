@@ -22,75 +22,11 @@ or for a protocol-level failure the error, inlined), answers the task's question
 ``{resultType: "complete"}``. There is no ``tasks/result`` and no ``tasks/list`` there
 (-32601, from the core's method table).
 
-**2025-11-25.** The client asks: ``params.task`` on ``tools/call`` (the server declares
-``tasks.requests.tools.call``; a tool without task support refuses with -32601, and a
-``required`` one called plainly is -32601 too). The answer is ``{task: Task}`` (``ttl``,
-``pollInterval``). ``tasks/get`` answers the Task, ``tasks/result`` waits until the task is
-terminal and answers what the call would have (its result, or its error verbatim) with the
-``io.modelcontextprotocol/related-task`` ``_meta``, ``tasks/list`` lists the session's tasks,
-``tasks/cancel`` answers the cancelled Task (-32602 for a terminal one). Every status change
-is announced with ``notifications/tasks/status``. A task belongs to the session that created
-it; other sessions do not see it.
-
-The creation answer (both eras) is the task as it was created, taken in :meth:`TaskLedger.start`
-before the handler is launched: ``working``, nothing inlined. A handler may end before the
-dispatch goes on (a thread of its own; an eager runtime runs one that never suspends inside
-``launch``); an answer built after that would report an end it cannot carry -- neither era's
-``CreateTaskResult`` has a result field.
-
-Statuses: ``working`` -> (``input_required`` <-> ``working``)* -> ``completed`` (the handler
-returned, or failed *as a tool*: ``result.isError``), ``failed`` (it raised anything else:
-a protocol-level error, -32603 with a generic message, the exception logged) or
-``cancelled``. Terminal statuses are final.
-
-Asking the client from a task: the handler's ``ctx`` is a task context (the runtime glue's
-``TaskContext``). Its ``ask``
-(and ``elicit``, ``sample``, ``list_roots``) puts the task in ``input_required``. In
-2026-07-28 the questions wait under ``inputRequests`` until ``tasks/update`` has brought an
-answer for every key (one at a time if the client likes: answered keys leave
-``inputRequests``); in 2025-11-25 they are real requests to the client, marked with the
-related-task ``_meta``. Progress becomes the task's ``statusMessage``; log messages go to
-:mod:`logging` (the request they would be about has been answered).
-
-This module is the sans-IO half: the status table, TTLs, the per-revision wire shapes and
-the routing of the tasks methods (:class:`TaskLedger`), over a store of tasks
-(:class:`TaskStore`, in memory by default: :class:`InMemoryTaskStore`). It reads no clock,
-draws no id, takes no lock and runs nothing itself: all of that is handed in as a
-:class:`TaskRuntime` -- wall-clock seconds for ``createdAt``, monotonic seconds for expiry,
-a fresh unguessable task id, the lock around the store, a waiter, ``launch`` to run a
-handler in the background, and ``share`` to build the sharing below. The runtime serving a
-connection supplies it: the ledger asks the session a request came on
-(:class:`TaskHost`, ``session._task_runtime()``), and the bundled runtimes answer with their
-runtime object's (``mcp_sansio.adapters.common.tasks``: an asyncio task, a trio system task, or a
-thread of its own), so a task runs on the runtime that routed its ``tools/call``. The first
-runtime that serves the ledger also gives it its clocks, ids and lock (:meth:`TaskLedger.bind`);
-a ledger given a runtime at construction uses that one for everything (tests; an embedder
-whose sessions supply none). This module imports neither the runtimes nor the server module
-(:class:`ToolRouter` is what it asks of the server).
-
-Sharing: with several workers (processes, hosts) behind one service, a request
-about a task may land on a worker that does not run it. A ledger given a
-:class:`TaskSharing` (the runtime glue's, over a :class:`mcp_sansio.stores.TaskTable` and the
-event bus) writes each task's :meth:`Task.record` through it whenever the task changes -- the
-creating ``tools/call`` is answered only once the first record is stored (SEP-2663, "durable
-create") -- and answers a tasks request for a task it does not hold from the stored record:
-``tasks/get`` from the record, ``tasks/list`` from the owner's records, a blocking
-``tasks/result`` once a terminal record is stored, and ``tasks/cancel``/``tasks/update``
-by sending them to the worker that runs the task (:meth:`TaskLedger.receive` there). The
-ledger stays sans-IO: those paths are ``async`` jobs whose awaits are the sharing's, and a
-store is never called under the lock. The work keeps running where it started. Records
-carry wall-clock seconds (``createdAt`` is read by other hosts); in-process expiry stays on
-the monotonic clock.
-
-Lifetime: a task is kept for its TTL after it was created (never dropped earlier, SEP-2663
-"TTL"), then forgotten, its handler cancelled if it still runs. The store holds at most
-``max_tasks``: when full, expired tasks are dropped first and then a new task is refused --
-the ``tools/call`` simply runs synchronously instead, which both versions allow.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
 
-import datetime
 import logging
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -155,6 +91,8 @@ _GENERIC_FAILURE = {"code": int(ErrorCode.INTERNAL_ERROR), "message": "Internal 
 
 
 def _iso(seconds: float) -> str:
+    import datetime  # here: a server that creates no task never pays for it
+
     return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(
         timespec="milliseconds").replace("+00:00", "Z")
 

@@ -20,24 +20,7 @@ instead (:mod:`mcp_sansio.auth._grants`); with :attr:`ClientConfig.dpop` token r
 carry DPoP proofs and the tokens are bound to a key (:meth:`OAuthClientFlow.proof_headers`
 then makes each MCP request's proof; RFC 9449).
 
-The steps follow MCP 2025-11-25 basic/authorization.mdx "Authorization Flow Steps" (2026-07-28
-keeps them): protected-resource metadata (RFC 9728), authorization-server metadata (RFC 8414
-and OpenID Connect Discovery, the issuer checked, RFC 8414 §3.3), a client identity (the
-preference order in :data:`~mcp_sansio.auth._rules.REGISTRATION_ORDER`), the authorization
-request with PKCE S256 (RFC 7636) and ``resource`` (RFC 8707), the redirect checked (``state``,
-RFC 9207 ``iss``), the token request. Stored tokens are used while fresh, refreshed shortly
-before expiry (:data:`~mcp_sansio.auth._rules.REFRESH_MARGIN`) and after a 401.
-
-Internally the flow is a generator: it yields each action and receives its answer, so the
-protocol reads top to bottom as the spec describes it. The generator never sleeps, reads a
-clock or draws random numbers: ``now`` comes with every call and randomness from the
-``entropy`` callable given to the constructor (``secrets.token_bytes`` in an application, a
-seeded source in tests). Every run is bounded: at most
-:data:`~mcp_sansio.auth._rules.MAX_REQUESTS` requests, each metadata fetch at most
-:data:`~mcp_sansio.auth._rules.MAX_REDIRECTS` redirects, each body at most
-``max_response_bytes``, and at most
-:data:`~mcp_sansio.auth._rules.MAX_CONSECUTIVE_CHALLENGES` challenges without a
-:meth:`~OAuthClientFlow.request_succeeded` in between.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -22,9 +22,7 @@ a possibly good token away and authorize again (RFC 6750 §3.1 ``invalid_token``
 token *is* bad; RFC 7662 §2.3 says a non-200 introspection answer is no verdict; RFC 9110
 §15.6.4: 503 is "temporarily unable to handle the request").
 
-:class:`IntrospectionVerifier <mcp_sansio.auth.IntrospectionVerifier>` and
-:class:`mcp_sansio.auth.jwt.JWKSCache` are the two verifiers built this way; their caches
-live here and in :mod:`mcp_sansio.auth.jwt`, driven by ``now`` like the rest of the core.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -21,11 +21,7 @@ holds for a token at the token endpoint, after the same discovery as the browser
   authorization grant), then that ID-JAG with the RFC 7523 §2.1 grant at the MCP server's
   authorization server.
 
-Each grant has one shape in :data:`GRANTS` (its ``grant_type``, what goes in the request).
-A refused grant is a :class:`~mcp_sansio.auth.TokenError` and the run ends: a machine
-client does not retry the same assertion nor fall back to another grant (the WIF
-extension says so; the others have no user who could fix anything either). Tokens are
-re-requested, never refreshed, when they expire (RFC 6749 §4.4.3: no refresh token here).
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -18,12 +18,7 @@ server), :meth:`~IntrospectionVerifier.verify` answers from a cache of active an
 :mod:`mcp_sansio.auth._deferred`). An answer other than 200 is no verdict on the token (RFC
 7662 §2.3): :class:`~mcp_sansio.auth._deferred.VerificationUnavailable`, answered 503.
 
-The checks on an active token: ``exp`` against ``now`` (seconds since the epoch), ``aud``
-naming this resource (MCP 2025-11-25 "Token Handling": a server MUST validate that a token
-was issued for it; RFC 8707 §2) -- an answer without ``aud`` cannot show that and is refused
-unless the verifier is told the authorization server vouches for the audience another way
-(``require_audience=False``) -- and ``iss`` when the verifier was told which issuer to
-expect.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

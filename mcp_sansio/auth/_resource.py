@@ -20,15 +20,7 @@ basic/authorization.mdx "Roles"). It needs four things, all pure and here:
 :class:`ProtectedResource` bundles them for :class:`mcp_sansio.http.HTTPServer`, which
 serves the metadata document and decides every request on its endpoint with it.
 
-Verification is synchronous and pure: ``verify(token, now)`` judges with what the verifier
-already holds. That keeps the HTTP server runtime-neutral and non-blocking -- it never waits
-inside the handling of a request -- and suits JWT access tokens, the common case: the
-signature is checked with a JWKS handed in (:meth:`mcp_sansio.auth.jwt.JWTVerifier.set_jwks`).
-A verifier that can only decide by asking someone (RFC 7662 introspection, a JWKS refresh)
-raises :class:`~mcp_sansio.auth._deferred.VerificationPending` instead: the HTTP server
-parks that request until the adapter brings the answer, and :meth:`ProtectedResource.conclude`
-turns the answer into the same decision :func:`authorize_request` makes
-(:mod:`mcp_sansio.auth._deferred`).
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -22,8 +22,7 @@ its keys are missing, older than ``max_age`` or lack a token's ``kid`` it raises
 adapter to fetch the set and then judges the token with it. The adapters' ``JWKSKeeper``
 adds the first fetch, before serving.
 
-Only asymmetric signature algorithms are accepted by default (:data:`DEFAULT_ALGORITHMS`):
-an ``HS256`` token "signed" with a public key and ``none`` are the classic confusions.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

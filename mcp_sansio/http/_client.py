@@ -5,55 +5,9 @@ Theory of operation
 An :class:`HTTPClient` wraps one :class:`~mcp_sansio.ClientConnection`. The application
 talks MCP to that connection as on stdio (``client.connection.send_request(...)``); the
 client turns each outgoing message into an HTTP exchange and each response into connection
-input:
+input.
 
-* every message is POSTed on its own (``Accept``, ``Content-Type``, ``Mcp-Session-Id``,
-  ``MCP-Protocol-Version``; in 2026-07-28 also ``Mcp-Method``, ``Mcp-Name`` and the
-  ``Mcp-Param-*`` headers the server's tool definitions ask for);
-* the answer is a JSON object or an SSE stream, parsed as it arrives; its messages are fed
-  to the connection, which produces the events the application drains with
-  :meth:`HTTPClient.next_event`;
-* exchanges run on *channels*, one per TCP connection, HTTP/1.1 with keep-alive, at most one
-  exchange at a time each. The adapter opens a socket for each new channel it sees in
-  :meth:`HTTPClient.data_to_send` (to :attr:`HTTPClient.host`, :attr:`HTTPClient.port`),
-  feeds back what it reads, and closes it when the channel says so;
-* everything below reads a response only as the exchange events of
-  :mod:`~mcp_sansio.http._exchange` (a head, body pieces, an end, the peer closing), so it
-  does not know which parser fed it: a channel's wire is the h11
-  :class:`~mcp_sansio.http._wire.ClientWire` for a socket's bytes, or, with
-  ``events=True``, a :class:`~mcp_sansio.http._client_exchange.ClientExchangeWire` that
-  hands requests to the application's own HTTP library as events
-  (:meth:`HTTPClient.events_to_send`) and takes its responses back
-  (:meth:`ClientChannel.receive_event`).
-
-What the spec asks of a client around that:
-
-* **Era and transport.** :meth:`HTTPClient.connect` starts the connection's era probe (a
-  stateless ``server/discover``) or ``initialize``; an HTTP error without a recognised
-  stateless-era JSON-RPC error becomes a failed probe, so the connection falls back to
-  ``initialize`` (``2026-07-28/basic/versioning.mdx``). If ``initialize`` is answered 4xx,
-  the client tries the legacy HTTP+SSE transport: a GET whose first event is ``endpoint``
-  (``basic/transports.mdx``, backwards compatibility).
-* **Sessions.** The ``Mcp-Session-Id`` of the ``InitializeResult`` goes on every later
-  request. A 404 for it means the session is gone: the client initializes again, once, with
-  the same parameters, and retries what failed (:class:`SessionRenewed` tells the
-  application: server-side state such as subscriptions is lost). :meth:`HTTPClient.close`
-  sends DELETE. Messages after ``notifications/initialized`` wait for its 202: each POST
-  may take its own TCP connection, and a server that read a request first would refuse it
-  (the handshake completes with that notification, ``basic/lifecycle.mdx``). They also wait
-  for the standalone stream's response head, at most ``_STANDALONE_WAIT``, so that the
-  stream is open before the requests whose messages it may carry.
-* **Streams.** After the handshake a standalone GET stream is kept open for server-initiated
-  messages (unless the server answers 405). A broken SSE stream is resumed with a GET
-  carrying ``Last-Event-ID`` after the server's ``retry`` delay, with bounded exponential
-  backoff; time is an argument (:meth:`HTTPClient.next_deadline`,
-  :meth:`HTTPClient.handle_timeout`).
-* **Cancellation.** Handshake era: ``notifications/cancelled`` is POSTed like any message.
-  Stateless era: the connection's cancellation (``cancel()`` or a timeout) closes the
-  request's stream instead, which is what the server takes as the cancel.
-* **Failures.** A request whose exchange fails at the HTTP level (a status with no JSON-RPC
-  answer in the body, a broken stream that cannot be resumed) ends with
-  :class:`~mcp_sansio.RequestCancelled` whose ``reason`` names the HTTP failure.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

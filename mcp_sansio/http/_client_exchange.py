@@ -22,11 +22,7 @@ responses itself:
   ``ResponseData``, ``ResponseEnded`` and ``PeerClosed``; the client reads them back in
   order. Informational heads (1xx, RFC 9110 section 15.2) are skipped, as h11 does.
 
-What the library gets wrong is answered, never raised: events with no request in flight are
-dropped, and a response that breaks the order of RFC 9112 section 6 (a body or an end before
-the head, a second head) ends the exchange as if the connection had broken
-(``PeerClosed``), since nothing after it can be trusted; the channel is then closed. Framing,
-keep-alive, pooling, TLS and redirects are the library's business.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

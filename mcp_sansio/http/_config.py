@@ -23,7 +23,7 @@ from ._headers import LOCAL_HOSTS, LOCAL_ORIGINS
 from ._park import DEFAULT_DECISION_TIMEOUT
 from ._store import EventStore
 from ._wire import DEFAULT_MAX_HEADER_COUNT, DEFAULT_MAX_HEADER_SIZE, DEFAULT_MAX_TARGET_LENGTH
-from ._wires import WIRES
+from ._wires import WIRES, default_wire
 
 if TYPE_CHECKING:
     from ..auth._resource import ProtectedResource
@@ -176,9 +176,9 @@ class ServerConfig:
         :doc:`/stores`). The id stays unguessable: the prefix is added to what
         ``new_session_id`` returns.
     :param wire: the HTTP/1.1 parser of the server's connections, a key of
-        :data:`~mcp_sansio.http._wires.WIRES`: ``"h11"`` (the default: the reference, and
-        the core's own dependency) or ``"httptools"`` (llhttp, faster; the ``fast``
-        extra). See :doc:`/wires`.
+        :data:`~mcp_sansio.http._wires.WIRES`: ``"httptools"`` (llhttp, faster; the
+        default when the ``fast`` extra is installed) or ``"h11"`` (the reference and the
+        core's own dependency; the default otherwise). See :doc:`/wires`.
     """
 
     path: str = "/mcp"
@@ -210,7 +210,7 @@ class ServerConfig:
     shared: bool = False
     stream_tag: str = attrs.field(default="", validator=_check_stream_tag)
     session_id_prefix: str = attrs.field(default="", validator=_check_prefix)
-    wire: str = attrs.field(default="h11", validator=_check_wire)
+    wire: str = attrs.field(factory=default_wire, validator=_check_wire)
 
     def __attrs_post_init__(self) -> None:
         if self.sessionless and self.legacy_sse_path is not None:

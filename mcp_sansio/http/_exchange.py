@@ -18,42 +18,7 @@ pieces, an end):
   :class:`ResponseEnded`, and :class:`CloseConnection` (nothing more will be sent: close
   after writing what came before, without ending a response that is cut short).
 
-:class:`~mcp_sansio.http._exchange_wire.ExchangeWire` is the server's side of one connection
-driven by these events: it gathers a request's body (bounded by ``max_body_size``: a larger
-one is answered ``413`` and the connection closes, as on the h11 wire) into an
-:class:`~mcp_sansio.http._wire.HTTPRequest` for the server and turns the server's answer into
-output events. It offers the server the same operations as the h11
-:class:`~mcp_sansio.http._wire.ServerWire` (``next_request``, ``respond``,
-``start_response``, ``send_body``, ``end_response``, ``abort``, ``fail``), so the server's
-request handling is the same whichever fed it; the h11 wire is itself a producer of these
-events (:meth:`~mcp_sansio.http._wire.ServerWire.next_event`) and a consumer of the output
-ones (:meth:`~mcp_sansio.http._wire.ServerWire.send`). :meth:`HTTPServer.new_exchange
-<mcp_sansio.http.HTTPServer.new_exchange>` gives a channel on an exchange.
-
-The client side of the seam speaks the same events the other way round
-(:class:`~mcp_sansio.http._client_exchange.ClientExchangeWire`, ``HTTPClient(...,
-events=True)``): out, to the HTTP library that sends them, a request as
-:class:`RequestStarted` (``content_length`` is the body's length, which the client always
-knows; None for a ``GET``, which has none), :class:`RequestData` and :class:`RequestEnded`,
-and :class:`CloseConnection` when the client is done with a connection (a 2026-07-28
-request's stream closed is its cancellation); in, from that library, the response as
-:class:`ResponseStarted` (header names in any case; its ``content_length`` is informational
-there), :class:`ResponseData` (an SSE body as it streams), :class:`ResponseEnded`, and
-:class:`PeerClosed` when the server closed the connection or it broke (before
-:class:`ResponseEnded`, the response is cut short). :data:`ClientExchangeOutput` and
-:data:`ClientExchangeInput` name the two directions; the h11
-:class:`~mcp_sansio.http._wire.ClientWire` consumes the first
-(:meth:`~mcp_sansio.http._wire.ClientWire.send`) and produces the second
-(:meth:`~mcp_sansio.http._wire.ClientWire.next_exchange_event`).
-
-What stays with the parser: everything that is a fact of one HTTP version -- message framing
-(Content-Length, chunked), keep-alive and ``Connection: close``, pipelining (hand over the next
-request only after :class:`ResponseEnded`), the head limits and request-target checks of RFC
-9112 (:data:`~mcp_sansio.http._wire.REFUSALS`), and the refusal of malformed input. A request
-handed over is one the parser accepted. The exchange keeps one rule that holds in every HTTP
-version: a response to ``HEAD`` carries no content (RFC 9110 section 9.3.2), so its
-:class:`ResponseStarted` has the length a ``GET`` would get and no :class:`ResponseData`
-follows.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

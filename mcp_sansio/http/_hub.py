@@ -214,6 +214,10 @@ class ServerChannel:
         self._answers: dict[tuple[str, str], Any] = {}
         self._request: HTTPRequest | None = None
         self._held = False  # its output waits for a store write (HTTPServer.stored)
+        #: A shared server's answer to ``initialize`` (status, headers, body, request id),
+        #: kept unwritten until the new session's record is stored: if the store fails,
+        #: the client is told 503 instead of getting a session no other worker can find.
+        self._deferred: tuple[int, list[tuple[str, str]], bytes, Any] | None = None
 
     def __repr__(self) -> str:
         return f"<ServerChannel at 0x{id(self):x}{' closed' if self.closed else ''}>"
@@ -310,6 +314,9 @@ class ServerChannel:
         self._unpark()
         stream, self.stream = self.stream, None
         self._held = False  # nothing it waited for matters now: what it has goes out
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None:
+            self.wire.respond(deferred[0], deferred[1], deferred[2])
         self.wire.fail(500, "Internal Server Error")
         server.hub._writable[self] = None
         if stream is not None and stream.channel is self:

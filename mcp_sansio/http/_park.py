@@ -8,30 +8,9 @@ introspection, a JWKS refresh; :mod:`mcp_sansio.auth._deferred`), a session reco
 replay a shared store holds (:class:`~mcp_sansio.http._shared.Lookup`). The core never does
 I/O, so it *parks* the exchange instead of waiting. This is the server's one waiting
 mechanism: one slot on the channel (``_parked``), one table of handles, one timeout, one
-release on the client leaving, whatever the question:
+release on the client leaving, whatever the question.
 
-1. it records a :class:`Parked` exchange (its channel, what to do with the answer, what to
-   do when none comes in time) under a fresh opaque handle, stops reading that
-   connection's further requests (they stay in its buffer, in order), and hands out a
-   :class:`DecisionNeeded` -- the handle, the question, the deadline -- to the adapter
-   (:meth:`HTTPServer.pending_decisions <mcp_sansio.http.HTTPServer.pending_decisions>`, or
-   the ``on_decision_needed`` callback when the adapter set one);
-2. the adapter answers the question its own way (a task, a worker thread) and calls
-   :meth:`HTTPServer.decide <mcp_sansio.http.HTTPServer.decide>` with the handle and the
-   answer -- a value, or the exception that stopped it -- and the exchange goes on where it
-   stopped, then the connection's next request (:meth:`HTTPServer.resolve
-   <mcp_sansio.http.HTTPServer.resolve>` is the same for a lookup);
-3. if no answer comes by the deadline (:data:`DEFAULT_DECISION_TIMEOUT` after parking,
-   on the server's ``now``), :meth:`HTTPServer.handle_timeout
-   <mcp_sansio.http.HTTPServer.handle_timeout>` answers the exchange with its timeout
-   answer (``503`` for a token; "not found" for a lookup: 404 or 400, as when the store
-   fails); an answer arriving later is ignored (``decide`` returns
-   False), as is one for an exchange whose client left meanwhile (end of file or a broken
-   socket unparks it). Every request still ends exactly once.
-
-The handle is an ``int`` from a counter: opaque to the adapter, never reused within one
-server. A :class:`Parked` record is generic in the channel it holds: this module knows
-nothing of the server's channels, so the server imports it and never the other way round.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

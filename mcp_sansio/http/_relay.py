@@ -120,17 +120,44 @@ class SharedRelay:
             if channel._parked is None:
                 channel._answers.clear()
 
-    def stored(self, effect: SaveSession | DropSession, *, now: float | None = None) -> None:
-        """``effect`` is done in the table (or the store failed: the session's state is then
-        this worker's only): release the answers it held; drain :meth:`data_to_send`
-        after."""
+    def stored(self, effect: SaveSession | DropSession, *, now: float | None = None,
+               failure: BaseException | None = None) -> None:
+        """``effect`` is done in the table, or the store failed it (``failure``): release the
+        answers it held; drain :meth:`data_to_send` after. A failed change of a session
+        the table has leaves the session's state on this worker only; a failed record of a
+        *new* session ends it here and answers its ``initialize`` 503 with Retry-After (no
+        other worker could find it: its client would be told 404 there)."""
         self.hub._clock(now)
         for channel in effect.channels:
-            self._release(channel)
+            if (failure is not None and channel is not None
+                    and channel._deferred is not None):
+                self._unsaved(effect.session_id, channel, failure)
+            else:
+                self._release(channel)
+
+    def _unsaved(self, session_id: str, channel: ServerChannel,
+                 failure: BaseException) -> None:
+        request_id = channel._deferred[3] if channel._deferred is not None else None
+        channel._deferred = None
+        channel._held = False
+        session = self.hub._sessions.get(session_id)
+        if session is not None and session.ended is None:
+            holding, session._holding = session._holding, []
+            for other in holding:
+                self._release(other)
+            session._quiet = True  # not in the table: nothing to drop there
+            self.hub.owner._end_session(session, SessionEnd.CLOSED)
+        self.hub._error(channel, 503, ErrorCode.INTERNAL_ERROR,
+                        f"Service Unavailable: the shared store could not record the new "
+                        f"session ({failure or type(failure).__name__})", request_id,
+                        headers=[("retry-after", "1")])
 
     def _release(self, channel: ServerChannel | None) -> None:
         if channel is not None and channel._held:
             channel._held = False
+            deferred, channel._deferred = channel._deferred, None
+            if deferred is not None:
+                self.hub._respond(channel, deferred[0], deferred[1], deferred[2])
             self.hub._writable[channel] = None
 
     def forget_session(self, session_id: str, *, now: float | None = None) -> None:

@@ -408,11 +408,13 @@ class HTTPServer:
         "not found" -- or its client left)."""
         return self.relay.resolve(lookup, answer, now=now)
 
-    def stored(self, effect: SaveSession | DropSession, *, now: float | None = None) -> None:
-        """``effect`` is done in the table (or the store failed: the session's state is then
-        this worker's only): release the answers it held; drain :meth:`data_to_send`
-        after."""
-        self.relay.stored(effect, now=now)
+    def stored(self, effect: SaveSession | DropSession, *, now: float | None = None,
+               failure: BaseException | None = None) -> None:
+        """``effect`` is done in the table, or the store failed it (``failure``: a new
+        session's ``initialize`` is then answered 503 with Retry-After and the session
+        ended here; any other change lives on this worker only): release the answers it
+        held; drain :meth:`data_to_send` after."""
+        self.relay.stored(effect, now=now, failure=failure)
 
     def forget_session(self, session_id: str, *, now: float | None = None) -> None:
         """Another worker ended ``session_id`` (the event bus said so): end this worker's

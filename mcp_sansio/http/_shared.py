@@ -6,55 +6,9 @@ A server whose sessions and SSE events live in a store shared by several workers
 (:mod:`mcp_sansio.stores`) cannot call that store: it is asynchronous (a network round trip
 must not block the loop) and the core does no I/O. So an :class:`~mcp_sansio.http.HTTPServer`
 built with ``shared=True`` says what it needs as *effects*, which the adapter takes with
-:meth:`HTTPServer.shared_effects` and carries out in order:
+:meth:`HTTPServer.shared_effects` and carries out in order.
 
-* :class:`StoreEvent` -- keep an SSE event of a resumable stream (``EventLog.append``). The
-  server numbers the events itself (``<stream id>:<sequence>``, as the in-memory store does),
-  so the event goes out to the client at once and the write has no answer to wait for. The
-  adapter then publishes it on the bus's ``events`` topic: a worker where the client resumed
-  that stream (``Last-Event-ID`` landing elsewhere) relays it (:meth:`HTTPServer.relay_event`,
-  in sequence order, each event once). A finished stream stores :data:`STREAM_END` last;
-* :class:`ForgetStream` -- a session ended: its streams' events may go (``EventLog.forget``);
-* :class:`SaveSession` / :class:`DropSession` -- a handshake-era session's record changed
-  (initialize answered, ``notifications/initialized``, ``logging/setLevel``,
-  ``resources/subscribe``...) or its activity should push its idle deadline on; or the
-  session ended by ``DELETE`` or by the application (``SessionTable.put``/``delete``). A
-  session that merely idled out *here* is not dropped: another worker may be serving it,
-  and the table's own deadline ends it everywhere. The answers to the requests that made
-  the change wait until the adapter says it is stored (:meth:`HTTPServer.stored`): the
-  client's next request may go to any worker at once;
-* :class:`ForwardAnswer` -- a client answered a server-to-client request (2025-era
-  elicitation, sampling, roots) on a worker other than the one whose handler waits: the ids
-  of a shared server's requests carry its worker tag (``<stream_tag>-<n>``, unique across
-  workers), so the worker the answer lands on sees whose it is and forwards it on the bus
-  (``answers``); that worker hands it to its copy of the session
-  (:meth:`HTTPServer.deliver_answer`). An answer no worker waits for ends as on one server:
-  an ``UnexpectedResponse`` event where it lands;
-* :class:`Lookup` -- a request the server cannot answer without the store: a session id it
-  does not hold (``SessionTable.get``), or a ``Last-Event-ID`` to replay
-  (``EventLog.replay``). Its exchange is *parked* as one waiting on a token decision is
-  (:mod:`mcp_sansio.http._park`: the one waiting mechanism): nothing more is read from that
-  connection until the adapter answers with :meth:`HTTPServer.resolve` (the record or None;
-  the replay or None), and then the request is handled as if the answer had always been
-  there. No answer within ``decision_timeout`` counts as "not found"; a client that leaves
-  releases it; a second answer is ignored.
-
-Only the worker that writes a stream can end it (:data:`STREAM_END`), so a worker that dies
-while writing one would leave every relay of it open for ever, with nothing but keep-alive
-comments (found by the two-host test). So each worker announces itself on the
-bus's ``workers`` topic (a heartbeat every few seconds, "gone" at a clean shutdown), and
-:class:`WorkerLiveness` -- pure: arrival times on the receiver's own clock come in as
-``now`` -- says which writers are gone: one that said so, one not heard within the timeout,
-and one never heard at all once this worker has listened longer than the timeout (every live
-worker has spoken by then). :meth:`HTTPServer.worker_gone` is told: it ends each relay of
-that writer's streams (the client resumes, and gets what the log has) and from then on a
-resumption of them replays the log and ends, never waiting on live events that cannot come.
-:func:`stream_writer` reads the writer's tag out of a stream id.
-
-:class:`NumberedEvents` is the synchronous :class:`~mcp_sansio.http.EventStore` the server
-uses in that mode: it numbers events and queues effects, and refuses to replay (a replay is
-a :class:`Lookup`). Stream ids carry the worker's ``stream_tag`` so that two workers writing
-streams of one session never pick the same id.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

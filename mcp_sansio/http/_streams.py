@@ -186,7 +186,11 @@ class Streams:
             stream.sent = True
             stream.channel = None
             channel.stream = None
-            self.hub._respond(channel, status, headers, data)
+            if init_ok and channel._held:
+                # (shared) written once the session's record is stored: _relay.stored
+                channel._deferred = (status, headers, data, message.get("id"))
+            else:
+                self.hub._respond(channel, status, headers, data)
             self._pending_channels[channel] = None
             self._finish(stream)
             if stream.init and not init_ok:

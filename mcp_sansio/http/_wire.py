@@ -4,50 +4,9 @@ Theory of operation
 -------------------
 h11 is itself sans-IO: it turns bytes into HTTP events and events into bytes, and keeps the
 HTTP/1.1 state machine (keep-alive, pipelining, chunked bodies, ``Connection: close``).
-These two classes sit on it and deal in *whole* things, which is what the MCP layer wants:
+These two classes sit on it and deal in *whole* things, which is what the MCP layer wants.
 
-* :class:`ServerWire` collects each request's head and body into one :class:`HTTPRequest`
-  (the body bounded by ``max_body_size``: a larger one is answered ``413`` at once, from
-  ``Content-Length`` when there is one, and the connection closes), and writes a response
-  either whole (:meth:`~ServerWire.respond`) or as a stream of body chunks
-  (:meth:`~ServerWire.start_response`, :meth:`~ServerWire.send_body`,
-  :meth:`~ServerWire.end_response`) -- an SSE stream, written event by event. Malformed
-  input is answered with h11's suggested status (``400``, ``431`` for oversized heads) and
-  ``Connection: close``. When a response ends and both sides are done, the next cycle starts
-  (keep-alive); a pipelined request that was already buffered comes out of the next
-  :meth:`~ServerWire.next_request`. Underneath, the wire speaks the parser-neutral events of
-  :mod:`~mcp_sansio.http._exchange` (the seam the server is built on):
-  :meth:`~ServerWire.next_event` turns h11's events into a request head, body pieces and an
-  end -- after the refusals below, which are HTTP/1.1 facts and stay here -- and
-  :meth:`~ServerWire.send` writes a response head, body pieces and an end as h11 bytes;
-  ``next_request`` gathers the former, and ``respond`` and the streaming calls are the
-  direct path for the latter.
-* :class:`ClientWire` writes requests and yields the response as a head, body chunks and an
-  end, so that an SSE body can be parsed while it streams. It too speaks the seam's events,
-  the client's way round: :meth:`~ClientWire.send` writes a request given as
-  :class:`~mcp_sansio.http._exchange.RequestStarted`, ``RequestData`` and ``RequestEnded``
-  (``send_request`` is the direct path), and :meth:`~ClientWire.next_exchange_event` yields
-  the response as ``ResponseStarted``, ``ResponseData``, ``ResponseEnded`` and
-  ``PeerClosed``, which is what the HTTP client reads (:meth:`~ClientWire.next_event` gives
-  the same in this module's older shapes).
-
-What the server wire refuses
-----------------------------
-h11 enforces most of RFC 9112's message syntax (a malformed request line or header field,
-whitespace before a field's colon, a ``Content-Length`` that is not a number or that differs
-between two fields, a transfer coding other than ``chunked``, a bad chunk size, a head over
-``max_header_size``) and suggests the status to answer. Where RFC 9112 leaves the choice to
-the server, :class:`ServerWire` makes the safe one, in :data:`REFUSALS` (each rule with its
-section): a request framed by both ``Transfer-Encoding`` and ``Content-Length`` (section 6.1),
-a folded header line (obs-fold, section 5.2), more than ``max_header_count`` header fields
-(RFC 6585 section 5) and a request-target longer than ``max_target_length`` (section 3) are
-answered with an error and the connection closes: the bytes after such a request cannot be
-trusted to start the next one. A response to ``HEAD`` never carries content (RFC 9110
-section 9.3.2), whatever the caller passes.
-
-Neither reads a socket: ``receive_data`` takes bytes (``b""`` for end of file) and
-``data_to_send`` gives bytes. ``closed`` tells the caller to close the socket once it has
-written what ``data_to_send`` returned.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -16,37 +16,7 @@ what it found, so this module is as pure as the rest of the core. It is imported
 built with ``wire="httptools"``, and it imports httptools (an extra, ``mcp-sansio[fast]``)
 when first used.
 
-How bytes are fed. llhttp consumes everything it is given and cannot be paused from
-Python, but HTTP/1.1 pipelining (RFC 9112 section 9.3.2) needs the next request left unread
-until the current response ends -- and the head limits need each head's exact size. So the
-wire keeps its own buffer and gives the parser exactly one message: the head first, up to
-the blank line that ends it (found by the same scan as the h11 wire's, which also applies the
-raw-byte refusals of :data:`~mcp_sansio.http._wire.REFUSALS`: obs-fold, a final coding other
-than chunked, a head over ``max_header_size``); then a ``Content-Length`` body by its count;
-a chunked body followed chunk by chunk as h11 reads it (each chunk line checked and given to
-the parser without its extension, the data whole, the trailer section whole), so that the
-parser never reads past the message's end. What is left stays in the buffer, bounded while a
-response is under way as on the h11 wire.
-
-What the wire checks, in the order the h11 wire does, so that both answer the same input
-with the same status (``fuzz/test_http_wires_differential.py`` feeds both the same bytes):
-the raw-byte scan above; a request line that starts with a control byte, a space or an empty
-line, refused at once; llhttp's syntax errors (400); the checks h11 makes while parsing and
-llhttp does not (:data:`CHECKS`: ``Host`` for HTTP/1.1, a transfer coding other than exactly
-``chunked``); the rest of :data:`~mcp_sansio.http._wire.REFUSALS` (major version, target
-length, field count, both framings, Transfer-Encoding in HTTP/1.0); then ``413`` from
-``Content-Length``. Where llhttp refuses what h11 accepts, the difference is documented in
-:data:`DIFFERENCES` with the RFC text that allows both. Persistence follows h11's rule (RFC
-9112 section 9.3): HTTP/1.0 and ``Connection: close`` end the connection after the response;
-a request that asks to upgrade is answered without switching and the connection goes on.
-
-Responses are written as h11 writes them: the status line, the server's fields, then
-``Content-Length`` (a whole body), ``Transfer-Encoding: chunked`` (a streamed body to an
-HTTP/1.1 client) or nothing and a close (a streamed body to an HTTP/1.0 client, RFC 9112
-section 6.3 item 8), and ``Connection: close`` when the connection ends after it. A response
-to ``HEAD`` carries the fields a ``GET`` would and no content (RFC 9110 section 9.3.2); 204
-and 304 carry none either (RFC 9110 sections 15.3.5, 15.4.5). A head's bytes are built once
-per distinct (status, fields, length) and reused (bounded, as the h11 wire's head cache).
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

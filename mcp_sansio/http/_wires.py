@@ -3,9 +3,10 @@
 Theory of operation
 -------------------
 :class:`~mcp_sansio.http.HTTPServer` takes ``wire=`` by name, a key of :data:`WIRES`, and
-builds each connection's wire through :func:`wire_factory`. ``"h11"`` is the default and the
-reference (the core's own dependency); ``"httptools"`` (llhttp) is an optional fast path
-behind the same exchange seam, with the same limits and answers (docs/wires.rst). A name the
+builds each connection's wire through :func:`wire_factory`. ``"h11"`` is the reference (the
+core's own dependency) and the fallback; ``"httptools"`` (llhttp) is the fast path behind the
+same exchange seam, with the same limits and answers (docs/wires.rst), and the default where
+its parser is installed (the ``fast`` extra): :func:`default_wire`. A name the
 table does not know is a ``ValueError``; a known wire whose parser is not installed is a
 :class:`~mcp_sansio.http._wire_httptools.MissingParser` (an ``ImportError``) saying what to
 install -- both when the server is built, not at the first connection. The httptools module
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from ._wire import HTTPRequest
 
-__all__ = ["WIRES", "Wire", "wire_factory"]
+__all__ = ["WIRES", "Wire", "default_wire", "wire_factory"]
 
 
 class Wire(Protocol):
@@ -73,6 +74,19 @@ WIRES: dict[str, tuple[str, str | None]] = {
     "h11": ("mcp_sansio.http._wire:ServerWire", None),
     "httptools": ("mcp_sansio.http._wire_httptools:HttptoolsWire", "fast"),
 }
+
+
+def default_wire() -> str:
+    """The wire of a server that names none: ``"httptools"`` when its parser can be imported
+    (the ``fast`` extra installs it), else ``"h11"``. Asked when a server's config is built,
+    so a stdio process never imports a parser."""
+    from ._wire_httptools import load_httptools
+
+    try:
+        load_httptools()
+    except ImportError:
+        return "h11"
+    return "httptools"
 
 
 def wire_factory(name: str) -> Callable[..., Wire] | None:

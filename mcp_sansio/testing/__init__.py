@@ -3,28 +3,7 @@
 Needs the ``testing`` extra (``pip install 'mcp-sansio[testing]'``: hypothesis and
 jsonschema); ``import mcp_sansio`` alone never imports this package.
 
-* Strategies for valid messages of any revision and direction -- :func:`params`,
-  :func:`results`, :func:`requests`, :func:`notifications`, :func:`responses`,
-  :func:`errors`, :func:`messages` -- built from the official JSON Schemas (distilled into
-  the package) and the library's method table.
-* :func:`invalid_messages`: messages that break exactly one rule, each an :class:`Invalid`
-  labelled with the error code a correct receiver answers (or that it must not answer).
-* :class:`PeerMachine`: a hypothesis state machine that plays a client against a server
-  through a :class:`Transport` and checks every answer; :func:`check_peer` runs it and
-  returns a :class:`Report` of :class:`Finding` objects (:meth:`Report.raise_for_must`
-  raises :class:`CheckFailed` when a MUST was violated).
-* :class:`ClientMachine` plays the *server* to a client under test and judges it;
-  :func:`mcp_sansio.adapters.testing_client.check_client` runs it against a client command
-  (stdio or Streamable HTTP).
-* :class:`ConnectionTransport` connects the machine to an in-process connection;
-  :mod:`mcp_sansio.adapters.testing_stdio` spawns a server command and
-  :mod:`mcp_sansio.adapters.testing_http` speaks HTTP to a server URL (the parts that do
-  I/O, kept outside this package); :mod:`mcp_sansio.adapters.testing_server` checks a
-  command or URL in one call (``mcp-sansio check``).
-* :func:`typed` and :func:`typed_strategies`: strategies for the typed models of
-  :mod:`mcp_sansio.types`, delegated to that package (imported on first use).
-
-See the documentation page "Testing your peer".
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -10,58 +10,9 @@ side of the protocol. It does no I/O and reads no clock: the adapter
 the HTTP request head when the transport is HTTP -- and the time, and sends what it
 queues in :attr:`ClientMachine.outbox`, on the stream each item names.
 
-Handshake era (2024-11-05 .. 2025-11-25), in order:
+Handshake era (2024-11-05 .. 2025-11-25), in order.
 
-1. Before ``initialize``: ``ping`` is answered; a stateless-era probe (``server/discover``)
-   is answered ``-32601`` like any server of the era would; any other request is a finding.
-2. ``initialize`` is validated and answered: the requested revision when the kit speaks it,
-   else the kit's revision (``basic/lifecycle.mdx``, Version Negotiation). The client must
-   then send ``notifications/initialized`` before any request but ``ping``.
-3. The client's first request after that is *held*: while it waits, the kit sends its own
-   requests one at a time -- ``ping``, ``roots/list`` (with a progress token), then
-   ``sampling/createMessage`` and ``elicitation/create`` (2025-06-18+; in 2025-11-25 a
-   URL-mode one too, to a client that declared ``elicitation.url`` only) -- and judges each
-   answer against the capabilities the client declared. A 2025-11-25 client that declared
-   ``tasks.requests.sampling.createMessage`` gets its sampling request task-augmented, then
-   ``tasks/get`` and ``tasks/result`` for the task it created. Then hostile output: a line that is
-   not JSON, a response to a request never sent, a huge notification; then a second
-   ``ping``, which a client that survived still answers (judged only for a client that
-   answered the first one). Then the held request is answered.
-   With nothing to hold (a client that only listens), the probes start after
-   :data:`IDLE_BEFORE_PROBES` seconds.
-4. HTTP only: the held request's SSE stream is dropped after an event with an id and a
-   ``retry`` field; the client should resume it with ``GET`` and ``Last-Event-ID``, and gets
-   its answer there. The next request after that is answered 404 (the session "expired"):
-   the client must start a new session with ``initialize`` and no session id. The hostile
-   output comes last on HTTP, on the stream of the first request of the new session, so a
-   client that gives up on a garbage event has shown its resumption and 404 handling first.
-
-Legacy HTTP+SSE (``transport="sse"``, 2024-11-05 ``basic/transports.mdx``, HTTP with SSE;
-handshake era only): the client's GET opens the one SSE stream, whose first event is
-``endpoint`` (:meth:`ClientMachine.sse_endpoint`); everything the kit sends goes on that
-stream (as on stdio, in the same order), and every client message must be POSTed to that
-endpoint, query included (:meth:`ClientMachine.sse_post`). A POST to the SSE URL before the
-stream is open is the 2025-03-26+ back-compatibility probe, answered 405.
-
-Stateless era (2026-07-28): every request must carry the ``_meta`` envelope (version and
-client capabilities; on HTTP, the same version in the ``MCP-Protocol-Version`` header). The
-first ``tools/call`` is answered ``input_required`` -- an input request per client
-capability declared, and a ``requestState`` -- and the retry is checked (a new id, the same
-keys answered, the state echoed verbatim). Listen streams are served, and a call whose
-``_meta`` declares the tasks extension is answered with a task the client must follow:
-that half, with MRTR, is :mod:`._client_stateless`. On HTTP the ``Mcp-Method``/``Mcp-Name`` headers
-must match the body, and so must ``Mcp-Param-Text`` (the tool's ``text`` argument carries
-``x-mcp-header`` in this era). The answer to the retry is preceded by the hostile output
-(on HTTP, in that request's SSE stream), and a client that then exits with a non-zero
-status is found (there is no server request to probe its liveness with in this era; a
-client that never calls a tool gets no hostile output).
-
-Throughout: every message is checked against the revision's schema, the method tables
-(only methods the client role sends, gated by the kit's capabilities), request ids (never
-reused), cancellations (only of the client's own requests in flight, never
-``initialize``) and progress (only for tokens the kit handed out, always increasing).
-Every finding names a rule of :data:`~mcp_sansio.testing.CHECKS` whose source cites the
-revision and section.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -19,51 +19,7 @@ against the revision's official schema, ids against the requests in flight, erro
 against what the request deserved, progress against the tokens given out, log and change
 notifications against the capabilities and the revision.
 
-Races are allowed for: a reply that crosses our cancellation on the wire is fine. To tell
-a race from a deviation the machine uses *barriers*: it sends a request that every server
-answers at once (``ping``; ``server/discover`` in the stateless era) and reads until that
-answer comes. A server reads its input in order, so once it has answered the barrier it
-has seen every cancellation sent before it; a reply for a cancelled request after that is
-a finding. At the end of a session the machine waits for every request still owed an
-answer (``reply_timeout``), then for ``settle_time`` of silence, and reports what never
-came.
-
-The machine never reads a clock itself: "waiting" is asking the transport for data with a
-timeout. Budgets need one, so a caller that wants them passes ``clock`` (a function
-returning seconds; the adapters pass ``time.monotonic``): ``budget`` bounds the whole run,
-``session_budget`` each session, ``call_timeout`` how long a tool call may take in all. Time
-is not a violation: a tool call still unanswered after ``call_timeout`` is cancelled and
-noted as ``slow`` (with the tool and its arguments), never reported as ``no-reply`` -- a tool
-may work as long as it likes (2025-11-25 basic/lifecycle.mdx, "Timeouts": a timeout is the
-*sender's* decision to stop waiting). Only proof that it will not answer makes a ``no-reply``:
-the peer ends the session without answering. A request that does no work (a list, a read, a
-prompt) is due at once: left unanswered while later requests were answered and a quiet
-period passed, it is ``no-reply``. When a budget runs out the run stops where it is, the
-report is marked ``cut_short`` and requests still in flight are not held against the peer.
-
-Scope: ``tools`` and ``exclude_tools`` (shell-style patterns) choose the tools called;
-tools whose annotations say ``destructiveHint: true`` (and not ``readOnlyHint: true``) are
-never called unless ``allow_destructive`` is set -- an explicit hint only, because the
-spec's defaults would count every unannotated tool as destructive and leave most servers
-untested; use ``tools`` to narrow further. ``max_argument_size`` bounds the JSON size of
-generated arguments; numbers in them are realistic (the schema's bounds, else small) unless
-``wild`` asks for extremes.
-
-Randomness is hypothesis's alone, seeded: :func:`check_peer` takes ``seed`` (recorded in the
-report), so the same seed on a deterministic peer gives the same sessions. A peer that
-answers the same session differently (timing, state kept across processes) makes hypothesis
-see a different run for the same draws; that is noted ("the peer is not deterministic") and
-the run goes on with the next seed.
-
-Batching: in 2025-03-26 sessions the machine sends JSON-RPC batches (a MUST to accept in
-that revision) and reports a batch whose requests are not all answered as ``batch``.
-
-A transport may find things too (the HTTP transport checks status codes, headers and
-sessions): if it has a ``drain_findings()`` method, the machine collects what it returns --
-``(check, detail, sent, received)`` tuples -- after every read and when a session ends.
-
-:meth:`PeerMachine.configure` makes a configured subclass; :func:`check_peer` runs one in
-"report" mode and returns the :class:`~mcp_sansio.testing.Report`.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

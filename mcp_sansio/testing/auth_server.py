@@ -22,9 +22,7 @@ it on loopback. What it serves, each path under the issuer:
   (:meth:`issue` makes one directly). :meth:`verifier` is the matching
   :class:`~mcp_sansio.auth.jwt.JWTVerifier`.
 
-Randomness (codes, tokens, client ids) comes from ``entropy`` and the key is handed in, so
-the logic itself draws nothing; refusals are OAuth error documents (OAuth 2.1 §3.2.4) or,
-for an unverified redirect URI, a 400 page that redirects nowhere (OAuth 2.1 §4.1.2.1).
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

@@ -19,12 +19,7 @@ One :class:`cattrs.Converter` with hooks built on first use, per type:
   integer (or an integral float: JSON does not tell them apart), a number field an integer or
   a float, never a bool; lists and objects are checked before they are walked.
 
-Errors: cattrs collects every problem of an object (``detailed_validation``); :func:`structure`
-flattens them into ``TypeValidationError.errors``, a tuple of ``(path, message)`` where the
-path spells JSON keys (``params.content[0].text``), not Python names.
-
-The hot path of the core never comes here: params and results stay plain dicts unless the
-application asks for a model.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

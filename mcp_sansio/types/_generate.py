@@ -5,27 +5,7 @@ Run from the repository root (the schemas are read from ``../shared/mcp-schema``
     python -m mcp_sansio.types._generate           # rewrite mcp_sansio/types/v*.py
     python -m mcp_sansio.types._generate --check   # exit 1 if they are not up to date
 
-Theory of operation
--------------------
-1. **Read** each revision's ``schema.json`` and turn every definition into an *entity*: a
-   class (an object with properties), or an alias (a union, an enum, a primitive, a map).
-   Objects written inline inside a definition (``ServerCapabilities.prompts``, a request's
-   ``params`` in the early revisions) become classes too, named by :func:`_inline_name`;
-   ``allOf`` is merged into one object. Field names become snake_case; descriptions become
-   docstrings (:func:`_clean_doc` turns the TypeScript/Markdown markup into plain reST).
-2. **Share.** Two revisions' entities of the same name are the *same* Python object when
-   their wire shape is the same -- fields, types, required-ness, constants, constraints --
-   and everything they refer to is, recursively, the same too (partition refinement, so
-   recursion and long chains are handled alike). Documentation does not count. Each shared
-   entity is defined once, in the module of the earliest revision that has it, and imported
-   by the later ones.
-3. **Write** one module per revision: its own classes (alphabetical), imports of the shared
-   ones, its aliases (in dependency order), and its method tables -- ``REQUEST_PARAMS`` and
-   ``NOTIFICATION_PARAMS`` (method -> params type) and ``RESULTS`` (method -> the result
-   types a request may be answered with).
-
-The output depends only on the schemas and this file; ``--check`` is run by the test suite,
-so committed modules cannot drift from either.
+The rest of its theory of operation: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
