@@ -1,5 +1,5 @@
-"""Tasks every worker of a service sees: the asyncio
-:class:`~mcp_sansio.app.tasks.TaskSharing` over the shared stores.
+"""Tasks every worker of a service sees: the :class:`~mcp_sansio.app.tasks.TaskSharing`
+over the shared stores (asyncio code, run on every runtime).
 
 Theory of operation
 -------------------
@@ -11,9 +11,7 @@ into the :class:`~mcp_sansio.stores.TaskTable` (a later status is never overtake
 earlier one) and then publishes a ``stored`` notice on the bus's ``tasks`` topic. Everything
 the ledger must wait for -- the first record before the creating call is answered, a
 record read on a worker that does not run the task, a cancel or an update sent to the worker
-that does -- is an ``async`` method the ledger's jobs await.
-(The other shape, an async store path inside the ledger, would put awaits and a store
-under the ledger's lock; this one keeps the ledger a plain state machine.)
+that does -- is an ``async`` method the ledger's jobs await (why: docs/stores.rst).
 
 Records are kept until ``createdAt + TTL + skew`` on the **wall clock**
 (:func:`mcp_sansio.stores.task_deadline`): they are read on other hosts. The owner key of a
