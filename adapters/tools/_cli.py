@@ -119,7 +119,7 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
             f"mcp-sansio serve-example: {workers} workers share no store, so handshake-era "
             "clients are served sessionless (no GET stream, no requests to the client, no "
             "resumption); give --store to keep sessions\n")
-    stores = _shared_stores(store, transport, runtime) if store is not None else None
+    stores = _shared_stores(store, transport) if store is not None else None
     if stores is False:
         return 2
     if store is not None:
@@ -182,7 +182,7 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
     return 0
 
 
-def _shared_stores(url: str, transport: str, runtime: str) -> Any:
+def _shared_stores(url: str, transport: str) -> Any:
     """``--store URL``: the Redis stores every worker shares (docs/stores.rst), or False
     after saying on stderr why there are none."""
     problem = None
