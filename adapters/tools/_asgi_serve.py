@@ -231,7 +231,9 @@ def serve_engine(engine: str, runtime: str, host: str, port: int, *, workers: in
         config.loglevel = level.upper()
         for name, value in tuned.items():
             setattr(config, name, value)
-        run(config)
+        # Its status: non-zero when a worker crashed, so that a supervisor sees it (a
+        # graceful stop on SIGTERM is 0).
+        return int(run(config))
     else:
         from granian import Granian
         from granian.constants import Interfaces
