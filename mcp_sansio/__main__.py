@@ -23,9 +23,7 @@ and turns Ctrl-C into one line and exit 130 (the statuses: docs/cli.rst).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -41,37 +39,6 @@ from . import (
     __version__,
     _json,
 )
-
-
-def _columns() -> int:
-    """The terminal's width as :func:`shutil.get_terminal_size` finds it (``COLUMNS``, then
-    the terminal on stdout, else 80), without importing shutil."""
-    with contextlib.suppress(ValueError):
-        if (columns := int(os.environ.get("COLUMNS", "0"))) > 0:
-            return columns
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
-    except (AttributeError, ValueError, OSError):
-        return 80
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's help formatter, given the width: left to find it, it imports shutil (and
-    its compression modules) each time a parser is built -- every start of every command,
-    ``serve-example``'s cold start included."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position,
-                         _columns() - 2 if width is None else width)
-
-
-class _Parser(argparse.ArgumentParser):
-    """An :class:`argparse.ArgumentParser` with :class:`_Formatter` unless told otherwise."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _Formatter)
-        super().__init__(*args, **kwargs)
 
 
 def _drain(conn: Connection) -> list[Event]:
@@ -198,12 +165,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args_list[:1] == ["check"]:  # the check sub-command parses its own arguments
         return int(importlib.import_module("mcp_sansio.adapters.tools._check_cli").main(
             args_list[1:]))
-    parser = _Parser(
+    # (its help formatter is told the terminal's width: tools/_help.py)
+    parser_class = importlib.import_module("mcp_sansio.adapters.tools._help").Parser
+    parser = parser_class(
         prog="mcp-sansio",
         description="mcp-sansio: the Model Context Protocol, sans I/O.",
     )
     parser.add_argument("--version", action="version", version=f"mcp-sansio {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=parser_class)
     demo = sub.add_parser(
         "demo",
         help="run the example server as a subprocess and a client against it",

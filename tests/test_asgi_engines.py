@@ -11,7 +11,6 @@ import base64
 import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from mcp_sansio.adapters.asyncio import connect_http
 
 from mcp_sansio import Era
 
+from .processes import stop_group
 from .test_http_interop import check_sdk_client_story, sdk_story
 
 START = 120.0  # seconds for an engine to come up: generous, the machine is shared
@@ -59,16 +59,7 @@ def process(argv: list[str], *, url: str | None = None,
             wait_for_port(url, proc, err)
         yield url
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_group(proc)
 
 
 def wait_for_port(url: str, proc: subprocess.Popen[str], err: list[str]) -> None:

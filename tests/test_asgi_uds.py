@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
 import socket
 import stat
 import subprocess
@@ -22,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from .engine_corpus import ANY_REFUSAL, CASES, ENGINE_ANSWERS, exchange, raw_post, sse_call
+from .processes import stop_group
 from .test_asgi_engines import ENGINES, START, serve_example
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,16 +43,7 @@ def serving(argv: list[str]) -> Iterator[list[str]]:
         assert got and got[0].strip() == "http://localhost/mcp", (got, "".join(err))
         yield err
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_group(proc)
 
 
 @pytest.fixture(scope="module", params=ENGINES, ids=[f"{e}-{r}" for e, r in ENGINES])

@@ -59,11 +59,22 @@ def test_a_refused_token_says_why(name: str, claims: dict[str, Any], said: str) 
 
 
 def test_a_garbage_token_says_why() -> None:
-    with serving("threading", scoped(), auth=protected()) as port:
+    # (h11 hands the control character to the authorization check, which says why)
+    with serving("threading", scoped(), auth=protected(), wire="h11") as port:
         error = refused(port, "not-a-jwt\x1b[31m")
     assert error.status in (400, 401)
     assert error.error is not None
     assert "\x1b" not in str(error)
+
+
+def test_a_header_the_parser_refuses_says_why() -> None:
+    # llhttp refuses a control character in a field value itself (RFC 9110 section 5.5
+    # allows either): its 400 is not JSON-RPC, the client then tries the legacy transport,
+    # and when that fails too the initialize refusal is what the error says.
+    with serving("threading", scoped(), auth=protected(), wire="httptools") as port:
+        error = refused(port, "not-a-jwt\x1b[31m")
+    assert error.status == 400
+    assert "Invalid header value char" in str(error) and "\x1b" not in str(error)
 
 
 def test_a_refused_step_up_names_the_scope() -> None:

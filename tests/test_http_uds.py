@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 import socket
 import stat
 import subprocess
@@ -26,6 +24,8 @@ from mcp_sansio.adapters.common.listen_error import ListenError
 
 from mcp_sansio import Era
 from mcp_sansio.app.server import Server
+
+from .processes import stop_group
 
 trio = pytest.importorskip("trio")
 
@@ -57,16 +57,7 @@ def serving(argv: list[str]) -> Iterator[None]:
         assert got and got[0].strip() == URL, (got, "".join(err))
         yield
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_group(proc)
 
 
 @pytest.fixture(scope="module", params=RUNTIMES)

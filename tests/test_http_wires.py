@@ -208,8 +208,11 @@ def test_a_server_takes_a_wire_by_name_and_says_which_names_exist() -> None:
     assert set(WIRES) == {"h11", "httptools"}
     server = HTTPServer(_factory, new_session_id=lambda: "s", wire="httptools")
     assert isinstance(server.new_channel().wire, HttptoolsWire)
+    server = HTTPServer(_factory, new_session_id=lambda: "s", wire="h11")
+    assert isinstance(server.new_channel().wire, ServerWire)
+    # unnamed: httptools where it is installed (as here), h11 otherwise (test_default_wire.py)
     assert isinstance(HTTPServer(_factory, new_session_id=lambda: "s").new_channel().wire,
-                      ServerWire)
+                      HttptoolsWire)
     with pytest.raises(ValueError, match="unknown wire 'llhttp': one of h11, httptools"):
         HTTPServer(_factory, new_session_id=lambda: "s", wire="llhttp")
 

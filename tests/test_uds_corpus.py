@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -28,6 +26,7 @@ import pytest
 
 from .engine_corpus import CASES, HOST, exchange, sse_call
 from .http_stories import serve_example
+from .processes import stop_group
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIMES = ["asyncio", "trio", "threading"]
@@ -67,16 +66,7 @@ def serving(runtime: str, transport: str, path: Path) -> Iterator[int | Path]:
             yield int(url.rsplit(":", 1)[1].split("/")[0])
         assert proc.poll() is None, "".join(err)  # the corpus ended no server
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_group(proc)
 
 
 SERVERS = [(runtime, transport) for runtime in RUNTIMES for transport in TRANSPORTS]

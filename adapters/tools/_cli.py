@@ -144,7 +144,9 @@ def serve_example(runtime: str, *, transport: str = "stdio", host: str = "127.0.
             sys.stderr.write(f"mcp-sansio serve-example: --transport http is not available "
                              f"on {runtime} in this version\n")
             return 2
-        options: dict[str, Any] = {"wire": wire} if wire != "h11" else {}
+        # Always named: a server left to choose takes httptools where it is installed, and
+        # serve-example's default is h11, the reference the hardening table is written for.
+        options: dict[str, Any] = {"wire": wire}
         if allow_hosts:
             options["allowed_hosts"] = host_allow_list(allow_hosts)
         if sessionless:  # handshake era with no session kept (mcp_sansio._sessionless)

@@ -302,8 +302,7 @@ class HTTPClient:
         self._authority = parts.netloc.rpartition("@")[2]
         self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self.extra_headers = list(headers)
-        #: Headers made anew for each request from its method and URL (a DPoP proof,
-        #: RFC 9449 §4: one per request), or None.
+        #: Headers made anew per request from its method and URL (a DPoP proof, RFC 9449 §4).
         self.request_headers: Callable[[str, str], list[tuple[str, str]]] | None = None
         self.requested_transport = transport
         #: The transport in use once known (None before).
@@ -341,18 +340,16 @@ class HTTPClient:
         self._tool_headers: dict[str, dict[str, tuple[str, ...]]] = {}
         self._failed: set[RequestId] = set()  # ended here: drop their cancellations
         self._closing = False
-        # notifications/initialized (or the renewal's) in flight, and what waits for it: see
-        # _outgoing.
+        # notifications/initialized (or the renewal's) in flight, what waits for it (_outgoing)
         self._gate: _Exchange | None = None
         self._gated: list[_Exchange] = []
         self._gate_stream: _Exchange | None = None  # the standalone GET opened meanwhile
         self._gate_deadline: float | None = None
-        self._init_failure: bytes | None = None  # initialize's 4xx body, kept for a failed
-        # legacy fallback
-        #: The last HTTP failure of the era probe or of ``initialize`` (None while there was
-        #: none). Those failures reach the connection as a made-up JSON-RPC error (it judges
-        #: the probe itself), so an adapter reads this to tell its caller what happened in
-        #: HTTP terms when the connection could not be made.
+        # initialize's 4xx (status, body, JSON-RPC or not), kept for a failed legacy fallback
+        self._init_refusal: tuple[int, bytes, bool] | None = None
+        #: The last HTTP failure of the era probe or of ``initialize`` (None: none). Those reach
+        #: the connection as a made-up JSON-RPC error (it judges the probe itself), so an
+        #: adapter reads this to say in HTTP terms why the connection could not be made.
         self.connect_failure: TransportFailed | None = None
 
     # -- public API ----------------------------------------------------------------------------
@@ -532,10 +529,9 @@ class HTTPClient:
         if method == "notifications/initialized":
             self._gate = exchange
         elif self._gate is not None:
-            # Each POST may travel on its own TCP connection, so the server could read a
-            # request before notifications/initialized and refuse it (lifecycle.mdx: the
-            # handshake completes with that notification). Hold what follows until it has
-            # been answered (202).
+            # Each POST may travel on its own TCP connection, so the server could read a request
+            # before notifications/initialized and refuse it (lifecycle.mdx: the handshake
+            # completes with that notification). Hold what follows until it is answered (202).
             if self.transport is Transport.LEGACY and self._legacy_endpoint is not None:
                 exchange.target = self._legacy_endpoint
             self._gated.append(exchange)
@@ -566,9 +562,8 @@ class HTTPClient:
             if isinstance(version, str):
                 headers.append(("mcp-protocol-version", version))
             headers.append(("mcp-method", method))
-            # Mcp-Name mirrors the method table's subject column (the tasks extension's
-            # methods mirror taskId: SEP-2663, "Routing Headers"; the server refuses them
-            # with -32020 without it).
+            # Mcp-Name mirrors the method table's subject column (the tasks extension's methods
+            # mirror taskId: SEP-2663, "Routing Headers"; servers refuse them -32020 without).
             rule = lookup(method, version) if isinstance(version, str) else None
             field = rule.subject if rule is not None else None
             value = params.get(field) if field else None
@@ -893,8 +888,7 @@ class HTTPClient:
                 return
             self._refused(exchange, status, body)
             return
-        # A POST.
-        if not exchange.ids:
+        if not exchange.ids:  # (a POST from here on)
             exchange.done = True  # 202 for a notification or a response
             if status >= 400:  # refused: nothing to end, but the application may want to know
                 why = explain(exchange.error_headers, body[:MAX_BODY]).summary()
@@ -917,7 +911,7 @@ class HTTPClient:
                     status >= 400 and exchange.ids[0] == self._init_id
                     and self._legacy_fallback_allowed(exchange, status, value)
                 ):
-                    self._init_failure = body
+                    self._init_refusal = (status, body, True)
                     self._start_legacy()
                     return
                 exchange.done = True
@@ -929,6 +923,7 @@ class HTTPClient:
         if exchange.ids and exchange.ids[0] == self._init_id and self._legacy_fallback_allowed(
             exchange, status, None
         ):
+            self._init_refusal = (status, body, False)
             self._start_legacy()
             return
         self._refused(exchange, status, body)
@@ -1186,10 +1181,15 @@ class HTTPClient:
         exchange.done = True
         pending, self._legacy_pending = self._legacy_pending, []
         for post in pending:
-            if self._init_failure is not None and post.ids and post.ids[0] == self._init_id:
-                # Neither transport worked: the initialize refusal is the answer.
-                post.done = True
-                self._on_message(post, self._init_failure)
+            refusal = self._init_refusal
+            if refusal is not None and post.ids and post.ids[0] == self._init_id:
+                # Neither transport worked: the initialize refusal is the answer (one not JSON-RPC,
+                # a parser's 400, says why by its status and text as any refusal does).
+                if refusal[2]:
+                    post.done = True
+                    self._on_message(post, refusal[1])
+                else:
+                    self._refused(post, refusal[0], refusal[1])
                 continue
             self._fail(post, status, f"legacy HTTP+SSE: {detail}")
         channel = exchange.channel
