@@ -19,9 +19,7 @@ worker gets the hardening corpus over its socket (tests/test_asgi_uds.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -33,6 +31,7 @@ from hypothesis import strategies as st
 
 from tests import test_asgi_engines
 from tests.http_stories import GUARD, serve_example
+from tests.processes import stop_group
 
 from .http_grammar import connections, cuts
 from .http_seeds import SEEDS
@@ -80,16 +79,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             assert url == "http://localhost/mcp", (url, Path(log.name).read_text())
             yield OnSocket(proc, path, name == "ours", log.name)
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(GUARD)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
+            stop_group(proc, GUARD)
     os.unlink(log.name)
 
 
