@@ -45,6 +45,10 @@ Adding a server under test is one entry in ``ROWS``:
 * ``raw``: floor, a tiny asyncio server answering every request with a canned response.
 * ``h11``: floor, h11 parsing every request and writing a canned JSON answer (no MCP): what any
   h11-based stack pays before MCP starts.
+* ``httptools``: floor, the same with llhttp (``httptools``: its header and body callbacks into
+  Python, a canned answer): what any Python request path on llhttp pays before MCP starts.
+* ``httptools-json``: that floor plus the least JSON-RPC work (the body decoded, the answer
+  built for its id and encoded): the least a Python MCP server on llhttp could spend.
 * ``ours-asyncio``, ``ours-trio``, ``ours-threading``: ``mcp-sansio serve-example --transport
   http --runtime R`` (on the h11 wire, the default).
 * ``ours-asyncio-httptools``, ``ours-trio-httptools``, ``ours-threading-httptools``: the same
@@ -187,6 +191,60 @@ asyncio.run(main())
 """.replace("__CANNED__", repr(CANNED))
 
 
+HTTPTOOLS_FLOOR = r"""
+import asyncio, json, sys
+import httptools
+CANNED = __CANNED__
+HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
+        % len(CANNED))
+
+class Floor(asyncio.Protocol):
+    # llhttp parsing every request (its head and body callbacks, as a Python request path on
+    # llhttp has them) and a canned JSON answer built per request: no MCP.
+    def connection_made(self, transport):
+        self.transport = transport
+        self.parser = httptools.HttpRequestParser(self)
+        self.headers = []
+        self.body = []
+        self.out = []
+
+    def on_header(self, name, value):
+        self.headers.append((name, value))
+
+    def on_body(self, body):
+        self.body.append(body)
+
+    def on_message_complete(self):
+        self.out.append(HEAD + CANNED)
+        self.headers = []
+        self.body = []
+
+    def data_received(self, data):
+        self.parser.feed_data(data)
+        if self.out:
+            self.transport.write(b"".join(self.out))
+            self.out.clear()
+
+async def main():
+    server = await asyncio.get_running_loop().create_server(Floor, "127.0.0.1", 0)
+    print("http://127.0.0.1:%d/mcp" % server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()
+
+asyncio.run(main())
+""".replace("__CANNED__", repr(CANNED))
+
+#: The httptools floor that also does the least JSON-RPC work: the body decoded
+#: (``json.loads``), the answer built for its ``id`` and arguments and encoded (``json.dumps``).
+HTTPTOOLS_JSON_FLOOR = HTTPTOOLS_FLOOR.replace(
+    "        self.out.append(HEAD + CANNED)\n",
+    "        call = json.loads(b''.join(self.body))\n"
+    "        text = call['params']['arguments']['text']\n"
+    "        answer = json.dumps({'jsonrpc': '2.0', 'id': call['id'], 'result': {'content': [\n"
+    "            {'type': 'text', 'text': text}]}}, separators=(',', ':')).encode()\n"
+    "        self.out.append(b'HTTP/1.1 200 OK\\r\\ncontent-type: application/json\\r\\n'\n"
+    "                        b'content-length: %d\\r\\n\\r\\n' % len(answer) + answer)\n")
+
+
 #: The official SDK's low-level ``Server`` (no decorators, no schema from type hints) with one
 #: tool, ``echo``, as its Streamable HTTP Starlette app under uvicorn (JSON responses), started
 #: the way tests/peers/sdk_http_server.py starts its high-level one.
@@ -326,6 +384,10 @@ def _engine(engine: str, workers: int) -> Row:
 ROWS: tuple[Row, ...] = (
     Row("raw", lambda: [sys.executable, "-c", RAW_FLOOR], mcp=False),
     Row("h11", lambda: [sys.executable, "-c", H11_FLOOR], mcp=False, needs=("h11",)),
+    Row("httptools", lambda: [sys.executable, "-c", HTTPTOOLS_FLOOR], mcp=False,
+        needs=("httptools",)),
+    Row("httptools-json", lambda: [sys.executable, "-c", HTTPTOOLS_JSON_FLOOR], mcp=False,
+        needs=("httptools",)),
     _ours("asyncio"),
     _ours("trio"),
     _ours("threading"),
