@@ -129,6 +129,8 @@ _CHUNK_SIZE, _CHUNK_DATA_LEFT, _CHUNK_CRLF, _CHUNK_TRAILER = range(4)
 #: A chunk line as h11 reads it: 1 to 20 hex digits (h11's bound: 2**64 has 20 digits),
 #: anything after a ";" (extensions are ignored), trailing OWS, CRLF.
 _CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\n]*)?[ \t]*\r\n")
+#: Whether a head names Transfer-Encoding anywhere (any case): found in place, no copy.
+_TRANSFER_ENCODING = re.compile(rb"(?i)transfer-encoding")
 #: Distinct response heads kept, as the h11 wire's head cache (_wire._HEAD_CACHE_SIZE).
 _HEAD_CACHE_SIZE = 256
 _HEADS: dict[tuple[Any, ...], tuple[bytes, bool]] = {}
@@ -385,9 +387,8 @@ class HttptoolsWire:
         limit = end.start()
         if _FOLD.search(data, 0, limit) is not None:
             return "obsolete line folding (obs-fold)"
-        head = bytes(data[:limit + 1]).lower()
-        if b"transfer-encoding" in head:
-            codings = _LAST_CODING.findall(head)
+        if _TRANSFER_ENCODING.search(data, 0, limit + 1) is not None:
+            codings = _LAST_CODING.findall(bytes(data[:limit + 1]).lower())
             if codings and codings[-1] != b"chunked":
                 return "chunked is not the final transfer coding"
         return end.end()
@@ -499,13 +500,23 @@ class HttptoolsWire:
     def _check_head(self, url: bytes, version: bytes,
                     fields: list[tuple[bytes, bytes]]) -> str | None:
         """The rule of :data:`CHECKS` or :data:`REFUSALS` a head breaks, in h11's order."""
-        codings = [v for name, v in fields if name == b"transfer-encoding"]
-        lengths = [v for name, v in fields if name == b"content-length"]
-        if any(not value.isdigit() or len(value) > _MAX_LENGTH_DIGITS for value in lengths):
+        # One pass over the fields (this runs for every request); the rules in h11's order.
+        codings: list[bytes] = []
+        lengths = hosts = 0
+        bad_length = False
+        for name, value in fields:
+            if name == b"host":
+                hosts += 1
+            elif name == b"content-length":
+                lengths += 1
+                if not value.isdigit() or len(value) > _MAX_LENGTH_DIGITS:
+                    bad_length = True
+            elif name == b"transfer-encoding":
+                codings.append(value)
+        if bad_length:
             return "invalid Content-Length"
         if codings and (len(codings) > 1 or codings[0].strip().lower() != b"chunked"):
             return "a transfer coding other than chunked"
-        hosts = sum(1 for name, _ in fields if name == b"host")
         if hosts > 1:
             return "more than one Host field"
         if hosts == 0 and version == b"1.1":
