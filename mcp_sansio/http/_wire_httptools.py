@@ -129,8 +129,6 @@ _CHUNK_SIZE, _CHUNK_DATA_LEFT, _CHUNK_CRLF, _CHUNK_TRAILER = range(4)
 #: A chunk line as h11 reads it: 1 to 20 hex digits (h11's bound: 2**64 has 20 digits),
 #: anything after a ";" (extensions are ignored), trailing OWS, CRLF.
 _CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\n]*)?[ \t]*\r\n")
-#: Whether a head names Transfer-Encoding anywhere (any case): found in place, no copy.
-_TRANSFER_ENCODING = re.compile(rb"(?i)transfer-encoding")
 #: Distinct response heads kept, as the h11 wire's head cache (_wire._HEAD_CACHE_SIZE).
 _HEAD_CACHE_SIZE = 256
 _HEADS: dict[tuple[Any, ...], tuple[bytes, bool]] = {}
@@ -251,7 +249,40 @@ class HttptoolsWire:
     def next_request(self) -> HTTPRequest | None:
         """The next whole request, or None (as :meth:`ServerWire.next_request
         <mcp_sansio.http._wire.ServerWire.next_request>`)."""
+        if self._gather._head is None and not self._events:
+            request = self._whole_request()
+            if request is not None:
+                return request
         return self._gather.next_request(self.next_event)
+
+    def _whole_request(self) -> HTTPRequest | None:
+        """The common case in one go: a request whose head and ``Content-Length`` body are
+        both buffered is read by the same steps as :meth:`next_event` takes (the head, then
+        the body in one piece) and returned whole, without passing its events one by one
+        through the gatherer. None otherwise -- the events read so far stay queued, in
+        order, for the general path."""
+        if self.busy or self.closed or self._remaining is not None or not self._buf:
+            return None
+        if not self._feed_head():
+            return None
+        remaining = self._remaining
+        if remaining is not None:  # a body to feed: whole and Content-Length framed only
+            if remaining == _CHUNKED or len(self._buf) < remaining or not self._feed():
+                return None
+        events = self._events
+        if events[-1] is not _ENDED:  # pragma: no cover - a whole body ends its message
+            return None
+        head = events.popleft()
+        events.pop()
+        body = b"".join([event.data for event in events]  # type: ignore[union-attr]
+                        ) if events else b""
+        events.clear()
+        self.busy = True  # as next_event does when it hands out the end
+        self._buffered_while_busy = 0
+        self._remaining = None
+        assert type(head) is RequestStarted
+        return HTTPRequest(method=head.method, target=head.target, headers=head.headers,
+                           body=body, http_version=head.http_version)
 
     def next_event(self) -> ExchangeInput | None:
         """The next exchange event of the request being received, or None (more data
@@ -387,8 +418,9 @@ class HttptoolsWire:
         limit = end.start()
         if _FOLD.search(data, 0, limit) is not None:
             return "obsolete line folding (obs-fold)"
-        if _TRANSFER_ENCODING.search(data, 0, limit + 1) is not None:
-            codings = _LAST_CODING.findall(bytes(data[:limit + 1]).lower())
+        head = data[:limit + 1].lower()
+        if b"transfer-encoding" in head:
+            codings = _LAST_CODING.findall(head)
             if codings and codings[-1] != b"chunked":
                 return "chunked is not the final transfer coding"
         return end.end()
