@@ -6,8 +6,9 @@ Rows, each timed per request:
 * ``connection``: ``Server.connection(request_state_key=...)`` of the example server -- what
   every stateless request (and every sessionless handshake-era POST) builds;
 * ``http/2026-07-28``: one ``tools/call`` (``echo``) POST of the stateless era through
-  :class:`~mcp_sansio.http.HTTPServer` on an h11 channel: the bytes in, the connection built,
-  the request handed out, answered at once, the response bytes out;
+  :class:`~mcp_sansio.http.HTTPServer` on a channel of its default wire (``--wire``): the
+  bytes in, the connection built, the request handed out, answered at once, the response
+  bytes out;
 * ``http/sessionless``: the same call in the handshake era (2025-11-25) on a server with
   ``sessionless=True``: a fresh connection per POST, assumed initialized;
 * ``http/session``: the same call on an existing handshake-era session (no connection built:
@@ -20,7 +21,7 @@ connection per request the share of their median that the ``connection`` row's m
 The machine is shared: compare shares and ratios, not absolute numbers.
 
 Run: ``python benchmarks/per_request.py`` (``--quick`` for a smoke run, ``--json FILE`` to
-save).
+save, ``--wire h11|httptools``, ``--clock process`` for CPU time).
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def post(body: dict[str, Any], headers: dict[str, str]) -> bytes:
     return ("\r\n".join(head) + "\r\n\r\n").encode() + data
 
 
+WIRE: str | None = None  # --wire: the server's wire (None: the default, httptools if installed)
+
+
 def http_row(kind: str) -> Callable[[], None]:
     """One request of ``kind`` through a server built once: a closure doing it again."""
     example = _example_server.build(asyncio.sleep)
@@ -60,8 +64,9 @@ def http_row(kind: str) -> Callable[[], None]:
         return example.connection(request_state_key=KEY)
 
     counter = iter(range(1, 1 << 30))
+    options: dict[str, Any] = {} if WIRE is None else {"wire": WIRE}
     server = HTTPServer(factory, new_session_id=lambda: f"session-{next(counter)}",
-                        sessionless=kind == "sessionless")
+                        sessionless=kind == "sessionless", **options)
     channel = server.new_channel(now=0.0)
 
     def exchange(data: bytes) -> bytes:
@@ -109,13 +114,16 @@ ROWS: dict[str, Callable[[], Callable[[], None]]] = {
 }
 
 
+CLOCK = time.perf_counter
+
+
 def time_batch(step: Callable[[], None], count: int) -> float:
     for _ in range(min(count, 200)):
         step()
-    start = time.perf_counter()
+    start = CLOCK()
     for _ in range(count):
         step()
-    return (time.perf_counter() - start) / count * 1e6
+    return (CLOCK() - start) / count * 1e6
 
 
 def main() -> None:
@@ -125,7 +133,14 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=None,
                         help="requests per batch (default 3000)")
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
+    parser.add_argument("--wire", choices=("h11", "httptools"), default=None,
+                        help="the server's wire (default: the server's default)")
+    parser.add_argument("--clock", choices=("perf", "process"), default="perf",
+                        help="wall time (perf_counter) or this process's CPU time")
     args = parser.parse_args()
+    global WIRE, CLOCK
+    WIRE = args.wire
+    CLOCK = time.process_time if args.clock == "process" else time.perf_counter
     reps = args.reps or (2 if args.quick else 9)
     count = args.count or (50 if args.quick else 3000)
     steps = {name: make() for name, make in ROWS.items()}

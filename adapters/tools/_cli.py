@@ -24,7 +24,6 @@ import errno
 import functools
 import importlib
 import importlib.util
-import ipaddress
 import json
 import logging
 import os
@@ -33,7 +32,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mcp_sansio import HANDSHAKE_REVISIONS, STATELESS_REVISIONS, Era, __version__
@@ -70,6 +68,8 @@ def is_loopback(host: str) -> bool:
     """Whether ``host`` (a bind address or name) only accepts connections from this machine."""
     if host.lower() == "localhost":
         return True
+    import ipaddress  # (here: a stdio server's start does not need it)
+
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
@@ -600,7 +600,8 @@ def _machine_login(client_id: str, secret_file: str | None, key_file: str | None
 
     def read(path: str) -> str:
         try:
-            return Path(path).read_text().strip()
+            with open(path) as f:  # (the locale's encoding, as Path.read_text)
+                return f.read().strip()
         except OSError as exc:
             raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
 
