@@ -12,6 +12,10 @@ server CPU per request (``/proc``, as ``load.py`` measures it) gives microsecond
 per component. ``--inclusive`` adds a table of inclusive shares for a few entry points (the
 wire's callbacks, the server's request path, the app's handler call, the transport write).
 
+``--calls``: instead of sampling, run the server under ``cProfile`` (deterministic: it slows
+every call, so its times are inflated; read its *counts*) and report Python function calls
+per request by component -- a measure the machine's noise does not move.
+
 py-spy is not a dependency: ``pip install py-spy``. Sampling perturbs the server a little
 (it reads the process's memory without stopping it): compare components, not the total with
 an unsampled run.
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import pstats
 import re
 import shutil
 import subprocess
@@ -137,6 +142,66 @@ def report(era: str, got: dict[str, Any], inclusive: bool) -> None:
 
 args_top = 25
 
+#: The server under cProfile (``--calls``): the profile is written when the server stops
+#: (serve-example stops on SIGTERM).
+CPROFILE_WRAPPER = r"""
+import cProfile, os, runpy, sys
+profile = cProfile.Profile()
+sys.argv = sys.argv[1:]
+profile.enable()
+try:
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+finally:
+    profile.disable()
+    profile.dump_stats(os.environ["PROFILE_LOAD_OUT"])
+"""
+
+
+def count_calls(row: load.Row, args: argparse.Namespace) -> None:
+    """``--calls``: per era a fresh server under cProfile, one window, calls per request."""
+    command = row.command()
+    assert command[1] == "-m", "--calls takes a row started with python -m"
+    for era in args.eras.split(","):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "calls.prof"
+            env = dict(os.environ, PROFILE_LOAD_OUT=str(out))
+            flags = []
+            if args.tree:
+                flags, env["PYTHONPATH"] = ["-P"], args.tree
+            proc = subprocess.Popen([command[0], *flags, "-c", CPROFILE_WRAPPER, *command[2:]],
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    stdin=subprocess.DEVNULL, text=True, cwd=load.ROOT, env=env)
+            try:
+                os.sched_setaffinity(proc.pid, load.cores()[0])
+                assert proc.stdout is not None
+                port = int(proc.stdout.readline().strip().rsplit(":", 1)[1].split("/")[0])
+                # Start-up (imports) is counted too: spread over thousands of requests.
+                result = load.one_load(proc.pid, port, era, args, row)
+            finally:
+                load.stop(proc)  # type: ignore[arg-type]
+            stats = pstats.Stats(str(out)).stats  # type: ignore[attr-defined]
+        requests = next((v[1] for k, v in stats.items()
+                         if k[2] in ("on_message_complete", "_process_channel")), 0)
+        requests = next((v[1] for k, v in stats.items() if k[2] == "_handle"
+                         and k[0].endswith("http/_server.py")), requests)
+        # A Python function counts for its component; a built-in (a C function or method:
+        # dict.get, len, isinstance, bytes.decode) for its callers' components.
+        by: collections.Counter[str] = collections.Counter()
+        builtins: collections.Counter[str] = collections.Counter()
+        for (path, line, name), (_, ncalls, _tt, _ct, callers) in stats.items():
+            if path != "~":
+                by[classify([f"{name} ({path}:{line})"])] += ncalls
+                continue
+            for (cpath, cline, cname), counts in callers.items():
+                builtins[classify([f"{cname} ({cpath}:{cline})"])] += counts[1]
+        total = sum(by.values()) + sum(builtins.values())
+        print(f"\n## {era}: {requests} requests (server cpu under cProfile "
+              f"{result['cpu_us']:.0f} us/req), {total / requests:.0f} calls per request "
+              f"(start-up included)")
+        print(f"{'component':<52}{'python':>8}{'built-in':>10}")
+        for name, _ in (by + builtins).most_common():
+            print(f"{name:<52}{by[name] / requests:>8.1f}{builtins[name] / requests:>10.1f}")
+
 
 def main() -> int:
     global args_top
@@ -149,6 +214,8 @@ def main() -> int:
     parser.add_argument("--eras", default=",".join(load.ERAS))
     parser.add_argument("--top", type=int, default=25, help="own-time frames listed")
     parser.add_argument("--inclusive", action="store_true")
+    parser.add_argument("--calls", action="store_true",
+                        help="count Python calls per request under cProfile instead")
     args = parser.parse_args()
     args_top = args.top
     args.procs = 1
@@ -157,6 +224,11 @@ def main() -> int:
         parser.error("py-spy is not installed (pip install py-spy)")
     row = {r.name: r for r in load.ROWS}[args.row]
     os.sched_setaffinity(0, load.cores()[1])
+    if args.calls:
+        print(f"# Python calls per request of {row.name} ({args.tree or 'installed'}), "
+              f"{args.clients} clients, {args.seconds:g} s per era, under cProfile")
+        count_calls(row, args)
+        return 0
     command, env = row.command(), None
     if args.tree:
         command = [command[0], "-P", *command[1:]]
