@@ -107,13 +107,16 @@ def _bind(fn: Callable[..., Any], arguments: Mapping[str, Any], ctx: Context | N
     signature = _SIGNATURES.get(fn)
     if signature is None:
         signature = _SIGNATURES[fn] = _Signature(fn)
-    kwargs = {str(k): v for k, v in arguments.items() if k != "ctx"}
+    # (Argument names come from decoded JSON objects or a template's groups: strings.)
+    kwargs = dict(arguments)
+    kwargs.pop("ctx", None)
     if not signature.var_keyword and not signature.names.issuperset(kwargs):
         unknown = sorted(set(kwargs) - signature.names)
         raise TypeError(f"unexpected argument(s): {', '.join(unknown)}")
-    missing = [name for name in signature.required if name not in kwargs]
-    if missing:
-        raise TypeError(f"missing required argument(s): {', '.join(missing)}")
+    for name in signature.required:
+        if name not in kwargs:
+            missing = [name for name in signature.required if name not in kwargs]
+            raise TypeError(f"missing required argument(s): {', '.join(missing)}")
     if ctx is not None and signature.wants_ctx:
         kwargs["ctx"] = ctx
     return (), kwargs
@@ -256,8 +259,10 @@ class Server:
         self.completion_handler: Callable[..., Any] | None = None
         #: The task store (:meth:`enable_tasks`), or None: no tool runs as a task.
         self.tasks: TaskLedger | None = None
-        #: The capabilities dict the latest connection was given (see :meth:`connection`).
+        #: The capabilities dict the latest connection was given (see :meth:`connection`),
+        #: and what it was worked out from (:meth:`_declaration_key`).
         self._declared: dict[str, Any] | None = None
+        self._declared_key: tuple[Any, ...] | None = None
 
     # -- registration -------------------------------------------------------------------------
 
@@ -393,17 +398,33 @@ class Server:
             caps.update(self.tasks.capabilities())
         return caps
 
+    def _declaration_key(self) -> tuple[Any, ...] | None:
+        """Everything :meth:`capabilities` reads, or None when it may read more (a subclass
+        declares its own, or a task ledger of another class): equal keys, equal dicts."""
+        tasks = self.tasks
+        if type(self).capabilities is not Server.capabilities or (
+                tasks is not None and type(tasks).capabilities is not _ledger_capabilities()):
+            return None
+        return (self.list_changed, bool(self.tools), bool(self.resources or self.templates),
+                bool(self.prompts), self.completion_handler is not None, tasks)
+
     def connection(self, **options: Any) -> ServerConnection:
         """A fresh core connection declaring this server's info and capabilities."""
-        caps = self.capabilities()
         # Every session of a server declares the same capabilities, and the connection keeps
         # the dict it is given: hand each the one dict while nothing registered changed them
-        # (an idle HTTP session is then ~1 KiB smaller). The core
-        # never changes it (mcp_sansio/_connection.py).
-        if self._declared is not None and self._declared == caps:
+        # (an idle HTTP session is then ~1 KiB smaller). The core never changes it
+        # (mcp_sansio/_connection.py). A stateless-era request builds a connection each: the
+        # dict is not even worked out again while what it is made from stays the same.
+        key = self._declaration_key()
+        if key is not None and key == self._declared_key and self._declared is not None:
             caps = self._declared
         else:
-            self._declared = caps
+            caps = self.capabilities()
+            if self._declared is not None and self._declared == caps:
+                caps = self._declared
+            else:
+                self._declared = caps
+            self._declared_key = key
         return ServerConnection(info=self.info, capabilities=caps,
                                 instructions=self.instructions, **options)
 
@@ -534,6 +555,13 @@ class Server:
         except TypeError as exc:
             raise McpError(ErrorCode.INVALID_PARAMS, f"Invalid params: {exc}") from None
         return Job(entry.fn, args, kwargs, _prompt_result)
+
+
+def _ledger_capabilities() -> Callable[..., Any]:
+    """The task ledger's own ``capabilities`` (its module is loaded once tasks are enabled)."""
+    from .tasks import TaskLedger
+
+    return TaskLedger.capabilities
 
 
 def _revision(ctx: Context) -> str | None:

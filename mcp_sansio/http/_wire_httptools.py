@@ -265,10 +265,10 @@ class HttptoolsWire:
             return None
         if not self._feed_head():
             return None
-        remaining = self._remaining
-        if remaining is not None:  # a body to feed: whole and Content-Length framed only
-            if remaining == _CHUNKED or len(self._buf) < remaining or not self._feed():
-                return None
+        remaining = self._remaining  # a body to feed: whole and Content-Length framed only
+        if remaining is not None and (
+                remaining == _CHUNKED or len(self._buf) < remaining or not self._feed()):
+            return None
         events = self._events
         if events[-1] is not _ENDED:  # pragma: no cover - a whole body ends its message
             return None
