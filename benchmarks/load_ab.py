@@ -78,8 +78,8 @@ def main() -> int:
         order = ("A", "B") if pair % 2 == 0 else ("B", "A")
         for side in order:
             samples[side].append(run_row(row, trees[side], args))
-        if floors:
-            floor = floors[pair % len(floors)]
+        # One floor per pair, in turn (every one in a smoke run).
+        for floor in floors if args.quick else floors[pair % len(floors):][:1]:
             floor_samples[floor.name].append(run_row(floor, None, args))
     print(f"# load A/B: {row.name}, {args.clients} clients, {args.seconds:g} s windows, "
           f"{args.pairs} pairs (A={args.a}, B={args.b}); server cpu "
