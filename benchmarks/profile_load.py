@@ -12,9 +12,10 @@ server CPU per request (``/proc``, as ``load.py`` measures it) gives microsecond
 per component. ``--inclusive`` adds a table of inclusive shares for a few entry points (the
 wire's callbacks, the server's request path, the app's handler call, the transport write).
 
-``--calls``: instead of sampling, run the server under ``cProfile`` (deterministic: it slows
-every call, so its times are inflated; read its *counts*) and report Python function calls
-per request by component -- a measure the machine's noise does not move.
+``--calls``: instead of sampling, run the server under ``cProfile`` from the moment it is up
+(deterministic: it slows every call, so its times are inflated; read its *counts*) and
+report Python function calls and built-in calls per request by component -- a measure the
+machine's noise does not move (a built-in counts for its caller's component).
 
 py-spy is not a dependency: ``pip install py-spy``. Sampling perturbs the server a little
 (it reads the process's memory without stopping it): compare components, not the total with
@@ -31,6 +32,7 @@ import os
 import pstats
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -142,13 +144,14 @@ def report(era: str, got: dict[str, Any], inclusive: bool) -> None:
 
 args_top = 25
 
-#: The server under cProfile (``--calls``): the profile is written when the server stops
-#: (serve-example stops on SIGTERM).
+#: The server under cProfile (``--calls``): profiling starts on SIGUSR1, sent once the
+#: server is up (its start-up is not counted), and the profile is written when the server
+#: stops (serve-example stops on SIGTERM).
 CPROFILE_WRAPPER = r"""
-import cProfile, os, runpy, sys
+import cProfile, os, runpy, signal, sys
 profile = cProfile.Profile()
 sys.argv = sys.argv[1:]
-profile.enable()
+signal.signal(signal.SIGUSR1, lambda *_: profile.enable())
 try:
     runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 finally:
@@ -175,7 +178,7 @@ def count_calls(row: load.Row, args: argparse.Namespace) -> None:
                 os.sched_setaffinity(proc.pid, load.cores()[0])
                 assert proc.stdout is not None
                 port = int(proc.stdout.readline().strip().rsplit(":", 1)[1].split("/")[0])
-                # Start-up (imports) is counted too: spread over thousands of requests.
+                os.kill(proc.pid, signal.SIGUSR1)  # count from here (the clients' set-up too)
                 result = load.one_load(proc.pid, port, era, args, row)
             finally:
                 load.stop(proc)  # type: ignore[arg-type]
@@ -196,8 +199,7 @@ def count_calls(row: load.Row, args: argparse.Namespace) -> None:
                 builtins[classify([f"{cname} ({cpath}:{cline})"])] += counts[1]
         total = sum(by.values()) + sum(builtins.values())
         print(f"\n## {era}: {requests} requests (server cpu under cProfile "
-              f"{result['cpu_us']:.0f} us/req), {total / requests:.0f} calls per request "
-              f"(start-up included)")
+              f"{result['cpu_us']:.0f} us/req), {total / requests:.0f} calls per request")
         print(f"{'component':<52}{'python':>8}{'built-in':>10}")
         for name, _ in (by + builtins).most_common():
             print(f"{name:<52}{by[name] / requests:>8.1f}{builtins[name] / requests:>10.1f}")

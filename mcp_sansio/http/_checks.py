@@ -81,12 +81,13 @@ class RequestChecks:
     def _check_host_origin(self, headers: Headers, authority: str | None = None) -> str | None:
         """Why a request fails the DNS-rebinding checks (None: it passes). ``authority``: an
         absolute-form target's, which replaces ``Host`` (RFC 9112 section 3.2.2)."""
+        fields = headers.decoded()  # (lower-case names: one dict access each)
         if self._hosts is not None:
-            host = authority if authority is not None else headers.get("host")
+            host = authority if authority is not None else fields.get("host")
             if host is None or not self._hosts.allows(host):
                 return f"Forbidden: Host {host!r} is not allowed"
         if self._origins is not None:
-            origin = headers.get("origin")
+            origin = fields.get("origin")
             if origin is not None and not self._origins.allows(origin):
                 return f"Forbidden: Origin {origin!r} is not allowed"
         return None

@@ -77,6 +77,13 @@ class Headers:
         self._map = found
         return found
 
+    def decoded(self) -> dict[str, str]:
+        """Every field as one dict, lower-case name -> value (several values joined with
+        ``", "``): for a caller reading several fields, each then one dict access. Not to be
+        changed."""
+        found = self._map
+        return found if found is not None else self._decoded()
+
     def get(self, name: str) -> str | None:
         """The value of ``name`` (several values are joined with ``", "``), or None."""
         found = self._map

@@ -554,11 +554,12 @@ class HTTPServer:
         """A POST on the endpoint: its era decides which part serves it."""
         config = self.hub.config
         headers = request.headers
-        if media_type(headers.get("content-type")) != "application/json":
+        fields = headers.decoded()  # (lower-case names: one dict access each)
+        if media_type(fields.get("content-type")) != "application/json":
             self.hub._error(channel, 415, ErrorCode.INVALID_REQUEST,
                         "Unsupported Media Type: the body must be application/json")
             return
-        accept = headers.get("accept")
+        accept = fields.get("accept")
         if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
             self.hub._error(channel, 406, ErrorCode.INVALID_REQUEST,
                         "Not Acceptable: Accept must list application/json and "
@@ -573,7 +574,7 @@ class HTTPServer:
         requests = [item for item in items if item[0] is MessageKind.REQUEST]
         single = type(value) is dict
         first = items[0]
-        version = headers.get("mcp-protocol-version")
+        version = fields.get("mcp-protocol-version")
         if version is not None and version in self._stateless_versions:
             # The header names a stateless revision: the request is judged in that era, even
             # an initialize (which 2026-07-28 does not have) or one missing its _meta.
@@ -603,7 +604,7 @@ class HTTPServer:
                         first[1] if first[0] is MessageKind.REQUEST else None)
             return
         if (self._stateless_versions and single and first[0] is MessageKind.REQUEST
-                and has_stateless_meta(first[3]) and headers.get("mcp-session-id") is None):
+                and has_stateless_meta(first[3]) and fields.get("mcp-session-id") is None):
             # Per-request _meta selects the stateless era, which does not carry this
             # handshake-era revision: -32022 (2026-07-28 basic/versioning.mdx, "Protocol
             # Version Negotiation" and "Backward Compatibility ...": a dual-era server).

@@ -504,22 +504,23 @@ class HttptoolsWire:
             self._fail(*self._check_answer(refusal))
             return False
         headers = Headers(fields)
-        length = headers.get("content-length")
+        values = headers.decoded()  # (lower-case names: one dict access each)
+        length = values.get("content-length")
         if length is not None and int(length) > self.max_body_size:
             self._fail(413, f"the body is larger than {self.max_body_size} bytes")
             return False
         self._version = version
-        connection = headers.get("connection")
+        connection = values.get("connection")
         self._keep_alive = version >= b"1.1" and not _has_token(
             connection.encode("latin-1") if connection else None, b"close")
-        expect = headers.get("expect")
+        expect = values.get("expect")
         if version >= b"1.1" and expect and _has_token(expect.encode("latin-1"),
                                                       b"100-continue"):
             self._out.append(_CONTINUE)
         self._started = True
         self._answered = False
         if not calls.complete:
-            self._remaining = _CHUNKED if "transfer-encoding" in headers else int(length or 0)
+            self._remaining = _CHUNKED if "transfer-encoding" in values else int(length or 0)
             self._chunk, self._chunk_left, self._chunk_crlf = _CHUNK_SIZE, 0, 0
             self._doomed = False
         self._events.append(RequestStarted(
