@@ -246,13 +246,10 @@ MAX_CLASS_LINES = 700
 MAX_INIT_PARAMETERS = 12
 #: Classes above those bounds today, each with its size: the table only shrinks (a class
 #: that shrinks below the bound must leave it; none may join). The core's connection
-#: engine and the HTTP client hold their sub-states' dispatch; the testing kit's machines
-#: are scripted peers.
+#: engine and the HTTP client hold their sub-states' dispatch.
 KNOWN_LONG_CLASSES = {
     "mcp_sansio/_connection.py:Connection": 1460,
     "mcp_sansio/http/_client.py:HTTPClient": 944,
-    "mcp_sansio/testing/_client_machine.py:ClientMachine": 960,
-    "mcp_sansio/testing/_machine.py:PeerMachine": 1344,
 }
 KNOWN_WIDE_INITS: dict[str, int] = {}
 
