@@ -88,6 +88,7 @@ class Probes:
                 self.advance(now)
 
     def progress(self, message: dict[str, Any], params: dict[str, Any]) -> None:
+        """``notifications/progress`` from the client, for a token the kit gave out."""
         token = params.get("progressToken")
         probe = self.tokens.get(request_key(token))
         # Active: the kit's request that carried the token is still unanswered
@@ -104,6 +105,7 @@ class Probes:
             probe.last_progress = value
 
     def response(self, message: dict[str, Any], now: float) -> None:
+        """The client's answer to one of the kit's requests: judged, then the next."""
         key = request_key(message["id"])
         if message["id"] is None and "error" in message:
             return  # the client answered our garbage line (JSON-RPC 2.0 s. 5)

@@ -34,20 +34,14 @@ from ._peer_ledger import (
     LISTEN_FILTER,
     META_SUB,
     SLOW_NOTE,
-    MachineView,
-    Part,
     Pending,
     short,
 )
-from ._peer_wire import Wire
+from ._peer_wire import Part
 
 
 class Judge(Part):
     """Judges what the server writes to one :class:`~mcp_sansio.testing.PeerMachine`."""
-
-    def __init__(self, machine: MachineView, wire: Wire) -> None:
-        super().__init__(machine)
-        self.wire = wire
 
     def on_line(self, line: bytes) -> None:
         try:
@@ -394,7 +388,7 @@ class Judge(Part):
         pending.last_progress = progress
 
     def _on_log(self, params: dict[str, Any], message: dict[str, Any]) -> None:
-        if not declared(self.peer_capabilities, "logging"):
+        if not declared(self.machine.peer_capabilities, "logging"):
             self.finding("log-without-capability", "notifications/message from a server that "
                          "did not declare logging", received=message)
             return
@@ -418,7 +412,7 @@ class Judge(Part):
                          "was never subscribed to", received=message, requirement="must")
             return
         capability = LIST_CHANGED[method]
-        if not declared(self.peer_capabilities, capability):
+        if not declared(self.machine.peer_capabilities, capability):
             self.finding("unsolicited-change", f"{method} from a server that did not declare "
                          f"{capability}", received=message)
 
@@ -440,8 +434,8 @@ class Judge(Part):
         for key, value in granted.items():
             if key in LISTEN_FILTER:
                 capability = LISTEN_FILTER[key][1]
-                if value and (not asked.get(key) or not declared(self.peer_capabilities,
-                                                                 capability)):
+                if value and (not asked.get(key) or not declared(
+                        self.machine.peer_capabilities, capability)):
                     self.finding("listen-acknowledgement", f"acknowledged {key} although it "
                                  "was not asked for or its capability is not declared",
                                  received=message)

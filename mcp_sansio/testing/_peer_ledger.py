@@ -216,35 +216,3 @@ def slow_note(revision: str, pending: Pending, call_timeout: float) -> str:
             "cancelled, counted as slow")
 
 
-
-class Part:
-    """What every part of the machine holds: the machine (through its view), the ledger,
-    the schemas and the configuration; and the session's revision, era and peer
-    capabilities, read from the machine each time (they change as a session opens)."""
-
-    def __init__(self, machine: MachineView) -> None:
-        self.machine = machine
-        self.ledger = machine.ledger
-        self.schemas = machine._schemas
-        #: The machine's configuration (its class attributes).
-        self.config = type(machine)
-
-    @property
-    def revision(self) -> str:
-        return self.machine.revision
-
-    @property
-    def stateless(self) -> bool:
-        return self.machine.stateless
-
-    @property
-    def peer_capabilities(self) -> dict[str, Any]:
-        return self.machine.peer_capabilities
-
-    def finding(self, rule_name: str, detail: str, *, sent: Any = None, received: Any = None,
-                requirement: str | None = None) -> None:
-        self.machine.finding(rule_name, detail, sent=sent, received=received,
-                             requirement=requirement)
-
-    def note(self, text: str) -> None:
-        self.machine.note(text)

@@ -41,20 +41,18 @@ from ._peer_ledger import (
     NO_TOOL,
     SLOW_NOTE,
     MachineView,
-    Part,
     Pending,
     short,
     slow_note,
 )
-from ._peer_wire import Wire
+from ._peer_wire import Part, Wire
 
 
 class Script(Part):
     """The fixed steps of one :class:`~mcp_sansio.testing.PeerMachine`'s sessions."""
 
     def __init__(self, machine: MachineView, wire: Wire) -> None:
-        super().__init__(machine)
-        self.wire = wire
+        super().__init__(machine, wire)
         #: Argument strategies by tool name (None: the schema is beyond the builder).
         self._args: dict[str, st.SearchStrategy[Any] | None] = {}
 
@@ -70,13 +68,14 @@ class Script(Part):
         return self.machine.wait_until(done, timeout, within=within)
 
     def handshake(self, *, early_ping: bool) -> None:
+        """The handshake-era opening: ``initialize`` (after a ``ping`` if ``early_ping``),
+        the revision and capabilities of the answer, ``notifications/initialized``."""
         # A transport may say that requests before initialize cannot be carried (HTTP
         # sessions begin with initialize).
         if early_ping and getattr(self.machine.transport, "requests_before_initialize", True):
             ping = self.request("ping")
             if not self._wait_startup(ping):
                 if self.machine.cut_short:
-                    self.machine.alive = False
                     return
                 self.note(f"{SLOW_NOTE}[{self.revision}] ping before initialize was "
                           f"unanswered after {self.startup_time()} s (a slow start?)")
@@ -127,11 +126,11 @@ class Script(Part):
         self.notify("notifications/initialized")
 
     def discover(self) -> None:
+        """The stateless opening: ``server/discover``, which must list the revision."""
         replies: list[dict[str, Any]] = []
         probe = self.request("server/discover", replies=replies)
         if not self._wait_startup(probe):
             if self.machine.cut_short:
-                self.machine.alive = False
                 return
             self.note(f"no answer to server/discover: the server does not speak "
                       f"{self.revision}")
@@ -175,16 +174,21 @@ class Script(Part):
 
     def _wait_startup(self, pending: Pending) -> bool:
         """Wait for a request of the session's opening; False (and the request abandoned:
-        a late answer is then noted, not found) when it did not come in time."""
+        a late answer is then noted, not found) when it did not come in time. A budget
+        that ran out meanwhile ends the session."""
         wait = self.startup_time()
         if self.wait_until(functools.partial(self.ledger.done, pending), wait, within=wait):
             return True
         self.ledger.abandon(pending)
+        if self.machine.cut_short:
+            self.machine.alive = False
         return False
 
     def list_everything(self) -> None:
+        """Every list the server's capabilities offer, up to five pages each."""
         for method, (capability, _) in LIST_METHODS.items():
-            if not self.machine.alive or not declared(self.peer_capabilities, capability):
+            if not self.machine.alive or not declared(self.machine.peer_capabilities,
+                                                      capability):
                 continue
             cursor: str | None = None
             for _ in range(5):  # pages
@@ -241,7 +245,7 @@ class Script(Part):
         """A JSON-RPC batch of ``size`` requests (ping, then the first list the server
         offers), in one line (2025-03-26: receivers MUST accept batches)."""
         offered = [m for m, (cap, _) in LIST_METHODS.items()
-                   if declared(self.peer_capabilities, cap)]
+                   if declared(self.machine.peer_capabilities, cap)]
         methods = ["ping", *offered[:1]]
         batch: list[Pending] = []
         for index in range(size):
@@ -268,6 +272,8 @@ class Script(Part):
         return frozenset(wanted if wanted is not None else RULES) - skip
 
     def barrier(self) -> None:
+        """A request every server answers at once (``ping``; ``server/discover``
+        statelessly), read until it is answered."""
         method = "server/discover" if self.stateless else "ping"
         barrier = self.request(method, barrier=True)
         if not self.wait_until(lambda: barrier.request_id not in self.ledger.pending):
@@ -288,7 +294,8 @@ class Script(Part):
                 continue
             try:
                 strategy = invalid_messages(
-                    self.revision, sender=Role.CLIENT, peer_capabilities=self.peer_capabilities,
+                    self.revision, sender=Role.CLIENT,
+                    peer_capabilities=self.machine.peer_capabilities,
                     ids=st.builds(self.ledger.new_id), rules=[name], schemas=self.schemas)
             except ValueError:
                 continue  # the rule does not apply to this revision or server
@@ -303,14 +310,14 @@ class Script(Part):
         if FEATURES[self.revision].batching:
             self.send_batch()
             self.barrier()
-        if declared(self.peer_capabilities, "tools"):
+        if declared(self.machine.peer_capabilities, "tools"):
             for name in sorted(self.machine.tools):
                 arguments = _first_or_empty(self.argument_strategy(name))
                 self.request("tools/call", {"name": name, "arguments": arguments},
                              progress=True, tool=self.machine.tools[name])
             self.request("tools/call", {"name": NO_TOOL, "arguments": {}}, expect_error=(
                 "unknown-tool", frozenset({-32602}), f"tools/call of unknown tool {NO_TOOL!r}"))
-        if declared(self.peer_capabilities, "prompts"):
+        if declared(self.machine.peer_capabilities, "prompts"):
             for name, prompt in sorted(self.machine.prompts.items()):
                 arguments = [a for a in prompt.get("arguments") or [] if isinstance(a, dict)]
                 values = {str(a.get("name")): "x" for a in arguments}
@@ -325,13 +332,13 @@ class Script(Part):
             self.request("prompts/get", {"name": NO_PROMPT}, expect_error=(
                 "unknown-prompt", frozenset({-32602}),
                 f"prompts/get of unknown prompt {NO_PROMPT!r}"))
-        if declared(self.peer_capabilities, "resources"):
+        if declared(self.machine.peer_capabilities, "resources"):
             for uri in self.machine.resources[:5]:
                 self.request("resources/read", {"uri": uri})
             self.request("resources/read", {"uri": NO_RESOURCE}, expect_error=(
                 "unknown-resource", frozenset({-32002, -32602}),
                 f"resources/read of unknown URI {NO_RESOURCE!r}"))
-        if declared(self.peer_capabilities, "logging") and not self.stateless:
+        if declared(self.machine.peer_capabilities, "logging") and not self.stateless:
             self.request("logging/setLevel", {"level": "info"})
         if self.stateless:
             self.request("subscriptions/listen", {"notifications": dict.fromkeys(
@@ -347,6 +354,8 @@ class Script(Part):
         self.barrier()
 
     def finish(self) -> None:
+        """End a live session: close its listen streams, wait for every owed answer, note
+        what is slow and find what never came."""
         for pending in list(self.ledger.pending.values()):
             if pending.listen_filter is not None and pending.invalid is None and (
                     pending.cancelled_seq is None):

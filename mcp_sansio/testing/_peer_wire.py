@@ -191,3 +191,33 @@ class Wire:
                 return
             if not self.read(quiet):
                 return
+
+
+class Part:
+    """What every part of the machine that judges or scripts holds: the machine (through
+    its view), the ledger, the wire, the schemas and the configuration; and the session's
+    revision and era, read from the machine each time (they change as a session opens)."""
+
+    def __init__(self, machine: MachineView, wire: Wire) -> None:
+        self.machine = machine
+        self.wire = wire
+        self.ledger = machine.ledger
+        self.schemas = machine._schemas
+        #: The machine's configuration (its class attributes).
+        self.config = type(machine)
+
+    @property
+    def revision(self) -> str:
+        return self.machine.revision
+
+    def finding(self, rule_name: str, detail: str, *, sent: Any = None, received: Any = None,
+                requirement: str | None = None) -> None:
+        self.machine.finding(rule_name, detail, sent=sent, received=received,
+                             requirement=requirement)
+
+    @property
+    def stateless(self) -> bool:
+        return self.machine.stateless
+
+    def note(self, text: str) -> None:
+        self.machine.note(text)
