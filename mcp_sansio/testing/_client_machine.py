@@ -12,7 +12,8 @@ queues in :attr:`ClientMachine.outbox`, on the stream each item names.
 
 Handshake era (2024-11-05 .. 2025-11-25), in order.
 
-The rest of its theory of operation: docs/architecture.rst, "Module notes".
+Its parts are held, not inherited: the kit's own requests, the HTTP side and the
+stateless era (:mod:`._client_kit`). The rest: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations

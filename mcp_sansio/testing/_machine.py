@@ -19,7 +19,8 @@ against the revision's official schema, ids against the requests in flight, erro
 against what the request deserved, progress against the tokens given out, log and change
 notifications against the capabilities and the revision.
 
-The rest of its theory of operation: docs/architecture.rst, "Module notes".
+Its parts are held, not inherited: the ledger, the wire, the judge and the script
+(:mod:`._peer_ledger`). The rest: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
