@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import ROOT
+
 api = pytest.importorskip("mypy.api")  # the [test] extra has it; CI always runs this
 
-ROOT = Path(__file__).resolve().parent.parent
 TYPED_USES = ROOT / "tests" / "typing_client_calls.py"
 
 #: Wrong call sites, each with the error mypy must report on its line.

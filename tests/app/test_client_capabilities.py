@@ -21,9 +21,8 @@ from mcp_sansio.app.client_capabilities import (
     declare,
     for_revision,
 )
-
-from . import schemas
-from .virtual_sessions import Pair, VClient
+from tests import schemas
+from tests.virtual_sessions import Pair, VClient
 
 
 def answer(params: dict[str, Any]) -> dict[str, Any]:

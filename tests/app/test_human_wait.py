@@ -17,8 +17,7 @@ from mcp_sansio.adapters import threading as thr
 
 from mcp_sansio import Era, RequestTimedOut, Response
 from mcp_sansio.app.server import Server
-
-from .virtual_sessions import Pair
+from tests.virtual_sessions import Pair
 
 TIMEOUT = 5.0
 FORM = ("elicitation/create", {"mode": "form", "message": "name?",

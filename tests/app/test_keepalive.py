@@ -19,8 +19,7 @@ from mcp_sansio.adapters import threading as thr
 
 from mcp_sansio import Era
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED, Keepalive
-
-from .virtual_sessions import Pair
+from tests.virtual_sessions import Pair
 
 # -- the state machine alone ------------------------------------------------------------------
 

@@ -8,7 +8,6 @@ import inspect
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from mcp_sansio.adapters import asyncio as aio
@@ -17,6 +16,7 @@ from mcp_sansio.adapters import threading as threads
 from mcp_sansio.adapters import trio as trio_adapter
 
 import mcp_sansio
+from tests.paths import ROOT
 
 EXAMPLE_SERVER = [sys.executable, "-P", "-m", "mcp_sansio", "serve-example"]
 
@@ -115,7 +115,7 @@ def test_the_clients_public_names_are_the_documented_ones(client_class: type,
                                                           closing: str) -> None:
     public = {name for name in dir(client_class) if not name.startswith("_")}
     assert public - PUMP_HOOKS == CLIENT_API | {closing}
-    page = (Path(__file__).resolve().parents[1] / "docs" / "reference.rst").read_text()
+    page = (ROOT / "docs" / "reference.rst").read_text()
     for name in CLIENT_API | {closing}:
         assert re.search(rf"\b{name}\b", page), name
 

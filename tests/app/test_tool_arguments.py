@@ -29,6 +29,7 @@ from mcp_sansio.app.server import (
     _argument_types,
     _wrong_type,
 )
+from tests.paths import ROOT
 
 EXAMPLE = [sys.executable, "-P", "-m", "mcp_sansio", "serve-example"]
 
@@ -175,9 +176,8 @@ def test_a_wrong_type_over_stdio_is_answered_as_the_revision_says(revision: str)
 
 
 def test_the_docs_table_says_what_the_code_does() -> None:
-    from pathlib import Path
 
-    text = (Path(__file__).parent.parent / "docs" / "errors.rst").read_text()
+    text = (ROOT / "docs" / "errors.rst").read_text()
     table = text[text.index("Tool arguments that do not fit"):]
     rows = re.findall(r"^   \* - ([0-9, -]+)\n     - (.+)$", table, re.M)
     said = {revision.strip(): "protocol-error" if answer.startswith("-32602")

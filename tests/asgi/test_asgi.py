@@ -1,7 +1,7 @@
 """The ASGI application in memory, on asyncio and on trio: a tiny ASGI server drives it (no
 sockets), so that what an engine hands over -- body chunks, ``http.disconnect``, the
 ``lifespan`` messages, a mount's ``root_path`` -- is played exactly. The real engines:
-tests/test_asgi_engines.py."""
+tests/asgi/test_asgi_engines.py."""
 
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ from mcp_sansio.adapters.asyncio import Context, Server
 from mcp_sansio import Request
 from mcp_sansio.auth import AccessInfo, IntrospectionVerifier, InvalidToken, ProtectedResource
 from mcp_sansio.http import HTTPServer, ResponseMode, Session
-
-from .http_util import ACCEPT_BOTH, CLIENT_INFO, init_body, result_for, stateless_meta
+from tests.http_util import ACCEPT_BOTH, CLIENT_INFO, init_body, result_for, stateless_meta
 
 BACKENDS = ["asyncio", "trio"]
 TIMEOUT = 30.0  # generous: the machine is shared; nothing here waits on purpose
@@ -339,8 +338,8 @@ def test_a_token_the_verifier_must_ask_about_is_decided_on_the_running_loop(
         backend: str) -> None:
     """An introspection verifier parks the request (http/_park.py); the ASGI app asks the
     authorization server on its own loop (asyncio task or trio worker thread) and answers."""
-    from .test_auth_verify_runtimes import RESOURCE as AS_RESOURCE
-    from .test_auth_verify_runtimes import authorization_server
+    from tests.auth.test_auth_verify_runtimes import RESOURCE as AS_RESOURCE
+    from tests.auth.test_auth_verify_runtimes import authorization_server
 
     async def main(issuer_url: str) -> None:
         verifier = IntrospectionVerifier(issuer_url + "/introspect", client_id="rs",

@@ -16,11 +16,11 @@ import json
 import socket
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from .engine_corpus import (
+from tests.asgi.test_asgi_engines import ENGINES, process, serve_example
+from tests.engine_corpus import (
     ANY_REFUSAL,
     BIG,
     CASES,
@@ -30,7 +30,7 @@ from .engine_corpus import (
     render_table,
     sse_call,
 )
-from .test_asgi_engines import ENGINES, process, serve_example
+from tests.paths import ROOT
 
 
 @pytest.fixture(scope="module", params=ENGINES, ids=[f"{e}-{r}" for e, r in ENGINES])
@@ -129,5 +129,5 @@ def test_the_session_cap_is_answered_503_with_retry_after(name: str, runtime: st
 
 
 def test_the_deploying_page_shows_the_engine_table() -> None:
-    page = (Path(__file__).resolve().parent.parent / "docs" / "deploying.rst").read_text()
+    page = (ROOT / "docs" / "deploying.rst").read_text()
     assert render_table() in page

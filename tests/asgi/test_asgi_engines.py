@@ -25,15 +25,14 @@ import pytest
 from mcp_sansio.adapters.asyncio import connect_http
 
 from mcp_sansio import Era
-
-from .processes import stop_group
-from .test_http_interop import check_sdk_client_story, sdk_story
+from tests.adapters.common.test_http_interop import check_sdk_client_story, sdk_story
+from tests.paths import ROOT
+from tests.processes import stop_group
 
 START = 120.0  # seconds for an engine to come up: generous, the machine is shared
 SAFETY = 120.0
 ENGINES = [("uvicorn", "asyncio"), ("hypercorn", "asyncio"), ("hypercorn", "trio"),
            ("granian", "asyncio")]
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @contextlib.contextmanager
@@ -211,7 +210,7 @@ async def sealed_elsewhere(key: bytes, name: str) -> dict[str, Any]:
     from mcp_sansio.adapters import asgi
     from mcp_sansio.adapters.tools import _example_server
 
-    from .test_asgi import post, stateless
+    from tests.asgi.test_asgi import post, stateless
 
     app = asgi.app(_example_server.build(asyncio.sleep), request_state_key=key)
     body, headers = stateless("tools/call", {"arguments": {}}, name=name)

@@ -3,7 +3,7 @@ mcp_sansio/http/_head_rules.py): each rule row our wires refuse and an engine's 
 shows is refused with the wire's status before the body is read; the 413 goes out before
 any ``receive()`` (so an engine sends no ``100 Continue``); a body the engine failed to
 frame is 400, not 500; an HTTP/1.0 client gets a streamed answer whole, with its length.
-The same rules against the real engines: tests/test_asgi_engine_hardening.py."""
+The same rules against the real engines: tests/asgi/test_asgi_engine_hardening.py."""
 
 from __future__ import annotations
 
@@ -18,8 +18,7 @@ from mcp_sansio.adapters import asgi
 from mcp_sansio.http._head_rules import judge_head
 from mcp_sansio.http._wire import REFUSALS, ServerWire
 from mcp_sansio.http._wire_httptools import CHECKS
-
-from .test_asgi import BACKENDS, Call, Probe, make_server, post, scope, stateless
+from tests.asgi.test_asgi import BACKENDS, Call, Probe, make_server, post, scope, stateless
 
 LIMITS = {"max_header_size": 16384, "max_header_count": 100, "max_target_length": 8192,
           "max_body_size": 1000}

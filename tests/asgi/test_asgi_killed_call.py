@@ -36,9 +36,8 @@ from typing import Any
 import pytest
 
 from mcp_sansio import Era
-
-from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
-from .test_asgi_shared_engines import Engine, engine
+from tests._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
+from tests.asgi.test_asgi_shared_engines import Engine, engine
 
 if not Path("/proc/net/tcp").exists():  # pragma: no cover - Linux has it
     pytest.skip("finding the workers of connections needs Linux's /proc",

@@ -1,8 +1,8 @@
 """The ASGI application in shared mode (``asgi.app(server, stores=...)``), in this process:
 two applications -- two workers -- on the in-memory stores and on a real Redis
 (tests/_redis.py), and one application alone on the in-memory stores, played by the tiny
-ASGI server of tests/test_asgi.py. The same scenarios as the engine workers of
-tests/test_asgi_shared_engines.py: a session opened on one worker is served by the other and
+ASGI server of tests/asgi/test_asgi.py. The same scenarios as the engine workers of
+tests/asgi/test_asgi_shared_engines.py: a session opened on one worker is served by the other and
 a DELETE ends it everywhere; a stream cut on one worker is resumed on the other with
 ``Last-Event-ID`` (replay, then live); a list change reaches GET and listen streams held by
 the other; ``requestState`` sealed on one opens on the other while the keys rotate. Also:
@@ -24,13 +24,12 @@ from mcp_sansio.adapters.stores.keys import rotate_key
 
 from mcp_sansio.http import SSEParser
 from mcp_sansio.stores import MemoryStores
-
-from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
-from .http_stories import stateless as stateless_call
-from .http_stories import tool_call
-from .http_util import init_body
-from .test_asgi import Call, post, scope
-from .test_http_shared_asyncio import call, make_server
+from tests._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
+from tests.asgi.test_asgi import Call, post, scope
+from tests.http_stories import stateless as stateless_call
+from tests.http_stories import tool_call
+from tests.http_util import init_body
+from tests.stores.test_http_shared_asyncio import call, make_server
 
 TIMEOUT = 60.0  # generous: the machine is shared
 
@@ -306,9 +305,8 @@ def test_shared_mode_on_trio_starts_on_the_store_thread_and_leaves_at_shutdown()
 
 def test_stores_need_a_shared_http_server() -> None:
     from mcp_sansio.http import HTTPServer
-
-    from .test_asgi import Probe
-    from .test_asgi import make_server as plain_server
+    from tests.asgi.test_asgi import Probe
+    from tests.asgi.test_asgi import make_server as plain_server
 
     http = HTTPServer(plain_server(Probe()).connection, new_session_id=lambda: "s")
     with pytest.raises(ValueError, match="shared=True"):
@@ -317,7 +315,7 @@ def test_stores_need_a_shared_http_server() -> None:
 
 def test_serve_example_store_on_hypercorn_trio_is_served() -> None:
     """``--store`` on hypercorn's trio worker is served too (its scenarios:
-    tests/test_asgi_shared_engines.py, ``hypercorn-trio``): a store that cannot be reached is
+    tests/asgi/test_asgi_shared_engines.py, ``hypercorn-trio``): a store that cannot be reached is
     then the only refusal, one line, exit status 1."""
     import subprocess
     import sys

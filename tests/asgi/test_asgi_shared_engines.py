@@ -52,7 +52,7 @@ the stream (it hears the writer's heartbeats stop: docs/stores.rst, "Workers tha
 the client has every stored event, in order, none twice; and the session, and a
 ``requestState`` the killed worker sealed, carry on at the others.
 The in-process twin (two applications,
-memory and Redis stores, and one application alone): tests/test_asgi_shared.py."""
+memory and Redis stores, and one application alone): tests/asgi/test_asgi_shared.py."""
 
 from __future__ import annotations
 
@@ -72,13 +72,13 @@ from typing import Any
 
 import pytest
 
-from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
-from .http_util import init_body
+from tests._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
+from tests.http_util import init_body
+from tests.paths import ROOT
 
 if not Path("/proc/net/tcp").exists():  # pragma: no cover - Linux has it
     pytest.skip("finding the worker of a connection needs Linux's /proc", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parent.parent
 START = 120.0  # seconds for an engine and its workers to come up: generous, the machine is shared
 TIMEOUT = 60.0  # seconds for one answer or stream event: generous, nothing waits on purpose
 #: Fresh connections tried before concluding that requests do not spread over the workers.

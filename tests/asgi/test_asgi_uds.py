@@ -3,7 +3,7 @@
 once per engine for the module over a *stale* socket file (what a server that died leaves
 behind: replaced). The socket file's mode is 0600; clients of both eras are served over it
 (the URL names the path and ``Host``: ``http://localhost/mcp``); the hardening corpus gets
-the answers it gets over TCP (tests/test_asgi_engine_hardening.py); a second server on the
+the answers it gets over TCP (tests/asgi/test_asgi_engine_hardening.py); a second server on the
 same path, while the first listens, is refused in one line with exit status 1."""
 
 from __future__ import annotations
@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from .engine_corpus import ANY_REFUSAL, CASES, ENGINE_ANSWERS, exchange, raw_post, sse_call
-from .processes import stop_group
-from .test_asgi_engines import ENGINES, START, serve_example
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.asgi.test_asgi_engines import ENGINES, START, serve_example
+from tests.engine_corpus import ANY_REFUSAL, CASES, ENGINE_ANSWERS, exchange, raw_post, sse_call
+from tests.paths import ROOT
+from tests.processes import stop_group
 
 
 @contextlib.contextmanager

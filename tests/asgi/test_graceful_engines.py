@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .test_asgi_engines import ENGINES, ROOT, START
+from tests.asgi.test_asgi_engines import ENGINES, ROOT, START
 
 CALLS = 4  # in flight when SIGTERM comes
 WAIT = 60.0  # a bound for a failing test only: a call still running then "hung"

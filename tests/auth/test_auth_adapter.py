@@ -31,8 +31,7 @@ from mcp_sansio.auth import (
     OAuthClientFlow,
     Tokens,
 )
-
-from .auth_world import REDIRECT, World, counter_entropy
+from tests.auth_world import REDIRECT, World, counter_entropy
 
 WAIT = 60.0  # generous: the machine is shared
 

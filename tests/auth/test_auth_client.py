@@ -33,8 +33,7 @@ from mcp_sansio.auth import (
     choose_auth_method,
     rules,
 )
-
-from .auth_world import REDIRECT, World, counter_entropy, drive, json_response, new_flow
+from tests.auth_world import REDIRECT, World, counter_entropy, drive, json_response, new_flow
 
 NOW = 1000.0
 

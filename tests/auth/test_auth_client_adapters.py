@@ -34,8 +34,9 @@ from mcp_sansio.adapters.auth import (
 )
 
 from mcp_sansio.auth import UserAuthorization
+from tests.paths import PEERS
 
-PEER = Path(__file__).parent / "peers" / "sdk_auth_server.py"
+PEER = PEERS / "sdk_auth_server.py"
 RUNTIMES = ["asyncio", "trio", "threads"]
 WAIT = 120.0  # generous: the machine is shared
 

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-PEER = Path(__file__).parent / "peers" / "sdk_auth_server.py"
+from tests.paths import PEERS
+
+PEER = PEERS / "sdk_auth_server.py"
 WAIT = 120.0  # generous: the machine is shared
 BROWSER = """\
 import sys, urllib.request

@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 from mcp_sansio import NEED_DATA, ClientConnection, Era, RequestCancelled
 from mcp_sansio.http import HTTPClient
 from mcp_sansio.http._client import AUTH_CHALLENGE_STATUSES, Transport, TransportFailed
-
-from .http_util import CLIENT_INFO
+from tests.http_util import CLIENT_INFO
 
 URL = "http://localhost:8000/mcp"
 CHALLENGE = 'Bearer resource_metadata="http://localhost:8000/.well-known/x", scope="a"'

@@ -31,8 +31,7 @@ from mcp_sansio.auth import (
     TokenError,
 )
 from mcp_sansio.auth.dpop import ProofVerifier
-
-from .auth_world import counter_entropy, json_response
+from tests.auth_world import counter_entropy, json_response
 
 SERVER = "https://mcp.example.com/mcp"
 ISSUER = "https://auth.example.com"

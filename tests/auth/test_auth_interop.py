@@ -24,8 +24,9 @@ from mcp_sansio.auth import (
     OAuthClientFlow,
     UserAuthorization,
 )
+from tests.paths import PEERS
 
-PEER = Path(__file__).parent / "peers" / "sdk_auth_server.py"
+PEER = PEERS / "sdk_auth_server.py"
 WAIT = 120.0  # generous: the machine is shared
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
               "params": {"protocolVersion": "2025-11-25", "capabilities": {},

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from mcp_sansio.auth import Authorized, LimitExceeded, OAuthClientFlow, rules
-
-from .auth_world import World, drive, new_flow
+from tests.auth_world import World, drive, new_flow
 
 
 class FlowLife(RuleBasedStateMachine):

@@ -15,10 +15,18 @@ from typing import Any
 
 import pytest
 
-from .auth_machine_world import CLIENT_ID, IDP_CLIENT, SECRET, MachineAS, machine_world, protected
-from .http_stories import asyncio_service
-from .test_auth_server import whoami_server
-from .test_auth_server_interop import MemoryTokens
+from tests.auth.test_auth_server import whoami_server
+from tests.auth.test_auth_server_interop import MemoryTokens
+from tests.auth_machine_world import (
+    CLIENT_ID,
+    IDP_CLIENT,
+    SECRET,
+    MachineAS,
+    machine_world,
+    protected,
+)
+from tests.http_stories import asyncio_service
+from tests.paths import PEERS
 
 WAIT = 120.0
 
@@ -111,7 +119,6 @@ def test_our_enterprise_managed_client_against_the_sdks_authorization_server() -
     loopback IdP; our server trusts the SDK issuer's tokens."""
     import subprocess
     import sys
-    from pathlib import Path
 
     from mcp_sansio.adapters.asyncio import connect_http
     from mcp_sansio.adapters.auth import ClientCredentials, IdentityAssertionGrant
@@ -119,7 +126,7 @@ def test_our_enterprise_managed_client_against_the_sdks_authorization_server() -
     from mcp_sansio.auth import ProtectedResource
     from mcp_sansio.auth.jwt import JWTVerifier
 
-    peer = Path(__file__).parent / "peers" / "sdk_idjag_issuer.py"
+    peer = PEERS / "sdk_idjag_issuer.py"
     with machine_world() as (world, port):
         proc = subprocess.Popen(
             [sys.executable, str(peer), json.dumps(world.idp_key.as_dict(private=False)),

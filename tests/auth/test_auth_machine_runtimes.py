@@ -20,8 +20,9 @@ from mcp_sansio.adapters.auth import (
 )
 
 from mcp_sansio.auth import ClientCredentialsGrant
-
-from .auth_machine_world import (
+from tests.auth.test_auth_client_adapters import session
+from tests.auth.test_auth_server import serving, whoami_server
+from tests.auth_machine_world import (
     CLIENT_ID,
     IDP_CLIENT,
     JWT_BEARER,
@@ -30,8 +31,6 @@ from .auth_machine_world import (
     machine_world,
     protected,
 )
-from .test_auth_client_adapters import session
-from .test_auth_server import serving, whoami_server
 
 SERVER_RUNTIMES = {"asyncio": "asyncio", "trio": "trio", "threads": "threading"}
 

@@ -28,8 +28,7 @@ from mcp_sansio.auth import (
 )
 from mcp_sansio.auth.jwt import JWKSCache
 from mcp_sansio.http._park import DEFAULT_DECISION_TIMEOUT
-
-from .http_util import Harness, init_body
+from tests.http_util import Harness, init_body
 
 RESOURCE = "http://localhost/mcp"
 ISSUER = "https://auth.example.com"

@@ -22,9 +22,9 @@ from mcp_sansio.adapters import threading as threading_adapter
 from mcp_sansio.app.server import Server
 from mcp_sansio.auth import ProtectedResource, parse_challenges
 from mcp_sansio.auth.jwt import JWTVerifier
-
-from .http_stories import SyncConn, asyncio_service, tool_call, trio_service
-from .http_util import init_body
+from tests.http_stories import SyncConn, asyncio_service, tool_call, trio_service
+from tests.http_util import init_body
+from tests.paths import ROOT
 
 RUNTIMES = ["asyncio", "trio", "threading"]
 
@@ -204,9 +204,8 @@ def test_stateless_requests_carry_their_own_token(runtime: str) -> None:
 def test_the_protecting_example_prints_what_the_page_shows() -> None:
     import subprocess
     import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     page = (root / "docs" / "authorization.rst").read_text()
     script = root / "docs" / "examples" / "protected_server.py"
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,

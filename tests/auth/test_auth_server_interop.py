@@ -13,7 +13,6 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -22,10 +21,10 @@ import pytest
 from mcp_sansio.app.server import Server
 from mcp_sansio.auth import ProtectedResource
 from mcp_sansio.auth.jwt import JWTVerifier
+from tests.http_stories import asyncio_service
+from tests.paths import PEERS
 
-from .http_stories import asyncio_service
-
-PEER = Path(__file__).parent / "peers" / "sdk_jwt_issuer.py"
+PEER = PEERS / "sdk_jwt_issuer.py"
 WAIT = 120.0  # generous: the machine is shared
 
 

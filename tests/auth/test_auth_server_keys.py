@@ -1,7 +1,7 @@
 """adapters/auth/verify.py's JWKSKeeper on asyncio: the synchronous verifier a protected
 server is given -- its JWKS fetched before serving, asked for again by a token that names an
 unknown key (rotation) within the refetch bound, and used over the wire. The other runtimes:
-tests/test_auth_verify_runtimes.py."""
+tests/auth/test_auth_verify_runtimes.py."""
 
 from __future__ import annotations
 

@@ -17,8 +17,7 @@ from mcp_sansio.auth import (
     ProtectedResource,
     parse_challenges,
 )
-
-from .http_util import Harness, init_body
+from tests.http_util import Harness, init_body
 
 RESOURCE = "http://localhost/mcp"
 ISSUER = "https://auth.example.com"

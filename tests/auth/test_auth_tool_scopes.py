@@ -11,10 +11,9 @@ import pytest
 
 from mcp_sansio.app.server import Server
 from mcp_sansio.auth import AccessInfo, InvalidToken, ProtectedResource, parse_challenges
-
-from .http_stories import SyncConn, tool_call
-from .http_util import Harness, init_body
-from .test_auth_server import RUNTIMES, bearer, protected, serving, token
+from tests.auth.test_auth_server import RUNTIMES, bearer, protected, serving, token
+from tests.http_stories import SyncConn, tool_call
+from tests.http_util import Harness, init_body
 
 
 def scoped_server() -> Server:

@@ -23,10 +23,9 @@ from joserfc.jwk import ECKey
 from mcp_sansio.adapters.auth.verify import JWKSKeeper
 
 from mcp_sansio.auth import IntrospectionVerifier, ProtectedResource
-
-from .http_stories import GUARD, SyncConn
-from .http_util import init_body
-from .test_auth_server import RUNTIMES, serving, whoami_server
+from tests.auth.test_auth_server import RUNTIMES, serving, whoami_server
+from tests.http_stories import GUARD, SyncConn
+from tests.http_util import init_body
 
 RESOURCE = "http://127.0.0.1/mcp"
 #: The decision timeout the servers here get: short, so the slow endpoint's case is quick;

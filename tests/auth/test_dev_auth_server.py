@@ -34,9 +34,8 @@ from mcp_sansio.auth import (
     UserAuthorization,
 )
 from mcp_sansio.testing.auth_server import AuthorizationServer
-
-from .auth_world import counter_entropy
-from .test_auth_server import serving
+from tests.auth.test_auth_server import serving
+from tests.auth_world import counter_entropy
 
 ISSUER = "http://127.0.0.1:9000"
 RESOURCE = "http://127.0.0.1:9001/mcp"

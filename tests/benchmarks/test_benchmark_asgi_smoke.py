@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
+
 NUMBER = r"\d+(?:\.\d+)?"
 ROWS = [f"{kind}/{era}" for era in ("2026-07-28", "2025-11-25")
         for kind in ("seam", "asgi-bare", "asgi-app")]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .test_benchmarks_smoke import assert_row, run_script
+from tests.benchmarks.test_benchmarks_smoke import assert_row, run_script
 
 
 def test_check_benchmark_runs(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ from mcp_sansio.adapters import asyncio as asyncio_adapter
 from mcp_sansio.adapters import threading as threading_adapter
 from mcp_sansio.adapters import trio as trio_adapter
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
+
 NUMBER = r"-?\d+(?:\.\d+)?"
 SHAPES = ("sequential", "10 in flight")
 

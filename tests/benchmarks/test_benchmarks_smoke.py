@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+from tests.paths import ROOT
+
+BENCHMARKS = ROOT / "benchmarks"
 HAS_ORJSON = importlib.util.find_spec("orjson") is not None
 HAS_SDK = importlib.util.find_spec("mcp") is not None
 NUMBER = r"-?\d+(?:\.\d+)?"

@@ -12,7 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+from tests.paths import ROOT
+
+BENCHMARKS = ROOT / "benchmarks"
 NUMBER = r"-?\d+(?:\.\d+)?"
 ROWS = ["floor/json", "dict", "typed", "typed+json", "structure_request",
         "unstructure(params)", "structure_result", "unstructure(result)"]

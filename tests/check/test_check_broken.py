@@ -12,10 +12,8 @@ import pytest
 from mcp_sansio.adapters.tools import _check_cli
 
 from mcp_sansio import testing as kit
-
-from .peers.broken_servers import BROKEN
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
+from tests.peers.broken_servers import BROKEN
 
 
 def test_there_are_at_least_thirty_broken_servers() -> None:

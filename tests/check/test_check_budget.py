@@ -14,8 +14,7 @@ from mcp_sansio.adapters.testing_server import check_server
 from mcp_sansio.adapters.testing_stdio import StdioTransport
 
 from mcp_sansio import testing as kit
-
-from .test_testing_kit import Tampered, _on_method, good_server
+from tests.check.test_testing_kit import Tampered, _on_method, good_server
 
 EXAMPLE = [sys.executable, "-P", "-m", "mcp_sansio", "serve-example"]
 
@@ -142,7 +141,7 @@ def test_generated_arguments_stay_within_their_bound() -> None:
 
 
 def test_shrink_finds_the_smallest_session_that_shows_a_check() -> None:
-    from .test_testing_kit import _unknown_tool_as_result
+    from tests.check.test_testing_kit import _unknown_tool_as_result
 
     finding = kit.shrink(lambda: Tampered(good_server(), _unknown_tool_as_result),
                          "unknown-tool", revisions=["2025-06-18"], sessions=30, steps=20)

@@ -16,8 +16,8 @@ from mcp_sansio.adapters.tools import _check_cli
 from mcp_sansio import KNOWN_REVISIONS
 from mcp_sansio import testing as kit
 from mcp_sansio.__main__ import main as cli_main
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = [sys.executable, "-P", "-m", "mcp_sansio", "serve-example"]
 
 

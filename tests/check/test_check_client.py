@@ -13,8 +13,8 @@ import pytest
 from mcp_sansio.adapters.testing_client import check_client
 
 from mcp_sansio.testing import CHECKS, Report
+from tests.paths import PEERS, ROOT
 
-PEERS = Path(__file__).parent / "peers"
 #: Generous: the machine is shared with other test runs. Only the "no-ping" broken client
 #: waits it out.
 CALL_TIMEOUT = 10.0
@@ -237,7 +237,7 @@ def test_relay_module_runs(tmp_path: Path) -> None:
 def test_the_documented_example_runs() -> None:
     import subprocess
 
-    root = Path(__file__).parent.parent
+    root = ROOT
     page = (root / "docs" / "checking-clients.rst").read_text()
     assert "literalinclude:: examples/check_client.py" in page
     done = subprocess.run([sys.executable, str(root / "docs" / "examples" / "check_client.py")],

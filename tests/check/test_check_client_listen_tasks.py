@@ -1,12 +1,11 @@
 """The client checks of the 2026-07-28 listen streams and tasks extension: the kit's
 machine driven by scripted clients (no process, no clock), then real client processes --
 ours on every runtime and transport (no finding, every step taken) and the broken ones (each
-exactly its finding; the zoo's table is in tests/test_check_client.py)."""
+exactly its finding; the zoo's table is in tests/check/test_check_client.py)."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from mcp_sansio.adapters.testing_client import check_client
 from mcp_sansio.testing import CHECKS, Report
 from mcp_sansio.testing._client_machine import ClientMachine, Out
 from mcp_sansio.testing._client_stateless import TASK_POLL_MS, TASKS_EXTENSION
+from tests.paths import PEERS
 
 CAPS: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
 SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
@@ -230,7 +230,6 @@ def test_a_tasks_update_answering_what_was_never_asked_is_found() -> None:
 
 # -- real clients ---------------------------------------------------------------------------
 
-PEERS = Path(__file__).parent / "peers"
 #: One of our clients declaring the tasks extension, with the listen and task exercises on
 #: (kit_clients.py).
 CLIENT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); import kit_clients; "

@@ -23,8 +23,7 @@ from mcp_sansio.adapters.tools import _check_cli
 
 from mcp_sansio import KNOWN_REVISIONS
 from mcp_sansio import testing as kit
-
-from .peers.broken_http import MODES, BreakingProxy
+from tests.peers.broken_http import MODES, BreakingProxy
 
 RUNTIMES = ("asyncio", "trio", "threading")
 

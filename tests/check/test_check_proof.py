@@ -27,8 +27,8 @@ from mcp_sansio.adapters.tools import _check_cli
 
 from mcp_sansio import HANDSHAKE_REVISIONS, KNOWN_REVISIONS
 from mcp_sansio.testing import SLOW_NOTE
+from tests.paths import PEERS
 
-PEERS = Path(__file__).parent / "peers"
 SEEDS = range(1, 1 + int(os.environ.get("MCP_CHECK_SEEDS", "1")))
 #: Random sessions per later seed (each a new process or HTTP session).
 EXAMPLES = int(os.environ.get("MCP_CHECK_EXAMPLES", "3"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .http_util import Harness, stateless_meta
+from tests.http_util import Harness, stateless_meta
 
 
 def _stateless(method: str, version: str, request_id: int = 7) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from mcp_sansio.adapters.testing_stdio import StdioTransport
 
 from mcp_sansio import HANDSHAKE_REVISIONS, KNOWN_REVISIONS
 from mcp_sansio import testing as kit
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "npm-peers"
 #: Pinned, so that the table stays true until someone updates it on purpose.
 NPM_PACKAGES = ("@modelcontextprotocol/server-everything@2026.8.31",
@@ -109,9 +109,9 @@ def test_typescript_reference_server(name: str, npm_bin: Path, tmp_path: Path) -
 
 def test_the_official_python_sdk_server_is_in_the_table() -> None:
     # The official SDK's server (tests/peers/sdk_kit_server.py, written with MCPServer --
-    # the SDK's FastMCP, renamed in mcp 2.x) is swept in tests/test_testing_kit.py; the
+    # the SDK's FastMCP, renamed in mcp 2.x) is swept in tests/check/test_testing_kit.py; the
     # docs table lists the same deviations.
-    from .test_testing_kit import SDK_DEVIATIONS
+    from tests.check.test_testing_kit import SDK_DEVIATIONS
 
     page = (ROOT / "docs" / "checking.rst").read_text()
     for rule in SDK_DEVIATIONS:

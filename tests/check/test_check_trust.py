@@ -20,8 +20,7 @@ from mcp_sansio.adapters.tools import _check_cli
 
 from mcp_sansio import testing as kit
 from mcp_sansio.testing import SchemaStrategies
-
-from .test_testing_kit import Tampered, good_server
+from tests.check.test_testing_kit import Tampered, good_server
 
 EXAMPLE = [sys.executable, "-P", "-m", "mcp_sansio", "serve-example"]
 

@@ -39,10 +39,9 @@ from mcp_sansio import (
     ServerConnection,
 )
 from mcp_sansio import testing as kit
+from tests import schemas as official
+from tests.paths import ROOT
 
-from . import schemas as official
-
-ROOT = Path(__file__).resolve().parents[1]
 SDK_SERVER = ROOT / "tests" / "peers" / "sdk_kit_server.py"
 STATELESS = "2026-07-28"
 FAST = settings(max_examples=15, deadline=None, database=None, derandomize=True,

@@ -33,8 +33,7 @@ from mcp_sansio._capabilities import (
     subject_of,
 )
 from mcp_sansio._stateless import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
-
-from .http_util import Harness
+from tests.http_util import Harness
 
 SL = "2026-07-28"
 META_OK = {META_PROTOCOL_VERSION: SL, META_CLIENT_CAPABILITIES: {}}
@@ -49,7 +48,7 @@ def test_initialize_is_the_only_session_opener() -> None:
 
 def test_ping_is_the_only_request_answered_whatever_is_in_flight() -> None:
     # The prompt column (ping.mdx: respond promptly); the in-flight limit spares it
-    # (tests/test_requests.py, the limits).
+    # (tests/core/test_requests.py, the limits).
     assert {"ping"} == PROMPT_METHODS
     assert all(rule.kind is Kind.REQUEST for rule in METHODS if rule.prompt)
 

@@ -31,9 +31,8 @@ from mcp_sansio import (
     ServerConnection,
     State,
 )
-
-from . import schemas
-from .pair import SERVER_INFO, ConnectionPair
+from tests import schemas
+from tests.pair import SERVER_INFO, ConnectionPair
 
 SETTINGS = settings(max_examples=100, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

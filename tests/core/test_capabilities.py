@@ -51,9 +51,8 @@ from mcp_sansio._capabilities import (
     lookup,
     rules_for,
 )
-
-from . import schemas
-from .pair import CLIENT_INFO, SERVER_INFO, ConnectionPair
+from tests import schemas
+from tests.pair import CLIENT_INFO, SERVER_INFO, ConnectionPair
 
 MODERN = "2026-07-28"
 LIFECYCLE = frozenset({"initialize", "notifications/initialized"})

@@ -31,9 +31,8 @@ from mcp_sansio import (
     UnexpectedResponse,
     _json,
 )
-
-from . import schemas
-from .pair import CLIENT_INFO, SERVER_INFO
+from tests import schemas
+from tests.pair import CLIENT_INFO, SERVER_INFO
 
 SETTINGS = settings(
     max_examples=75, deadline=None,

@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 import mcp_sansio._events as events
 from mcp_sansio import ErrorCode, Request, ServerConnection
-
-from .pair import SERVER_INFO, ConnectionPair
+from tests.pair import SERVER_INFO, ConnectionPair
 
 #: The terminal classes the module docstring of ``_events`` names, written out once here
 #: so that a class gaining or losing ``TERMINAL`` by mistake fails this test.

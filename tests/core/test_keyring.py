@@ -36,8 +36,7 @@ from mcp_sansio._stateless import (
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
 )
-
-from .pair import CLIENT_INFO, SERVER_INFO
+from tests.pair import CLIENT_INFO, SERVER_INFO
 
 SL = "2026-07-28"
 TTL = 600.0

@@ -31,9 +31,8 @@ from mcp_sansio import (
     UnexpectedResponse,
 )
 from mcp_sansio._state import TRANSITIONS, Input, Verdict
-
-from . import schemas
-from .pair import CLIENT_INFO, SERVER_INFO, ConnectionPair
+from tests import schemas
+from tests.pair import CLIENT_INFO, SERVER_INFO, ConnectionPair
 
 CLIENT_CAPS = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
 SERVER_CAPS = {

@@ -30,8 +30,7 @@ from mcp_sansio import (
     UnexpectedResponse,
 )
 from mcp_sansio._timers import TimerKind, TimerTable
-
-from .pair import CLIENT_INFO, SERVER_INFO, ConnectionPair
+from tests.pair import CLIENT_INFO, SERVER_INFO, ConnectionPair
 
 SERVER_CAPS = {"tools": {}, "logging": {}}
 CLIENT_CAPS = {"sampling": {}, "roots": {}}

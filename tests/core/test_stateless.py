@@ -44,9 +44,8 @@ from mcp_sansio._stateless import (
     seal_state,
 )
 from mcp_sansio._versions import Era, judge_probe
-
-from . import schemas
-from .pair import CLIENT_INFO, SERVER_INFO, ConnectionPair
+from tests import schemas
+from tests.pair import CLIENT_INFO, SERVER_INFO, ConnectionPair
 
 SL = "2026-07-28"
 SERVER_CAPS = {

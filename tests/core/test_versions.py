@@ -20,8 +20,7 @@ from mcp_sansio import (
     State,
 )
 from mcp_sansio._versions import FEATURES, KNOWN_REVISIONS, negotiate_server_version, newest
-
-from .pair import CLIENT_INFO, SERVER_INFO, ConnectionPair
+from tests.pair import CLIENT_INFO, SERVER_INFO, ConnectionPair
 
 SETS = [(rev,) for rev in HANDSHAKE_REVISIONS] + [
     HANDSHAKE_REVISIONS, HANDSHAKE_REVISIONS[:2], HANDSHAKE_REVISIONS[1:3],

@@ -20,11 +20,10 @@ import gc
 import subprocess
 import sys
 import tracemalloc
-from pathlib import Path
 
 from mcp_sansio.http import _wire, _wire_httptools
-
-from .http_util import Harness, RawConn
+from tests.http_util import Harness, RawConn
+from tests.paths import ROOT
 
 WARM_UP = 80
 MEASURED = 250
@@ -88,7 +87,7 @@ def test_session_churn_keeps_the_heap_flat(server_wire: str) -> None:
 def test_churn_benchmark_runs() -> None:
     # benchmarks/churn.py --quick: a few seconds against a real server (a smoke run of the
     # script, not a measurement); the server is stopped by the script.
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "churn.py"
+    script = ROOT / "benchmarks" / "churn.py"
     proc = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True,
                           text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr

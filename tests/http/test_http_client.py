@@ -27,9 +27,8 @@ from mcp_sansio import (
 )
 from mcp_sansio.http import HTTPClient, HTTPServer, ResponseMode, param_headers
 from mcp_sansio.http._client import SessionRenewed, Transport, TransportFailed
-
-from . import schemas
-from .http_util import (
+from tests import schemas
+from tests.http_util import (
     CLIENT_INFO,
     SERVER_INFO,
     Network,

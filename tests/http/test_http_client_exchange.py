@@ -43,8 +43,7 @@ from mcp_sansio.http._exchange import (
 from mcp_sansio.http._headers import Headers
 from mcp_sansio.http._server import ServerChannel
 from mcp_sansio.http._wire import ClientWire
-
-from .http_util import CLIENT_INFO, SERVER_INFO, result_for
+from tests.http_util import CLIENT_INFO, SERVER_INFO, result_for
 
 URL = "http://localhost:8000/mcp"
 SL = "2026-07-28"

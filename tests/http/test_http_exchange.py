@@ -26,8 +26,7 @@ from mcp_sansio.http._exchange_wire import ExchangeWire
 from mcp_sansio.http._headers import Headers
 from mcp_sansio.http._server import HTTPServer, ServerChannel, Session
 from mcp_sansio.http._wire import ServerWire
-
-from .http_util import ACCEPT_BOTH, HOST, SERVER_INFO, init_body, result_for, stateless_meta
+from tests.http_util import ACCEPT_BOTH, HOST, SERVER_INFO, init_body, result_for, stateless_meta
 
 V = "2025-11-25"
 

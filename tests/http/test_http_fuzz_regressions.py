@@ -10,8 +10,7 @@ import h11
 import pytest
 
 from mcp_sansio import Request
-
-from .http_util import HOST, Harness, init_body
+from tests.http_util import HOST, Harness, init_body
 
 # Every regression on both server wires (h11 and httptools: docs/wires.rst).
 pytestmark = pytest.mark.usefixtures("server_wire")

@@ -4,8 +4,7 @@ endpoint's status codes, and one stream carrying everything."""
 from __future__ import annotations
 
 from mcp_sansio import ConnectionClosed, Initialized
-
-from .http_util import Harness, init_body, validate_messages
+from tests.http_util import Harness, init_body, validate_messages
 
 
 def open_legacy(h: Harness) -> tuple[object, str]:

@@ -7,7 +7,7 @@ and HTTP/1.0 (RFC 9112 section 9), pipelining order (section 9.3.2), and an unex
 exception contained to its connection. Each test says which rule it checks and whether h11
 enforces it or the server chooses (the choice is in ``mcp_sansio/http/_wire.py``
 ``REFUSALS`` and ``TARGET_FORMS``). The same classes on the runtimes' real servers are in
-``tests/test_http_isolation.py``."""
+``tests/adapters/common/test_http_isolation.py``."""
 
 from __future__ import annotations
 
@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 
 from mcp_sansio.http import HTTPServer, ServerChannel
 from mcp_sansio.http._wire import REFUSALS, TARGET_FORMS, target_allowed, target_form
-
-from .http_raw import HOST, INIT, Reply, chunked, parse, ping, post
-from .http_util import Harness, init_body
+from tests.http_raw import HOST, INIT, Reply, chunked, parse, ping, post
+from tests.http_util import Harness, init_body
+from tests.paths import ROOT
 
 # Every rule on both server wires (h11, the reference, and httptools): the same bytes, the
-# same answers (where llhttp legitimately differs, tests/test_http_wires.py's table says so).
+# same answers (where llhttp legitimately differs, tests/http/test_http_wires.py's table says so).
 pytestmark = pytest.mark.usefixtures("server_wire")
 
 
@@ -472,9 +472,8 @@ def test_an_exception_after_a_stream_started_cuts_it_short_without_a_second_head
 
 def test_the_hardening_docs_list_every_refusal_and_target_form() -> None:
     # docs/http.rst "Hardening": what the server refuses, each with its section and status.
-    from pathlib import Path
 
-    text = (Path(__file__).parent.parent / "docs" / "http.rst").read_text("utf-8")
+    text = (ROOT / "docs" / "http.rst").read_text("utf-8")
     section = text.split("\nHardening\n---------\n", 1)[1].split("\nThe client\n", 1)[0]
     flat = " ".join(section.split())
     for rule, (status, citation) in REFUSALS.items():

@@ -19,8 +19,7 @@ from mcp_sansio import (
 )
 from mcp_sansio.http import InMemoryEventStore, ResponseMode, Session, SessionEnd
 from mcp_sansio.http._server import HTTPServer
-
-from .http_util import (
+from tests.http_util import (
     ACCEPT_BOTH,
     HOST,
     SERVER_INFO,
@@ -859,7 +858,7 @@ def test_each_message_is_delivered_exactly_once(
     GET streams, every message the connection emits arrives exactly once, on a stream of its
     own request when it relates to one that is still open (SSE), else on the standalone
     stream."""
-    from .http_util import RecordingServerConnection
+    from tests.http_util import RecordingServerConnection
 
     app = Deferred()
     h = Harness(handler=app, response_mode=mode, connection=lambda: RecordingServerConnection(

@@ -10,8 +10,7 @@ import pytest
 
 from mcp_sansio import NEED_DATA, Request, ServerConnection
 from mcp_sansio.http import HTTPServer, ResponseMode, ServerConfig
-
-from .http_util import SERVER_INFO, init_body
+from tests.http_util import SERVER_INFO, init_body
 
 
 def factory() -> ServerConnection:

@@ -26,14 +26,13 @@ from mcp_sansio.http import (
     SessionEnd,
 )
 from mcp_sansio.http._sessions import SessionTable
-
-from .http_stories import (
+from tests.http_stories import (
     SyncConn,
     asyncio_service,
     no_leaked_threads,  # noqa: F401 - a fixture
     trio_service,
 )
-from .http_util import Harness, init_body
+from tests.http_util import Harness, init_body
 
 RUNTIMES = ["asyncio", "trio", "threading"]
 

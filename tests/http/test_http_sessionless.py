@@ -23,8 +23,7 @@ from mcp_sansio import (
 from mcp_sansio._capabilities import declared
 from mcp_sansio._sessionless import WITHDRAWN_CAPABILITIES, withdraw
 from mcp_sansio.http import ResponseMode
-
-from .http_util import SERVER_INFO, Harness, answer_everything, init_body, validate_messages
+from tests.http_util import SERVER_INFO, Harness, answer_everything, init_body, validate_messages
 
 V = "2025-11-25"
 CAPABILITIES = {"tools": {"listChanged": True}, "logging": {}, "prompts": {"listChanged": True},

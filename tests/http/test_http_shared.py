@@ -29,9 +29,8 @@ from mcp_sansio.http._shared import (
     stream_writer,
 )
 from mcp_sansio.stores import MemoryEventLog, MemorySessionTable
-
-from .http_util import Harness, init_body
-from .test_http_server import Deferred, tools_call
+from tests.http.test_http_server import Deferred, tools_call
+from tests.http_util import Harness, init_body
 
 WALL = 1_800_000_000.0  # the wall clock at the harness's time 0
 
@@ -781,8 +780,7 @@ def test_a_failed_initialize_is_not_held() -> None:
 
 def test_a_session_stays_bound_to_its_principal_on_every_worker() -> None:
     from mcp_sansio.auth import ProtectedResource
-
-    from .test_auth_server_sansio import ISSUER, RESOURCE, Tokens
+    from tests.auth.test_auth_server_sansio import ISSUER, RESOURCE, Tokens
 
     def auth() -> ProtectedResource:
         return ProtectedResource(RESOURCE, [ISSUER], Tokens(), required_scopes=["mcp:read"])

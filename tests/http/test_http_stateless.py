@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 from mcp_sansio import CancelRequested, Request, ServerConnection
 from mcp_sansio.http import ResponseMode, encode_header_value, param_headers
-
-from .http_util import SERVER_INFO, Harness, init_body, stateless_meta, validate_messages
+from tests.http_util import SERVER_INFO, Harness, init_body, stateless_meta, validate_messages
 
 V = "2026-07-28"
 

@@ -4,13 +4,12 @@ through the same calls. Both must produce the same exchange events from the same
 write the same response bytes for the same answers (keep-alive, pipelining, HEAD, chunked
 bodies both ways, HTTP/1.0, 100-continue, an upgrade request answered without switching);
 and choosing a wire by name says clearly when one is unknown or not installed. The hardening
-rules (tests/test_http_rfc9112.py) and the fuzzers (fuzz/test_http_raw.py,
+rules (tests/http/test_http_rfc9112.py) and the fuzzers (fuzz/test_http_raw.py,
 fuzz/test_http_wires_differential.py) run on both wires too."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +28,7 @@ from mcp_sansio.http._exchange import (
 from mcp_sansio.http._wire import ServerWire
 from mcp_sansio.http._wire_httptools import DIFFERENCES, HttptoolsWire, MissingParser
 from mcp_sansio.http._wires import WIRES
+from tests.paths import ROOT
 
 WIRE_CLASSES = [ServerWire, HttptoolsWire]
 BOTH = pytest.mark.parametrize("make", WIRE_CLASSES, ids=["h11", "httptools"])
@@ -228,7 +228,7 @@ def test_a_missing_httptools_is_said_when_the_server_is_built(
 
 
 def test_every_documented_difference_cites_its_rfc_and_is_on_the_docs_page() -> None:
-    page = " ".join((Path(__file__).parents[1] / "docs" / "wires.rst").read_text().split())
+    page = " ".join((ROOT / "docs" / "wires.rst").read_text().split())
     for name, (h11_answer, llhttp_answer, reason) in DIFFERENCES.items():
         assert h11_answer and llhttp_answer and "RFC 9" in reason, name
         assert name in page.replace("- ", ""), f"docs/wires.rst does not list {name!r}"

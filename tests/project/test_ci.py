@@ -23,9 +23,8 @@ from types import ModuleType
 import pytest
 from mcp_sansio.adapters.tools import _example_server
 
-from . import conftest
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests import conftest
+from tests.paths import ROOT
 
 
 def _load(name: str) -> ModuleType:
@@ -224,10 +223,10 @@ def test_the_marker_tables_name_existing_tests() -> None:
         assert f"def {function}(" in (ROOT / "tests" / module).read_text(), function
     markers = {m for m, _ in [*conftest.MODULE_MARKERS.values(), *conftest.TEST_MARKERS.values()]}
     assert markers <= set(conftest.NOT_QUICK)
-    assert conftest.marker_for("test_types.py", "test_x") == "slow"
-    assert conftest.marker_for("test_capabilities.py",
+    assert conftest.marker_for("core/test_types.py", "test_x") == "slow"
+    assert conftest.marker_for("core/test_capabilities.py",
                                "test_random_capabilities_incoming") == "slow"
-    assert conftest.marker_for("test_capabilities.py", "test_the_table") is None
+    assert conftest.marker_for("core/test_capabilities.py", "test_the_table") is None
 
 
 def test_this_module_is_quick(request: pytest.FixtureRequest) -> None:

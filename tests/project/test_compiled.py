@@ -9,14 +9,13 @@ is the one ``setup.py`` compiles, and a Python class can still subclass a connec
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
 import mcp_sansio
 from mcp_sansio import _compiled
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 EXPECT = os.environ.get("MCP_SANSIO_EXPECT_COMPILED", "") not in ("", "0")
 
 

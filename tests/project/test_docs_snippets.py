@@ -46,7 +46,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
+
 DOCS = ROOT / "docs"
 
 #: Generous: the machine running the suite may be loaded; no test measures time.

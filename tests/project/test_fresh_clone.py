@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pytest
 
-from . import schemas
+from tests import schemas
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 #: Generous: the machine may be loaded; a run here takes a few seconds.
 TIMEOUT = 600
 
@@ -124,7 +124,7 @@ def test_collection_on_a_bare_clone_succeeds_and_says_why_schema_tests_skip(
 
 
 def test_a_schema_module_runs_on_a_bare_clone_with_one_summary_line(clone: Path) -> None:
-    proc = _run(clone, "-q", "-p", "no:cacheprovider", "tests/test_stateless.py")
+    proc = _run(clone, "-q", "-p", "no:cacheprovider", "tests/core/test_stateless.py")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     [line] = _schema_lines(out)
@@ -147,7 +147,7 @@ def test_ci_requires_the_schemas(clone: Path) -> None:
 
 def test_the_schema_dir_setting_is_read(clone: Path) -> None:
     root = schemas.schema_root()  # skipped (or failed, in CI) without the schemas here
-    proc = _run(clone, "-q", "-p", "no:cacheprovider", "tests/test_stateless.py",
+    proc = _run(clone, "-q", "-p", "no:cacheprovider", "tests/core/test_stateless.py",
                 MCP_SCHEMA_DIR=str(root), MCP_REQUIRE_SCHEMAS="1")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]

@@ -12,8 +12,7 @@ import pytest
 
 import mcp_sansio
 from mcp_sansio.__main__ import main
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
 
 #: Modules the core must never import (DESIGN.md, principle 1): I/O, clocks, randomness.
 FORBIDDEN = {

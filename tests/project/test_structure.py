@@ -33,7 +33,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
+
 PACKAGES = {"mcp_sansio": ROOT / "mcp_sansio", "mcp_sansio.adapters": ROOT / "adapters"}
 
 #: Import cycles of adapters/ (strongly connected components), by module names: none; any

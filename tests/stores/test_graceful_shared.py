@@ -12,8 +12,8 @@ import signal
 import subprocess
 from typing import Any
 
-from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
-from .http_stories import serve_example
+from tests._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
+from tests.http_stories import serve_example
 
 WAIT = 60.0  # a bound for a failing test only
 

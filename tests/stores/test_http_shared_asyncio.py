@@ -19,11 +19,10 @@ from mcp_sansio.adapters.asyncio import Server, start_http
 
 from mcp_sansio.http import SSEParser
 from mcp_sansio.stores import MemoryStores
-
-from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
-from .http_stories import add_tools, tool_call
-from .http_util import init_body
-from .test_http_asyncio import Conn
+from tests._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
+from tests.adapters.asyncio.test_http_asyncio import Conn
+from tests.http_stories import add_tools, tool_call
+from tests.http_util import init_body
 
 _prefixes = itertools.count()
 TIMEOUT = 60  # generous: the machine is shared
@@ -243,7 +242,7 @@ def test_an_answer_to_an_elicitation_posted_on_the_other_worker_reaches_the_tool
     connection to the other worker; the answer crosses the bus and the tool finishes.
     The request's id names the worker that sent it; an answer to an id no worker waits
     for is accepted (202) and dropped, as on one server."""
-    from .http_stories import elicit
+    from tests.http_stories import elicit
 
     async def main() -> None:
         async with two_workers(stores_factory, asyncio.Event()) as (pa, pb):
@@ -377,7 +376,7 @@ def test_a_list_change_on_one_worker_reaches_a_listen_stream_on_the_other(
         stores_factory: Any) -> None:
     """2026-07-28: a subscriptions/listen stream held by one worker hears a change made by a
     stateless request served on the other (the event bus)."""
-    from .http_stories import stateless
+    from tests.http_stories import stateless
 
     async def main() -> None:
         async with two_workers(stores_factory, asyncio.Event()) as (pa, pb):

@@ -11,9 +11,9 @@ import subprocess
 import sys
 from typing import Any
 
-from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
-from .http_stories import SyncConn, serve_example, tool_call, url_process
-from .http_util import init_body
+from tests._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
+from tests.http_stories import SyncConn, serve_example, tool_call, url_process
+from tests.http_util import init_body
 
 
 def port_of(url: str) -> int:

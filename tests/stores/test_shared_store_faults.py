@@ -32,11 +32,11 @@ from typing import Any
 
 import pytest
 
-from ._redis import REDIS_SERVER, RedisServer
-from .http_util import init_body
-from .test_asgi_shared_engines import Engine, engine, request, session_headers, tool
+from tests._redis import REDIS_SERVER, RedisServer
+from tests.asgi.test_asgi_shared_engines import Engine, engine, request, session_headers, tool
+from tests.http_util import init_body
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 #: Seconds without an answer after which a request counts as hung: far beyond the store
 #: timeout (5 s) and the server's decision timeout (10 s), which bound every wait.
 HANG = 30.0

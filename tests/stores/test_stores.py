@@ -22,8 +22,7 @@ from mcp_sansio.stores import (
     MemorySessionTable,
     parse_event_id,
 )
-
-from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
+from tests._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
 
 _prefixes = itertools.count()
 #: A wall clock for the tests: now, so that Redis's own expiry (on its clock) agrees.

@@ -17,9 +17,8 @@ from mcp_sansio.adapters.stores.tasks import SharedTasks
 from mcp_sansio.adapters.tools import _example_server
 
 from mcp_sansio.stores import MemoryStores
-
-from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture, by name)
-from .http_stories import SyncConn
+from tests._redis import RedisServer, redis_server  # noqa: F401  (the fixture, by name)
+from tests.http_stories import SyncConn
 
 #: The driver's bound on one store call in these tests (seconds): short, so a hung store
 #: is told quickly; nothing here asserts on time.

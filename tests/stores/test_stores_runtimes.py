@@ -1,5 +1,5 @@
 """The many-workers scenarios on trio and threads servers: the scenarios of
-``tests/test_two_hosts.py`` (sessions, a server request answered on the other host,
+``tests/stores/test_two_hosts.py`` (sessions, a server request answered on the other host,
 resumption with ``Last-Event-ID``, DELETE, ``requestState``, listen fan-out, key rotation,
 tasks, a host killed), each run here against two ``mcp-sansio serve-example --runtime R
 --store`` processes on one real Redis (tests/_redis.py), for R in trio and threading.
@@ -26,9 +26,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture, by name)
-from .http_stories import SyncConn, serve_example, url_process
-from .test_two_hosts import (  # the scenarios, collected here again (module docstring)
+from tests._redis import RedisServer, redis_server  # noqa: F401  (the fixture, by name)
+from tests.http_stories import SyncConn, serve_example, url_process
+from tests.stores.test_two_hosts import (  # the scenarios, collected here again (module docstring)
     TIMEOUT,
     Client,
     Host,

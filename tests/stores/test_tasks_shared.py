@@ -15,10 +15,14 @@ from typing import Any
 
 from mcp_sansio.adapters.asyncio import Context, Server, start_http
 
-from ._redis import redis_server  # noqa: F401  (the fixture)
-from .test_http_asyncio import Conn
-from .test_http_shared_asyncio import headers, open_session, stores_factory  # noqa: F401
-from .test_tasks import Client
+from tests._redis import redis_server  # noqa: F401  (the fixture)
+from tests.adapters.asyncio.test_http_asyncio import Conn
+from tests.adapters.common.test_tasks import Client
+from tests.stores.test_http_shared_asyncio import (  # noqa: F401
+    headers,
+    open_session,
+    stores_factory,
+)
 
 TIMEOUT = 60  # generous: the machine is shared
 
@@ -192,8 +196,8 @@ def test_the_shared_asgi_application_shares_its_tasks(stores_factory: Any) -> No
     """``asgi.app(server, stores=...)`` shares the tasks as ``start_http`` does."""
     from mcp_sansio.adapters import asgi
 
-    from .http_stories import stateless, tool_call
-    from .test_asgi import post
+    from tests.asgi.test_asgi import post
+    from tests.http_stories import stateless, tool_call
 
     caps = {"io.modelcontextprotocol/clientCapabilities": {
         "extensions": {"io.modelcontextprotocol/tasks": {}}}}
@@ -272,7 +276,7 @@ def test_another_principals_task_is_unknown_on_every_worker(stores_factory: Any 
             return AccessInfo(subject=token)
 
     async def as_(who: str, port: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        from .http_stories import stateless
+        from tests.http_stories import stateless
 
         name = params.get("name", params.get("taskId"))
         body, headers = stateless(method, params, 1, name, **{

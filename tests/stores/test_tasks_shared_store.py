@@ -22,9 +22,8 @@ from mcp_sansio import Era
 from mcp_sansio.app.errors import McpError
 from mcp_sansio.app.tasks import Task, TaskLedger
 from mcp_sansio.stores import DEFAULT_TASK_SKEW, MemoryStores, MemoryTaskTable, task_deadline
-
-from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
-from .test_app_tasks import FakeRuntime
+from tests._redis import RedisServer, redis_server  # noqa: F401  (the fixture)
+from tests.app.test_app_tasks import FakeRuntime
 
 _prefixes = itertools.count()
 #: Now: Redis expires keys on its own clock, so the contract runs near the real one.

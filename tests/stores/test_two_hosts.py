@@ -57,10 +57,9 @@ import pytest
 
 from mcp_sansio._keyring import key_id
 from mcp_sansio.http import SSEParser
-
-from ._redis import RedisServer, redis_server  # noqa: F401  (the fixture, by name)
-from .http_stories import SyncConn, serve_example, stateless, tool_call, url_process
-from .http_util import CLIENT_INFO
+from tests._redis import RedisServer, redis_server  # noqa: F401  (the fixture, by name)
+from tests.http_stories import SyncConn, serve_example, stateless, tool_call, url_process
+from tests.http_util import CLIENT_INFO
 
 #: How far host A's monotonic clock is moved: a million seconds (eleven and a half days),
 #: far beyond any lifetime a server keeps (a ``requestState``'s ten minutes, a session's

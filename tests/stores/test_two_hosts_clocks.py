@@ -1,5 +1,5 @@
 """Hosts whose clocks disagree, with the clocks injected (the pure half of issue 18's
-proof; tests/test_two_hosts.py is the half with processes). Each host has its own monotonic
+proof; tests/stores/test_two_hosts.py is the half with processes). Each host has its own monotonic
 clock -- seconds since *its* boot, so two hosts' readings are unrelated -- and its own wall
 clock, off the true time by at most the skew allowance (:data:`DEFAULT_SKEW`).
 
@@ -11,8 +11,8 @@ are the ones a single host would give:
   stops the session ends on both hosts within the idle timeout plus the skew, never
   earlier than three quarters of it minus the skew (docs/deploying.rst, "Behind a load
   balancer");
-* the sealed ``requestState`` (tests/test_keyring.py: expiry, issue time, the allowance);
-* the key ring's rotation (tests/test_shared_keys.py: a new key seals after two refresh
+* the sealed ``requestState`` (tests/core/test_keyring.py: expiry, issue time, the allowance);
+* the key ring's rotation (tests/stores/test_shared_keys.py: a new key seals after two refresh
   intervals on each host's own monotonic clock, which never crosses a host).
 
 Task records (``createdAt``/``ttl``) have no shared store yet; their skew tests join here
@@ -26,8 +26,7 @@ from hypothesis import strategies as st
 
 from mcp_sansio._stateless import DEFAULT_SKEW
 from mcp_sansio.stores import MemoryEventLog, MemorySessionTable
-
-from .test_http_shared import WALL, Worker, request
+from tests.http.test_http_shared import WALL, Worker, request
 
 #: The session idle timeout of these tests: ten minutes (the default is an hour; the
 #: proportions are what matter).

@@ -11,14 +11,14 @@ import re
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp_sansio.adapters.tools import _call_cli, _cli
 from mcp_sansio.adapters.tools._call_cli import coerce, parse_arguments
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
+
 CLI = [sys.executable, "-P", "-m", "mcp_sansio"]
 SERVER = [*CLI, "serve-example"]
 TIMEOUT = 120
@@ -113,8 +113,8 @@ def test_progress_is_shown_on_a_terminal(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_over_http_a_header_is_sent_and_a_refusal_says_why() -> None:
-    from .test_auth_server import protected, serving, token
-    from .test_errors_say_why import scoped
+    from tests.adapters.common.test_errors_say_why import scoped
+    from tests.auth.test_auth_server import protected, serving, token
 
     with serving("threading", scoped(), auth=protected()) as port:
         url = f"http://127.0.0.1:{port}/mcp"

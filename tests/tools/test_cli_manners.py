@@ -23,6 +23,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.paths import ROOT
+
 CLI = [sys.executable, "-m", "mcp_sansio"]
 #: Generous: the machine is shared and loaded; nothing here measures time.
 WAIT = 60.0
@@ -366,13 +368,12 @@ def test_serve_example_on_a_pipe_says_nothing() -> None:
 
 def test_the_docs_http_failure_lines_are_what_probe_prints() -> None:
     import re
-    from pathlib import Path
 
     from mcp_sansio.adapters.tools._cli import explain_http_failure
 
     from mcp_sansio.app.http_client import HTTPTransportError
 
-    text = (Path(__file__).parent.parent / "docs" / "cli.rst").read_text()
+    text = (ROOT / "docs" / "cli.rst").read_text()
     lines = re.findall(r"^   mcp-sansio probe: (HTTP (\d+) from (\S+): .*)$", text, re.M)
     assert len(lines) >= 3
     for line, status, url in lines:

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 from mcp_sansio.adapters.common.tasks import TASKS_EXTENSION
 
-from .http_util import CLIENT_INFO
+from tests.http_util import CLIENT_INFO
 
 RUNTIMES = ["asyncio", "trio", "threading"]
 TASKS_CAPS = {"extensions": {TASKS_EXTENSION: {}}}

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,8 +23,8 @@ from mcp_sansio.adapters.tools import _example_server
 from mcp_sansio import HANDSHAKE_REVISIONS, ClientConnection, Era, Response
 from mcp_sansio.app.errors import ConnectionClosedError, McpError, RequestTimeout, ToolError
 from mcp_sansio.app.server import Server
+from tests.paths import PEERS
 
-PEERS = Path(__file__).parent / "peers"
 EXAMPLE = [sys.executable, "-c", "from mcp_sansio.adapters.tools._example_server import run; run()"]
 SAFETY = 60  # seconds: a safety net only, never the thing measured
 

@@ -19,8 +19,7 @@ from mcp_sansio.adapters.common.async_session import _Resumed
 
 from mcp_sansio import ErrorResponse, Response
 from mcp_sansio.app.server import Server
-
-from .test_adapter_asyncio import PipePeer, run
+from tests.adapters.asyncio.test_adapter_asyncio import PipePeer, run
 
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")
 

@@ -1,7 +1,7 @@
 """The asyncio HTTP server adapter over loopback sockets: both eras, keep-alive, many
 concurrent connections, and the CLI. (Malformed HTTP, a closed stream cancelling its
-handler and list changes on listen streams: tests/test_http_server_runtimes.py, for every
-runtime.)"""
+handler and list changes on listen streams: tests/adapters/common/test_http_server_runtimes.py, for
+every runtime.)"""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import sys
 
 from mcp_sansio.adapters.asyncio import Server, start_http
 
-from .http_stories import AsyncConn, add_tools, tool_call, url_process
-from .http_util import init_body
+from tests.http_stories import AsyncConn, add_tools, tool_call, url_process
+from tests.http_util import init_body
 
 
 class Conn(AsyncConn):

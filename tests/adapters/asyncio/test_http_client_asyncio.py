@@ -2,8 +2,8 @@
 (start_http) over loopback sockets: cancelling the task that awaits a call; and the CLI's
 probe --url and --allow-host. (Both eras, JSON and SSE responses, progress, the server's
 requests, timeouts, listen streams, input_required, the server going away, session renewal,
-legacy HTTP+SSE, DELETE on close, many sessions and HTTPS: tests/test_http_client_runtimes.py,
-for asyncio and trio alike.)"""
+legacy HTTP+SSE, DELETE on close, many sessions and HTTPS:
+tests/adapters/common/test_http_client_runtimes.py, for asyncio and trio alike.)"""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from mcp_sansio.adapters.asyncio import (
     start_http,
 )
 
-from .http_stories import (
+from tests.http_stories import (
     ERAS,
     GUARD,
     block_tool,

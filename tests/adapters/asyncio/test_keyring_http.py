@@ -22,11 +22,10 @@ from mcp_sansio.adapters.tools import _example_server
 
 from mcp_sansio import ErrorCode, KeyRing, Request, ServerConnection
 from mcp_sansio.auth import ProtectedResource
-
-from .http_stories import tool_call, url_process
-from .http_util import SERVER_INFO, Harness, stateless_meta
-from .test_auth_server_sansio import ISSUER, RESOURCE, Tokens, bearer
-from .test_http_asyncio import Conn
+from tests.adapters.asyncio.test_http_asyncio import Conn
+from tests.auth.test_auth_server_sansio import ISSUER, RESOURCE, Tokens, bearer
+from tests.http_stories import tool_call, url_process
+from tests.http_util import SERVER_INFO, Harness, stateless_meta
 
 TOOL = "test_input_required_result_request_state"
 CAPS = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}

@@ -33,8 +33,8 @@ from mcp_sansio import (
     Response,
 )
 from mcp_sansio.app.errors import ConnectionClosedError, RequestCancelledError, RequestTimeout
+from tests.paths import PEERS
 
-PEERS = Path(__file__).parent / "peers"
 RUNTIMES = ["asyncio", "trio", "threading"]
 SAFETY = 60
 ERAS = {"handshake": list(HANDSHAKE_REVISIONS), "stateless": None}

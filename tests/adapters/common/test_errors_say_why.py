@@ -18,9 +18,8 @@ from mcp_sansio.adapters.threading import connect_http
 from mcp_sansio.auth import LimitExceeded, TokenError
 from mcp_sansio.auth import _rules as rules
 from mcp_sansio.http._refusal import MAX_REASON, explain
-
-from .auth_world import World, drive, json_response, new_flow
-from .test_auth_server import OTHER_KEY, protected, serving, token
+from tests.auth.test_auth_server import OTHER_KEY, protected, serving, token
+from tests.auth_world import World, drive, json_response, new_flow
 
 
 def scoped() -> Server:

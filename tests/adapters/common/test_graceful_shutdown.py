@@ -11,12 +11,13 @@ import json
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-DRIVER = Path(__file__).parent / "peers" / "graceful_driver.py"
+from tests.paths import PEERS
+
+DRIVER = PEERS / "graceful_driver.py"
 RUNTIMES = ["asyncio", "trio", "threading"]
 WAIT = 120.0  # a bound for a failing test only
 #: SIGINT tries per runtime (each a whole serve in one process: 100 take ~20 s).

@@ -5,7 +5,7 @@ server requests, a per-call timeout, a listen stream, ``input_required`` answere
 retried, pending calls when the server goes away, connecting to nothing, a forgotten session
 renewed, the legacy HTTP+SSE fallback, ``DELETE`` on close, many sessions at once and HTTPS.
 (What is particular to one runtime -- its way of cancelling a call, say -- is in
-tests/test_http_client_asyncio.py and test_http_trio.py.)"""
+tests/adapters/asyncio/test_http_client_asyncio.py and test_http_trio.py.)"""
 
 from __future__ import annotations
 
@@ -21,8 +21,16 @@ import pytest
 from mcp_sansio import Era
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import ResponseMode, SessionRenewed, Transport
-
-from .http_stories import ERAS, GUARD, HAIKU, add_tools, block_tool, elicit, self_signed, tls_front
+from tests.http_stories import (
+    ERAS,
+    GUARD,
+    HAIKU,
+    add_tools,
+    block_tool,
+    elicit,
+    self_signed,
+    tls_front,
+)
 
 trio = pytest.importorskip("trio")
 

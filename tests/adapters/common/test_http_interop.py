@@ -22,7 +22,6 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,12 +35,11 @@ from mcp_sansio.adapters.tools._example_server import build
 from mcp_sansio import Era
 from mcp_sansio.app.errors import McpError
 from mcp_sansio.http import ResponseMode, Transport
+from tests.adapters.common.test_adapter_runtimes import RUNTIMES, text_of
+from tests.adapters.common.test_interop import CALLBACKS, ERAS, cancel_after, sync_cancel_after
+from tests.http_stories import url_process
+from tests.paths import PEERS
 
-from .http_stories import url_process
-from .test_adapter_runtimes import RUNTIMES, text_of
-from .test_interop import CALLBACKS, ERAS, cancel_after, sync_cancel_after
-
-PEERS = Path(__file__).parent / "peers"
 SAFETY = 60
 
 mcp = pytest.importorskip("mcp", reason="the official SDK is a test dependency")
@@ -427,7 +425,7 @@ def test_the_sdks_legacy_sse_client_with_our_server() -> None:
 def test_the_sdk_client_does_not_renew_a_session_our_server_ended() -> None:
     """SDK deviation (the spec: a client that gets 404 for its session MUST start a new
     one with initialize): the SDK's HTTP client surfaces the 404 as an error and opens no new
-    session. Our client renews (tests/test_http_reliability.py)."""
+    session. Our client renews (tests/adapters/common/test_http_reliability.py)."""
     from mcp.client.client import Client
     from mcp.shared.exceptions import MCPError
 

@@ -4,7 +4,7 @@ connection is logged once and ends that connection alone (500 first, as nothing 
 yet) while a client already connected and a new one are served; hostile requests (HEAD,
 conflicting framing, obs-fold, every request-target form, odd methods, invalid bytes, huge
 heads, HTTP/1.0, ``Expect``) are answered as the sans-IO server answers them in memory
-(tests/test_http_rfc9112.py) and the server goes on; pipelined requests are answered in order;
+(tests/http/test_http_rfc9112.py) and the server goes on; pipelined requests are answered in order;
 ``Connection: close`` and HTTP/1.0 end the connection after one response. The asyncio and
 trio servers run in a thread of their own."""
 
@@ -24,17 +24,16 @@ from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel
 from mcp_sansio.http._wire import ServerWire
 from mcp_sansio.http._wire_httptools import DIFFERENCES
-
-from . import http_util
-from .http_raw import Reply, chunked, parse, ping, post
-from .http_stories import (
+from tests import http_util
+from tests.http_raw import Reply, chunked, parse, ping, post
+from tests.http_stories import (
     GUARD,
     SyncConn,
     asyncio_service,
     no_leaked_threads,  # noqa: F401 - a fixture
     trio_service,
 )
-from .http_util import init_body
+from tests.http_util import init_body
 
 RUNTIMES = ["asyncio", "trio", "threading"]
 HOST = b"127.0.0.1"
@@ -174,7 +173,7 @@ def test_an_exception_in_the_pump_ends_the_connection_and_the_server_goes_on(
 
 
 #: Hostile requests and what each gets (the sans-IO server's answers, in memory, are checked
-#: rule by rule in tests/test_http_rfc9112.py): (raw request, method of each request, the
+#: rule by rule in tests/http/test_http_rfc9112.py): (raw request, method of each request, the
 #: statuses, whether the server closes the connection after them).
 HOSTILE: dict[str, tuple[bytes, list[str], list[int], bool]] = {
     "HEAD": (b"HEAD /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",

@@ -27,17 +27,16 @@ import os
 import secrets
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
 from mcp_sansio.http import SSEParser
+from tests.http_stories import serve_example, url_process
+from tests.paths import PEERS
 
-from .http_stories import serve_example, url_process
-
-PEER = Path(__file__).parent / "peers" / "worker_server.py"
+PEER = PEERS / "worker_server.py"
 KEY_VARIABLE = "MCP_SANSIO_TEST_STATE_KEY"
 N = 3
 #: Seconds to wait for one answer: generous, the machine is shared.

@@ -40,8 +40,7 @@ from mcp_sansio.adapters.tools._example_server import _sleep_for, build
 
 from mcp_sansio import Era
 from mcp_sansio.http import ResponseMode
-
-from .http_util import Harness
+from tests.http_util import Harness
 
 SAFETY = 60
 RUNTIMES = ["asyncio", "trio", "threading"]

@@ -19,8 +19,7 @@ from mcp_sansio.adapters import threading as threading_adapter
 
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import SSEParser
-
-from .http_stories import (
+from tests.http_stories import (
     GUARD,
     SyncConn,
     add_tools,
@@ -32,7 +31,7 @@ from .http_stories import (
     tool_call,
     trio_service,
 )
-from .http_util import init_body
+from tests.http_util import init_body
 
 RUNTIMES = ["asyncio", "trio", "threading"]
 

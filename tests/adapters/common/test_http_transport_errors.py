@@ -26,8 +26,7 @@ import pytest
 
 from mcp_sansio import Era
 from mcp_sansio.app.errors import McpError, secret_prefix
-
-from .test_cli_manners import RUNTIMES
+from tests.tools.test_cli_manners import RUNTIMES
 
 #: A hang, not a measurement.
 GUARD = 60.0

@@ -24,12 +24,11 @@ from mcp_sansio.adapters.common.listen_error import ListenError
 
 from mcp_sansio import Era
 from mcp_sansio.app.server import Server
-
-from .processes import stop_group
+from tests.paths import ROOT
+from tests.processes import stop_group
 
 trio = pytest.importorskip("trio")
 
-ROOT = Path(__file__).resolve().parent.parent
 RUNTIMES = ["asyncio", "trio", "threading"]
 URL = "http://localhost/mcp"  # the path and the Host; the socket is the connection
 GUARD = 60.0  # a hang, not a measurement (the machine is shared)

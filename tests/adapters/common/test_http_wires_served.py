@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from .http_stories import SyncConn, serve_example, url_process
-from .http_util import init_body
+from tests.http_stories import SyncConn, serve_example, url_process
+from tests.http_util import init_body
 
 RUNTIMES = ["asyncio", "trio", "threading"]
 

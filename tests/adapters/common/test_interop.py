@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -28,11 +27,9 @@ from mcp_sansio.adapters import threading as threading_adapter
 
 from mcp_sansio import HANDSHAKE_REVISIONS, Era
 from mcp_sansio.app.errors import RequestCancelledError
+from tests.adapters.common.test_adapter_runtimes import RUNTIMES, example, run_client, text_of
+from tests.paths import PEERS, ROOT
 
-from .test_adapter_runtimes import RUNTIMES, example, run_client, text_of
-
-ROOT = Path(__file__).resolve().parents[1]
-PEERS = Path(__file__).parent / "peers"
 SDK_SERVER = [sys.executable, str(PEERS / "sdk_stdio_server.py")]
 ERAS = {"handshake": list(HANDSHAKE_REVISIONS), "stateless": None}
 EVERYTHING_VERSION = "2026.8.31"

@@ -2,7 +2,7 @@
 -- nor does anything they import from the adapters at run time (imports for type checkers
 only are not followed). What has moved into ``mcp_sansio/app`` (the client tasks plans, the
 keepalive schedule, the client capability table, the session logic) is under the core's
-purity test instead (``tests/test_project.py``)."""
+purity test instead (``tests/project/test_project.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import posixpath
 
 import pytest
 
-from .test_project import FORBIDDEN, ROOT
+from tests.project.test_project import FORBIDDEN, ROOT
 
 ADAPTERS = ROOT / "adapters"
 RUNTIME_FREE = ["pump", "common/plans"]

@@ -14,8 +14,8 @@ import pytest
 from mcp_sansio.adapters.asyncio import Context, Server, start_http
 from mcp_sansio.adapters.common.tasks import TASKS_EXTENSION, THREAD_TASKS, Task, Tasks
 
-from .http_util import stateless_meta
-from .test_http_asyncio import Conn
+from tests.adapters.asyncio.test_http_asyncio import Conn
+from tests.http_util import stateless_meta
 
 CAPS = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
 

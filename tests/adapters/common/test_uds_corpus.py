@@ -1,6 +1,6 @@
 """The HTTP hardening corpus (tests/engine_corpus.py: the hostile requests of
-tests/test_http_isolation.py and the cases only a parser decides -- bodies over the limit,
-``Expect``, ``Host``, chunk extensions, trailers, absolute-form, HTTP/1.0) against our own
+tests/adapters/common/test_http_isolation.py and the cases only a parser decides -- bodies over the
+limit, ``Expect``, ``Host``, chunk extensions, trailers, absolute-form, HTTP/1.0) against our own
 servers, ``mcp-sansio serve-example --runtime R --transport http``, on every runtime
 (asyncio, trio, threads), over TCP and over a Unix domain socket (``--uds PATH``): each case
 gets the same answer over both, the answer the engine table of docs/deploying.rst gives
@@ -9,8 +9,8 @@ runtime and transport serves the module.
 
 Over the socket the requests name ``Host: localhost``, the host a client of a Unix socket
 sends (``http://localhost/mcp``); over TCP, ``127.0.0.1``. The engines get the same corpus
-over TCP in tests/test_asgi_engine_hardening.py and over their ``--uds`` in
-tests/test_asgi_uds.py; the fuzzers' seeds and found inputs over a Unix socket are in
+over TCP in tests/asgi/test_asgi_engine_hardening.py and over their ``--uds`` in
+tests/asgi/test_asgi_uds.py; the fuzzers' seeds and found inputs over a Unix socket are in
 fuzz/test_http_raw_uds.py."""
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from .engine_corpus import CASES, HOST, exchange, sse_call
-from .http_stories import serve_example
-from .processes import stop_group
+from tests.engine_corpus import CASES, HOST, exchange, sse_call
+from tests.http_stories import serve_example
+from tests.paths import ROOT
+from tests.processes import stop_group
 
-ROOT = Path(__file__).resolve().parent.parent
 RUNTIMES = ["asyncio", "trio", "threading"]
 TRANSPORTS = ["tcp", "uds"]
 START = 60.0  # seconds for a server to print its URL: a hang, not a measurement

@@ -16,8 +16,7 @@ from mcp_sansio.adapters.threading import serve_stdio
 
 from mcp_sansio import STATELESS_REVISIONS, ClientConnection, Era
 from mcp_sansio.app.server import Server
-
-from .test_adapter_threading_eager import Peer, text
+from tests.adapters.threading.test_adapter_threading_eager import Peer, text
 
 
 def make_server() -> Server:

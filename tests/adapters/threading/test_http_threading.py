@@ -4,7 +4,8 @@ progress, the GET stream, DELETE and 404, many connections, oversized, half-clos
 non-reading peers, session expiry on the timer thread, no thread left behind), the threaded
 client against it (both eras), each against the asyncio side, the CLI, TLS, and the official
 SDK's client and server. (Malformed HTTP, cancellation by closing the stream and list
-changes on listen streams: tests/test_http_server_runtimes.py, for every runtime.)"""
+changes on listen streams: tests/adapters/common/test_http_server_runtimes.py, for every
+runtime.)"""
 
 from __future__ import annotations
 
@@ -37,8 +38,7 @@ from mcp_sansio.adapters.threading import (
 
 from mcp_sansio import Era, Notification
 from mcp_sansio.http import ResponseMode, Transport
-
-from .http_stories import (
+from tests.http_stories import (
     ACCEPT,
     ERAS,
     HAIKU,
@@ -53,8 +53,8 @@ from .http_stories import (
     tls_front,
     url_process,
 )
-from .http_stories import tool_call as call
-from .http_util import init_body
+from tests.http_stories import tool_call as call
+from tests.http_util import init_body
 
 WAIT = 30.0  # generous: the machine is shared and noisy; a pass never waits this long
 
@@ -794,10 +794,15 @@ class ThreadFlag:
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_sdk_client_with_the_threaded_server(mode: str, response_mode: str) -> None:
     """The official SDK's HTTP client against the example server on threads (the story of
-    tests/test_http_interop.py)."""
+    tests/adapters/common/test_http_interop.py)."""
     pytest.importorskip("mcp", reason="the official SDK is a test dependency")
 
-    from .test_http_interop import SAFETY, check_sdk_client_story, our_server, sdk_story
+    from tests.adapters.common.test_http_interop import (
+        SAFETY,
+        check_sdk_client_story,
+        our_server,
+        sdk_story,
+    )
 
     server, seen = our_server(ThreadFlag)
     with start_http(server, response_mode=ResponseMode(response_mode)) as service:
@@ -813,9 +818,9 @@ def test_sdk_client_with_the_threaded_server(mode: str, response_mode: str) -> N
 def test_threaded_client_with_the_sdk_server(era: str) -> None:
     """Our threaded HTTP client against the official SDK's Streamable HTTP server."""
     pytest.importorskip("mcp", reason="the official SDK is a test dependency")
-    from .test_http_interop import PEERS
-    from .test_interop import CALLBACKS
-    from .test_interop import ERAS as VERSIONS
+    from tests.adapters.common.test_http_interop import PEERS
+    from tests.adapters.common.test_interop import CALLBACKS
+    from tests.adapters.common.test_interop import ERAS as VERSIONS
 
     # terminated at the end, killed after 2 s (uvicorn waits for running handlers)
     with url_process([sys.executable, str(PEERS / "sdk_http_server.py")], grace=2,

@@ -21,8 +21,7 @@ from mcp_sansio.adapters.trio import serve_stdio
 from mcp_sansio import HANDSHAKE_REVISIONS, ClientConnection
 from mcp_sansio.app.errors import RequestTimeout
 from mcp_sansio.app.server import Server
-
-from .test_adapter_threading_eager import text
+from tests.adapters.threading.test_adapter_threading_eager import text
 
 SAFETY = 60.0
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")

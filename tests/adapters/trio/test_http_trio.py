@@ -2,7 +2,7 @@
 client (both eras, JSON and SSE response modes, progress, the GET stream, DELETE, unknown
 sessions, many concurrent connections, backpressure, shutdown), our trio client against it,
 and across runtimes. (What the trio adapters do as the asyncio ones do is checked for both
-in tests/test_http_server_runtimes.py and test_http_client_runtimes.py.)"""
+in tests/adapters/common/test_http_server_runtimes.py and test_http_client_runtimes.py.)"""
 
 from __future__ import annotations
 
@@ -29,8 +29,7 @@ from mcp_sansio.adapters.trio import (  # noqa: E402
 
 from mcp_sansio import Era  # noqa: E402
 from mcp_sansio.http import ResponseMode, SSEParser  # noqa: E402
-
-from .http_stories import (  # noqa: E402
+from tests.http_stories import (  # noqa: E402
     ERAS,
     GUARD,
     AsyncConn,
@@ -41,7 +40,7 @@ from .http_stories import (  # noqa: E402
     tool_call,
     trio_service,
 )
-from .http_util import init_body  # noqa: E402
+from tests.http_util import init_body  # noqa: E402
 
 
 class Conn(AsyncConn):
