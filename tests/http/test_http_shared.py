@@ -2,8 +2,8 @@
 effects the adapter drives, so a second server object -- another worker -- serves a session
 the first opened, replays what the first stored, and sees a DELETE made on the first. Here
 the workers are sans-IO servers in one test, sharing the in-memory stores; the effects are
-carried out synchronously between pumps (tests/test_http_redis.py does it over real sockets
-and a real Redis)."""
+carried out synchronously between pumps (tests/stores/test_http_shared_asyncio.py does it over real
+sockets and a real Redis)."""
 
 from __future__ import annotations
 
