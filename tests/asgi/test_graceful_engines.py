@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.asgi.test_asgi_engines import ENGINES, ROOT, START
+from tests.asgi.test_asgi_engines import ENGINES, START
+from tests.paths import ROOT
 
 CALLS = 4  # in flight when SIGTERM comes
 WAIT = 60.0  # a bound for a failing test only: a call still running then "hung"

@@ -11,7 +11,8 @@ import posixpath
 
 import pytest
 
-from tests.project.test_project import FORBIDDEN, ROOT
+from tests.paths import ROOT
+from tests.project.test_project import FORBIDDEN
 
 ADAPTERS = ROOT / "adapters"
 RUNTIME_FREE = ["pump", "common/plans"]

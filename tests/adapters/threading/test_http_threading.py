@@ -818,9 +818,9 @@ def test_sdk_client_with_the_threaded_server(mode: str, response_mode: str) -> N
 def test_threaded_client_with_the_sdk_server(era: str) -> None:
     """Our threaded HTTP client against the official SDK's Streamable HTTP server."""
     pytest.importorskip("mcp", reason="the official SDK is a test dependency")
-    from tests.adapters.common.test_http_interop import PEERS
     from tests.adapters.common.test_interop import CALLBACKS
     from tests.adapters.common.test_interop import ERAS as VERSIONS
+    from tests.paths import PEERS
 
     # terminated at the end, killed after 2 s (uvicorn waits for running handlers)
     with url_process([sys.executable, str(PEERS / "sdk_http_server.py")], grace=2,
