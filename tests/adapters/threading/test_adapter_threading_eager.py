@@ -28,6 +28,8 @@ def make_server(log: list[str]) -> Server:
     @server.tool()
     async def quick(text: str) -> str:
         asyncio.get_running_loop()  # there is one, even before the first await
+        # ... and a task: sniffio (anyio, httpx) asks for it from the first step on
+        assert asyncio.current_task() is not None
         return text
 
     @server.tool()
