@@ -49,13 +49,6 @@ from .runtime import ThreadChild
 from .session import CancelToken as CancelToken
 from .session import SyncClient, SyncServerSession, ThreadContext
 
-if TYPE_CHECKING:
-    import asyncio
-else:  # imported when an async def handler first runs: a cold start does without it
-    from ..common.lazy import LazyModule
-
-    asyncio = LazyModule("asyncio", globals())
-
 # The names every runtime offers, listed once (common/entry_points.py), and its own.
 __all__ = [*RUNTIME_NAMES, "CancelToken", "RequestCancelledError"]  # noqa: PLE0604
 

@@ -27,7 +27,6 @@ import contextlib
 import functools
 import logging
 import math
-import os
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
@@ -51,7 +50,7 @@ from ..common.http_options import UDS_HOST, unix_listener
 from ..common.listen_error import listening
 from ..stores.driver import SharedDriver
 from ..stores.home import OffLoopShare, trio_enter
-from .runtime import TrioRuntime, send_queued
+from .runtime import TrioRuntime, send_queued, write_now
 from .session import ServerSession, _one_error
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
@@ -135,14 +134,11 @@ class _Socket:
 
     def write(self, data: bytes, close: bool) -> None:
         if data and self.fd is not None and not self.out and not self.sending:
-            # Fast path: the socket has room (it nearly always does) -- written now, with
-            # no switch to the sender task. What does not fit is queued for it, in order.
-            try:
-                written = os.write(self.fd, data)
-            except BlockingIOError:
-                written = 0
-            except OSError as exc:  # the socket broke: its task reports the loss
-                log.debug("HTTP connection lost while writing: %r", exc)
+            # Written now, with no switch to the sender task (write_now); what does not fit
+            # is queued for it, in order.
+            written = write_now(self.fd, data)
+            if written is None:  # the socket broke: its task reports the loss
+                log.debug("HTTP connection lost while writing")
                 self.drop()
                 return
             data = data[written:]

@@ -75,6 +75,18 @@ async def send_queued(sock: Outbox, stream: trio.abc.SendStream) -> None:
     sock.queued -= len(data)
 
 
+def write_now(fd: int, data: bytes) -> int | None:
+    """Write what fits of ``data`` to non-blocking ``fd`` at once (the fast path: a pipe or
+    socket nearly always has room, and no task switch is needed): the bytes written, or
+    None when the descriptor is broken."""
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
+    except OSError:
+        return None
+
+
 async def _read_when_ready(fd: int) -> bytes:
     """Wait until non-blocking ``fd`` is readable, then read it (OSError as raised)."""
     while True:
@@ -199,12 +211,8 @@ class TrioRuntime:
         if self._out_broken:
             return
         if self.out_fd is not None and not self._outbuf and not self._sending:
-            # Fast path: the pipe has room (it nearly always does); no task switch.
-            try:
-                written = os.write(self.out_fd, data)
-            except BlockingIOError:
-                written = 0
-            except OSError:
+            written = write_now(self.out_fd, data)
+            if written is None:
                 self._out_broken = True
                 return
             if written == len(data):
