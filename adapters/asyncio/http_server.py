@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
@@ -32,7 +31,6 @@ from mcp_sansio.http import HTTPServer, ServerChannel, Session
 from ..common import serving
 from ..common.deciders import asyncio_decider
 from ..common.entry_points import runs
-from ..common.graceful import serve_until_signal
 from ..common.http_options import UDS_HOST, unix_listener
 from ..common.listen_error import listening
 from ..stores.driver import SharedDriver
@@ -164,7 +162,7 @@ class _Socket(asyncio.Protocol):
             self.transport.resume_reading()
 
 
-class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
+class HTTPService(HTTPServiceBase[ServerSession], serving.ServiceState):
     """A running HTTP server (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int) -> None:
@@ -177,9 +175,6 @@ class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
         self._timer_at: float | None = None
         self._listener: asyncio.Server | None = None
         self._closed = asyncio.Event()
-        self.address = ("", 0)
-        #: Carries out the store effects of a server started with ``stores``.
-        self._shared: SharedDriver | None = None
         self._publishing: set[asyncio.Task[None]] = set()
 
     # -- the pump --------------------------------------------------------------------------
@@ -360,7 +355,4 @@ async def serve_http(
         await service.serve_forever()
 
 
-@runs(serving.run_http)
-def run_http(call: serving.ServeCall) -> None:
-    serve_until_signal("asyncio", sys.modules[__name__], *call[:3], on_ready=serving.print_url,
-                       **call.options)
+run_http = runs(serving.run_http)(serving.http_runner('asyncio', __name__))

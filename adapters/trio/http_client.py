@@ -35,7 +35,7 @@ from ..common.http_client import (
     SocketOptions,
 )
 from ..common.plans import advance
-from .runtime import TrioRuntime, send_queued, write_now
+from .runtime import TrioRuntime, enqueue, send_queued
 from .session import _one_error
 
 __all__ = ["DEFAULT_CLOSE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HTTPClientSession", "TrioSockets",
@@ -97,17 +97,10 @@ class TrioSockets(AsyncAuthorizing, SocketOptions[_ClientSocket]):
         return sock
 
     def _write(self, sock: _ClientSocket, data: bytes, closed: bool) -> None:
-        if data and sock.fd is not None and not sock.out and not sock.sending:
-            written = write_now(sock.fd, data)  # as on the server
-            if written is None:  # broken: its task reports the loss
-                log.debug("HTTP connection lost while writing")
-                sock.fd = None
-                sock.scope.cancel()
-                return
-            data = data[written:]
-        if data:
-            sock.out += data
-            sock.queued += len(data)
+        if enqueue(sock, data) is None:  # broken: its task reports the loss
+            sock.fd = None
+            sock.scope.cancel()
+            return
         if closed:
             sock.closing = True
             if sock.stream is None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 import math
 import os
 import time
@@ -50,6 +51,8 @@ __all__ = ["TrioRuntime"]
 
 _CHUNK = 1 << 16
 
+log = logging.getLogger("mcp_sansio.adapters.http")
+
 
 #: How many runner tasks wait for handlers when there are none to run (see
 #: TrioRuntime._runner): enough for a burst of 100 requests whose handlers all wait, at
@@ -61,9 +64,27 @@ _IDLE_TASKS = 128
 class Outbox(Protocol):
     """A trio socket's queued output (the HTTP server's and client's sockets)."""
 
+    #: The descriptor, when it may be written straight (plain TCP, not Windows).
+    fd: int | None
     out: bytearray
     sending: bool
     queued: int
+
+
+def enqueue(sock: Outbox, data: bytes) -> int | None:
+    """Send ``data`` on ``sock``: written at once when nothing waits before it
+    (:func:`write_now`), the rest queued for its sender task, in order. The bytes queued, or
+    None when the socket broke (its task reports the loss)."""
+    if data and sock.fd is not None and not sock.out and not sock.sending:
+        written = write_now(sock.fd, data)
+        if written is None:
+            log.debug("HTTP connection lost while writing")
+            return None
+        data = data[written:]
+    if data:
+        sock.out += data
+        sock.queued += len(data)
+    return len(data)
 
 
 async def send_queued(sock: Outbox, stream: trio.abc.SendStream) -> None:
