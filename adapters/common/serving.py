@@ -38,15 +38,22 @@ DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
 
 
 class ServiceState:
-    """What ``start_http`` sets on each runtime's ``HTTPService`` besides the app layer's
-    part: where it listens, the bounds of a served connection's lingering close
-    (:mod:`.http_options`) and the driver of its shared stores."""
+    """What each runtime's ``HTTPService`` adds to the app layer's part, the same on every
+    runtime: where it listens, the bounds of a served connection's lingering close
+    (:mod:`.http_options`) and the driver of its shared stores (which ``start_http`` sets),
+    and the end of a closed session's handlers (its runtime's ``end``). Listed first among
+    the service's bases, so that its ``_ended`` is the one that runs."""
 
     #: ``(host, port)`` the server listens on.
     address: tuple[str, int] = ("", 0)
     #: Carries out the store effects of a server started with ``stores``
     #: (:mod:`~mcp_sansio.adapters.stores.driver`); None: this process's sessions only.
     _shared: SharedDriver | None = None
+
+    def _ended(self, logic: Any) -> None:
+        """A session closed: its runtime (the service's own kind) stops the handlers it
+        still runs."""
+        logic.runtime.end()
 
     #: Seconds a closed connection lingers at most.
     linger_time: float = DEFAULT_LINGER_TIME

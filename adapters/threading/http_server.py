@@ -112,6 +112,10 @@ class _HTTPRuntime(ThreadRuntime):
 
     __slots__ = ()
 
+    def end(self) -> None:
+        """Its session closed: stop the handlers it still runs."""
+        self.cancel_handlers()
+
     def start_eagerly(self, request: Request, job: Job, ctx: Context) -> bool:
         # Stepped during the dispatch: every stateless-era one, and a handshake-era one
         # that takes no ctx (it cannot ask the client, the one thing that would block).
@@ -435,7 +439,7 @@ class _Socket(_Writer):
             service._readers.discard(self.reader)
 
 
-class HTTPService(HTTPServiceBase[SyncServerSession], serving.ServiceState):
+class HTTPService(serving.ServiceState, HTTPServiceBase[SyncServerSession]):
     """A running HTTP server on threads (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int,
@@ -507,11 +511,6 @@ class HTTPService(HTTPServiceBase[SyncServerSession], serving.ServiceState):
         logic.runtime.eager = True
         logic.link = HTTPLink(self, session)
         return logic
-
-    def _ended(self, logic: SyncServerSession) -> None:
-        runtime = logic.runtime
-        assert isinstance(runtime, _HTTPRuntime)
-        runtime.cancel_handlers()
 
     def _stepped(self, loop: asyncio.AbstractEventLoop) -> None:
         """(The lock held.) A handler stepped on ``loop`` ended without suspending: keep

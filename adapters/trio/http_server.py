@@ -68,6 +68,10 @@ class _HTTPRuntime(TrioRuntime):
     service's nursery, in a cancel scope of its own, and the service's pump waits for its
     first step (module docstring)."""
 
+    def end(self) -> None:
+        """Its session closed: stop the handlers it still runs."""
+        self.stop_tasks()
+
     def __init__(self, session: ServerSession, service: HTTPService) -> None:
         super().__init__(session)
         self.service = service
@@ -146,7 +150,7 @@ class _Socket:
         self.scope.cancel()
 
 
-class HTTPService(HTTPServiceBase[ServerSession], serving.ServiceState):
+class HTTPService(serving.ServiceState, HTTPServiceBase[ServerSession]):
     """A running HTTP server on trio (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int) -> None:
@@ -297,11 +301,6 @@ class HTTPService(HTTPServiceBase[ServerSession], serving.ServiceState):
         logic.runtime = _HTTPRuntime(logic, self)
         logic.link = HTTPLink(self, session)
         return logic
-
-    def _ended(self, logic: ServerSession) -> None:
-        runtime = logic.runtime
-        assert isinstance(runtime, _HTTPRuntime)
-        runtime.stop_tasks()
 
     def _write(self, channel: ServerChannel, data: bytes) -> None:
         sock = self._sockets.get(channel)

@@ -28,7 +28,6 @@ import contextvars
 import logging
 import math
 import os
-import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from functools import partial
@@ -38,6 +37,8 @@ import trio
 
 from mcp_sansio import RequestId
 from mcp_sansio.app.errors import Call, _nothing
+
+from ..common.loop_runtime import LoopRuntime
 
 if TYPE_CHECKING:
     from mcp_sansio.app.tasks import TaskRuntime
@@ -166,7 +167,7 @@ class _Drive:
             return
 
 
-class TrioRuntime:
+class TrioRuntime(LoopRuntime):
     """One session's trio primitives."""
 
     async def sleep(self, seconds: float) -> None:
@@ -205,13 +206,8 @@ class TrioRuntime:
     def now(self) -> float:
         return trio.current_time()
 
-    def wall_now(self) -> float | None:
-        return time.time()
-
     def task_runtime(self) -> TaskRuntime:
-        """Where this runtime runs a server's tasks (the ledger asks through the session:
-        :class:`mcp_sansio.app.tasks.TaskHost`)."""
-        from ..common.tasks import TRIO_TASKS  # lazy: tasks only: a cold start does without them
+        from ..common.tasks import TRIO_TASKS  # lazy: tasks only
 
         return TRIO_TASKS
 
