@@ -87,7 +87,7 @@ _HTTP_FAILURE_CODE = -32000
 
 
 #: What a channel's wire gives to send: bytes, or exchange events (``events=True``).
-Out = TypeVar("Out", bytes, list[ClientExchangeOutput])
+_Out = TypeVar("_Out", bytes, list[ClientExchangeOutput])
 
 
 class Transport(enum.Enum):
@@ -267,12 +267,12 @@ class HTTPClient:
         return self._flush(lambda wire: wire.events_to_send()
                            if isinstance(wire, ClientExchangeWire) else [])
 
-    def _flush(self, take: Callable[[ClientWire | ClientExchangeWire], Out]
-               ) -> list[tuple[ClientChannel, Out]]:
+    def _flush(self, take: Callable[[ClientWire | ClientExchangeWire], _Out]
+               ) -> list[tuple[ClientChannel, _Out]]:
         """What each written-to channel's wire gives (``take``), and the closed channels
         once (forgotten then)."""
         self._pump()
-        out: list[tuple[ClientChannel, Out]] = []
+        out: list[tuple[ClientChannel, _Out]] = []
         for channel in list(self._writable):
             data = take(channel.wire)
             if channel.closed:
