@@ -5,9 +5,10 @@ An :class:`Exchange` is one HTTP request and its response -- for a stream, the l
 stream it carries, which a resumption carries on in a new exchange -- and its :class:`Kind`
 says what it is for. A :class:`ClientChannel` is one TCP connection (or one connection of
 the application's own HTTP library) carrying one exchange at a time. :class:`ClientHost`
-is what the client's parts (:mod:`._client_headers`, :mod:`._client_renewal`,
-:mod:`._client_legacy`) and its channels use of :class:`~._client.HTTPClient`: they hold a
-reference to it under that type, so that they need not import the client's module.
+is what the client's parts (:mod:`._client_headers`, :mod:`._client_streams`,
+:mod:`._client_renewal`, :mod:`._client_legacy`) and its channels use of
+:class:`~._client.HTTPClient`: they hold a reference to it under that type, so that they
+need not import the client's module.
 """
 
 from __future__ import annotations
