@@ -250,7 +250,6 @@ MAX_INIT_PARAMETERS = 12
 #: engine and the HTTP client hold their sub-states' dispatch.
 KNOWN_LONG_CLASSES = {
     "mcp_sansio/_connection.py:Connection": 1460,
-    "mcp_sansio/http/_client.py:HTTPClient": 944,
 }
 KNOWN_WIDE_INITS: dict[str, int] = {}
 
