@@ -290,19 +290,25 @@ class SyncClient(ClientLogic):
     def connect(self, *, era: Era | None = None) -> Initialized:
         """Negotiate the era and wait until the connection is usable (``connect_stdio`` and
         ``connect_http`` call it unless told not to); ``era``: a cached verdict."""
-        if not self._start_connect(era):
-            event = threading.Event()
-            with self.lock:
-                if self.initialized is None and self.closed is None:
-                    self._ready_wakers.append(event.set)
-                else:
-                    event.set()
-            event.wait()
+        self._connect_within(era, None)
         return self._connect_outcome()
+
+    def _connect_within(self, era: Era | None, timeout: float | None) -> bool:
+        """Start connecting and wait at most ``timeout`` seconds (None: no bound) until the
+        connection is usable or closed: whether it came to that."""
+        if self._start_connect(era):
+            return True
+        event = threading.Event()
+        with self.lock:
+            if self.initialized is None and self.closed is None:
+                self._ready_wakers.append(event.set)
+            else:
+                event.set()
+        return event.wait(timeout)
 
     # -- the named calls: each defined once in mcp_sansio/app/calls.py, made into this
     # colour's method by adapters/common/plans.py (blocking); signature and docstring come
-    # from the definition (tests/test_app_calls.py checks both colours have every one).
+    # from the definition (tests/app/test_app_calls.py checks both colours have every one).
 
     list_tools = blocking(Calls.list_tools)
     call_tool = blocking(Calls.call_tool)
