@@ -187,6 +187,9 @@ def count_calls(row: load.Row, args: argparse.Namespace) -> None:
                          if k[2] in ("on_message_complete", "_process_channel")), 0)
         requests = next((v[1] for k, v in stats.items() if k[2] == "_handle"
                          and k[0].endswith("http/_server.py")), requests)
+        if not requests:
+            print(f"\n## {era}: no request was served in the window (a starved server core?)")
+            continue
         # A Python function counts for its component; a built-in (a C function or method:
         # dict.get, len, isinstance, bytes.decode) for its callers' components.
         by: collections.Counter[str] = collections.Counter()

@@ -91,6 +91,8 @@ MODULE_MARKERS: dict[str, tuple[str, str]] = {
         ("slow", "runs a benchmark script"),
     "benchmarks/test_benchmark_load_smoke.py":
         ("slow", "runs a benchmark script"),
+    "benchmarks/test_benchmark_load_ab_smoke.py":
+        ("slow", "runs a benchmark script"),
     "benchmarks/test_benchmark_per_request_smoke.py":
         ("slow", "runs a benchmark script"),
     "benchmarks/test_benchmark_asgi_smoke.py":
