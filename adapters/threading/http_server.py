@@ -53,7 +53,6 @@ from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ..common import http_options, serving
-from ..common.async_session import _Resumed
 from ..common.deciders import thread_decider
 from ..common.entry_points import documented, runs
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
@@ -150,7 +149,7 @@ class _HTTPRuntime(ThreadRuntime):
         context = contextvars.copy_context()
         try:
             coro = job.fn(*job.args, **job.kwargs)
-            done, first = step_once(loop, coro, context)
+            done, first = step_once(loop, coro, context)  # its value, or its task
             if done:
                 service._stepped(loop)
                 self._done(request, job, ctx, first)
@@ -164,8 +163,7 @@ class _HTTPRuntime(ThreadRuntime):
             session._contexts.pop(request.request_id, None)
             session._job_ended(request, job, ctx, error=exc)
             return
-        self.pool.submit(self._resume_stepped, request, job, ctx, loop,
-                         loop.create_task(_Resumed(coro, first), context=context))
+        self.pool.submit(self._resume_stepped, request, job, ctx, loop, first)
 
     def _resume_stepped(self, request: Request, job: Job, ctx: Context,
                         loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:

@@ -444,13 +444,13 @@ class SyncServerSession(ServerLogic):
         loop = getattr(_worker, "loop", None)
         if loop is None:  # one private loop per worker thread, kept for its next handlers
             loop = _worker.loop = asyncio.new_event_loop()
-        # Step it once as the loop would (its loop running, in a copy of the context): one
-        # that returns without suspending needs no task of its own.
+        # Its task's first step, in a copy of the context: one that returns without
+        # suspending is answered here; one that suspends goes on in the same task.
         coro = job.fn(*job.args, **job.kwargs)
         context = contextvars.copy_context()
-        done, first = step_once(loop, coro, context)
+        done, task = step_once(loop, coro, context)
         if done:
-            return first
-        task = self.runtime.resumed_task(request_id, loop, coro, first, context, ctx)
+            return task  # its value: it ended in its first step
+        self.runtime.cancel_with(request_id, ctx, loop, task)
         return loop.run_until_complete(task)
 
