@@ -1,0 +1,151 @@
+"""The handshake and the era probe as steps on a connection (both roles).
+
+Theory of operation
+-------------------
+How a connection settles its revision and learns its peer. The decisions are pure functions
+in ``_handshake.py`` (what to answer to ``initialize``, whether an ``InitializeResult`` is
+acceptable, what a probe's answer says); this module applies them to the connection
+(:class:`~mcp_sansio._engine.Engine`): it records the negotiated revision, the peer's
+capabilities and info, moves the lifecycle state, queues the answer or the
+``notifications/initialized`` that follows, and reports :class:`Initialized` or closes.
+
+Which role reaches each step is decided by the tables, not by overriding: only a server
+receives ``initialize`` (the method table), only a client gets its answer, only a client
+enters ``PROBING`` (the lifecycle table). A dual-era client probes with ``server/discover``
+(``versioning.mdx``): a discover result or a stateless-era error settles the stateless era
+(:func:`on_probe_response`); anything else, or no answer in time, falls back to
+``initialize`` when a handshake revision is supported, else closes (:func:`probe_failed`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from . import _codec
+from ._engine import DEFAULT, Batch, Engine
+from ._errors import ErrorCode, LocalProtocolError
+from ._events import CloseReason, Initialized, RequestId
+from ._handshake import (
+    answer_initialize,
+    implementation,
+    initialize_params,
+    judge_probe_answer,
+    read_initialize_result,
+)
+from ._state import Input, State, transition
+from ._stateless import META_SERVER_INFO
+
+__all__ = ["on_initialize", "on_initialize_response", "on_probe_response", "probe_failed",
+           "record_discovery", "refuse_initialize", "send_initialize"]
+
+
+def on_initialize(
+    conn: Engine, request_id: RequestId, params: dict[str, Any], next_state: State,
+    batch: Batch | None,
+) -> None:
+    """Server: answer ``initialize`` (the lifecycle and method tables have admitted it)."""
+    answer = answer_initialize(params, conn._handshake_versions, conn.capabilities,
+                               conn.info, conn.server_instructions)
+    if answer is None:
+        conn._reply_error(
+            batch, request_id, ErrorCode.INVALID_PARAMS,
+            "Invalid params: initialize needs protocolVersion, capabilities and clientInfo "
+            "(with name and version)",
+            "initialize",
+        )
+        return
+    conn.protocol_version = answer.version
+    conn.peer_capabilities = answer.peer_capabilities
+    conn.peer_info = answer.peer_info
+    conn._state = next_state
+    conn._queue_reply(batch, _codec.result_message(request_id, answer.result), request_id)
+
+
+def refuse_initialize(
+    conn: Engine, request_id: RequestId, method: str, params: dict[str, Any] | None,
+    batch: Batch | None,
+) -> None:
+    """Server of the stateless era only: refuse ``initialize``, naming our versions."""
+    # versioning.mdx: a stateless-only server SHOULD name its versions when it rejects
+    # initialize (in the handshake era's own error shape, which old clients understand:
+    # lifecycle.mdx, "Error Handling").
+    requested = (params or {}).get("protocolVersion")
+    conn._reply_error(
+        batch, request_id, ErrorCode.INVALID_PARAMS, "Unsupported protocol version",
+        method, data={"supported": list(conn.versions), "requested": requested},
+    )
+
+
+def send_initialize(conn: Engine, now: float | None, timeout: Any) -> RequestId:
+    """Client: queue ``initialize`` offering our newest handshake-era revision."""
+    if not conn._handshake_versions:
+        raise LocalProtocolError("this client supports no handshake-era revision")
+    params = initialize_params(conn._handshake_versions, conn.capabilities, conn.info)
+    return conn.send_request("initialize", params, now=now, timeout=timeout, max_total=None)
+
+
+def on_initialize_response(conn: Engine, is_result: bool, payload: dict[str, Any]) -> None:
+    """Client: the answer to ``initialize``: operate and say ``initialized``, or close."""
+    refusal = read_initialize_result(is_result, payload, conn._handshake_versions)
+    if refusal is not None:
+        conn._close(*refusal)
+        return
+    version: str = payload["protocolVersion"]
+    conn.protocol_version = version
+    conn.peer_capabilities = payload["capabilities"]
+    conn.peer_info = payload["serverInfo"]
+    conn.instructions = instructions = payload.get("instructions")
+    conn._advance(Input.RECV_INITIALIZE_RESULT)
+    # lifecycle.mdx: "the client MUST send an initialized notification".
+    message = _codec.notification_message("notifications/initialized", None)
+    conn._outbox.append((message, None, _codec.encode(message)))
+    conn._events.append(
+        Initialized(
+            protocol_version=version,
+            peer_capabilities=conn.peer_capabilities,
+            peer_info=conn.peer_info,
+            instructions=instructions,
+        )
+    )
+
+
+def on_probe_response(conn: Engine, is_result: bool, payload: dict[str, Any]) -> None:
+    """Client: the answer to the ``server/discover`` probe."""
+    verdict = judge_probe_answer(is_result, payload, conn._stateless_versions)
+    if verdict.version is None:
+        probe_failed(conn, verdict.detail)
+        return
+    conn._state = transition(conn.role, conn._state, Input.PROBE_STATELESS)[1]
+    conn.protocol_version = verdict.version
+    if is_result:
+        record_discovery(conn, payload)
+    conn._events.append(Initialized(
+        protocol_version=verdict.version,
+        peer_capabilities=conn.peer_capabilities,
+        peer_info=conn.peer_info,
+        instructions=conn.instructions,
+    ))
+
+
+def probe_failed(conn: Engine, detail: str) -> None:
+    """Fall back to initialize (versioning.mdx), or close if we cannot."""
+    if not conn._handshake_versions or conn._no_fallback:
+        conn._close(CloseReason.VERSION_REJECTED,
+                    f"{detail}; this client supports no handshake-era revision")
+        return
+    conn._state = transition(conn.role, conn._state, Input.PROBE_FALLBACK)[1]
+    send_initialize(conn, None, DEFAULT)
+
+
+def record_discovery(conn: Engine, result: dict[str, Any]) -> None:
+    """Keep what a DiscoverResult says about the server (``server/discover.mdx``)."""
+    capabilities = result.get("capabilities")
+    if type(capabilities) is dict:
+        conn.peer_capabilities = capabilities
+    meta = result.get("_meta")
+    info = meta.get(META_SERVER_INFO) if type(meta) is dict else None
+    if implementation(info):
+        conn.peer_info = cast("dict[str, Any]", info)
+    instructions = result.get("instructions")
+    conn.instructions = instructions if isinstance(instructions, str) else None
+    conn.discovery = result
