@@ -2,9 +2,10 @@
 
 Theory of operation
 -------------------
-A JSON array received on a connection is a batch. :func:`process_batch` asks the admission
-rule whether the revision allows one (only 2025-03-26 does, ``changelog.mdx``), then handles
-each member as the connection handles a lone message, except that the replies go into one
+A JSON array received on a connection is a batch. The connection asks the batch rule
+(``_admission.py``) whether the revision allows one (only 2025-03-26 does,
+``changelog.mdx``); :func:`process_batch` answers a refusal, or handles each member as the
+connection handles a lone message, except that the replies go into one
 :class:`~mcp_sansio._engine.Batch` record instead of the outbox: the core's own answers at
 once, the application's as it sends them (the record counts the requests it still waits
 for). :func:`flush_batch` queues the reply array when the batch has been read to its end and
@@ -21,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _codec
-from ._admission import batch_refusal
+from ._admission import Refusal
 from ._capabilities import SESSION_OPENERS
 from ._engine import Batch, Engine
 from ._errors import ErrorCode
@@ -31,11 +32,10 @@ from ._state import State
 __all__ = ["flush_batch", "process_batch", "sanitized_reply"]
 
 
-def process_batch(conn: Engine, items: list[Any]) -> None:
-    """Handle one received array, member by member."""
+def process_batch(conn: Engine, items: list[Any], refusal: Refusal | None) -> None:
+    """Handle one received array, member by member, unless the batch rule refused it."""
     # JSON-RPC 2.0 section 6; MCP allows batches only in 2025-03-26 (changelog.mdx), and
     # never with initialize in them.
-    refusal = batch_refusal(conn.protocol_version, conn.revision)
     if refusal is not None:
         conn._reply_error(None, None, refusal.code, refusal.message)
         return

@@ -1,4 +1,4 @@
-"""The send-side checks of a connection, and the words of a lifecycle or capability refusal.
+"""The checks of a connection's messages by the method, lifecycle and capability tables.
 
 Theory of operation
 -------------------
@@ -10,6 +10,11 @@ or did we declare what we offer). A refusal raises :class:`LocalProtocolError` n
 rule; nothing has been queued then. It is a pure function of what the connection passes in,
 so it runs on every send without touching the connection itself.
 
+For what the peer sends, :func:`incoming_rule` finds a received request's row (the method
+exists in the revision, and the peer's role sends it) and :func:`gate_incoming` asks
+whether our declared capabilities cover it; each answers the request itself when the
+answer is no (-32601, or -32602 for a params-dependent gate) and the caller stops.
+
 :func:`refusal` and :func:`gate_message` word the refusals that both directions share: the
 connection raises them for what the application sends and answers or reports them for what
 the peer sends.
@@ -20,11 +25,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._capabilities import ALL_METHODS, Kind, MethodRule, lookup, missing_capability
+from ._capabilities import ALL_METHODS, Kind, MethodRule, lookup, missing_capability, refusal_code
+from ._engine import Batch, Engine
 from ._errors import ErrorCode, LocalProtocolError
+from ._events import RequestId
 from ._state import Input, Role, State, Verdict, transition
 
-__all__ = ["check_send", "gate_message", "refusal"]
+__all__ = ["check_send", "gate_incoming", "gate_message", "incoming_rule", "refusal"]
 
 
 def check_send(
@@ -71,6 +78,34 @@ def check_send(
                     "declare",
                     code=ErrorCode.METHOD_NOT_FOUND,
                 )
+
+
+def incoming_rule(
+    conn: Engine, request_id: RequestId, method: str, revision: str, peer_role: Role,
+    batch: Batch | None,
+) -> MethodRule | None:
+    """The method-table row for a received request, or None after answering -32601: the
+    method does not exist in ``revision``, or the peer's role does not send it."""
+    rule = lookup(method, revision)
+    if rule is None or rule.kind is not Kind.REQUEST or not rule.sender.allows(peer_role):
+        conn._reply_error(batch, request_id, ErrorCode.METHOD_NOT_FOUND,
+                          f"Method not found: {method}", method)
+        return None
+    return rule
+
+
+def gate_incoming(
+    conn: Engine, request_id: RequestId, rule: MethodRule, revision: str,
+    params: dict[str, Any] | None, capabilities: Mapping[str, Any], batch: Batch | None,
+) -> bool:
+    """Whether our declared ``capabilities`` let us serve a received request; if not, it has
+    been answered (-32601 for the capability, -32602 for a params-dependent one)."""
+    missing = missing_capability(rule, revision, params, capabilities)
+    if missing is None:
+        return True
+    conn._reply_error(batch, request_id, refusal_code(rule, missing),
+                      gate_message(rule, rule.method, missing), rule.method)
+    return False
 
 
 def refusal(inp: Input, state: State) -> str:

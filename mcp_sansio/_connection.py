@@ -26,7 +26,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, cast
 
-from . import _codec, _inflight, _json, _negotiation, _notifications, _stateless_era
+from . import _codec, _inflight, _json, _lifecycle, _notifications, _stateless_era
+from ._admission import batch_refusal
 from ._batches import flush_batch, process_batch, sanitized_reply
 from ._capabilities import (
     METHODS,
@@ -34,14 +35,11 @@ from ._capabilities import (
     PROMPT_METHODS,
     SESSION_OPENERS,
     Kind,
-    MethodRule,
     declared,
     lookup,
-    missing_capability,
-    refusal_code,
     subject_of,
 )
-from ._checks import check_send, gate_message, refusal
+from ._checks import check_send, gate_incoming, incoming_rule, refusal
 from ._codec import InvalidMessage, MessageKind
 from ._compiled import mypyc_attr
 from ._engine import DEFAULT as _DEFAULT
@@ -49,15 +47,10 @@ from ._engine import Batch, OutgoingMessage
 from ._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
 from ._events import (
     CloseReason,
-    ConnectionClosed,
     ErrorResponse,
     Event,
     MessageRejected,
-    Notification,
-    Request,
-    RequestAborted,
     RequestId,
-    Response,
     trusted_request,
     trusted_response,
 )
@@ -67,7 +60,6 @@ from ._keyring import KeyRing
 from ._listen import ListenStreams
 from ._mrtr import InputRetries, check_input_requests
 from ._pending import RECENT_IDS_LIMIT, Incoming, Outgoing, RecentIds
-from ._sessionless import MODE as SESSIONLESS_MODE
 from ._sessionless import REFUSED_REQUESTS as SESSIONLESS_REFUSED
 from ._sessionless import request_refusal, withdraw
 from ._state import (
@@ -219,18 +211,15 @@ class Connection:
         max_outgoing_requests: int | None = None,
         recent_ids_limit: int = RECENT_IDS_LIMIT,
     ) -> None:
-        # A dict we are given is kept, not copied: a server makes one connection per session
-        # from the same two dicts, and a copy each is a few hundred bytes per idle session.
-        # The connection never changes them (nor may the caller while the connection lives).
+        # A dict we are given is kept, not copied (a few hundred bytes per idle session).
         self.info: dict[str, Any] = (
             info if type(info) is dict else dict(info or {"name": "mcp-sansio", "version": "0"}))
         self.capabilities: dict[str, Any] = (
             capabilities if type(capabilities) is dict else dict(capabilities or {}))
         supported = tuple(versions) if versions is not None else KNOWN_REVISIONS
-        # Each era's revisions and the newest of each (the revision is read on every
-        # message), worked out once per distinct ``versions`` (see _VERSION_PLANS).
         self.versions: tuple[str, ...] = supported
-        # (One attribute per statement: a compiled build declares attributes from them.)
+        # Each era's revisions and the newest of each, worked out once per distinct
+        # ``versions``. (One attribute per statement: the compiled build declares them so.)
         plan = _version_plan(supported)
         self._handshake_versions = plan[0]
         self._stateless_versions = plan[1]
@@ -267,10 +256,7 @@ class Connection:
         # is written for another process or host to read is timed on it (docs/keys.rst).
         self._wall_now: float | None = None
         self._splitter = LineSplitter(max_message_size)
-        # Input items and events are lists read through a cursor, not deques: an empty list
-        # is 56 bytes where an empty deque is 760 (it allocates a 64-slot block at once), and
-        # an idle session holds both. The cursor keeps reads O(1) (a popleft on a list would
-        # make a feed of many small lines quadratic); each list is cleared when fully read.
+        # Lists read through a cursor, not deques (smaller when idle; see docs/architecture).
         self._inbox: list[Any] = []
         self._inbox_at = 0
         self._events: list[Event] = []
@@ -492,19 +478,7 @@ class Connection:
         """Send a symmetric event (:class:`Request`, :class:`Notification`,
         :class:`Response` or :class:`ErrorResponse`), e.g. one received from another
         connection. Returns the new id for a request (ids belong to the connection)."""
-        if isinstance(event, Request):
-            return self.send_request(event.method, event.params)
-        if isinstance(event, Notification):
-            self.send_notification(event.method, event.params)
-        elif isinstance(event, Response):
-            self.send_response(event.request_id, event.result)
-        elif isinstance(event, ErrorResponse):
-            if event.request_id is None:
-                raise LocalProtocolError("an error response to send needs a request id")
-            self.send_error(event.request_id, event.code, event.message, event.data)
-        else:
-            raise LocalProtocolError(f"{type(event).__name__} is not an event that can be sent")
-        return None
+        return _inflight.send_event(self, event)
 
     def send_request(
         self,
@@ -554,13 +528,9 @@ class Connection:
         related_request_id: RequestId | None,
     ) -> RequestId:
         """Build, encode and queue a request whose sending the caller has checked."""
-        if (
-            self.max_outgoing_requests is not None
-            and len(self._outgoing) >= self.max_outgoing_requests
-        ):
-            raise LocalProtocolError(
-                f"too many requests in flight (limit {self.max_outgoing_requests})"
-            )
+        limit = self.max_outgoing_requests
+        if limit is not None and len(self._outgoing) >= limit:
+            raise LocalProtocolError(f"too many requests in flight (limit {limit})")
         request_id: RequestId = self._next_id
         if self.request_id_prefix is not None:
             request_id = f"{self.request_id_prefix}{self._next_id}"
@@ -576,11 +546,8 @@ class Connection:
         self._next_id += 1
         idle = self.request_timeout if timeout is _DEFAULT else timeout
         hard = self.max_request_time if max_total is _DEFAULT else max_total
-        resets = (
-            self.progress_resets_timeout
-            if progress_resets_timeout is None
-            else progress_resets_timeout
-        )
+        resets = (self.progress_resets_timeout if progress_resets_timeout is None
+                  else progress_resets_timeout)
         subject = subject_of(method, body) if method in _SUBSCRIPTION_METHODS else None
         record = Outgoing(method, idle, token, resets, subject, related_request_id)
         if self._state is State.STATELESS and method in MRTR_METHODS:
@@ -630,25 +597,15 @@ class Connection:
         data = self._encode(message)
         del self._incoming[request_id]
         self._listens.pop(request_id, None)
-        self._record_subscription(record.method, record.subject)
+        if record.subject is not None:
+            _notifications.record_subscription(self, record.method, record.subject)
         self._queue_reply(record.batch, message, request_id, data, from_application=True)
 
     def send_error(
         self, request_id: RequestId, code: int, message: str, data: Any = None
     ) -> None:
         """Answer a request the peer sent us with an error."""
-        if isinstance(code, bool) or not isinstance(code, int):
-            raise LocalProtocolError("an error code must be an integer")
-        if not isinstance(message, str):
-            raise LocalProtocolError("an error message must be a string")
-        record = self._answerable(request_id)
-        if record is None:
-            return
-        wire = _codec.error_message(request_id, code, message, data)
-        encoded = self._encode(wire)
-        del self._incoming[request_id]
-        self._listens.pop(request_id, None)
-        self._queue_reply(record.batch, wire, request_id, encoded, from_application=True)
+        _inflight.send_error(self, request_id, code, message, data)
 
     def send_progress(
         self,
@@ -679,7 +636,7 @@ class Connection:
         """Close the connection locally: pending requests are aborted with events."""
         self._clock(now)
         if self._state is not State.CLOSED:
-            self._close(CloseReason.LOCAL, "closed by the application")
+            _lifecycle.close(self, CloseReason.LOCAL, "closed by the application")
 
     # -- send-side checks ----------------------------------------------------------------------
 
@@ -704,22 +661,6 @@ class Connection:
                 "(never received, or already answered)"
             )
         return record
-
-    def _require_outgoing(self, request_id: RequestId) -> Outgoing:
-        record = self._outgoing.get(request_id)
-        if record is None:
-            raise LocalProtocolError(f"no request {request_id!r} of ours is in flight")
-        return record
-
-    def _record_subscription(self, method: str, uri: str | None) -> None:
-        """A successful resources/(un)subscribe -- answered by us (server) or to us (client) --
-        changes which URIs notifications/resources/updated may name."""
-        if uri is None:
-            return
-        if method == "resources/subscribe":
-            self.subscriptions = self.subscriptions | {uri}
-        elif method == "resources/unsubscribe":
-            self.subscriptions = self.subscriptions - {uri}
 
     # -- queueing ----------------------------------------------------------------------------
 
@@ -770,17 +711,8 @@ class Connection:
         self._inbox_at = 0
 
     def _process(self, item: Any) -> None:
-        if self._state is State.CLOSED:
-            self._drop_input()
-            return
-        if item is _EOF:
-            self._close(CloseReason.EOF, "the peer closed the connection")
-            return
-        if item is OVERSIZED:
-            self._reply_error(
-                None, None, ErrorCode.INVALID_REQUEST,
-                f"Invalid Request: message larger than {self.max_message_size} bytes",
-            )
+        if self._state is State.CLOSED or item is _EOF or item is OVERSIZED:
+            _lifecycle.edge_of_input(self, item is _EOF)
             return
         if type(item) is tuple:
             value = item[0]
@@ -791,7 +723,8 @@ class Connection:
                 self._reply_error(None, None, exc.code, exc.message)
                 return
         if type(value) is list:
-            process_batch(self, value)
+            # The batch rule (_admission.py): only 2025-03-26 allows one (changelog.mdx).
+            process_batch(self, value, batch_refusal(self.protocol_version, self.revision))
         else:
             self._handle(value, None)
 
@@ -815,18 +748,11 @@ class Connection:
         self, request_id: RequestId, method: str, params: dict[str, Any] | None,
         batch: Batch | None,
     ) -> None:
-        if len(self._incoming) >= self.max_incoming_requests and method not in PROMPT_METHODS:
-            self._reply_error(
-                batch, request_id, ErrorCode.TOO_MANY_REQUESTS,
-                f"Too many requests in flight (limit {self.max_incoming_requests})", method,
-            )
-            return
-        if request_id in self._incoming:
-            self._reply_error(
-                batch, request_id, ErrorCode.INVALID_REQUEST,
-                f"Invalid Request: id {request_id!r} is already in use by a request in flight",
-                method,
-            )
+        incoming = self._incoming
+        if request_id in incoming or (
+            len(incoming) >= self.max_incoming_requests and method not in PROMPT_METHODS
+        ):
+            _inflight.refuse_request(self, request_id, method, batch)
             return
         opens_session = method in SESSION_OPENERS
         if (
@@ -838,10 +764,10 @@ class Connection:
             _stateless_era.on_request(self, request_id, method, params, batch)
             return
         if opens_session and not self._handshake_versions:
-            _negotiation.refuse_initialize(self, request_id, method, params, batch)
+            _lifecycle.refuse_initialize(self, request_id, method, params, batch)
             return
         revision = self._handshake_revision
-        rule = self._incoming_rule(request_id, method, revision, batch)
+        rule = incoming_rule(self, request_id, method, revision, self._peer_role, batch)
         if rule is None:
             return
         inp = classify_request(method, sending=False)
@@ -850,19 +776,17 @@ class Connection:
             self._reply_error(batch, request_id, NOT_INITIALIZED_CODE,
                               refusal(inp, self._state), method)
             return
-        if not self._gate_incoming(request_id, rule, revision, params, batch):
+        if not gate_incoming(self, request_id, rule, revision, params, self.capabilities, batch):
             return
         if method == "ping":
             # ping.mdx: the receiver MUST respond promptly with an empty result.
             self._queue_reply(batch, _codec.result_message(request_id, {}), request_id)
             return
         if opens_session:
-            _negotiation.on_initialize(self, request_id, params or {}, next_state, batch)
+            _lifecycle.on_initialize(self, request_id, params or {}, next_state, batch)
             return
         if self.sessionless and method in SESSIONLESS_REFUSED:
-            self._reply_error(batch, request_id, ErrorCode.INVALID_REQUEST,
-                              f"Invalid Request: {method} is not available in "
-                              f"{SESSIONLESS_MODE}: {SESSIONLESS_REFUSED[method]}", method)
+            _inflight.refuse_request(self, request_id, method, batch)
             return
         if method == "logging/setLevel":
             _notifications.on_set_level(self, request_id, params or {}, batch)
@@ -877,33 +801,6 @@ class Connection:
             batch.waiting += 1
         self._events.append(trusted_request(request_id, method, params))
 
-    def _incoming_rule(
-        self, request_id: RequestId, method: str, revision: str, batch: Batch | None
-    ) -> MethodRule | None:
-        """The method-table row for a received request, or None after answering -32601: the
-        method does not exist in ``revision``, or the peer's role does not send it."""
-        rule = lookup(method, revision)
-        if rule is None or rule.kind is not Kind.REQUEST or not rule.sender.allows(
-            self._peer_role
-        ):
-            self._reply_error(batch, request_id, ErrorCode.METHOD_NOT_FOUND,
-                              f"Method not found: {method}", method)
-            return None
-        return rule
-
-    def _gate_incoming(
-        self, request_id: RequestId, rule: MethodRule, revision: str,
-        params: dict[str, Any] | None, batch: Batch | None,
-    ) -> bool:
-        """Whether our declared capabilities let us serve a received request; if not, it has
-        been answered (-32601 for the capability, -32602 for a params-dependent one)."""
-        missing = missing_capability(rule, revision, params, self.capabilities)
-        if missing is None:
-            return True
-        self._reply_error(batch, request_id, refusal_code(rule, missing),
-                          gate_message(rule, rule.method, missing), rule.method)
-        return False
-
     def _on_response(self, kind: MessageKind, request_id: RequestId | None, payload: Any) -> None:
         is_result = kind is MessageKind.RESULT
         record = self._outgoing.get(request_id) if request_id is not None else None
@@ -912,9 +809,9 @@ class Connection:
             return
         if self._state is State.PROBING:
             # The only request in flight while probing is the probe; its answer is judged
-            # into PROBE_STATELESS or PROBE_FALLBACK (_negotiation.py).
+            # into PROBE_STATELESS or PROBE_FALLBACK (_lifecycle.py).
             self._end_outgoing(request_id, record)
-            _negotiation.on_probe_response(self, is_result, payload)
+            _lifecycle.on_probe_response(self, is_result, payload)
             return
         opener = record.method in SESSION_OPENERS
         if opener:
@@ -927,26 +824,19 @@ class Connection:
             return
         self._end_outgoing(request_id, record)
         if opener:
-            _negotiation.on_initialize_response(self, is_result, payload)
+            _lifecycle.on_initialize_response(self, is_result, payload)
             return
         if is_result and self._state is State.STATELESS:
             _stateless_era.on_result(self, request_id, record, payload)
             return
         if is_result:
-            self._record_subscription(record.method, record.subject)
-            self._events.append(
-                trusted_response(request_id, payload, record.method)
-            )
+            if record.subject is not None:
+                _notifications.record_subscription(self, record.method, record.subject)
+            self._events.append(trusted_response(request_id, payload, record.method))
         else:
-            self._events.append(
-                ErrorResponse(
-                    request_id=request_id,
-                    code=payload["code"],
-                    message=payload["message"],
-                    data=payload.get("data"),
-                    method=record.method,
-                )
-            )
+            self._events.append(ErrorResponse(
+                request_id=request_id, code=payload["code"], message=payload["message"],
+                data=payload.get("data"), method=record.method))
 
     def _end_outgoing(self, request_id: RequestId, record: Outgoing) -> None:
         self._listens.pop(request_id, None)
@@ -955,25 +845,6 @@ class Connection:
         if record.progress_token is not None:
             self._progress_tokens.pop(record.progress_token, None)
 
-    def _close(self, reason: CloseReason, detail: str) -> None:
-        """Close for good: abort every pending request (one event each), then report."""
-        self._state = State.CLOSED
-        self.close_reason = reason
-        for request_id, record in list(self._outgoing.items()):
-            self._end_outgoing(request_id, record)
-            if record.method not in SESSION_OPENERS:  # initialize ends with ConnectionClosed
-                self._events.append(
-                    RequestAborted(request_id=request_id, method=record.method, reason=reason)
-                )
-        self._incoming.clear()
-        self._drop_input()
-        self._events.append(ConnectionClosed(reason=reason, detail=detail))
-
-    # -- the handshake and the era probe ---------------------------------------------------
-    # Which role reaches each of these is decided by the tables, not by overriding: only a
-    # server receives initialize and server/discover (method table), only a client gets their
-    # answers, only a client enters PROBING (lifecycle table). The decisions themselves are
-    # pure functions in _handshake.py.
 
 #: The one empty subscription set every connection starts with (CPython makes a new empty
 #: frozenset per call).
@@ -1082,7 +953,7 @@ class ClientConnection(Connection):
         never cancelled. Its outcome is an :class:`Initialized` event or a
         :class:`ConnectionClosed` one -- never a ``Response``.
         """
-        return _negotiation.send_initialize(self, now, timeout)
+        return _lifecycle.send_initialize(self, now, timeout)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

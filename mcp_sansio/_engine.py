@@ -8,7 +8,7 @@ and runs the hot path itself: decoding, the request and response paths of the ha
 era, queueing. Every other concern -- timeouts, progress and cancellation
 (``_inflight.py``), notifications (``_notifications.py``), 2025-03-26 batches
 (``_batches.py``), the stateless era (``_stateless_era.py``), the handshake and the era
-probe (``_negotiation.py``) -- is a module of functions that take the connection as their
+probe (``_lifecycle.py``) -- is a module of functions that take the connection as their
 first argument and read and write it through :class:`Engine`, the part of it they may use.
 
 So the feature modules never import the connection's module (no import cycle), hold no
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ._capabilities import MethodRule
 from ._events import CloseReason, Event, RequestId
 from ._keyring import KeyRing
 from ._listen import ListenStreams
@@ -62,11 +61,14 @@ class Engine(Protocol):
     capabilities: dict[str, Any]
     versions: tuple[str, ...]
     strict_capabilities: bool
+    max_incoming_requests: int
+    max_message_size: int
     protocol_version: str | None
     peer_capabilities: dict[str, Any]
     peer_info: dict[str, Any]
     instructions: str | None
     discovery: dict[str, Any] | None
+    close_reason: CloseReason | None
     subscriptions: frozenset[str]
     log_level: str | None
     sessionless: bool
@@ -105,6 +107,15 @@ class Engine(Protocol):
     @property
     def revision(self) -> str: ...
 
+    def _answerable(self, request_id: RequestId) -> Incoming | None: ...
+
+    def send_notification(self, method: str, params: dict[str, Any] | None = None) -> None: ...
+
+    def send_response(self, request_id: RequestId, result: dict[str, Any]) -> None: ...
+
+    def send_error(self, request_id: RequestId, code: int, message: str,
+                   data: Any = None) -> None: ...
+
     def send_request(self, method: str, params: dict[str, Any] | None = None, *,
                      now: float | None = None, timeout: Any = DEFAULT,
                      max_total: Any = DEFAULT) -> RequestId: ...
@@ -115,11 +126,9 @@ class Engine(Protocol):
 
     def _encode(self, message: Any) -> bytes: ...
 
-    def _require_outgoing(self, request_id: RequestId) -> Outgoing: ...
-
     def _end_outgoing(self, request_id: RequestId, record: Outgoing) -> None: ...
 
-    def _close(self, reason: CloseReason, detail: str) -> None: ...
+    def _drop_input(self) -> None: ...
 
     def _handle(self, obj: Any, batch: Batch | None) -> None: ...
 
@@ -135,14 +144,3 @@ class Engine(Protocol):
 
     def _report(self, code: int, reason: str, request_id: RequestId | None = None,
                 method: str | None = None) -> None: ...
-
-    def _record_subscription(self, method: str, uri: str | None) -> None: ...
-
-    def _incoming_rule(
-        self, request_id: RequestId, method: str, revision: str, batch: Batch | None
-    ) -> MethodRule | None: ...
-
-    def _gate_incoming(
-        self, request_id: RequestId, rule: MethodRule, revision: str,
-        params: dict[str, Any] | None, batch: Batch | None,
-    ) -> bool: ...

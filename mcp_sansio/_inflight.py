@@ -27,31 +27,60 @@ from typing import Any
 
 from . import _codec
 from ._batches import flush_batch
-from ._capabilities import SESSION_OPENERS
-from ._engine import Engine
+from ._capabilities import PROMPT_METHODS, SESSION_OPENERS
+from ._engine import Batch, Engine
 from ._errors import ErrorCode, LocalProtocolError
 from ._events import (
     CancelRequested,
     CloseReason,
+    ErrorResponse,
+    Event,
     LateResponse,
+    Notification,
     Progress,
+    Request,
     RequestCancelled,
     RequestId,
     RequestTimedOut,
+    Response,
     UnexpectedResponse,
 )
-from ._negotiation import probe_failed
+from ._lifecycle import close, probe_failed
+from ._pending import Outgoing
+from ._sessionless import MODE as SESSIONLESS_MODE
+from ._sessionless import REFUSED_REQUESTS as SESSIONLESS_REFUSED
 from ._state import Role, State
 from ._timers import TimerKind
 from ._versions import FEATURES
 
 __all__ = ["cancel", "handle_timeout", "number", "on_cancelled", "on_progress", "pause",
-           "progress_meta", "queue_cancel", "resume", "send_progress", "unmatched_response"]
+           "progress_meta", "queue_cancel", "refuse_request", "resume", "send_error",
+           "send_event", "send_progress", "unmatched_response"]
 
 
 def number(value: object) -> bool:
     """A finite JSON number (not a bool)."""
     return (type(value) is int or type(value) is float) and math.isfinite(value)
+
+
+def refuse_request(
+    conn: Engine, request_id: RequestId, method: str, batch: Batch | None
+) -> None:
+    """Answer a received request that cannot be taken: too many are in flight already
+    (``max_incoming_requests``), its id is in use by one in flight, or it only changes
+    session state and the connection serves one sessionless POST."""
+    if len(conn._incoming) >= conn.max_incoming_requests and method not in PROMPT_METHODS:
+        conn._reply_error(
+            batch, request_id, ErrorCode.TOO_MANY_REQUESTS,
+            f"Too many requests in flight (limit {conn.max_incoming_requests})", method,
+        )
+        return
+    if request_id in conn._incoming:
+        reason = f"Invalid Request: id {request_id!r} is already in use by a request in flight"
+    else:
+        reason = (f"Invalid Request: {method} is not available in {SESSIONLESS_MODE}: "
+                  f"{SESSIONLESS_REFUSED[method]}")
+    conn._reply_error(batch, request_id, ErrorCode.INVALID_REQUEST, reason, method)
 
 
 def handle_timeout(conn: Engine, now: float) -> None:
@@ -63,7 +92,7 @@ def handle_timeout(conn: Engine, now: float) -> None:
         request_id: RequestId = key  # type: ignore[assignment]
         if record.method in SESSION_OPENERS:
             # lifecycle.mdx: the client MUST NOT cancel initialize; close instead.
-            conn._close(CloseReason.INITIALIZE_TIMEOUT, "initialize was not answered in time")
+            close(conn, CloseReason.INITIALIZE_TIMEOUT, "initialize was not answered in time")
             return
         if conn._state is State.PROBING:
             # versioning.mdx: a timeout of the probe means fall back to initialize. No
@@ -85,9 +114,16 @@ def handle_timeout(conn: Engine, now: float) -> None:
         )
 
 
+def _require_outgoing(conn: Engine, request_id: RequestId) -> Outgoing:
+    record = conn._outgoing.get(request_id)
+    if record is None:
+        raise LocalProtocolError(f"no request {request_id!r} of ours is in flight")
+    return record
+
+
 def pause(conn: Engine, request_id: RequestId, now: float) -> None:
     """Stop the clock of a request we sent, keeping the time it has left."""
-    record = conn._require_outgoing(request_id)
+    record = _require_outgoing(conn, request_id)
     if record.paused is not None:
         return
     idle = conn._timers.get(request_id, TimerKind.IDLE)
@@ -101,7 +137,7 @@ def pause(conn: Engine, request_id: RequestId, now: float) -> None:
 
 def resume(conn: Engine, request_id: RequestId, now: float) -> None:
     """Restart a paused request's clock with the time it had left."""
-    record = conn._require_outgoing(request_id)
+    record = _require_outgoing(conn, request_id)
     if record.paused is None:
         return
     idle, hard = record.paused
@@ -162,7 +198,7 @@ def cancel(conn: Engine, request_id: RequestId, reason: str | None) -> None:
     """End a request we sent: ``notifications/cancelled`` out, :class:`RequestCancelled`."""
     if conn._state is State.CLOSED:
         raise LocalProtocolError("the connection is closed")
-    record = conn._require_outgoing(request_id)
+    record = _require_outgoing(conn, request_id)
     if record.method in SESSION_OPENERS:
         raise LocalProtocolError(f"{record.method} cannot be cancelled (lifecycle.mdx)")
     conn._end_outgoing(request_id, record)
@@ -283,3 +319,36 @@ def unmatched_response(
                 error=None if is_result else payload,
             )
         )
+
+
+def send_error(conn: Engine, request_id: RequestId, code: int, message: str, data: Any) -> None:
+    """Answer a request the peer sent us with an error."""
+    if isinstance(code, bool) or not isinstance(code, int):
+        raise LocalProtocolError("an error code must be an integer")
+    if not isinstance(message, str):
+        raise LocalProtocolError("an error message must be a string")
+    record = conn._answerable(request_id)
+    if record is None:
+        return
+    wire = _codec.error_message(request_id, code, message, data)
+    encoded = conn._encode(wire)
+    del conn._incoming[request_id]
+    conn._listens.pop(request_id, None)
+    conn._queue_reply(record.batch, wire, request_id, encoded, from_application=True)
+
+
+def send_event(conn: Engine, event: Event) -> RequestId | None:
+    """Send a symmetric event received from another connection, by its kind."""
+    if isinstance(event, Request):
+        return conn.send_request(event.method, event.params)
+    if isinstance(event, Notification):
+        conn.send_notification(event.method, event.params)
+    elif isinstance(event, Response):
+        conn.send_response(event.request_id, event.result)
+    elif isinstance(event, ErrorResponse):
+        if event.request_id is None:
+            raise LocalProtocolError("an error response to send needs a request id")
+        conn.send_error(event.request_id, event.code, event.message, event.data)
+    else:
+        raise LocalProtocolError(f"{type(event).__name__} is not an event that can be sent")
+    return None

@@ -41,7 +41,8 @@ from ._state import (
 )
 from ._stateless import LOG_RANK
 
-__all__ = ["is_member", "on_notification", "on_set_level", "send_notification"]
+__all__ = ["is_member", "on_notification", "on_set_level", "record_subscription",
+           "send_notification"]
 
 
 def is_member(value: object, container: Container[Any]) -> bool:
@@ -147,3 +148,12 @@ def on_set_level(
         return
     conn.log_level = level
     conn._queue_reply(batch, _codec.result_message(request_id, {}), request_id)
+
+
+def record_subscription(conn: Engine, method: str, uri: str) -> None:
+    """A successful resources/(un)subscribe -- answered by us (server) or to us (client) --
+    changes which URIs notifications/resources/updated may name."""
+    if method == "resources/subscribe":
+        conn.subscriptions = conn.subscriptions | {uri}
+    elif method == "resources/unsubscribe":
+        conn.subscriptions = conn.subscriptions - {uri}

@@ -26,12 +26,13 @@ from typing import Any, cast
 from . import _codec
 from ._admission import Refusal, admit_stateless
 from ._capabilities import MRTR_METHODS, MethodRule, lookup, subject_of
+from ._checks import gate_incoming, incoming_rule
 from ._engine import Batch, Engine
 from ._errors import ErrorCode, LocalProtocolError
 from ._events import Event, RequestFailed, RequestId, trusted_request, trusted_response
 from ._handshake import discover_result
 from ._keyring import KeyRing
-from ._negotiation import record_discovery
+from ._lifecycle import record_discovery
 from ._pending import Incoming, Outgoing
 from ._state import NOT_INITIALIZED_CODE, Input, State, Verdict, transition
 from ._stateless import (
@@ -76,8 +77,9 @@ def on_request(
                           data=admitted.data)
         return
     version, capabilities, meta = admitted
-    rule = conn._incoming_rule(request_id, method, version, batch)
-    if rule is None or not conn._gate_incoming(request_id, rule, version, params, batch):
+    rule = incoming_rule(conn, request_id, method, version, conn._peer_role, batch)
+    if rule is None or not gate_incoming(conn, request_id, rule, version, params,
+                                         conn.capabilities, batch):
         return
     level = meta.get(META_LOG_LEVEL)
     if level is not None and (not isinstance(level, str) or level not in LOG_RANK):

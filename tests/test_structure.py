@@ -249,7 +249,6 @@ MAX_INIT_PARAMETERS = 12
 #: engine and the HTTP client hold their sub-states' dispatch; the testing kit's machines
 #: are scripted peers.
 KNOWN_LONG_CLASSES = {
-    "mcp_sansio/_connection.py:Connection": 1460,
     "mcp_sansio/http/_client.py:HTTPClient": 944,
     "mcp_sansio/testing/_client_machine.py:ClientMachine": 960,
     "mcp_sansio/testing/_machine.py:PeerMachine": 1344,

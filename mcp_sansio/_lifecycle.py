@@ -1,4 +1,4 @@
-"""The handshake and the era probe as steps on a connection (both roles).
+"""A connection's lifecycle steps: the handshake, the era probe and the close (both roles).
 
 Theory of operation
 -------------------
@@ -15,6 +15,9 @@ enters ``PROBING`` (the lifecycle table). A dual-era client probes with ``server
 (``versioning.mdx``): a discover result or a stateless-era error settles the stateless era
 (:func:`on_probe_response`); anything else, or no answer in time, falls back to
 ``initialize`` when a handshake revision is supported, else closes (:func:`probe_failed`).
+:func:`close` ends the connection for good: each request of ours in flight is aborted with
+an event, the peer's are forgotten with the unread input, and :class:`ConnectionClosed` says
+why.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from __future__ import annotations
 from typing import Any, cast
 
 from . import _codec
+from ._capabilities import SESSION_OPENERS
 from ._engine import DEFAULT, Batch, Engine
 from ._errors import ErrorCode, LocalProtocolError
-from ._events import CloseReason, Initialized, RequestId
+from ._events import CloseReason, ConnectionClosed, Initialized, RequestAborted, RequestId
 from ._handshake import (
     answer_initialize,
     implementation,
@@ -35,8 +39,9 @@ from ._handshake import (
 from ._state import Input, State, transition
 from ._stateless import META_SERVER_INFO
 
-__all__ = ["on_initialize", "on_initialize_response", "on_probe_response", "probe_failed",
-           "record_discovery", "refuse_initialize", "send_initialize"]
+__all__ = ["close", "edge_of_input", "on_initialize", "on_initialize_response",
+           "on_probe_response", "probe_failed", "record_discovery", "refuse_initialize",
+           "send_initialize"]
 
 
 def on_initialize(
@@ -88,7 +93,7 @@ def on_initialize_response(conn: Engine, is_result: bool, payload: dict[str, Any
     """Client: the answer to ``initialize``: operate and say ``initialized``, or close."""
     refusal = read_initialize_result(is_result, payload, conn._handshake_versions)
     if refusal is not None:
-        conn._close(*refusal)
+        close(conn, *refusal)
         return
     version: str = payload["protocolVersion"]
     conn.protocol_version = version
@@ -130,8 +135,8 @@ def on_probe_response(conn: Engine, is_result: bool, payload: dict[str, Any]) ->
 def probe_failed(conn: Engine, detail: str) -> None:
     """Fall back to initialize (versioning.mdx), or close if we cannot."""
     if not conn._handshake_versions or conn._no_fallback:
-        conn._close(CloseReason.VERSION_REJECTED,
-                    f"{detail}; this client supports no handshake-era revision")
+        close(conn, CloseReason.VERSION_REJECTED,
+              f"{detail}; this client supports no handshake-era revision")
         return
     conn._state = transition(conn.role, conn._state, Input.PROBE_FALLBACK)[1]
     send_initialize(conn, None, DEFAULT)
@@ -149,3 +154,30 @@ def record_discovery(conn: Engine, result: dict[str, Any]) -> None:
     instructions = result.get("instructions")
     conn.instructions = instructions if isinstance(instructions, str) else None
     conn.discovery = result
+
+
+def close(conn: Engine, reason: CloseReason, detail: str) -> None:
+    """Close for good: abort every pending request (one event each), then report."""
+    conn._state = State.CLOSED
+    conn.close_reason = reason
+    for request_id, record in list(conn._outgoing.items()):
+        conn._end_outgoing(request_id, record)
+        if record.method not in SESSION_OPENERS:  # initialize ends with ConnectionClosed
+            conn._events.append(
+                RequestAborted(request_id=request_id, method=record.method, reason=reason)
+            )
+    conn._incoming.clear()
+    conn._drop_input()
+    conn._events.append(ConnectionClosed(reason=reason, detail=detail))
+
+
+def edge_of_input(conn: Engine, eof: bool) -> None:
+    """An input item the message path does not take: any once closed (dropped with the rest
+    of the input), the end of input (``eof``: close), or a message over the size limit."""
+    if conn._state is State.CLOSED:
+        conn._drop_input()
+    elif eof:
+        close(conn, CloseReason.EOF, "the peer closed the connection")
+    else:
+        conn._reply_error(None, None, ErrorCode.INVALID_REQUEST,
+                          f"Invalid Request: message larger than {conn.max_message_size} bytes")
