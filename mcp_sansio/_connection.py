@@ -17,7 +17,10 @@ This module only wires them. Which role reaches which code follows from those ta
 a server receives ``initialize``; only a client enters ``PROBING``), so the two subclasses add
 public API and configuration, never overrides of the engine.
 
-The rest of its theory of operation: docs/architecture.rst, "Module notes".
+What is off the per-message hot path -- timeouts, progress and cancellation, notifications,
+batches, the handshake and the probe, the stateless era -- lives in modules of functions that
+take the connection (``_engine.Engine``) and keep no state. The rest of the theory of
+operation: docs/architecture.rst, "Inside the core" and "Module notes".
 """
 
 from __future__ import annotations
@@ -807,25 +810,15 @@ class Connection:
         if record is None or request_id is None:
             _inflight.unmatched_response(self, request_id, is_result, payload)
             return
-        if self._state is State.PROBING:
-            # The only request in flight while probing is the probe; its answer is judged
-            # into PROBE_STATELESS or PROBE_FALLBACK (_lifecycle.py).
-            self._end_outgoing(request_id, record)
-            _lifecycle.on_probe_response(self, is_result, payload)
+        if self._state is State.PROBING or record.method in SESSION_OPENERS:
+            _lifecycle.on_opening_response(self, request_id, record, is_result, payload)
             return
-        opener = record.method in SESSION_OPENERS
-        if opener:
-            inp = Input.RECV_INITIALIZE_RESULT if is_result else Input.RECV_INITIALIZE_ERROR
-        else:
-            inp = Input.RECV_RESPONSE
-        verdict, _ = transition(self.role, self._state, inp)
+        verdict, _ = transition(self.role, self._state, Input.RECV_RESPONSE)
         if verdict is not Verdict.ALLOW:  # pragma: no cover - responses are allowed when open
-            self._report(ErrorCode.INVALID_REQUEST, refusal(inp, self._state), request_id)
+            self._report(ErrorCode.INVALID_REQUEST,
+                         refusal(Input.RECV_RESPONSE, self._state), request_id)
             return
         self._end_outgoing(request_id, record)
-        if opener:
-            _lifecycle.on_initialize_response(self, is_result, payload)
-            return
         if is_result and self._state is State.STATELESS:
             _stateless_era.on_result(self, request_id, record, payload)
             return

@@ -26,6 +26,7 @@ from typing import Any, cast
 
 from . import _codec
 from ._capabilities import SESSION_OPENERS
+from ._checks import refusal
 from ._engine import DEFAULT, Batch, Engine
 from ._errors import ErrorCode, LocalProtocolError
 from ._events import CloseReason, ConnectionClosed, Initialized, RequestAborted, RequestId
@@ -36,12 +37,13 @@ from ._handshake import (
     judge_probe_answer,
     read_initialize_result,
 )
-from ._state import Input, State, transition
+from ._pending import Outgoing
+from ._state import Input, State, Verdict, transition
 from ._stateless import META_SERVER_INFO
 
 __all__ = ["close", "edge_of_input", "on_initialize", "on_initialize_response",
-           "on_probe_response", "probe_failed", "record_discovery", "refuse_initialize",
-           "send_initialize"]
+           "on_opening_response", "on_probe_response", "probe_failed", "record_discovery",
+           "refuse_initialize", "send_initialize"]
 
 
 def on_initialize(
@@ -87,6 +89,25 @@ def send_initialize(conn: Engine, now: float | None, timeout: Any) -> RequestId:
         raise LocalProtocolError("this client supports no handshake-era revision")
     params = initialize_params(conn._handshake_versions, conn.capabilities, conn.info)
     return conn.send_request("initialize", params, now=now, timeout=timeout, max_total=None)
+
+
+def on_opening_response(
+    conn: Engine, request_id: RequestId, record: Outgoing, is_result: bool, payload: Any
+) -> None:
+    """Client: the answer to the era probe or to ``initialize``."""
+    if conn._state is State.PROBING:
+        # The only request in flight while probing is the probe; its answer is judged
+        # into PROBE_STATELESS or PROBE_FALLBACK.
+        conn._end_outgoing(request_id, record)
+        on_probe_response(conn, is_result, payload)
+        return
+    inp = Input.RECV_INITIALIZE_RESULT if is_result else Input.RECV_INITIALIZE_ERROR
+    verdict, _ = transition(conn.role, conn._state, inp)
+    if verdict is not Verdict.ALLOW:  # pragma: no cover - responses are allowed when open
+        conn._report(ErrorCode.INVALID_REQUEST, refusal(inp, conn._state), request_id)
+        return
+    conn._end_outgoing(request_id, record)
+    on_initialize_response(conn, is_result, payload)
 
 
 def on_initialize_response(conn: Engine, is_result: bool, payload: dict[str, Any]) -> None:
