@@ -9,7 +9,7 @@ the compiled build (docs/compiled.rst) behaves the same. It
 2. puts the extensions beside their source in this checkout (Python loads an extension
    before a ``.py`` of the same name), the compiler's shared runtime among them
    (``mcp_sansio/_native__mypyc``), so that the tests' child processes load them too;
-3. runs pytest with ``MCP_SANSIO_EXPECT_COMPILED=1`` (tests/test_compiled.py then fails
+3. runs pytest with ``MCP_SANSIO_EXPECT_COMPILED=1`` (tests/project/test_compiled.py then fails
    unless every listed module is the compiled one);
 4. removes every file it added, whatever happened, so the checkout is pure again.
 

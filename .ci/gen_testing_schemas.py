@@ -21,7 +21,7 @@ Usage::
 beside the repository (the same setting as the tests' ``tests/schemas.py``).
 
 ``--check`` exits 1 when the committed module differs from what the schemas give (the test
-suite runs the same comparison: ``tests/test_testing_kit.py``).
+suite runs the same comparison: ``tests/check/test_testing_kit.py``).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def render(schema_dir: Path) -> str:
         "licence): annotations dropped, references rewritten to ``#/$defs/``, identical",
         "definitions stored once. Validation keywords are kept exactly, so a message valid here is",
         "valid against the official file and the other way round. Regenerate after updating the",
-        'schemas; ``tests/test_testing_kit.py`` fails while this module is out of date.',
+        'schemas; ``tests/check/test_testing_kit.py`` fails while this module is out of date.',
         '"""',
         "",
         "from __future__ import annotations",

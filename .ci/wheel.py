@@ -31,8 +31,8 @@ PY = sys.executable
 
 #: Tests run against the installed wheel: the core, the stdio and HTTP adapters, the CLI's
 #: call and the development authorization server with our OAuth client.
-SMOKE = ["tests/test_codec.py", "tests/test_lifecycle.py", "tests/test_errors_say_why.py",
-         "tests/test_dev_auth_server.py"]
+SMOKE = ["tests/core/test_codec.py", "tests/core/test_lifecycle.py",
+         "tests/adapters/common/test_errors_say_why.py", "tests/auth/test_dev_auth_server.py"]
 #: The extras those tests need, on top of pytest.
 EXTRAS = "testing,auth,trio"
 

@@ -88,14 +88,7 @@ class RedisSessionTable:
                                px=_milliseconds(expires_at - wall_time))
 
     async def get(self, session_id: str, *, wall_time: float) -> dict[str, Any] | None:
-        raw = await self._client.get(self._prefix + session_id)
-        if raw is None:
-            return None
-        stored = json.loads(raw)
-        if stored["e"] <= wall_time:
-            return None
-        record: dict[str, Any] = stored["r"]
-        return record
+        return _live(await self._client.get(self._prefix + session_id), wall_time)
 
     async def touch(self, session_id: str, *, expires_at: float, wall_time: float) -> bool:
         record = await self.get(session_id, wall_time=wall_time)
@@ -314,14 +307,7 @@ class RedisTaskTable:
             await pipe.execute()
 
     async def get(self, task_id: str, *, wall_time: float) -> dict[str, Any] | None:
-        raw = await self._client.get(self._prefix + task_id)
-        if raw is None:
-            return None
-        stored = json.loads(raw)
-        if stored["e"] <= wall_time:
-            return None
-        record: dict[str, Any] = stored["r"]
-        return record
+        return _live(await self._client.get(self._prefix + task_id), wall_time)
 
     async def owned(self, owner: str, *, wall_time: float) -> list[dict[str, Any]]:
         index = self._owners + owner
@@ -333,11 +319,11 @@ class RedisTaskTable:
         records: list[dict[str, Any]] = []
         gone: list[str] = []
         for task_id, raw in zip(ids, raws, strict=True):
-            stored = json.loads(raw) if raw is not None else None
-            if stored is None or stored["e"] <= wall_time:
+            record = _live(raw, wall_time)
+            if record is None:
                 gone.append(task_id)
             else:
-                records.append(stored["r"])
+                records.append(record)
         if gone:
             await self._client.zrem(index, *gone)
         return records
@@ -412,6 +398,18 @@ class RedisStores:
     async def aclose(self) -> None:
         await self.bus.aclose()
         await self.client.aclose()
+
+
+def _live(raw: bytes | str | None, wall_time: float) -> dict[str, Any] | None:
+    """A stored record (JSON ``{"r": record, "e": expires_at}``), or None when there is none
+    or it expired by ``wall_time`` (Redis drops it a little later)."""
+    if raw is None:
+        return None
+    stored = json.loads(raw)
+    if stored["e"] <= wall_time:
+        return None
+    record: dict[str, Any] = stored["r"]
+    return record
 
 
 def _milliseconds(seconds: float) -> int:

@@ -25,7 +25,7 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 
-from .common.stdio import DEFAULT_SHUTDOWN_TIMEOUT, argv_of, env_of, kill_leftovers, signal_group
+from .common.stdio import DEFAULT_SHUTDOWN_TIMEOUT, kill_leftovers, signal_group, spawn_args
 
 __all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "signal_group", "spawn_server", "stop_server"]
 
@@ -41,11 +41,9 @@ def spawn_server(
     ``command`` is a program (``args`` follow it) or a whole argv list; ``env`` is added to
     our environment (or replaces it with ``inherit_env=False``). Read the server's stderr
     (its log) as well as its stdout, or a chatty server blocks once the pipe is full."""
-    return subprocess.Popen(
-        argv_of(command, args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, env=env_of(env, inherit_env), cwd=cwd, bufsize=0,
-        start_new_session=True,
-    )
+    argv, spawn = spawn_args(command, args, env, inherit_env, cwd)
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, bufsize=0, **spawn)
 
 
 def stop_server(process: subprocess.Popen[bytes],

@@ -3,7 +3,7 @@
 What is measured:
 
 * ``in-process``: the peer machine against the careful in-process server of
-  ``tests/test_testing_kit.py`` (a :class:`~mcp_sansio.ServerConnection` on a virtual clock,
+  ``tests/check/test_testing_kit.py`` (a :class:`~mcp_sansio.ServerConnection` on a virtual clock,
   no I/O): what the kit itself costs -- strategies, schema validation, the machine.
 * ``stdio``: against ``mcp-sansio serve-example`` over stdio, one process per session (the
   kit gives every session a fresh server): what a real run costs, process start included.
@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # for tests.test_testing_kit's in-process server
+sys.path.insert(0, str(ROOT))  # for tests.check.test_testing_kit's in-process server
 
 from mcp_sansio.adapters.testing_stdio import StdioTransport  # noqa: E402
 
 from mcp_sansio import testing as kit  # noqa: E402
-from tests.test_testing_kit import good_server  # noqa: E402
+from tests.check.test_testing_kit import good_server  # noqa: E402
 
 EXAMPLE = [sys.executable, "-P", "-m", "mcp_sansio", "serve-example"]
 

@@ -16,7 +16,7 @@ Run (about an hour)::
 ``--quick`` runs a few seconds with 4 clients: a smoke test, not a measurement. The clients
 are threads of this process (``http.client``); on a small machine they, not the server, bound
 the churn rate, which does not matter here: what is measured is the server's memory, not its
-speed. ``tests/test_churn.py`` is the short in-memory version (``tracemalloc``, no sockets).
+speed. ``tests/http/test_churn.py`` is the short in-memory version (``tracemalloc``, no sockets).
 """
 
 from __future__ import annotations

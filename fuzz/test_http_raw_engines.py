@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_asgi_engines import ENGINES, serve_example
+from tests.asgi.test_asgi_engines import ENGINES, serve_example
 
 from .http_grammar import connections, cuts
 from .http_target import frame

@@ -15,7 +15,7 @@ answers it with an error response that collides with its own closing of the conn
 (``trio.BusyResourceError``), which ends the worker process, and hypercorn with it (the
 engine's, reported upstream as pgjones/hypercorn issue 203; docs/deploying.rst's engine
 notes). Its asyncio worker, the same h11 parser and application, is fuzzed here; the trio
-worker gets the hardening corpus over its socket (tests/test_asgi_uds.py)."""
+worker gets the hardening corpus over its socket (tests/asgi/test_asgi_uds.py)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests import test_asgi_engines
+from tests.asgi import test_asgi_engines
 from tests.http_stories import GUARD, serve_example
 from tests.processes import stop_group
 

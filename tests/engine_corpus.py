@@ -1,21 +1,22 @@
-"""Hostile requests for the ASGI engines' hardening tests (tests/test_asgi_engine_hardening.py):
-the HTTP hardening corpus of our own servers (tests/test_http_isolation.py) and the cases
-only an engine's parser decides (oversized bodies, ``Expect``, chunk extensions, trailers,
-``Host``, absolute-form, HTTP/1.0 streams), as raw bytes, with the answers our own servers
-give: (raw request, each request's method, the statuses, whether the server closes)."""
+"""Hostile requests for the ASGI engines' hardening tests
+(tests/asgi/test_asgi_engine_hardening.py): the HTTP hardening corpus of our own servers
+(tests/adapters/common/test_http_isolation.py) and the cases only an engine's parser decides
+(oversized bodies, ``Expect``, chunk extensions, trailers, ``Host``, absolute-form, HTTP/1.0
+streams), as raw bytes, with the answers our own servers give: (raw request, each request's method,
+the statuses, whether the server closes)."""
 
 from __future__ import annotations
 
 import json
 
-from .http_raw import chunked, ping, post
+from tests.http_raw import chunked, ping, post
 
 HOST = b"127.0.0.1"
 BIG = 10 * 1024 * 1024  # a body over the default limit (4 MiB)
 
 
 def raw_post(body: bytes | None = None, **kwargs: object) -> bytes:
-    from .http_util import init_body
+    from tests.http_util import init_body
 
     data = json.dumps(init_body()).encode() if body is None else body
     return post(data, **kwargs).replace(b"localhost:8000", HOST)  # type: ignore[arg-type]
@@ -26,7 +27,7 @@ def _chunked_post(body: bytes, extra: bytes = b"") -> bytes:
 
 
 def _init_chunked(extension: bytes = b"", trailer: bytes = b"") -> bytes:
-    from .http_util import init_body
+    from tests.http_util import init_body
 
     data = json.dumps(init_body()).encode()
     return _chunked_post(b"%x%s\r\n%s\r\n0\r\n%s\r\n" % (len(data), extension, data, trailer))
@@ -34,7 +35,7 @@ def _init_chunked(extension: bytes = b"", trailer: bytes = b"") -> bytes:
 
 def sse_call(version: bytes = b"HTTP/1.1") -> bytes:
     """A 2026-07-28 ``tools/call`` answered as an SSE stream (progress, then the result)."""
-    from .http_util import stateless_meta
+    from tests.http_util import stateless_meta
 
     body = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "test_tool_with_progress", "arguments": {},
@@ -146,7 +147,7 @@ def exchange(address: object, data: bytes, methods: list[str], *, count: int,
     import contextlib
     import socket
 
-    from .http_raw import parse
+    from tests.http_raw import parse
 
     if isinstance(address, int):
         sock = socket.create_connection(("127.0.0.1", address), timeout=idle)
@@ -202,7 +203,7 @@ PARSER_ONLY = frozenset({
 
 def render_table() -> str:
     """The engine table of docs/deploying.rst, from :data:`CASES` and
-    :data:`ENGINE_ANSWERS` (tests/test_asgi_engine_hardening.py checks that the page
+    :data:`ENGINE_ANSWERS` (tests/asgi/test_asgi_engine_hardening.py checks that the page
     shows exactly this)."""
     lines = [".. list-table::", "   :header-rows: 1", "", "   * - request",
              "     - our servers", *[f"     - {title}" for title in COLUMNS.values()]]

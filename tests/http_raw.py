@@ -1,6 +1,6 @@
-"""Raw HTTP/1.1 bytes for the hardening tests (tests/test_http_rfc9112.py in memory,
-tests/test_http_isolation.py over loopback): requests written byte by byte, so that they can
-be malformed on purpose, and a reader of the responses a server wrote that checks each
+"""Raw HTTP/1.1 bytes for the hardening tests (tests/http/test_http_rfc9112.py in memory,
+tests/adapters/common/test_http_isolation.py over loopback): requests written byte by byte, so that
+they can be malformed on purpose, and a reader of the responses a server wrote that checks each
 status line and field line as it goes."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 
 import attrs
 
-from .http_util import init_body
+from tests.http_util import init_body
 
 INIT = json.dumps(init_body()).encode()
 HOST = b"localhost:8000"

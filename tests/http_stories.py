@@ -1,4 +1,4 @@
-"""What the runtime HTTP tests (tests/test_http_asyncio.py, test_http_trio.py,
+"""What the runtime HTTP tests (tests/adapters/asyncio/test_http_asyncio.py, test_http_trio.py,
 test_http_threading.py, test_http_client_asyncio.py, test_http_interop.py and the
 cross-runtime test_http_server_runtimes.py and test_http_client_runtimes.py) share: a raw
 keep-alive HTTP/1.1 client on h11 (its sans-IO part, then an async one over any byte stream
@@ -26,8 +26,7 @@ import pytest
 
 from mcp_sansio import Era
 from mcp_sansio.http import SSEParser
-
-from .http_util import stateless_meta
+from tests.http_util import stateless_meta
 
 ACCEPT = "application/json, text/event-stream"
 #: ``era`` for ``connect_http`` by test parameter (None: the probe finds stateless).

@@ -17,8 +17,7 @@ from mcp_sansio import (
 )
 from mcp_sansio.http import HTTPServer, ServerChannel, Session, SSEEvent, SSEParser
 from mcp_sansio.http._wire import ClientWire, ResponseBody, ResponseEnd, ResponseHead, WireClosed
-
-from . import schemas
+from tests import schemas
 
 SERVER_INFO = {"name": "test-server", "version": "1.0"}
 CLIENT_INFO = {"name": "test-client", "version": "1.0"}

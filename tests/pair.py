@@ -18,8 +18,7 @@ from mcp_sansio import (
     Initialized,
     ServerConnection,
 )
-
-from . import schemas
+from tests import schemas
 
 CLIENT_INFO = {"name": "test-client", "version": "1.0"}
 SERVER_INFO = {"name": "test-server", "version": "1.0"}

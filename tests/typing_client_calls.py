@@ -1,4 +1,4 @@
-"""Call sites of both client colours, for the type checker only: ``tests/test_call_types.py``
+"""Call sites of both client colours, for the type checker only: ``tests/app/test_call_types.py``
 runs ``mypy --strict`` on this file (it is never imported or collected). Each named call is
 made in both colours with its options, and ``assert_type`` pins what mypy infers -- so the
 signatures derived from ``mcp_sansio/app/calls.py`` are checked where users call them.

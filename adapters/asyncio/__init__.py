@@ -42,13 +42,10 @@ from ..common.entry_points import RUNTIME_NAMES, StdioClientCall, StdioServeCall
 from ..common.stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     LineLogger,
-    argv_of,
-    env_of,
     pollable,
     read_all,
-    stdio_ends,
+    served_ends,
 )
-from ..keys import request_state_keys
 from .runtime import AsyncioRuntime
 from .session import AsyncioChild, _ClientPipes, _ServerOutput, _small_reads
 from .session import Client as Client
@@ -67,15 +64,12 @@ async def connect_stdio(call: StdioClientCall) -> AsyncIterator[Client]:
     client = Client._create(**call.client)
     runtime = client.runtime = AsyncioRuntime(client)
     child = client.child = AsyncioChild(client, runtime)
-    argv = argv_of(call.command, call.args)
+    argv, spawn = call.spawn()
     out_r, out_w = os.pipe()  # the server's stdout (see _ServerOutput)
     try:
         transport, _ = await loop.subprocess_exec(
             lambda: _ClientPipes(child, LineLogger(call.stderr_logger)), *argv,
-            stdin=asyncio.subprocess.PIPE, stdout=out_w,
-            stderr=asyncio.subprocess.PIPE, env=env_of(call.env, call.inherit_env), cwd=call.cwd,
-            start_new_session=True,
-        )
+            stdin=asyncio.subprocess.PIPE, stdout=out_w, stderr=asyncio.subprocess.PIPE, **spawn)
     except BaseException:
         os.close(out_r)
         raise
@@ -128,13 +122,12 @@ class _WritePipe(asyncio.Protocol):
 
 @runs(entry_points.serve_stdio)
 async def serve_stdio(call: StdioServeCall) -> None:
+    with served_ends(call.stdin_fd, call.stdout_fd) as (in_fd, out_fd):
+        await _serve(call.session(ServerSession), in_fd, out_fd)
+
+
+async def _serve(session: ServerSession, in_fd: int, out_fd: int) -> None:
     loop = asyncio.get_running_loop()
-    server = call.server
-    guard, in_fd, out_fd = stdio_ends(call.stdin_fd, call.stdout_fd)
-    conn = server.connection(request_state_key=request_state_keys(call.request_state_key),
-                             **call.connection_options)
-    session = ServerSession(conn, server, keepalive=call.keepalive,
-                            keepalive_misses=call.keepalive_misses)
     runtime = session.runtime = AsyncioRuntime(session)
     finished = asyncio.Event()
     session._on_closed.append(finished.set)
@@ -164,9 +157,6 @@ async def serve_stdio(call: StdioServeCall) -> None:
             writer.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(write_pipe.lost, DEFAULT_SHUTDOWN_TIMEOUT)
-        if guard is not None:
-            guard.close_out()
-            guard.restore()
 
 
 def run_stdio(server: Server, **options: Any) -> None:

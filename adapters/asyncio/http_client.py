@@ -37,7 +37,12 @@ from ..common import entry_points
 from ..common.async_session import AsyncClient
 from ..common.authorized import AsyncAuthorizing, run_async
 from ..common.entry_points import HTTPClientCall, runs
-from ..common.http_client import SocketOptions
+from ..common.http_client import (
+    DEFAULT_CLOSE_TIMEOUT,
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_WRITE_BUFFER,
+    SocketOptions,
+)
 from .runtime import AsyncioRuntime
 from .session import _small_reads
 
@@ -51,18 +56,6 @@ __all__ = [
     "connect_http",
 ]
 
-#: Seconds to wait for a TCP (and TLS) connection to open: 10 s. A server that is up answers
-#: in milliseconds; beyond this the exchange fails rather than wait for the system's own
-#: timeout (minutes, for an address that drops packets).
-DEFAULT_CONNECT_TIMEOUT = 10.0
-#: Seconds :meth:`~.async_session.AsyncClient.aclose` of an HTTP client waits for the session's
-#: ``DELETE`` to be answered
-#: before dropping the sockets: 2 s (the DELETE is a courtesy; the server expires idle
-#: sessions anyway).
-DEFAULT_CLOSE_TIMEOUT = 2.0
-#: Unwritten output (bytes) a socket may hold before it is dropped: 16 MiB, far above any
-#: request (a server that does not read what we send is stuck).
-DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
 
 
 class _Socket(asyncio.Protocol):
@@ -77,11 +70,7 @@ class _Socket(asyncio.Protocol):
         self.pending = bytearray()  # written before the socket was open (one request)
         self.opening: asyncio.Task[None] | None = None
 
-    def open(self) -> None:
-        self.link.connections_opened += 1
-        self.opening = self.sockets.loop.create_task(self._open())
-
-    async def _open(self) -> None:
+    async def connect(self) -> None:
         sockets = self.sockets
         http = self.link.http
         try:
@@ -157,38 +146,28 @@ class _Socket(asyncio.Protocol):
             self.link.channel_lost(channel)
 
 
-class AsyncioSockets(AsyncAuthorizing, SocketOptions):
+class AsyncioSockets(AsyncAuthorizing, SocketOptions[_Socket]):
     """An HTTP client's TCP connections on asyncio (``client.sockets``): one
     :class:`_Socket` per channel, opened by :meth:`send` (the link's ``send``); the lock
     that serializes OAuth flows; the close."""
 
-    def __init__(self, link: HTTPClientLink, runtime: AsyncioRuntime, *,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-                 max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
-                 ssl_context: Any = None) -> None:
-        self.link = link
+    def __init__(self, link: HTTPClientLink, runtime: AsyncioRuntime, **options: Any) -> None:
         self.runtime = runtime
         self.loop = runtime.loop
-        #: The open sockets, by channel.
-        self.open: dict[ClientChannel, _Socket] = {}
         #: Set whenever a socket is gone (the close waits on it).
         self.changed = asyncio.Event()
-        self._set_up(link, connect_timeout, max_write_buffer, ssl_context)
-        self._auth_lock = asyncio.Lock()
-        link.send = self.send
+        super().__init__(link, asyncio.Lock(), **options)
 
     async def _run_flow(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
         await _authorize(auth, challenge, generation)
 
-    def send(self, channel: ClientChannel, data: bytes) -> None:
-        sock = self.open.get(channel)
-        if sock is None:
-            if channel.closed:
-                return  # never opened
-            sock = _Socket(self, channel)
-            self.open[channel] = sock
-            sock.open()
-        sock.send(data, channel.closed)
+    def _start(self, channel: ClientChannel) -> _Socket:
+        sock = _Socket(self, channel)
+        sock.opening = self.loop.create_task(sock.connect())
+        return sock
+
+    def _write(self, sock: _Socket, data: bytes, closed: bool) -> None:
+        sock.send(data, closed)
 
     async def aclose(self, timeout: float | None) -> None:
         """End the session: ``DELETE`` it (handshake era, waiting at most ``timeout``
@@ -242,11 +221,7 @@ async def connect_http(call: HTTPClientCall) -> AsyncIterator[AsyncClient]:
         client = http_client(call.url, headers=call.headers, http_options=call.http_options,
                              **call.client)
         assert isinstance(client.sockets, AsyncioSockets)
-        client.sockets.uds = call.uds
-        if session_auth is not None:
-            client.auth = session_auth
-            assert client.http is not None
-            session_auth.install(client.http)
+        client.sockets.use(call.uds, session_auth)
         if call.connect:
             try:
                 await client.connect(era=call.era)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
@@ -32,13 +31,12 @@ from mcp_sansio.http import HTTPServer, ServerChannel, Session
 from ..common import serving
 from ..common.deciders import asyncio_decider
 from ..common.entry_points import runs
-from ..common.graceful import serve_until_signal
 from ..common.http_options import UDS_HOST, unix_listener
 from ..common.listen_error import listening
 from ..stores.driver import SharedDriver
 from ..stores.keys import DEFAULT_KEY_REFRESH_INTERVAL, StoreKeys, store_key_ring
 from ..stores.tasks import close_sharing
-from .runtime import AsyncioRuntime
+from .runtime import AsyncioRuntime, LoopTimer
 from .session import ServerSession, _small_reads
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
@@ -55,6 +53,11 @@ class _HTTPRuntime(AsyncioRuntime):
     stateless-era refusal such as -32021 -- and only one that suspends gets a task."""
 
     __slots__ = ()
+
+    def end(self) -> None:
+        """Its session closed: stop the handlers it still runs."""
+        if self.tasks or self.background:
+            self.spawn(self.stop_tasks())
 
     def start_task(self, key: RequestId | None, coro: Coroutine[Any, Any, None]) -> None:
         if key is None:
@@ -164,7 +167,7 @@ class _Socket(asyncio.Protocol):
             self.transport.resume_reading()
 
 
-class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
+class HTTPService(serving.ServiceState, HTTPServiceBase[ServerSession]):
     """A running HTTP server (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int) -> None:
@@ -173,13 +176,9 @@ class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
         self._loop = asyncio.get_running_loop()
         self._sockets: dict[ServerChannel, _Socket] = {}
         self._pumping = False
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at: float | None = None
+        self._timer = LoopTimer(self._loop, self._fire)
         self._listener: asyncio.Server | None = None
         self._closed = asyncio.Event()
-        self.address = ("", 0)
-        #: Carries out the store effects of a server started with ``stores``.
-        self._shared: SharedDriver | None = None
         self._publishing: set[asyncio.Task[None]] = set()
 
     # -- the pump --------------------------------------------------------------------------
@@ -219,12 +218,6 @@ class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
         logic.link = HTTPLink(self, session)
         return logic
 
-    def _ended(self, logic: ServerSession) -> None:
-        runtime = logic.runtime
-        assert isinstance(runtime, _HTTPRuntime)
-        if runtime.tasks or runtime.background:
-            runtime.spawn(runtime.stop_tasks())
-
     def _write(self, channel: ServerChannel, data: bytes) -> None:
         sock = self._sockets.get(channel)
         transport = sock.transport if sock is not None else None
@@ -240,16 +233,10 @@ class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
             transport.abort()  # connection_lost tells the channel
 
     def _arm(self, deadline: float | None) -> None:
-        if deadline == self._timer_at:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_at = deadline
-        self._timer = None if deadline is None else self._loop.call_at(deadline, self._fire)
+        if deadline != self._timer.at:
+            self._timer.set(deadline)
 
     def _fire(self) -> None:
-        self._timer = None
-        self._timer_at = None
         try:
             self.http.handle_timeout(self._loop.time())
         except Exception:
@@ -283,10 +270,7 @@ class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
             if sock.transport is not None:
                 sock.transport.abort()
         self._sockets.clear()
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-            self._timer_at = None
+        self._timer.set(None)
         logics = list(self._sessions.values())
         self._sessions.clear()
         for logic in logics:
@@ -360,7 +344,4 @@ async def serve_http(
         await service.serve_forever()
 
 
-@runs(serving.run_http)
-def run_http(call: serving.ServeCall) -> None:
-    serve_until_signal("asyncio", sys.modules[__name__], *call[:3], on_ready=serving.print_url,
-                       **call.options)
+run_http = runs(serving.run_http)(serving.http_runner('asyncio', __name__))

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from mcp_sansio import RequestId
 from mcp_sansio.app.errors import Call
 
 from ..common.async_session import _Resumed
+from ..common.loop_runtime import LoopRuntime
 from ..common.stdio import write_all
 
 if TYPE_CHECKING:
@@ -64,12 +64,35 @@ async def _reraise(exc: BaseException) -> NoReturn:
     raise exc
 
 
-class AsyncioRuntime:
+class LoopTimer:
+    """One timer on the loop for a next deadline (a session's core's, or an HTTP server's):
+    :meth:`set` replaces the one set before; ``at`` is when it fires (None: none set)."""
+
+    __slots__ = ("_fire", "_handle", "_loop", "at")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fire: Callable[[], None]) -> None:
+        self._loop = loop
+        self._fire = fire
+        self._handle: asyncio.TimerHandle | None = None
+        self.at: float | None = None
+
+    def set(self, deadline: float | None) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self.at = deadline
+        self._handle = None if deadline is None else self._loop.call_at(deadline, self._fired)
+
+    def _fired(self) -> None:
+        self._handle = None
+        self.at = None
+        self._fire()
+
+
+class AsyncioRuntime(LoopRuntime):
     """One session's asyncio primitives (made on the running loop)."""
 
     __slots__ = (
         "_timer",
-        "_timer_at",
         "background",
         "loop",
         "out",
@@ -81,8 +104,7 @@ class AsyncioRuntime:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
         self.loop = asyncio.get_running_loop()
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at: float | None = None
+        self._timer = LoopTimer(self.loop, self._fire)
         #: A request's job once it has a task (keyed by request id).
         self.tasks: dict[RequestId, asyncio.Task[None]] = {}
         #: Jobs of no request (async callbacks): strong references until they end.
@@ -94,13 +116,8 @@ class AsyncioRuntime:
     def now(self) -> float:
         return self.loop.time()
 
-    def wall_now(self) -> float | None:
-        return time.time()
-
     def task_runtime(self) -> TaskRuntime:
-        """Where this runtime runs a server's tasks (the ledger asks through the session:
-        :class:`mcp_sansio.app.tasks.TaskHost`)."""
-        from ..common.tasks import ASYNCIO_TASKS  # lazy: tasks only: a cold start does without them
+        from ..common.tasks import ASYNCIO_TASKS  # lazy: tasks only
 
         return ASYNCIO_TASKS
 
@@ -110,16 +127,12 @@ class AsyncioRuntime:
         # So a request that only adds a later deadline costs no timer operation at all.
         if deadline is None and self.session.closed is None:
             return  # nothing due: a timer still set fires once, finds nothing, and stops
-        if deadline is not None and self._timer_at is not None and self._timer_at <= deadline:
+        at = self._timer.at
+        if deadline is not None and at is not None and at <= deadline:
             return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_at = deadline
-        self._timer = None if deadline is None else self.loop.call_at(deadline, self._fire)
+        self._timer.set(deadline)
 
     def _fire(self) -> None:
-        self._timer = None
-        self._timer_at = None
         self.session.on_timer()
 
     def write(self, data: bytes) -> None:

@@ -325,7 +325,7 @@ class AsyncClient(ClientLogic):
 
     # -- the named calls: each defined once in mcp_sansio/app/calls.py, made into this
     # colour's method by adapters/common/plans.py (asynchronous); signature and docstring come
-    # from the definition (tests/test_app_calls.py checks both colours have every one).
+    # from the definition (tests/app/test_app_calls.py checks both colours have every one).
 
     list_tools = asynchronous(Calls.list_tools)
     call_tool = asynchronous(Calls.call_tool)

@@ -120,6 +120,16 @@ def answer_blocking(question: Any, timeout: float) -> Any:
         return exc
 
 
+def _decide(service: AsyncioService | TrioService | ThreadService, need: DecisionNeeded,
+            answer: Any, now: float) -> None:
+    """Hand the user's ``answer`` to the HTTP server (the service's pump runs next). A
+    failure there is a bug: that channel was failed (500); logged, the server goes on."""
+    try:
+        service.http.decide(need.handle, answer, now=now, wall_time=time.time())
+    except Exception:
+        service._work_failed()
+
+
 def asyncio_decider(service: AsyncioService) -> Callable[[DecisionNeeded], None]:
     """``on_decision_needed`` for the asyncio HTTP service."""
     loop = asyncio.get_running_loop()
@@ -128,10 +138,7 @@ def asyncio_decider(service: AsyncioService) -> Callable[[DecisionNeeded], None]
 
     async def run(need: DecisionNeeded) -> None:
         answer = await answer_async(need.question, http.decision_timeout)
-        try:
-            http.decide(need.handle, answer, now=loop.time(), wall_time=time.time())
-        except Exception:  # a bug: that channel was failed (500); logged, server goes on
-            service._work_failed()
+        _decide(service, need, answer, loop.time())
         service._safe_pump()
 
     def needed(need: DecisionNeeded) -> None:
@@ -152,10 +159,7 @@ def trio_decider(service: TrioService) -> Callable[[DecisionNeeded], None]:
         answer = await trio.to_thread.run_sync(
             functools.partial(answer_blocking, need.question, http.decision_timeout),
             abandon_on_cancel=True)
-        try:
-            http.decide(need.handle, answer, now=trio.current_time(), wall_time=time.time())
-        except Exception:
-            service._work_failed()
+        _decide(service, need, answer, trio.current_time())
         service._safe_wake()
 
     def needed(need: DecisionNeeded) -> None:
@@ -175,10 +179,7 @@ def thread_decider(service: ThreadService) -> Callable[[DecisionNeeded], None]:
         with service.lock:
             if service._closed:
                 return
-            try:
-                http.decide(need.handle, answer, now=time.monotonic(), wall_time=time.time())
-            except Exception:
-                service._work_failed()
+            _decide(service, need, answer, time.monotonic())
             service._safe_pump()
 
     def needed(need: DecisionNeeded) -> None:

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, ParamSpec, TypeVar
 from mcp_sansio import Era, KeyRing, Notification
 from mcp_sansio.app.keepalive import DEFAULT_MAX_MISSED
 
-from .stdio import DEFAULT_SHUTDOWN_TIMEOUT, STDERR_LOGGER
+from ..keys import request_state_keys
+from .stdio import DEFAULT_SHUTDOWN_TIMEOUT, STDERR_LOGGER, spawn_args
 
 if TYPE_CHECKING:
     from mcp_sansio.app.server import Server
@@ -35,6 +36,7 @@ __all__ = ["RUNTIME_NAMES", "HTTPClientCall", "StdioClientCall", "StdioServeCall
 P = ParamSpec("P")
 C = TypeVar("C")
 R = TypeVar("R")
+S = TypeVar("S")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -52,6 +54,10 @@ class StdioClientCall(NamedTuple):
     client: dict[str, Any]
     shutdown_timeout: float
     stderr_logger: logging.Logger
+
+    def spawn(self) -> tuple[list[str], dict[str, Any]]:
+        """The server's argv and the spawn's keywords (:func:`.stdio.spawn_args`)."""
+        return spawn_args(self.command, self.args, self.env, self.inherit_env, self.cwd)
 
 
 class HTTPClientCall(NamedTuple):
@@ -80,6 +86,16 @@ class StdioServeCall(NamedTuple):
     keepalive_misses: int
     #: The options for each session's :class:`~mcp_sansio.ServerConnection`.
     connection_options: dict[str, Any]
+
+    def session(self, session_class: Callable[..., S]) -> S:
+        """The served connection's session: a ``session_class`` over a new connection of
+        the server (with the request-state keys and connection options), keeping alive as
+        asked."""
+        conn = self.server.connection(
+            request_state_key=request_state_keys(self.request_state_key),
+            **self.connection_options)
+        return session_class(conn, self.server, keepalive=self.keepalive,
+                             keepalive_misses=self.keepalive_misses)
 
 
 def runs(definition: Callable[P, C], note: str = ""

@@ -48,8 +48,8 @@ R_co = TypeVar("R_co", covariant=True)
 #: The type each colour's ``cancel`` option shows in its signatures (None: the colour has no
 #: ``cancel``; an ``async`` caller cancels its task or scope). It mirrors the specialisation
 #: of ``ClientCalls`` in ``common/async_session.py`` (``Never``) and ``threading/session.py``
-#: (``CancelToken | None``), which is what mypy checks; tests/test_app_calls.py and
-#: tests/test_call_types.py pin both.
+#: (``CancelToken | None``), which is what mypy checks; tests/app/test_app_calls.py and
+#: tests/app/test_call_types.py pin both.
 _CANCEL = {"async": None, "blocking": "CancelToken | None"}
 
 

@@ -16,26 +16,44 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mcp_sansio import KeyRing
 from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer
 
+from .graceful import serve_until_signal
 from .http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME
 from .http_server import new_http_server
 
-__all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPServeCall", "Lingering", "ServeCall", "http_server_of",
-           "print_url", "run_http", "start_http"]
+if TYPE_CHECKING:
+    from ..stores.driver import SharedDriver
+
+__all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPServeCall", "ServeCall", "ServiceState",
+           "http_runner", "http_server_of", "print_url", "run_http", "start_http"]
 
 #: Unread output (bytes) a socket may hold before its connection is dropped: 16 MiB -- room
 #: for many large SSE events to a slow reader, a bound for one that never reads.
 DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
 
 
-class Lingering:
-    """The bounds of a served connection's lingering close (:mod:`.http_options`), which
-    ``start_http`` sets on each runtime's ``HTTPService``."""
+class ServiceState:
+    """What each runtime's ``HTTPService`` adds to the app layer's part, the same on every
+    runtime: where it listens, the bounds of a served connection's lingering close
+    (:mod:`.http_options`) and the driver of its shared stores (which ``start_http`` sets),
+    and the end of a closed session's handlers (its runtime's ``end``). Listed first among
+    the service's bases, so that its ``_ended`` is the one that runs."""
+
+    #: ``(host, port)`` the server listens on.
+    address: tuple[str, int] = ("", 0)
+    #: Carries out the store effects of a server started with ``stores``
+    #: (:mod:`~mcp_sansio.adapters.stores.driver`); None: this process's sessions only.
+    _shared: SharedDriver | None = None
+
+    def _ended(self, logic: Any) -> None:
+        """A session closed: its runtime (the service's own kind) stops the handlers it
+        still runs."""
+        logic.runtime.end()
 
     #: Seconds a closed connection lingers at most.
     linger_time: float = DEFAULT_LINGER_TIME
@@ -126,3 +144,14 @@ def print_url(service: Any) -> None:
     """``run_http``'s ``on_ready``: the served URL on stdout, a line of its own."""
     sys.stdout.write(f"{service.url}\n")
     sys.stdout.flush()
+
+
+def http_runner(runtime: str, module: str) -> Callable[[ServeCall], None]:
+    """A runtime's ``run_http`` (made with ``runs(serving.run_http)``): its ``start_http``
+    (of ``module``) served until a stop signal, the URL printed once it listens."""
+
+    def run_http(call: ServeCall) -> None:
+        serve_until_signal(runtime, sys.modules[module], *call[:3], on_ready=print_url,
+                           **call.options)
+    run_http.__module__ = module
+    return run_http

@@ -11,6 +11,7 @@ import signal
 import stat
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT",
@@ -19,6 +20,7 @@ __all__ = [
     "ProtectedStdio",
     "argv_of",
     "env_of",
+    "spawn_args",
     "pollable",
     "read_all",
     "signal_group",
@@ -47,6 +49,15 @@ def env_of(env: Mapping[str, str] | None, inherit: bool = True) -> dict[str, str
     base = dict(os.environ) if inherit else {}
     base.update(env)
     return base
+
+
+def spawn_args(command: str | Sequence[str], args: Sequence[str], env: Mapping[str, str] | None,
+               inherit_env: bool, cwd: str | os.PathLike[str] | None
+               ) -> tuple[list[str], dict[str, Any]]:
+    """How every runtime starts a server: its argv and the keywords of the spawn (its
+    environment, its directory, and a new session, so a process group of its own)."""
+    return argv_of(command, args), {"env": env_of(env, inherit_env), "cwd": cwd,
+                                    "start_new_session": True}
 
 
 def signal_group(pid: int, sig: int) -> bool:
@@ -108,6 +119,20 @@ def stdio_ends(stdin_fd: int | None, stdout_fd: int | None
     in_fd = guard.in_fd if guard else (stdin_fd if stdin_fd is not None else 0)
     out_fd = guard.out_fd if guard else (stdout_fd if stdout_fd is not None else 1)
     return guard, in_fd, out_fd
+
+
+@contextlib.contextmanager
+def served_ends(stdin_fd: int | None, stdout_fd: int | None) -> Iterator[tuple[int, int]]:
+    """A stdio server's descriptors ``(in, out)`` (:func:`stdio_ends`) while it serves; on
+    leaving, this process's own stdout is closed and its stdio restored (when they were
+    the ones served)."""
+    guard, in_fd, out_fd = stdio_ends(stdin_fd, stdout_fd)
+    try:
+        yield in_fd, out_fd
+    finally:
+        if guard is not None:
+            guard.close_out()
+            guard.restore()
 
 
 @contextlib.contextmanager

@@ -119,18 +119,21 @@ class _AsyncioRunner(_Runner):
         task._cancel = cancel
 
     def waiter(self) -> _Waiter:
-        return _AsyncioWaiter(self.loop)
-
-
-class _AsyncioWaiter(_Waiter):
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         import asyncio  # lazy: that runtime only: the others never load asyncio
 
-        self.loop = loop
-        self.event = asyncio.Event()
+        return _LoopWaiter(asyncio.Event(), self.loop.call_soon_threadsafe)
+
+
+class _LoopWaiter(_Waiter):
+    """An ``async`` runtime's waiter: ``event`` (the runtime's own), set on its loop through
+    ``call_soon`` (the runtime's thread-safe scheduling)."""
+
+    def __init__(self, event: Any, call_soon: Callable[[Callable[[], Any]], Any]) -> None:
+        self.event = event
+        self.call_soon = call_soon
 
     def set(self) -> None:
-        self.loop.call_soon_threadsafe(self.event.set)
+        self.call_soon(self.event.set)
 
     async def wait(self) -> None:
         await self.event.wait()
@@ -156,19 +159,7 @@ class _TrioRunner(_Runner):
         task._cancel = lambda: self.token.run_sync_soon(scope.cancel)
 
     def waiter(self) -> _Waiter:
-        return _TrioWaiter(self.trio, self.token)
-
-
-class _TrioWaiter(_Waiter):
-    def __init__(self, trio: Any, token: Any) -> None:
-        self.token = token
-        self.event = trio.Event()
-
-    def set(self) -> None:
-        self.token.run_sync_soon(self.event.set)
-
-    async def wait(self) -> None:
-        await self.event.wait()
+        return _LoopWaiter(self.trio.Event(), self.token.run_sync_soon)
 
 
 class _ThreadRunner(_Runner):

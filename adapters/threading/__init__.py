@@ -41,20 +41,13 @@ from ..common.stdio import (
     LineLogger,
     pollable,
     read_all,
-    stdio_ends,
+    served_ends,
 )
 from ..keys import request_state_keys
 from ..stdio import spawn_server
 from .runtime import ThreadChild
 from .session import CancelToken as CancelToken
 from .session import SyncClient, SyncServerSession, ThreadContext
-
-if TYPE_CHECKING:
-    import asyncio
-else:  # imported when an async def handler first runs: a cold start does without it
-    from ..common.lazy import LazyModule
-
-    asyncio = LazyModule("asyncio", globals())
 
 # The names every runtime offers, listed once (common/entry_points.py), and its own.
 __all__ = [*RUNTIME_NAMES, "CancelToken", "RequestCancelledError"]  # noqa: PLE0604
@@ -105,28 +98,25 @@ def serve_stdio(
     keepalive: float | None = None,
     keepalive_misses: int = DEFAULT_MAX_MISSED, **connection_options: Any,
 ) -> None:
-    guard, in_fd, out_fd = stdio_ends(stdin_fd, stdout_fd)
-    conn = server.connection(
-        request_state_key=request_state_keys(request_state_key), **connection_options)
-    session = ServerSession(conn, server, max_workers=max_workers, keepalive=keepalive,
-                            keepalive_misses=keepalive_misses)
-    runtime = session.runtime
-    runtime.out_fd = out_fd
-    # async def handlers start on the reader (ThreadRuntime.start_eagerly): measured with
-    # benchmarks/stdio_ab.py, server CPU per call, 100 in flight 51.9 -> 19.9 us.
-    runtime.eager = True
-    try:
-        if pollable(in_fd):
-            runtime.pump(in_fd)
-        else:  # a regular file or /dev/null: read it whole, then end of file
-            session.feed(read_all(in_fd))
-            session.feed(b"")
-    finally:
-        runtime.stop_workers()
-        runtime.close_pipes()
-        if guard is not None:
-            guard.close_out()
-            guard.restore()
+    with served_ends(stdin_fd, stdout_fd) as (in_fd, out_fd):
+        conn = server.connection(
+            request_state_key=request_state_keys(request_state_key), **connection_options)
+        session = ServerSession(conn, server, max_workers=max_workers, keepalive=keepalive,
+                                keepalive_misses=keepalive_misses)
+        runtime = session.runtime
+        runtime.out_fd = out_fd
+        # async def handlers start on the reader (ThreadRuntime.start_eagerly): measured with
+        # benchmarks/stdio_ab.py, server CPU per call, 100 in flight 51.9 -> 19.9 us.
+        runtime.eager = True
+        try:
+            if pollable(in_fd):
+                runtime.pump(in_fd)
+            else:  # a regular file or /dev/null: read it whole, then end of file
+                session.feed(read_all(in_fd))
+                session.feed(b"")
+        finally:
+            runtime.stop_workers()
+            runtime.close_pipes()
 
 
 def run_stdio(server: Server, **options: Any) -> None:

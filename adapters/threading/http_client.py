@@ -28,8 +28,8 @@ from ..auth.session import SessionAuth
 from ..common import entry_points
 from ..common.authorized import run_blocking
 from ..common.entry_points import HTTPClientCall, runs
-from ..common.http_client import SocketOptions
-from .http_server import _CHUNK, DEFAULT_MAX_WRITE_BUFFER, _Writer, log
+from ..common.http_client import DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, SocketOptions
+from .http_server import _CHUNK, _Writer, log
 from .runtime import ThreadRuntime
 from .session import SyncClient
 
@@ -38,12 +38,6 @@ __all__ = ["DEFAULT_CLOSE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HTTPClientSessio
 
 # -- the client ----------------------------------------------------------------------------------
 
-#: Seconds to wait for a TCP connection (and its TLS handshake) to open: 10 s, as on asyncio.
-DEFAULT_CONNECT_TIMEOUT = 10.0
-#: Seconds :meth:`~.session.SyncClient.close` of an HTTP client waits for the session's
-#: ``DELETE`` to be answered before dropping the sockets: 2 s (a courtesy: the server
-#: expires idle sessions anyway).
-DEFAULT_CLOSE_TIMEOUT = 2.0
 
 
 class _ClientSocket(_Writer):
@@ -199,7 +193,7 @@ class _ClientSocket(_Writer):
         return bytes(out)
 
 
-class ThreadSockets(SocketOptions):
+class ThreadSockets(SocketOptions[_ClientSocket]):
     """A blocking HTTP client's TCP connections (``client.sockets``): one
     :class:`_ClientSocket` per channel with its reader thread, opened by :meth:`send` (the
     link's ``send``); the client's timer thread (the link's ``arm``: an HTTP client has no
@@ -207,16 +201,11 @@ class ThreadSockets(SocketOptions):
     the close, which joins every thread it started. Everything runs under the session's
     lock (the :class:`~.runtime.ThreadRuntime`'s)."""
 
-    def __init__(self, client: SyncClient, link: HTTPClientLink, runtime: ThreadRuntime, *,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-                 max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
-                 ssl_context: Any = None) -> None:
+    def __init__(self, client: SyncClient, link: HTTPClientLink, runtime: ThreadRuntime,
+                 **options: Any) -> None:
         self.client = client
-        self.link = link
         self.runtime = runtime
         self.lock = runtime.lock
-        #: The open sockets, by channel.
-        self.open: dict[ClientChannel, _ClientSocket] = {}
         self._changed = threading.Condition(self.lock)
         self._timer = threading.Condition(self.lock)
         self._deadline: float | None = None
@@ -224,10 +213,8 @@ class ThreadSockets(SocketOptions):
         self._stopping = False
         self._timer_thread: threading.Thread | None = None
         self._readers: set[threading.Thread] = set()
-        self._set_up(link, connect_timeout, max_write_buffer, ssl_context)
-        # Not the session's lock: the flow makes HTTP requests and waits for the user.
-        self._auth_lock = threading.Lock()
-        link.send = self.send
+        # Not the session's lock for OAuth: the flow makes HTTP requests and waits for the user.
+        super().__init__(link, threading.Lock(), **options)
         link.arm = self.arm
 
     def authorized(self, auth: SessionAuth, send: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -248,17 +235,14 @@ class ThreadSockets(SocketOptions):
                 self._timer_at = deadline
                 self._timer.notify()
 
-    def send(self, channel: ClientChannel, data: bytes) -> None:
-        sock = self.open.get(channel)
-        if sock is None:
-            if channel.closed:
-                return  # never opened
-            sock = _ClientSocket(self, channel)
-            self.open[channel] = sock
-            self.link.connections_opened += 1
-            self._readers.add(sock.reader)
-            sock.reader.start()
-        sock.write(data, channel.closed)
+    def _start(self, channel: ClientChannel) -> _ClientSocket:
+        sock = _ClientSocket(self, channel)
+        self._readers.add(sock.reader)
+        sock.reader.start()
+        return sock
+
+    def _write(self, sock: _ClientSocket, data: bytes, closed: bool) -> None:
+        sock.write(data, closed)
 
     def forget(self, sock: _ClientSocket) -> None:
         with self.lock:
@@ -350,10 +334,7 @@ def connect_http(call: HTTPClientCall) -> Iterator[SyncClient]:
     def attempt() -> SyncClient:
         client, sockets = http_client(call.url, headers=call.headers,
                                       http_options=call.http_options, **call.client)
-        sockets.uds = call.uds
-        if session_auth is not None:
-            client.auth = session_auth
-            session_auth.install(sockets.link.http)
+        sockets.use(call.uds, session_auth)
         sockets.start()
         if call.connect:
             try:

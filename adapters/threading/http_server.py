@@ -35,7 +35,6 @@ import logging
 import select
 import selectors
 import socket
-import sys
 import threading
 import time
 from collections import deque
@@ -54,13 +53,10 @@ from mcp_sansio.app.server import Server
 from mcp_sansio.http import HTTPServer, ServerChannel, Session
 
 from ..common import http_options, serving
-from ..common.async_session import _Resumed
 from ..common.deciders import thread_decider
 from ..common.entry_points import documented, runs
-from ..common.graceful import serve_until_signal
 from ..common.http_options import DEFAULT_LINGER_BYTES, DEFAULT_LINGER_TIME, UDS_HOST, unix_listener
 from ..common.listen_error import listening
-from ..stores.driver import SharedDriver
 from ..stores.home import OffLoopShare, locked_enter
 from .runtime import ThreadRuntime, loop_running_here, step_once
 from .session import SyncServerSession
@@ -115,6 +111,10 @@ class _HTTPRuntime(ThreadRuntime):
 
     __slots__ = ()
 
+    def end(self) -> None:
+        """Its session closed: stop the handlers it still runs."""
+        self.cancel_handlers()
+
     def start_eagerly(self, request: Request, job: Job, ctx: Context) -> bool:
         # Stepped during the dispatch: every stateless-era one, and a handshake-era one
         # that takes no ctx (it cannot ask the client, the one thing that would block).
@@ -149,7 +149,7 @@ class _HTTPRuntime(ThreadRuntime):
         context = contextvars.copy_context()
         try:
             coro = job.fn(*job.args, **job.kwargs)
-            done, first = step_once(loop, coro, context)
+            done, first = step_once(loop, coro, context)  # its value, or its task
             if done:
                 service._stepped(loop)
                 self._done(request, job, ctx, first)
@@ -163,8 +163,7 @@ class _HTTPRuntime(ThreadRuntime):
             session._contexts.pop(request.request_id, None)
             session._job_ended(request, job, ctx, error=exc)
             return
-        self.pool.submit(self._resume_stepped, request, job, ctx, loop,
-                         loop.create_task(_Resumed(coro, first), context=context))
+        self.pool.submit(self._resume_stepped, request, job, ctx, loop, first)
 
     def _resume_stepped(self, request: Request, job: Job, ctx: Context,
                         loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
@@ -438,7 +437,7 @@ class _Socket(_Writer):
             service._readers.discard(self.reader)
 
 
-class HTTPService(HTTPServiceBase[SyncServerSession], serving.Lingering):
+class HTTPService(serving.ServiceState, HTTPServiceBase[SyncServerSession]):
     """A running HTTP server on threads (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int,
@@ -470,10 +469,6 @@ class HTTPService(HTTPServiceBase[SyncServerSession], serving.Lingering):
         self._listener: socket.socket | None = None
         self._wake_r, self._wake_w = socket.socketpair()
         self._threads: list[threading.Thread] = []
-        #: ``(host, port)`` the server listens on.
-        self.address = ("", 0)
-        #: Carries out the store effects of a server started with ``stores`` (stores/home.py).
-        self._shared: SharedDriver | None = None
 
     def _broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
         if self._shared is not None:  # every worker's sessions: through the bus
@@ -514,11 +509,6 @@ class HTTPService(HTTPServiceBase[SyncServerSession], serving.Lingering):
         logic.runtime.eager = True
         logic.link = HTTPLink(self, session)
         return logic
-
-    def _ended(self, logic: SyncServerSession) -> None:
-        runtime = logic.runtime
-        assert isinstance(runtime, _HTTPRuntime)
-        runtime.cancel_handlers()
 
     def _stepped(self, loop: asyncio.AbstractEventLoop) -> None:
         """(The lock held.) A handler stepped on ``loop`` ended without suspending: keep
@@ -765,7 +755,4 @@ def serve_http(
         service.serve_forever()
 
 
-@runs(serving.run_http)
-def run_http(call: serving.ServeCall) -> None:
-    serve_until_signal("threading", sys.modules[__name__], *call[:3], on_ready=serving.print_url,
-                       **call.options)
+run_http = runs(serving.run_http)(serving.http_runner('threading', __name__))

@@ -290,19 +290,25 @@ class SyncClient(ClientLogic):
     def connect(self, *, era: Era | None = None) -> Initialized:
         """Negotiate the era and wait until the connection is usable (``connect_stdio`` and
         ``connect_http`` call it unless told not to); ``era``: a cached verdict."""
-        if not self._start_connect(era):
-            event = threading.Event()
-            with self.lock:
-                if self.initialized is None and self.closed is None:
-                    self._ready_wakers.append(event.set)
-                else:
-                    event.set()
-            event.wait()
+        self._connect_within(era, None)
         return self._connect_outcome()
+
+    def _connect_within(self, era: Era | None, timeout: float | None) -> bool:
+        """Start connecting and wait at most ``timeout`` seconds (None: no bound) until the
+        connection is usable or closed: whether it came to that."""
+        if self._start_connect(era):
+            return True
+        event = threading.Event()
+        with self.lock:
+            if self.initialized is None and self.closed is None:
+                self._ready_wakers.append(event.set)
+            else:
+                event.set()
+        return event.wait(timeout)
 
     # -- the named calls: each defined once in mcp_sansio/app/calls.py, made into this
     # colour's method by adapters/common/plans.py (blocking); signature and docstring come
-    # from the definition (tests/test_app_calls.py checks both colours have every one).
+    # from the definition (tests/app/test_app_calls.py checks both colours have every one).
 
     list_tools = blocking(Calls.list_tools)
     call_tool = blocking(Calls.call_tool)
@@ -438,13 +444,13 @@ class SyncServerSession(ServerLogic):
         loop = getattr(_worker, "loop", None)
         if loop is None:  # one private loop per worker thread, kept for its next handlers
             loop = _worker.loop = asyncio.new_event_loop()
-        # Step it once as the loop would (its loop running, in a copy of the context): one
-        # that returns without suspending needs no task of its own.
+        # Its task's first step, in a copy of the context: one that returns without
+        # suspending is answered here; one that suspends goes on in the same task.
         coro = job.fn(*job.args, **job.kwargs)
         context = contextvars.copy_context()
-        done, first = step_once(loop, coro, context)
+        done, task = step_once(loop, coro, context)
         if done:
-            return first
-        task = self.runtime.resumed_task(request_id, loop, coro, first, context, ctx)
+            return task  # its value: it ended in its first step
+        self.runtime.cancel_with(request_id, ctx, loop, task)
         return loop.run_until_complete(task)
 

@@ -494,15 +494,8 @@ async def _connect_within(runtime: str, client: Any, era: Era | None, timeout: f
 
 def _connect_within_sync(client: Any, era: Era | None, timeout: float) -> None:
     """:func:`_connect_within` for the threads runtime (its ``connect`` has no bound)."""
-    if not client._start_connect(era):
-        ready = threading.Event()
-        with client.lock:
-            if client.initialized is None and client.closed is None:
-                client._ready_wakers.append(ready.set)
-            else:
-                ready.set()
-        if not ready.wait(timeout):
-            raise _ConnectTimeout
+    if not client._connect_within(era, timeout):
+        raise _ConnectTimeout
     client._connect_outcome()
 
 

@@ -43,14 +43,11 @@ from ..common.entry_points import RUNTIME_NAMES, StdioClientCall, StdioServeCall
 from ..common.stdio import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     LineLogger,
-    argv_of,
-    env_of,
     pollable,
     read_all,
-    stdio_ends,
+    served_ends,
     write_all,
 )
-from ..keys import request_state_keys
 from .runtime import _CHUNK, TrioRuntime
 from .session import Client as Client
 from .session import Context as Context
@@ -73,11 +70,9 @@ async def _log_stderr(stream: trio.abc.ReceiveStream, lines: LineLogger) -> None
 @contextlib.asynccontextmanager
 async def connect_stdio(call: StdioClientCall) -> AsyncIterator[Client]:
     client = Client._create(**call.client)
+    argv, spawn = call.spawn()
     process = await trio.lowlevel.open_process(
-        argv_of(call.command, call.args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, env=env_of(call.env, call.inherit_env), cwd=call.cwd,
-        start_new_session=True,
-    )
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **spawn)
     assert process.stdin and process.stdout and process.stderr
     runtime = client.runtime = TrioRuntime(client)
     child = client.child = TrioChild(client, runtime, process)
@@ -105,12 +100,11 @@ async def connect_stdio(call: StdioClientCall) -> AsyncIterator[Client]:
 
 @runs(entry_points.serve_stdio)
 async def serve_stdio(call: StdioServeCall) -> None:
-    server = call.server
-    guard, in_fd, out_fd = stdio_ends(call.stdin_fd, call.stdout_fd)
-    conn = server.connection(request_state_key=request_state_keys(call.request_state_key),
-                             **call.connection_options)
-    session = ServerSession(conn, server, keepalive=call.keepalive,
-                            keepalive_misses=call.keepalive_misses)
+    with served_ends(call.stdin_fd, call.stdout_fd) as (in_fd, out_fd):
+        await _serve(call.session(ServerSession), in_fd, out_fd)
+
+
+async def _serve(session: ServerSession, in_fd: int, out_fd: int) -> None:
     runtime = session.runtime = TrioRuntime(session)
     # A close not caused by the input (keepalive's missed pings) ends serving too; the
     # runner still waiting on the input is cancelled with the nursery below.
@@ -141,9 +135,6 @@ async def serve_stdio(call: StdioServeCall) -> None:
             await writer.aclose()
         with contextlib.suppress(OSError):
             os.set_blocking(in_fd, in_blocking)
-        if guard is not None:
-            guard.close_out()
-            guard.restore()
 
 
 class _BlockingWriter(trio.abc.SendStream):

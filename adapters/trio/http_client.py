@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
 import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
@@ -30,9 +29,13 @@ from ..common import entry_points
 from ..common.async_session import AsyncClient
 from ..common.authorized import ATTEMPT, AsyncAuthorizing, Authorize, authorized
 from ..common.entry_points import HTTPClientCall, runs
-from ..common.http_client import SocketOptions
+from ..common.http_client import (
+    DEFAULT_CLOSE_TIMEOUT,
+    DEFAULT_CONNECT_TIMEOUT,
+    SocketOptions,
+)
 from ..common.plans import advance
-from .runtime import TrioRuntime, send_queued
+from .runtime import TrioRuntime, enqueue, send_queued
 from .session import _one_error
 
 __all__ = ["DEFAULT_CLOSE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HTTPClientSession", "TrioSockets",
@@ -41,16 +44,6 @@ __all__ = ["DEFAULT_CLOSE_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "HTTPClientSessio
 log = logging.getLogger("mcp_sansio.adapters.http")
 
 
-#: Unsent output (bytes) a socket may hold before its connection is dropped: 16 MiB, as on
-#: the server.
-DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
-#: Seconds the client waits for a TCP (and TLS) connection to open: 10 s, as on asyncio. A
-#: server that is up answers in milliseconds; beyond this the exchange fails rather than wait
-#: for the system's own timeout (minutes, for an address that drops packets).
-DEFAULT_CONNECT_TIMEOUT = 10.0
-#: Seconds :meth:`HTTPClientSession.aclose` waits for the session's ``DELETE`` to be answered
-#: before dropping the sockets: 2 s (a courtesy: the server expires idle sessions anyway).
-DEFAULT_CLOSE_TIMEOUT = 2.0
 #: Bytes asked of the socket per read.
 _CHUNK = 1 << 16
 #: Whether a socket's descriptor can be written with os.write (not on Windows).
@@ -78,58 +71,37 @@ class _ClientSocket:
         self.scope = trio.CancelScope()
 
 
-class TrioSockets(AsyncAuthorizing, SocketOptions):
+class TrioSockets(AsyncAuthorizing, SocketOptions[_ClientSocket]):
     """An HTTP client's TCP connections on trio (``client.sockets``): one task per channel
     (:meth:`_run_socket`), opened by :meth:`send` (the link's ``send``); the timer task;
     the lock that serializes OAuth flows; the close."""
 
-    def __init__(self, client: AsyncClient, link: HTTPClientLink, runtime: TrioRuntime, *,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-                 max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER,
-                 ssl_context: Any = None) -> None:
+    def __init__(self, client: AsyncClient, link: HTTPClientLink, runtime: TrioRuntime,
+                 **options: Any) -> None:
         self.client = client
-        self.link = link
         self.runtime = runtime
-        #: The open sockets, by channel.
-        self.open: dict[ClientChannel, _ClientSocket] = {}
         #: Unparked whenever a socket is gone (the close waits on it).
         self.changed = trio.lowlevel.ParkingLot()
-        self._set_up(link, connect_timeout, max_write_buffer, ssl_context)
-        self._auth_lock = trio.Lock()
-        link.send = self.send
+        super().__init__(link, trio.Lock(), **options)
 
     # -- the pump's output -------------------------------------------------------------------
 
     async def _run_flow(self, auth: SessionAuth, challenge: Any, generation: int) -> None:
         await _authorize(auth, challenge, generation)
 
-    def send(self, channel: ClientChannel, data: bytes) -> None:
-        sock = self.open.get(channel)
-        if sock is None:
-            if channel.closed:
-                return  # never opened
-            nursery = self.runtime.nursery
-            assert nursery is not None
-            sock = _ClientSocket(channel)
-            self.open[channel] = sock
-            self.link.connections_opened += 1
-            nursery.start_soon(self._run_socket, sock)
-        if data and sock.fd is not None and not sock.out and not sock.sending:
-            # Fast path, as on the server: the socket has room (it nearly always does).
-            try:
-                written = os.write(sock.fd, data)
-            except BlockingIOError:
-                written = 0
-            except OSError as exc:  # broken: its task reports the loss
-                log.debug("HTTP connection lost while writing: %r", exc)
-                sock.fd = None
-                sock.scope.cancel()
-                return
-            data = data[written:]
-        if data:
-            sock.out += data
-            sock.queued += len(data)
-        if channel.closed:
+    def _start(self, channel: ClientChannel) -> _ClientSocket:
+        nursery = self.runtime.nursery
+        assert nursery is not None
+        sock = _ClientSocket(channel)
+        nursery.start_soon(self._run_socket, sock)
+        return sock
+
+    def _write(self, sock: _ClientSocket, data: bytes, closed: bool) -> None:
+        if enqueue(sock, data) is None:  # broken: its task reports the loss
+            sock.fd = None
+            sock.scope.cancel()
+            return
+        if closed:
             sock.closing = True
             if sock.stream is None:
                 sock.scope.cancel()  # dropped before it was open: nothing to say on it
@@ -290,10 +262,7 @@ async def connect_http(call: HTTPClientCall) -> AsyncIterator[AsyncClient]:
             continue
         client, sockets = http_client(call.url, headers=call.headers,
                                       http_options=call.http_options, **call.client)
-        sockets.uds = call.uds
-        if session_auth is not None:
-            client.auth = session_auth
-            session_auth.install(sockets.link.http)
+        sockets.use(call.uds, session_auth)
         error = None
         async with _one_error(), trio.open_nursery() as nursery:
             sockets.runtime.nursery = nursery

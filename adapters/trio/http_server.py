@@ -27,7 +27,6 @@ import contextlib
 import functools
 import logging
 import math
-import os
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
@@ -46,12 +45,10 @@ from mcp_sansio.http import HTTPServer, ServerChannel, Session
 from ..common import http_options, serving
 from ..common.deciders import trio_decider
 from ..common.entry_points import runs
-from ..common.graceful import serve_until_signal
 from ..common.http_options import UDS_HOST, unix_listener
 from ..common.listen_error import listening
-from ..stores.driver import SharedDriver
 from ..stores.home import OffLoopShare, trio_enter
-from .runtime import TrioRuntime, send_queued
+from .runtime import TrioRuntime, enqueue, send_queued
 from .session import ServerSession, _one_error
 
 __all__ = ["DEFAULT_MAX_WRITE_BUFFER", "HTTPService", "run_http", "serve_http", "start_http"]
@@ -70,6 +67,10 @@ class _HTTPRuntime(TrioRuntime):
     """The trio runtime of one HTTP session's logic: a request's handler runs in the HTTP
     service's nursery, in a cancel scope of its own, and the service's pump waits for its
     first step (module docstring)."""
+
+    def end(self) -> None:
+        """Its session closed: stop the handlers it still runs."""
+        self.stop_tasks()
 
     def __init__(self, session: ServerSession, service: HTTPService) -> None:
         super().__init__(session)
@@ -134,24 +135,13 @@ class _Socket:
         self.scope = trio.CancelScope()
 
     def write(self, data: bytes, close: bool) -> None:
-        if data and self.fd is not None and not self.out and not self.sending:
-            # Fast path: the socket has room (it nearly always does) -- written now, with
-            # no switch to the sender task. What does not fit is queued for it, in order.
-            try:
-                written = os.write(self.fd, data)
-            except BlockingIOError:
-                written = 0
-            except OSError as exc:  # the socket broke: its task reports the loss
-                log.debug("HTTP connection lost while writing: %r", exc)
-                self.drop()
-                return
-            data = data[written:]
-        if data:
-            self.out += data
-            self.queued += len(data)
+        queued = enqueue(self, data)  # written now when it fits: no switch to the sender
+        if queued is None:  # the socket broke: its task reports the loss
+            self.drop()
+            return
         if close:
             self.closing = True
-        if data or close:
+        if queued or close:
             self.ready.unpark_all()
 
     def drop(self) -> None:
@@ -160,7 +150,7 @@ class _Socket:
         self.scope.cancel()
 
 
-class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
+class HTTPService(serving.ServiceState, HTTPServiceBase[ServerSession]):
     """A running HTTP server on trio (made by :func:`start_http`)."""
 
     def __init__(self, server: Server, http: HTTPServer, *, max_write_buffer: int) -> None:
@@ -179,10 +169,6 @@ class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
         self._closed = trio.Event()
         self._accepting: trio.CancelScope | None = None  # the accept loop's scope
         self._listeners: list[trio.SocketListener] = []
-        #: ``(host, port)`` the server listens on.
-        self.address = ("", 0)
-        #: Carries out the store effects of a server started with ``stores`` (stores/home.py).
-        self._shared: SharedDriver | None = None
 
     def _broadcast(self, method: str, params: Mapping[str, Any] | None) -> None:
         if self._shared is not None:  # every worker's sessions: through the bus
@@ -315,11 +301,6 @@ class HTTPService(HTTPServiceBase[ServerSession], serving.Lingering):
         logic.runtime = _HTTPRuntime(logic, self)
         logic.link = HTTPLink(self, session)
         return logic
-
-    def _ended(self, logic: ServerSession) -> None:
-        runtime = logic.runtime
-        assert isinstance(runtime, _HTTPRuntime)
-        runtime.stop_tasks()
 
     def _write(self, channel: ServerChannel, data: bytes) -> None:
         sock = self._sockets.get(channel)
@@ -539,7 +520,4 @@ async def serve_http(
         await service.serve_forever()
 
 
-@runs(serving.run_http)
-def run_http(call: serving.ServeCall) -> None:
-    serve_until_signal("trio", sys.modules[__name__], *call[:3], on_ready=serving.print_url,
-                       **call.options)
+run_http = runs(serving.run_http)(serving.http_runner('trio', __name__))

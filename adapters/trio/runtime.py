@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 import math
 import os
-import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from functools import partial
@@ -37,6 +37,8 @@ import trio
 
 from mcp_sansio import RequestId
 from mcp_sansio.app.errors import Call, _nothing
+
+from ..common.loop_runtime import LoopRuntime
 
 if TYPE_CHECKING:
     from mcp_sansio.app.tasks import TaskRuntime
@@ -50,6 +52,8 @@ __all__ = ["TrioRuntime"]
 
 _CHUNK = 1 << 16
 
+log = logging.getLogger("mcp_sansio.adapters.http")
+
 
 #: How many runner tasks wait for handlers when there are none to run (see
 #: TrioRuntime._runner): enough for a burst of 100 requests whose handlers all wait, at
@@ -61,9 +65,27 @@ _IDLE_TASKS = 128
 class Outbox(Protocol):
     """A trio socket's queued output (the HTTP server's and client's sockets)."""
 
+    #: The descriptor, when it may be written straight (plain TCP, not Windows).
+    fd: int | None
     out: bytearray
     sending: bool
     queued: int
+
+
+def enqueue(sock: Outbox, data: bytes) -> int | None:
+    """Send ``data`` on ``sock``: written at once when nothing waits before it
+    (:func:`write_now`), the rest queued for its sender task, in order. The bytes queued, or
+    None when the socket broke (its task reports the loss)."""
+    if data and sock.fd is not None and not sock.out and not sock.sending:
+        written = write_now(sock.fd, data)
+        if written is None:
+            log.debug("HTTP connection lost while writing")
+            return None
+        data = data[written:]
+    if data:
+        sock.out += data
+        sock.queued += len(data)
+    return len(data)
 
 
 async def send_queued(sock: Outbox, stream: trio.abc.SendStream) -> None:
@@ -73,6 +95,18 @@ async def send_queued(sock: Outbox, stream: trio.abc.SendStream) -> None:
     await stream.send_all(data)
     sock.sending = False
     sock.queued -= len(data)
+
+
+def write_now(fd: int, data: bytes) -> int | None:
+    """Write what fits of ``data`` to non-blocking ``fd`` at once (the fast path: a pipe or
+    socket nearly always has room, and no task switch is needed): the bytes written, or
+    None when the descriptor is broken."""
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
+    except OSError:
+        return None
 
 
 async def _read_when_ready(fd: int) -> bytes:
@@ -133,7 +167,7 @@ class _Drive:
             return
 
 
-class TrioRuntime:
+class TrioRuntime(LoopRuntime):
     """One session's trio primitives."""
 
     async def sleep(self, seconds: float) -> None:
@@ -172,13 +206,8 @@ class TrioRuntime:
     def now(self) -> float:
         return trio.current_time()
 
-    def wall_now(self) -> float | None:
-        return time.time()
-
     def task_runtime(self) -> TaskRuntime:
-        """Where this runtime runs a server's tasks (the ledger asks through the session:
-        :class:`mcp_sansio.app.tasks.TaskHost`)."""
-        from ..common.tasks import TRIO_TASKS  # lazy: tasks only: a cold start does without them
+        from ..common.tasks import TRIO_TASKS  # lazy: tasks only
 
         return TRIO_TASKS
 
@@ -199,12 +228,8 @@ class TrioRuntime:
         if self._out_broken:
             return
         if self.out_fd is not None and not self._outbuf and not self._sending:
-            # Fast path: the pipe has room (it nearly always does); no task switch.
-            try:
-                written = os.write(self.out_fd, data)
-            except BlockingIOError:
-                written = 0
-            except OSError:
+            written = write_now(self.out_fd, data)
+            if written is None:
                 self._out_broken = True
                 return
             if written == len(data):

@@ -13,46 +13,49 @@ The rest of its theory of operation: docs/architecture.rst, "Module notes".
 from __future__ import annotations
 
 import enum
-import heapq
-import itertools
 import math
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any
-from urllib.parse import urljoin, urlsplit
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import attrs
 
 from .. import _codec
-from .._capabilities import SESSION_OPENERS, lookup
+from .._capabilities import SESSION_OPENERS
 from .._codec import InvalidMessage
 from .._connection import ClientConnection
 from .._errors import NEED_DATA, LocalProtocolError, NeedData
 from .._events import Event, RequestId
 from .._state import State
-from .._stateless import META_PROTOCOL_VERSION
-from .._versions import Era, judge_probe
+from .._versions import Era
 from ._client_exchange import ClientExchangeWire
+from ._client_headers import RequestHeaders
+from ._client_legacy import LegacyFallback
+from ._client_renewal import SessionRenewal
+from ._client_state import (
+    AUTH_CHALLENGE_STATUSES,
+    ClientChannel,
+    Exchange,
+    Kind,
+    header,
+    is_auth_challenge,
+)
+from ._client_streams import StreamResumption
 from ._exchange import (
-    ClientExchangeInput,
     ClientExchangeOutput,
     PeerClosed,
     ResponseData,
     ResponseEnded,
     ResponseStarted,
 )
-from ._headers import (
-    encode_header_value,
-    media_type,
-    param_header_text,
-    param_headers,
-    param_value,
-)
+from ._headers import media_type
 from ._refusal import MAX_BODY, explain
 from ._sse import DEFAULT_MAX_EVENT_SIZE, SSEError, SSEParser
 from ._wire import DEFAULT_MAX_HEADER_SIZE, ClientWire
 
 __all__ = [
+    "AUTH_CHALLENGE_STATUSES",
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_RECONNECTS",
     "DEFAULT_MAX_RECONNECT_DELAY",
@@ -78,10 +81,13 @@ DEFAULT_MAX_RECONNECT_DELAY = 30.0
 #: holds it back would cause, once per session.
 _STANDALONE_WAIT = 1.0
 
-_ACCEPT = "application/json, text/event-stream"
 #: JSON-RPC code of the error the client makes up for an HTTP failure of the era probe or of
 #: initialize (implementation-defined range; it only ever reaches the connection's judge).
 _HTTP_FAILURE_CODE = -32000
+
+
+#: What a channel's wire gives to send: bytes, or exchange events (``events=True``).
+_Out = TypeVar("_Out", bytes, list[ClientExchangeOutput])
 
 
 class Transport(enum.Enum):
@@ -120,135 +126,6 @@ class TransportFailed(Event):
     #: The refusing response's body (at most :data:`~mcp_sansio.http._refusal.MAX_BODY`
     #: bytes), for a status >= 400: what the server said about why.
     body: bytes = b""
-
-
-class _Kind(enum.Enum):
-    POST = "post"  # one message (or its retry)
-    STANDALONE = "standalone"  # the handshake era's GET stream
-    RESUME = "resume"  # GET with Last-Event-ID for a broken POST stream
-    DELETE = "delete"
-    LEGACY_GET = "legacy-get"  # the HTTP+SSE stream (and its endpoint event)
-    REINIT = "reinit"  # the hidden initialize after a 404
-    REINIT_NOTE = "reinit-note"  # its notifications/initialized
-
-
-class _Exchange:
-    """One HTTP request/response, and for streams the logical stream it carries."""
-
-    __slots__ = (
-        "answered", "attempts", "body", "channel", "done", "error_headers", "fresh_only",
-        "got_bytes", "ids", "json", "kind", "last_event_id", "message", "method", "retried",
-        "retry_ms", "reused", "session_id", "sse", "stateless", "status", "target", "unreachable",
-    )
-
-    def __init__(self, kind: _Kind, method: str, target: str) -> None:
-        self.kind = kind
-        self.method = method  # HTTP method
-        self.target = target
-        self.body = b""
-        self.message: Any = None  # the JSON-RPC message a POST carries
-        self.ids: tuple[RequestId, ...] = ()  # request ids it carries (or resumes)
-        self.answered: set[RequestId] = set()
-        self.channel: ClientChannel | None = None
-        self.status: int | None = None
-        # A refusal's headers (status >= 400 only: kept for TransportFailed.headers).
-        self.error_headers: tuple[tuple[str, str], ...] = ()
-        self.json: bytearray | None = None
-        self.sse: SSEParser | None = None
-        self.last_event_id: str | None = None
-        self.retry_ms: int | None = None
-        self.attempts = 0
-        self.retried = False  # already retried after a 404 (re-initialization)
-        self.done = False
-        self.got_bytes = False
-        self.session_id: str | None = None  # the session it was sent for
-        self.stateless = False
-        self.fresh_only = False  # retry on a new connection after a stale keep-alive
-        self.reused = False  # sent on a connection that had carried an exchange before
-        self.unreachable = False  # its connection could not be opened
-
-    @property
-    def open_ids(self) -> list[RequestId]:
-        return [i for i in self.ids if i not in self.answered]
-
-
-class ClientChannel:
-    """One TCP connection of the client. The adapter opens a socket for it when it first
-    appears in :meth:`HTTPClient.data_to_send`, feeds :meth:`receive_data` what it reads,
-    and closes it once :attr:`closed` is true and its data is written.
-
-    On a client made with ``events=True`` it is one connection of the application's own
-    HTTP library instead: send what :meth:`HTTPClient.events_to_send` gives for it, feed
-    :meth:`receive_event` the response, drop it on ``CloseConnection``."""
-
-    def __init__(self, client: HTTPClient) -> None:
-        self._client = client
-        #: What frames this connection's requests and responses: the h11 wire for a socket's
-        #: bytes, or a :class:`~mcp_sansio.http._client_exchange.ClientExchangeWire` for an
-        #: HTTP library that takes and gives exchange events. The client reads only the
-        #: exchange events both produce (``next_exchange_event``).
-        self.wire: ClientWire | ClientExchangeWire = (
-            ClientExchangeWire() if client.events
-            else ClientWire(max_header_size=client.max_header_size))
-        self.exchange: _Exchange | None = None
-        self.used = False  # has carried an exchange before (keep-alive reuse)
-        self._gone = False
-
-    def __repr__(self) -> str:
-        return f"<ClientChannel at 0x{id(self):x}{' closed' if self.closed else ''}>"
-
-    @property
-    def closed(self) -> bool:
-        return self.wire.closed
-
-    def receive_data(self, data: bytes, *, now: float | None = None) -> None:
-        """Bytes read from the socket; ``b""`` is end of file."""
-        client = self._client
-        client._clock(now)
-        self.wire.receive_data(data)
-        client._read(self)
-
-    def receive_event(self, event: ClientExchangeInput, *, now: float | None = None) -> None:
-        """A response event from the HTTP library (a client made with ``events=True``): the
-        head, body pieces as they arrive (an SSE body may be cut anywhere), the end, or
-        :class:`~mcp_sansio.http._exchange.PeerClosed` when the connection closed or broke.
-        Out-of-order events are answered as a broken connection, never raised."""
-        wire = self.wire
-        if not isinstance(wire, ClientExchangeWire):
-            raise TypeError("receive_event needs a client made with events=True")
-        client = self._client
-        client._clock(now)
-        wire.receive_event(event)
-        client._read(self)
-
-    def events_to_send(self) -> list[ClientExchangeOutput]:
-        """What the HTTP library should send on this connection now (``events=True``; the
-        counterpart of :meth:`data_to_send`)."""
-        self._client._writable.pop(self, None)
-        wire = self.wire
-        return wire.events_to_send() if isinstance(wire, ClientExchangeWire) else []
-
-    def connection_lost(self, *, now: float | None = None) -> None:
-        """The socket could not be opened, or broke."""
-        client = self._client
-        client._clock(now)
-        self.wire.receive_data(b"")
-        client._read(self)
-        if not self.wire.closed:
-            self.wire.close()
-        client._lost(self)
-
-    def connection_failed(self, *, now: float | None = None) -> None:
-        """The socket could not be opened (refused, unreachable): the server is not there,
-        so a broken stream this channel was to resume is not tried again (its requests end
-        now rather than after every backoff step); otherwise as :meth:`connection_lost`."""
-        if self.exchange is not None:
-            self.exchange.unreachable = True
-        self.connection_lost(now=now)
-
-    def data_to_send(self) -> bytes:
-        self._client._writable.pop(self, None)
-        return self.wire.data_to_send()
 
 
 class HTTPClient:
@@ -321,32 +198,26 @@ class HTTPClient:
         self._now = -math.inf
         self._channels: list[ClientChannel] = []
         self._writable: dict[ClientChannel, None] = {}
-        self._queue: deque[_Exchange] = deque()
+        self._queue: deque[Exchange] = deque()
         self._events: deque[Event] = deque()
-        self._by_id: dict[RequestId, _Exchange] = {}  # request id -> exchange carrying it
+        self._by_id: dict[RequestId, Exchange] = {}  # request id -> exchange carrying it
         self._methods: dict[RequestId, str] = {}  # our request ids in flight -> method
-        self._timers: list[tuple[float, int, _Exchange]] = []
-        self._seq = itertools.count()
         self._init_params: dict[str, Any] | None = None
         self._init_id: RequestId | None = None
-        self._standalone: _Exchange | None = None
+        self._standalone: Exchange | None = None
         self._standalone_refused = False
-        self._legacy_endpoint: str | None = None
-        self._legacy_pending: list[_Exchange] = []  # POSTs waiting for the endpoint event
-        self._legacy_tried = False
-        self._renewing: _Exchange | None = None  # the hidden initialize in flight
-        self._waiting_renewal: list[_Exchange] = []
-        self._renew_counter = itertools.count(1)
-        self._tool_headers: dict[str, dict[str, tuple[str, ...]]] = {}
+        #: The parts: headers, stream resumption, session renewal (404), legacy fallback.
+        self._headers = RequestHeaders(self)
+        self._streams = StreamResumption(self)
+        self._renewal = SessionRenewal(self)
+        self._legacy = LegacyFallback(self, allowed=transport is Transport.AUTO)
         self._failed: set[RequestId] = set()  # ended here: drop their cancellations
         self._closing = False
         # notifications/initialized (or the renewal's) in flight, what waits for it (_outgoing)
-        self._gate: _Exchange | None = None
-        self._gated: list[_Exchange] = []
-        self._gate_stream: _Exchange | None = None  # the standalone GET opened meanwhile
+        self._gate: Exchange | None = None
+        self._gated: list[Exchange] = []
+        self._gate_stream: Exchange | None = None  # the standalone GET opened meanwhile
         self._gate_deadline: float | None = None
-        # initialize's 4xx (status, body, JSON-RPC or not), kept for a failed legacy fallback
-        self._init_refusal: tuple[int, bytes, bool] | None = None
         #: The last HTTP failure of the era probe or of ``initialize`` (None: none). Those reach
         #: the connection as a made-up JSON-RPC error (it judges the probe itself), so an
         #: adapter reads this to say in HTTP terms why the connection could not be made.
@@ -382,10 +253,28 @@ class HTTPClient:
         it."""
         if self.events:
             raise TypeError("a client made with events=True sends events: use events_to_send")
+        return self._flush(lambda wire: wire.data_to_send())
+
+    def events_to_send(self) -> list[tuple[ClientChannel, list[ClientExchangeOutput]]]:
+        """``(channel, events)`` for the HTTP library to send, on a client made with
+        ``events=True`` (the counterpart of :meth:`data_to_send`): a channel seen for the first
+        time is a new connection to (:attr:`host`, :attr:`port`); its requests come as
+        ``RequestStarted``, ``RequestData`` and ``RequestEnded``; ``CloseConnection`` (or
+        ``(channel, [])`` with ``channel.closed``, once) means drop that connection, the
+        response under way included."""
+        if not self.events:
+            raise TypeError("events_to_send needs a client made with events=True")
+        return self._flush(lambda wire: wire.events_to_send()
+                           if isinstance(wire, ClientExchangeWire) else [])
+
+    def _flush(self, take: Callable[[ClientWire | ClientExchangeWire], _Out]
+               ) -> list[tuple[ClientChannel, _Out]]:
+        """What each written-to channel's wire gives (``take``), and the closed channels
+        once (forgotten then)."""
         self._pump()
-        out: list[tuple[ClientChannel, bytes]] = []
+        out: list[tuple[ClientChannel, _Out]] = []
         for channel in list(self._writable):
-            data = channel.wire.data_to_send()
+            data = take(channel.wire)
             if channel.closed:
                 if channel._gone and not data:
                     continue
@@ -398,34 +287,8 @@ class HTTPClient:
         self._writable.clear()
         return out
 
-    def events_to_send(self) -> list[tuple[ClientChannel, list[ClientExchangeOutput]]]:
-        """``(channel, events)`` for the HTTP library to send, on a client made with
-        ``events=True`` (the counterpart of :meth:`data_to_send`): a channel seen for the first
-        time is a new connection to (:attr:`host`, :attr:`port`); its requests come as
-        ``RequestStarted``, ``RequestData`` and ``RequestEnded``; ``CloseConnection`` (or
-        ``(channel, [])`` with ``channel.closed``, once) means drop that connection, the
-        response under way included."""
-        if not self.events:
-            raise TypeError("events_to_send needs a client made with events=True")
-        self._pump()
-        out: list[tuple[ClientChannel, list[ClientExchangeOutput]]] = []
-        for channel in list(self._writable):
-            wire = channel.wire
-            events = wire.events_to_send() if isinstance(wire, ClientExchangeWire) else []
-            if channel.closed:
-                if channel._gone and not events:
-                    continue
-                channel._gone = True
-                if channel in self._channels:
-                    self._channels.remove(channel)
-            elif not events:
-                continue
-            out.append((channel, events))
-        self._writable.clear()
-        return out
-
     def next_deadline(self) -> float | None:
-        own = self._timers[0][0] if self._timers else None
+        own = self._streams.next_deadline()
         if self._gate_deadline is not None and (own is None or self._gate_deadline < own):
             own = self._gate_deadline
         core = self.connection.next_deadline()
@@ -436,8 +299,7 @@ class HTTPClient:
     def handle_timeout(self, now: float) -> None:
         now = self._clock(now)
         self.connection.handle_timeout(now)
-        while self._timers and self._timers[0][0] <= now:
-            _, _, exchange = heapq.heappop(self._timers)
+        for exchange in self._streams.due(now):
             if not exchange.done and not self._closing:
                 self._start(exchange)
         self._pump()
@@ -451,7 +313,7 @@ class HTTPClient:
         self._gate = self._gate_stream = self._gate_deadline = None
         self._gated.clear()
         if self.session_id is not None and self.transport is not Transport.LEGACY:
-            delete = _Exchange(_Kind.DELETE, "DELETE", self._target)
+            delete = Exchange(Kind.DELETE, "DELETE", self._target)
             delete.session_id = self.session_id
             self._closing = True
             for channel in list(self._channels):
@@ -474,9 +336,6 @@ class HTTPClient:
             self._now = float(now)
         return self._now
 
-    def _schedule(self, delay: float, exchange: _Exchange) -> None:
-        heapq.heappush(self._timers, (self._now + delay, next(self._seq), exchange))
-
     # -- outgoing ------------------------------------------------------------------------------
 
     def _pump(self) -> None:
@@ -491,7 +350,7 @@ class HTTPClient:
         if (
             self.standalone_stream and self._standalone is None and not self._standalone_refused
             and self.transport is Transport.STREAMABLE and self.session_id is not None
-            and self._renewing is None
+            and self._renewal.renewing is None
             and self.connection.state is State.OPERATING
         ):
             self._open_standalone()
@@ -519,7 +378,7 @@ class HTTPClient:
                 self._init_params = message.get("params")
                 self._init_id = message["id"]
                 self.connect_failure = None  # the probe's failure does not explain this one
-        exchange = _Exchange(_Kind.POST, "POST", self._target)
+        exchange = Exchange(Kind.POST, "POST", self._target)
         exchange.message = message
         exchange.body = data
         exchange.ids = ids
@@ -532,71 +391,20 @@ class HTTPClient:
             # Each POST may travel on its own TCP connection, so the server could read a request
             # before notifications/initialized and refuse it (lifecycle.mdx: the handshake
             # completes with that notification). Hold what follows until it is answered (202).
-            if self.transport is Transport.LEGACY and self._legacy_endpoint is not None:
-                exchange.target = self._legacy_endpoint
+            if self.transport is Transport.LEGACY and self._legacy.endpoint is not None:
+                exchange.target = self._legacy.endpoint
             self._gated.append(exchange)
             return
         if self.transport is Transport.LEGACY:
-            if self._legacy_endpoint is None:
-                self._legacy_pending.append(exchange)
-                if not self._legacy_tried:
+            if self._legacy.endpoint is None:
+                self._legacy.pending.append(exchange)
+                if not self._legacy.tried:
                     self._start_legacy()
                 return
-            exchange.target = self._legacy_endpoint
+            exchange.target = self._legacy.endpoint
         self._start(exchange)
 
-    def _headers_for(self, exchange: _Exchange) -> list[tuple[str, str]]:
-        headers = [("host", self._authority)]
-        kind = exchange.kind
-        if exchange.method == "POST":
-            headers.append(("accept", _ACCEPT))
-            headers.append(("content-type", "application/json"))
-        elif kind is not _Kind.DELETE:
-            headers.append(("accept", "text/event-stream"))
-        message = exchange.message
-        if exchange.stateless and type(message) is dict:
-            params = message.get("params") or {}
-            meta = params.get("_meta") or {}
-            version = meta.get(META_PROTOCOL_VERSION)
-            method = message["method"]
-            if isinstance(version, str):
-                headers.append(("mcp-protocol-version", version))
-            headers.append(("mcp-method", method))
-            # Mcp-Name mirrors the method table's subject column (the tasks extension's methods
-            # mirror taskId: SEP-2663, "Routing Headers"; servers refuse them -32020 without).
-            rule = lookup(method, version) if isinstance(version, str) else None
-            field = rule.subject if rule is not None else None
-            value = params.get(field) if field else None
-            if isinstance(value, str):
-                headers.append(("mcp-name", encode_header_value(value)))
-            if method == "tools/call" and isinstance(params.get("name"), str):
-                annotated = self._tool_headers.get(params["name"], {})
-                arguments = params.get("arguments")
-                for name, path in annotated.items():
-                    text = param_header_text(param_value(arguments, path))
-                    if text is not None:
-                        headers.append((f"mcp-param-{name}", encode_header_value(text)))
-        elif self.transport is not Transport.LEGACY and kind not in (
-            _Kind.REINIT, _Kind.LEGACY_GET,
-        ):
-            if exchange.session_id is None and kind is not _Kind.DELETE:
-                exchange.session_id = self.session_id
-            if exchange.session_id is not None:
-                headers.append(("mcp-session-id", exchange.session_id))
-            version = self.connection.protocol_version
-            if version is not None and not (
-                type(message) is dict and message.get("method") in SESSION_OPENERS
-            ):
-                headers.append(("mcp-protocol-version", version))
-            if kind in (_Kind.RESUME, _Kind.STANDALONE) and exchange.last_event_id is not None:
-                headers.append(("last-event-id", exchange.last_event_id))
-        headers.extend(self.extra_headers)
-        if self.request_headers is not None:
-            url = f"{self.scheme}://{self._authority}{exchange.target}"
-            headers.extend(self.request_headers(exchange.method, url))
-        return headers
-
-    def _start(self, exchange: _Exchange) -> None:
+    def _start(self, exchange: Exchange) -> None:
         """Send an exchange on a free channel (or queue it until one is free)."""
         exchange.status = None
         exchange.error_headers = ()
@@ -618,13 +426,15 @@ class HTTPClient:
         exchange.fresh_only = False
         self._send_on(channel, exchange)
 
-    def _send_on(self, channel: ClientChannel, exchange: _Exchange) -> None:
+    def _send_on(self, channel: ClientChannel, exchange: Exchange) -> None:
         exchange.channel = channel
         channel.exchange = exchange
         exchange.reused = channel.used
         channel.used = True
         channel.wire.send_request(exchange.method, exchange.target,
-                                  self._headers_for(exchange), exchange.body)
+                                  self._headers.of(exchange,
+                                                   legacy=self.transport is Transport.LEGACY),
+                                  exchange.body)
         self._writable[channel] = None
 
     def _free(self, channel: ClientChannel) -> None:
@@ -717,28 +527,28 @@ class HTTPClient:
             self._on_end(exchange, broken=True)
         self._free(channel)
 
-    def _on_head(self, exchange: _Exchange, head: ResponseStarted) -> None:
+    def _on_head(self, exchange: Exchange, head: ResponseStarted) -> None:
         exchange.status = head.status
         if head.status >= 400:
             exchange.error_headers = tuple((k.lower(), v) for k, v in head.headers)
-        if exchange.kind is _Kind.STANDALONE and head.status == 200:
+        if exchange.kind is Kind.STANDALONE and head.status == 200:
             exchange.attempts = 0  # reopened: a later break starts a fresh backoff
-        if self.transport is None and exchange.kind is _Kind.POST and 200 <= head.status < 300:
+        if self.transport is None and exchange.kind is Kind.POST and 200 <= head.status < 300:
             self.transport = Transport.STREAMABLE
-        if exchange.kind in (_Kind.POST, _Kind.REINIT) and head.status == 200:
-            session_id = _header(head.headers, "mcp-session-id")
+        if exchange.kind in (Kind.POST, Kind.REINIT) and head.status == 200:
+            session_id = header(head.headers, "mcp-session-id")
             if session_id is not None:
-                if exchange.kind is _Kind.REINIT:
+                if exchange.kind is Kind.REINIT:
                     exchange.session_id = session_id
                 elif exchange.ids and exchange.ids[0] == self._init_id:
                     self.session_id = session_id
-        ctype = media_type(_header(head.headers, "content-type"))
+        ctype = media_type(header(head.headers, "content-type"))
         if 200 <= head.status < 300 and ctype == "text/event-stream":
             exchange.sse = SSEParser(max_event_size=self.max_body_size)
         else:
             exchange.json = bytearray()
 
-    def _on_body(self, exchange: _Exchange, data: bytes) -> None:
+    def _on_body(self, exchange: Exchange, data: bytes) -> None:
         if exchange.sse is not None:
             try:
                 events = exchange.sse.feed(data)
@@ -751,8 +561,8 @@ class HTTPClient:
                 if event.id is not None:
                     exchange.last_event_id = event.id
                     exchange.attempts = 0
-                if exchange.kind is _Kind.LEGACY_GET and event.event == "endpoint":
-                    self._on_endpoint(exchange, event.data)
+                if exchange.kind is Kind.LEGACY_GET and event.event == "endpoint":
+                    self._legacy.on_endpoint(exchange, event.data)
                     continue
                 if event.event != "message" or not event.data:
                     continue  # priming events and unknown event types
@@ -764,13 +574,13 @@ class HTTPClient:
             if len(exchange.json) > self.max_body_size:
                 self._abandon(exchange, "the response body is too large")
 
-    def _abandon(self, exchange: _Exchange, detail: str) -> None:
+    def _abandon(self, exchange: Exchange, detail: str) -> None:
         channel = exchange.channel
         if channel is not None:
             self._drop_channel(channel)
         self._fail(exchange, exchange.status, detail)
 
-    def _on_message(self, exchange: _Exchange, data: bytes) -> None:
+    def _on_message(self, exchange: Exchange, data: bytes) -> None:
         """One JSON-RPC message (or batch) from the server: to the connection."""
         try:
             value = _codec.decode(data, self.connection.max_depth)
@@ -779,10 +589,10 @@ class HTTPClient:
             return
         self._on_value(exchange, value)
 
-    def _on_value(self, exchange: _Exchange, value: Any) -> None:
+    def _on_value(self, exchange: Exchange, value: Any) -> None:
         """:meth:`_on_message` once the JSON is decoded."""
-        if exchange.kind is _Kind.REINIT:
-            self._on_reinit_answer(exchange, value)
+        if exchange.kind is Kind.REINIT:
+            self._renewal.on_answer(exchange, value)
             return
         items = value if type(value) is list else [value]
         for item in items:
@@ -792,41 +602,16 @@ class HTTPClient:
                     self._answered(request_id, exchange, item)
         self.connection.receive_message(value, now=self._now)
 
-    def _answered(self, request_id: RequestId, exchange: _Exchange, item: dict[str, Any]) -> None:
+    def _answered(self, request_id: RequestId, exchange: Exchange, item: dict[str, Any]) -> None:
         exchange.answered.add(request_id)
         carrier = self._by_id.pop(request_id, None)
         if carrier is not None and carrier is not exchange:
             carrier.answered.add(request_id)
         method = self._methods.pop(request_id, None)
         if method == "tools/list" and type(item.get("result")) is dict:
-            self._learn_tools(item["result"])
+            self._headers.learn_tools(item["result"])
 
-    def _learn_tools(self, result: dict[str, Any]) -> None:
-        """Read the ``x-mcp-header`` annotations of listed tools (2026-07-28), and leave out
-        the tools whose annotations are invalid, as clients MUST."""
-        tools = result.get("tools")
-        if not isinstance(tools, list):
-            return
-        kept = []
-        for tool in tools:
-            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-                kept.append(tool)
-                continue
-            schema = tool.get("inputSchema")
-            try:
-                annotated = param_headers(schema) if isinstance(schema, dict) else {}
-            except ValueError:
-                self._tool_headers.pop(tool["name"], None)
-                continue
-            if annotated:
-                self._tool_headers[tool["name"]] = annotated
-            else:
-                self._tool_headers.pop(tool["name"], None)
-            kept.append(tool)
-        if len(kept) != len(tools):
-            result["tools"] = kept
-
-    def _on_end(self, exchange: _Exchange, *, broken: bool) -> None:
+    def _on_end(self, exchange: Exchange, *, broken: bool) -> None:
         channel = exchange.channel
         exchange.channel = None
         if channel is not None and channel.exchange is exchange:
@@ -844,47 +629,47 @@ class HTTPClient:
             self._on_json(exchange, status, bytes(exchange.json))
             return
         if exchange.sse is not None or exchange.kind in (
-            _Kind.RESUME, _Kind.STANDALONE, _Kind.LEGACY_GET,
+            Kind.RESUME, Kind.STANDALONE, Kind.LEGACY_GET,
         ):
             self._on_stream_end(exchange, broken=broken)
             return
         self._fail(exchange, status, "the server is unreachable" if exchange.unreachable
                    else "the connection broke" if broken else "no response")
 
-    def _on_json(self, exchange: _Exchange, status: int, body: bytes) -> None:
+    def _on_json(self, exchange: Exchange, status: int, body: bytes) -> None:
         kind = exchange.kind
         if status == 404 and exchange.session_id is not None and kind not in (
-            _Kind.DELETE, _Kind.REINIT, _Kind.REINIT_NOTE,
+            Kind.DELETE, Kind.REINIT, Kind.REINIT_NOTE,
         ):
-            self._session_gone(exchange)
+            self._renewal.session_gone(exchange)
             return
-        if kind is _Kind.DELETE:
+        if kind is Kind.DELETE:
             exchange.done = True
             return
-        if kind is _Kind.REINIT:
+        if kind is Kind.REINIT:
             if status == 200 and body:
                 try:
                     value = _codec.decode(body, self.connection.max_depth)
                 except InvalidMessage:
                     value = None
-                self._on_reinit_answer(exchange, value)
+                self._renewal.on_answer(exchange, value)
             else:
-                self._renewal_failed(f"HTTP {status}")
+                self._renewal.failed(f"HTTP {status}")
             return
-        if kind is _Kind.REINIT_NOTE:
+        if kind is Kind.REINIT_NOTE:
             exchange.done = True
             return
-        if kind in (_Kind.STANDALONE, _Kind.RESUME, _Kind.LEGACY_GET):
-            if kind is _Kind.STANDALONE:
+        if kind in (Kind.STANDALONE, Kind.RESUME, Kind.LEGACY_GET):
+            if kind is Kind.STANDALONE:
                 if status == 405:  # the server offers no standalone stream
                     self._standalone_refused = True
                     self._standalone = None
                     exchange.done = True
                 else:
-                    self._reconnect(exchange)
+                    self._streams.reconnect(exchange)
                 return
-            if kind is _Kind.LEGACY_GET:
-                self._legacy_failed(exchange, status)
+            if kind is Kind.LEGACY_GET:
+                self._legacy.failed(exchange, status)
                 return
             self._refused(exchange, status, body)
             return
@@ -903,15 +688,15 @@ class HTTPClient:
             except InvalidMessage:
                 value = None
             if value is not None and self._carries_answer(exchange, value) and not (
-                    _is_auth_challenge(exchange, status)):
+                    is_auth_challenge(exchange, status)):
                 # An authorization challenge is the transport's failure even when its body
                 # answers the request (a tool's scopes, RFC 6750 §3.1): the client's
                 # authorization retries it after a step-up, else its error says why.
                 if (
                     status >= 400 and exchange.ids[0] == self._init_id
-                    and self._legacy_fallback_allowed(exchange, status, value)
+                    and self._legacy.allows(exchange, status, value)
                 ):
-                    self._init_refusal = (status, body, True)
+                    self._legacy.init_refusal = (status, body, True)
                     self._start_legacy()
                     return
                 exchange.done = True
@@ -920,86 +705,43 @@ class HTTPClient:
         if status == 202:
             exchange.done = True  # the answer will come on another stream (legacy)
             return
-        if exchange.ids and exchange.ids[0] == self._init_id and self._legacy_fallback_allowed(
+        if exchange.ids and exchange.ids[0] == self._init_id and self._legacy.allows(
             exchange, status, None
         ):
-            self._init_refusal = (status, body, False)
+            self._legacy.init_refusal = (status, body, False)
             self._start_legacy()
             return
         self._refused(exchange, status, body)
 
-    def _carries_answer(self, exchange: _Exchange, value: Any) -> bool:
+    def _carries_answer(self, exchange: Exchange, value: Any) -> bool:
         items = value if type(value) is list else [value]
         return any(type(item) is dict and "method" not in item and item.get("id") in exchange.ids
                    for item in items)
 
-    def _on_stream_end(self, exchange: _Exchange, *, broken: bool) -> None:
-        kind = exchange.kind
-        if kind is _Kind.LEGACY_GET:
+    def _on_stream_end(self, exchange: Exchange, *, broken: bool) -> None:
+        if exchange.kind is Kind.LEGACY_GET:
             exchange.done = True
-            if self._legacy_endpoint is None:
-                self._legacy_failed(exchange, exchange.status)
+            if self._legacy.endpoint is None:
+                self._legacy.failed(exchange, exchange.status)
             elif not self._closing:
                 # HTTP+SSE cannot be resumed: the session is over.
                 self.connection.receive_eof(now=self._now)
             return
-        if kind is _Kind.STANDALONE:
-            if self._closing or self.connection.state is State.CLOSED:
-                exchange.done = True
-                return
-            self._reconnect(exchange)
-            return
-        if not exchange.open_ids:
-            exchange.done = True
-            return
-        if exchange.unreachable:
-            self._fail(exchange, None, "the server is unreachable")
-            return
-        if exchange.last_event_id is not None and not exchange.stateless:
-            resume = exchange
-            if kind is _Kind.POST:
-                resume = _Exchange(_Kind.RESUME, "GET", self._target)
-                resume.ids = tuple(exchange.open_ids)
-                resume.last_event_id = exchange.last_event_id
-                resume.retry_ms = exchange.retry_ms
-                resume.session_id = exchange.session_id
-                resume.answered = set()
-                exchange.done = True
-                for request_id in resume.ids:
-                    self._by_id[request_id] = resume
-            self._reconnect(resume)
-            return
-        self._fail(exchange, exchange.status,
-                   "the stream ended before the response" + (" (broken)" if broken else ""))
+        self._streams.ended(exchange, broken=broken)
 
-    def _reconnect(self, exchange: _Exchange) -> None:
-        """Resume a stream after the server's retry delay, with bounded backoff."""
-        if exchange.attempts >= self.max_reconnects:
-            if exchange.kind is _Kind.STANDALONE:
-                exchange.done = True
-                self._standalone = None
-                self._standalone_refused = True
-                return
-            self._fail(exchange, None, "the stream could not be resumed")
-            return
-        base = exchange.retry_ms / 1000 if exchange.retry_ms is not None else self.reconnect_delay
-        delay = min(base * (2 ** exchange.attempts), self.max_reconnect_delay)
-        exchange.attempts += 1
-        self._schedule(delay, exchange)
-
-    def _refused(self, exchange: _Exchange, status: int, body: bytes) -> None:
+    def _refused(self, exchange: Exchange, status: int, body: bytes) -> None:
         """An HTTP status without a JSON-RPC answer: fail with what the server said why."""
         body = body[:MAX_BODY] if status >= 400 else b""
         why = explain(exchange.error_headers, body).summary() if status >= 400 else ""
         self._fail(exchange, status, f"HTTP {status}: {why}" if why else f"HTTP {status}",
                    body)
 
-    def _fail(self, exchange: _Exchange, status: int | None, detail: str,
+    def _fail(self, exchange: Exchange, status: int | None, detail: str,
               body: bytes = b"") -> None:
         """An exchange failed without a JSON-RPC answer: end what it carried."""
         exchange.done = True
         open_ids = exchange.open_ids
-        if exchange.kind is _Kind.STANDALONE:
+        if exchange.kind is Kind.STANDALONE:
             self._standalone = None
             self._standalone_refused = True
             return
@@ -1034,84 +776,15 @@ class HTTPClient:
                                                 request_ids=tuple(cancelled),
                                                 headers=headers, body=body))
 
-    # -- session renewal (404) -----------------------------------------------------------------
-
-    def _session_gone(self, exchange: _Exchange) -> None:
-        """A 404 for our session id: initialize again (once per exchange) and retry."""
-        stale = exchange.session_id != self.session_id  # sent before the last renewal
-        if exchange.kind is _Kind.STANDALONE:
-            exchange.done = True
-            self._standalone = None  # reopened by _pump once there is a session again
-            if not stale:
-                self._renew()
-            return
-        if exchange.retried or self._init_params is None or exchange.kind is _Kind.RESUME:
-            self._fail(exchange, 404, "the session is gone")
-            return
-        exchange.retried = True
-        exchange.session_id = None
-        if stale and self._renewing is None:
-            exchange.answered = set()
-            self._start(exchange)
-            return
-        self._waiting_renewal.append(exchange)
-        self._renew()
-
-    def _renew(self) -> None:
-        if self._renewing is not None or self.session_id is None or self._init_params is None:
-            return
-        renew = _Exchange(_Kind.REINIT, "POST", self._target)
-        request_id = f"mcp-sansio-reinitialize-{next(self._renew_counter)}"
-        renew.message = {"jsonrpc": "2.0", "id": request_id, "method": "initialize",
-                         "params": self._init_params}
-        renew.body = _codec.encode(renew.message)
-        renew.ids = (request_id,)
-        self._renewing = renew
-        if self._standalone is not None:
-            self._standalone.done = True
-            if self._standalone.channel is not None:
-                self._drop_channel(self._standalone.channel)
-            self._standalone = None
-        self._start(renew)
-
-    def _on_reinit_answer(self, exchange: _Exchange, value: Any) -> None:
-        exchange.done = True
-        exchange.answered.update(exchange.ids)
-        result = value.get("result") if type(value) is dict else None
-        version = result.get("protocolVersion") if type(result) is dict else None
-        if version != self.connection.protocol_version or exchange.session_id is None:
-            self._renewal_failed("the new session does not match the old one")
-            return
-        previous = self.session_id or ""
-        self.session_id = exchange.session_id
-        self._renewing = None
-        note = _Exchange(_Kind.REINIT_NOTE, "POST", self._target)
-        note.message = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        note.body = _codec.encode(note.message)
-        note.session_id = self.session_id
-        self._start(note)
+    def _renewed(self, previous: str) -> None:
+        """A renewal made a new session (:mod:`._client_renewal`): tell the application."""
         self._events.append(SessionRenewed(previous_session_id=previous,
                                            session_id=self.session_id))
-        waiting, self._waiting_renewal = self._waiting_renewal, []
-        # As after the first handshake: the retries wait for the note's 202 (_outgoing).
-        self._gate = note
-        for retry in waiting:
-            retry.session_id = self.session_id
-            retry.answered = set()
-            self._gated.append(retry)
-
-    def _renewal_failed(self, detail: str) -> None:
-        self._renewing = None
-        waiting, self._waiting_renewal = self._waiting_renewal, []
-        for exchange in waiting:
-            self._fail(exchange, 404, f"the session is gone and could not be renewed: {detail}")
-        if self.connection.state is not State.CLOSED:
-            self.connection.receive_eof(now=self._now)
 
     # -- the standalone stream -----------------------------------------------------------------
 
     def _open_standalone(self) -> None:
-        exchange = _Exchange(_Kind.STANDALONE, "GET", self._target)
+        exchange = Exchange(Kind.STANDALONE, "GET", self._target)
         self._standalone = exchange
         if self._gate is not None:
             # Requests wait for this stream's head too (bounded): a server may send a message
@@ -1139,90 +812,8 @@ class HTTPClient:
             if not exchange.done:
                 self._start(exchange)
 
-    # -- legacy HTTP+SSE -----------------------------------------------------------------------
-
-    def _legacy_fallback_allowed(self, exchange: _Exchange, status: int, body: Any) -> bool:
-        return (
-            self.requested_transport is Transport.AUTO and not self._legacy_tried
-            and 400 <= status < 500 and self.session_id is None
-            and not (body is not None and _is_stateless_error(body))
-            and not _is_auth_challenge(exchange, status)
-        )
+    # -- legacy HTTP+SSE (:mod:`._client_legacy`) ----------------------------------------------
 
     def _start_legacy(self) -> None:
-        """Try the 2024-11-05 transport: GET the URL, expect an ``endpoint`` event."""
-        self._legacy_tried = True
         self.transport = Transport.LEGACY
-        init = self._by_id.get(self._init_id) if self._init_id is not None else None
-        if init is not None and init not in self._legacy_pending:
-            init.done = False
-            init.answered = set()
-            self._legacy_pending.append(init)
-        exchange = _Exchange(_Kind.LEGACY_GET, "GET", self._target)
-        self._start(exchange)
-
-    def _on_endpoint(self, exchange: _Exchange, data: bytes) -> None:
-        endpoint = urljoin(self.url, data.decode("utf-8", "replace").strip())
-        parts = urlsplit(endpoint)
-        if (parts.scheme, parts.hostname, parts.port or self.port) != (
-            self.scheme, self.host, self.port
-        ):
-            self._legacy_failed(exchange, exchange.status, "the endpoint is on another origin")
-            return
-        self._legacy_endpoint = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        pending, self._legacy_pending = self._legacy_pending, []
-        for post in pending:
-            post.target = self._legacy_endpoint
-            post.done = False
-            self._start(post)
-
-    def _legacy_failed(self, exchange: _Exchange, status: int | None,
-                       detail: str = "no endpoint event") -> None:
-        exchange.done = True
-        pending, self._legacy_pending = self._legacy_pending, []
-        for post in pending:
-            refusal = self._init_refusal
-            if refusal is not None and post.ids and post.ids[0] == self._init_id:
-                # Neither transport worked: the initialize refusal is the answer (one not JSON-RPC,
-                # a parser's 400, says why by its status and text as any refusal does).
-                if refusal[2]:
-                    post.done = True
-                    self._on_message(post, refusal[1])
-                else:
-                    self._refused(post, refusal[0], refusal[1])
-                continue
-            self._fail(post, status, f"legacy HTTP+SSE: {detail}")
-        channel = exchange.channel
-        if channel is not None:
-            self._drop_channel(channel)
-
-
-#: Statuses that, with a ``WWW-Authenticate`` header, are an authorization challenge rather
-#: than a server that does not speak Streamable HTTP: ``basic/authorization.mdx``
-#: (2025-06-18 onwards) answers a request without a valid token 401 and one with too few
-#: scopes 403 ``insufficient_scope`` (RFC 6750 §3.1), each with the challenge. The legacy
-#: fallback of ``basic/transports.mdx`` "Backwards Compatibility" (any 4xx to the
-#: ``initialize`` POST) must not take them for an old server: the client's authorization
-#: hook answers them (TransportFailed.headers carries the challenge).
-AUTH_CHALLENGE_STATUSES = frozenset({401, 403})
-
-
-def _is_auth_challenge(exchange: _Exchange, status: int) -> bool:
-    return status in AUTH_CHALLENGE_STATUSES and any(
-        name.lower() == "www-authenticate" for name, _ in exchange.error_headers)
-
-
-def _header(headers: tuple[tuple[str, str], ...], name: str) -> str | None:
-    """The first value of the header ``name`` (lower-case) in a response head: a scan, since
-    the client reads two headers of a response of a few; an HTTP library may give the names
-    in any case (RFC 9110 section 5.1: they are case-insensitive)."""
-    for key, value in headers:
-        if key == name or key.lower() == name:
-            return value
-    return None
-
-
-def _is_stateless_error(value: Any) -> bool:
-    """Whether a body is a recognised stateless-era JSON-RPC error (judge_probe)."""
-    return type(value) is dict and "error" in value and judge_probe(value) is Era.STATELESS
-
+        self._legacy.start()

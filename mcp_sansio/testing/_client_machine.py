@@ -12,27 +12,31 @@ queues in :attr:`ClientMachine.outbox`, on the stream each item names.
 
 Handshake era (2024-11-05 .. 2025-11-25), in order.
 
-The rest of its theory of operation: docs/architecture.rst, "Module notes".
+Its parts are held, not inherited: the kit's own requests, the HTTP side and the
+stateless era (:mod:`._client_kit`). The rest: docs/architecture.rst, "Module notes".
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from .._capabilities import lookup
-from .._versions import FEATURES, HANDSHAKE_REVISIONS, KNOWN_REVISIONS, STATELESS_REVISIONS
-from ..http._headers import (
-    decode_header_value,
-    param_header_text,
-    param_headers,
-    param_matches,
-    param_value,
+from .._versions import HANDSHAKE_REVISIONS, KNOWN_REVISIONS, STATELESS_REVISIONS
+from ._client_http import HttpSide
+from ._client_kit import (
+    META_CAPS,
+    META_VERSION,
+    STATELESS_TOOL,
+    TOOL,
+    Out,
+    request_key,
+    stateless_meta,
 )
-from ._client_stateless import TASK_TTL_MS, TASKS_EXTENSION, StatelessKit
+from ._client_probes import HUGE_SIZE, Probes
+from ._client_stateless import TASKS_EXTENSION, StatelessKit
 from ._findings import CHECKS, Finding, Report
 from ._invalid import MUST, SHOULD
 from ._schemas import Schemas, bundled
@@ -44,33 +48,6 @@ __all__ = ["IDLE_BEFORE_PROBES", "HUGE_SIZE", "ClientMachine", "Out"]
 #: arrive on a loaded machine (the probes then wait for it, so that it is held while they
 #: run), short next to any sensible call timeout.
 IDLE_BEFORE_PROBES = 2.0
-
-#: The size of the huge notification of the hostile phase: 1 MiB is over the default line
-#: limits of several JSON-RPC stacks (a client may refuse it, but must live on).
-HUGE_SIZE = 1 << 20
-
-#: The SSE ``retry`` the kit sends before dropping a stream (milliseconds): short, so that a
-#: check takes little time, and the client MUST wait it (2025-11-25 transports.mdx).
-RETRY_MS = 200
-
-#: The URL-mode elicitation (2025-11-25) sent to a client that declared ``elicitation.url``:
-#: a consent URL on a reserved name (RFC 6761: ``.invalid`` never resolves).
-URL_ELICITATION: dict[str, Any] = {
-    "mode": "url", "message": "Please confirm in your browser",
-    "url": "https://kit.invalid/consent", "elicitationId": "kit-elicitation-1"}
-
-_META_VERSION = "io.modelcontextprotocol/protocolVersion"
-_META_CAPS = "io.modelcontextprotocol/clientCapabilities"
-
-#: The kit's one tool: what a client can list and call.
-TOOL: dict[str, Any] = {"name": "kit_echo", "description": "Echoes its text argument.",
-        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
-
-#: The tool as listed in the stateless era: its argument is mirrored into a header
-#: (``x-mcp-header``, 2026-07-28 basic/transports/streamable-http.mdx, Schema Extension).
-_STATELESS_TOOL: dict[str, Any] = {**TOOL, "inputSchema": {"type": "object", "properties": {
-    "text": {"type": "string", "x-mcp-header": "Text"}}}}
-_PARAM_HEADERS = param_headers(_STATELESS_TOOL["inputSchema"])
 
 #: Requests a client sends, and the server capability that gates each (``None``: always
 #: legal). Sources: each revision's server/*.mdx capability sections; completion/complete is
@@ -87,58 +64,7 @@ _GATES: dict[str, tuple[str, ...] | None] = {
     "subscriptions/listen": None,  # legal; the server acknowledges the honoured subset
 }
 
-
-@attrs.define
-class Out:
-    """One thing for the adapter to do: send a message (or raw bytes) on a stream, or drop
-    the stream's connection (HTTP)."""
-
-    #: The stream: the key of the client request it answers or relates to (see
-    #: :meth:`ClientMachine.stream_key`), or ``"main"`` (stdio; HTTP: the GET stream).
-    stream: str
-    message: Any = None
-    #: Bytes to send instead of a message (hostile output).
-    raw: bytes | None = None
-    #: The SSE event id (HTTP).
-    event_id: str | None = None
-    #: The SSE ``retry`` field, milliseconds (HTTP).
-    retry: int | None = None
-    #: Close the stream after this item (the request is answered).
-    end: bool = False
-    #: Drop the connection without ending the stream (HTTP resumption check).
-    drop: bool = False
-
-
-@attrs.define
-class _Probe:
-    method: str
-    params: dict[str, Any]
-    sent_at: float
-    token: str | None = None
-    last_progress: float | None = None
-    liveness: bool = False
-
-
 _FINDING_FIELDS = frozenset(attrs.fields_dict(Finding))
-
-
-def _key(request_id: Any) -> str:
-    return json.dumps(request_id)
-
-
-def _decoded(raw: str | None) -> str | None:
-    return None if raw is None else decode_header_value(raw)
-
-
-#: The 2026-07-28 requests whose ``Mcp-Name`` header mirrors a param, and which one.
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-
-def _stateless_meta(message: Mapping[str, Any]) -> bool:
-    """Whether a request carries the 2026-07-28 ``_meta`` envelope of a stateless revision."""
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and meta.get(_META_VERSION) in STATELESS_REVISIONS
 
 
 class ClientMachine:
@@ -186,38 +112,15 @@ class ClientMachine:
         self._initialize_key: str | None = None
         self._answered_at: float | None = None  # initialize answered, initialized awaited
         self._ready_at: float | None = None
-        self._held: tuple[str, Any, dict[str, Any]] | None = None  # key, id, message
-        self._probes: list[tuple[str, dict[str, Any], bool]] = []
-        self._pending: dict[str, _Probe] = {}
-        self._answered: set[str] = set()
-        self._timed_out: set[str] = set()
-        self._next = 0
-        self._probing = False
-        self._probed = False
-        self._ping_answered = False
-        self._tokens: dict[str, _Probe] = {}
         self._events = 0
         self._last_event: dict[str, str] = {}
-        # HTTP resumption and session expiry.
-        self._dropped: tuple[str, str, float] | None = None  # stream, last event id, when
-        self._release: list[Out] = []
-        self._resumed = False
-        self._expire_next = False
-        self._expired: str | None = None
-        self._expired_at: float | None = None
-        #: The stateless era's MRTR, listen streams and tasks.
+        #: The kit's own requests to the client; the HTTP side (heads, resumption,
+        #: expiry, the legacy endpoint); the stateless era's MRTR, listen streams and tasks.
+        self.probes = Probes(self)
+        self.http = HttpSide(self)
         self.stateless = StatelessKit(self)
-        self._hostile_sent = False
         self.finished = False
         self.cut_short = False
-        self._http_hostile_due = False
-        self._drop_done = False
-        #: HTTP: whether the client sent a DELETE at all (one without the right session id
-        #: is the business of client-session-id).
-        self._delete_seen = False
-        #: Legacy HTTP+SSE: the endpoint URI given in the ``endpoint`` event (None until
-        #: the client opened the stream).
-        self.endpoint: str | None = None
         #: What the run went through, in order (for a reader of the report, and for tests
         #: that a clean run really exercised each step).
         self.steps: list[str] = []
@@ -279,7 +182,7 @@ class ClientMachine:
     @staticmethod
     def stream_key(request_id: Any) -> str:
         """The stream name of the client request with this id."""
-        return _key(request_id)
+        return request_key(request_id)
 
     def _answer(self, key: str, request_id: Any, result: Any = None,
                 error: tuple[int, str] | None = None, data: Any = None) -> None:
@@ -308,7 +211,7 @@ class ClientMachine:
         normal one (404: the session expired), else ``None``."""
         self._now = now
         if headers is not None:
-            status = self._http_head(message, headers, now)
+            status = self.http.head(message, headers, now)
             if status is not None:
                 return status
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -323,96 +226,18 @@ class ClientMachine:
             else:
                 self._notification(message, method, now)
         elif "id" in message and ("result" in message or "error" in message):
-            self._response(message, now)
+            self.probes.response(message, now)
         else:
             self.finding("client-envelope", "neither a request, a notification nor a "
                          "response", received=message)
         return None
 
-    # -- HTTP heads --------------------------------------------------------------------------
-
-    def _http_head(self, message: Any, headers: Mapping[str, str], now: float) -> int | None:
-        is_init = isinstance(message, dict) and message.get("method") == "initialize"
-        sid = headers.get("mcp-session-id")
-        if (self.wants_expiry and sid is not None and sid == self.session_id
-                and not is_init):
-            self.expire_session()
-            return 404
-        if self._expired is not None and sid == self._expired and not is_init:
-            return 404
-        if self._expired is not None and is_init:
-            if sid is not None:
-                self.finding("client-reinitialize", "the new initialize after 404 carried a "
-                             "session id", received=message)
-            self._expired = None
-            self._expired_at = None
-            self.steps.append("initialized again after 404")
-            return None
-        if self.era_now == "stateless" or self.phase == "new":
-            if (isinstance(message, dict) and "method" in message and "id" in message
-                    and (self.era_now == "stateless" or _stateless_meta(message))):
-                meta = (message.get("params") or {}).get("_meta") if isinstance(
-                    message.get("params"), dict) else None
-                version = meta.get(_META_VERSION) if isinstance(meta, dict) else None
-                if version is not None and headers.get("mcp-protocol-version") != version:
-                    self.finding("client-protocol-version-header", "MCP-Protocol-Version "
-                                 f"{headers.get('mcp-protocol-version')!r} differs from the "
-                                 f"_meta version {version!r}", received=message)
-                self._method_headers(message, headers)
-            return None
-        if is_init:
-            return None
-        if self.session_id is not None and sid != self.session_id:
-            self.finding("client-session-id", f"the session id was {sid!r:.12} on a request "
-                         "after initialize", received=message)
-        features = FEATURES.get(self.revision or "")
-        if features is not None and features.version_header:
-            got = headers.get("mcp-protocol-version")
-            if got != self.revision:
-                self.finding("client-protocol-version-header", f"MCP-Protocol-Version was "
-                             f"{got!r}, the negotiated revision is {self.revision}",
-                             received=message)
-        return None
-
-    def _method_headers(self, message: dict[str, Any], headers: Mapping[str, str]) -> None:
-        """2026-07-28 basic/transports/streamable-http.mdx: ``Mcp-Method`` on every request,
-        ``Mcp-Name`` (``params.name`` or ``uri``) on tools/call, prompts/get and
-        resources/read, unsafe values in the ``=?base64?...?=`` form."""
-        method = message.get("method")
-        params = message.get("params")
-        params = params if isinstance(params, dict) else {}
-        problems = []
-        if _decoded(headers.get("mcp-method")) != method:
-            problems.append(f"Mcp-Method {headers.get('mcp-method')!r} for {method}")
-        if method in _NAMED:
-            name = params.get(_NAMED[method])
-            if _decoded(headers.get("mcp-name")) != name:
-                problems.append(f"Mcp-Name {headers.get('mcp-name')!r} for {name!r}")
-        if method == "tools/call" and params.get("name") == TOOL["name"]:
-            # x-mcp-header parameters are mirrored into Mcp-Param-{Name} (clients MUST; an
-            # absent or null value omits the header).
-            for header, path in _PARAM_HEADERS.items():
-                text = param_header_text(param_value(params.get("arguments"), path))
-                got = _decoded(headers.get(f"mcp-param-{header.lower()}"))
-                if text is None and got is None:
-                    continue
-                value = param_value(params.get("arguments"), path)
-                if got is None or not param_matches(got, value):
-                    problems.append(f"Mcp-Param-{header} {got!r} for {value!r}")
-        if problems:
-            self.finding("client-method-headers", "; ".join(problems), received=message)
+    # -- HTTP (the HTTP side's) --------------------------------------------------------------
 
     def http_delete(self, headers: Mapping[str, str], now: float) -> int:
         """A DELETE: the HTTP status to answer (2025-03-26+ basic/transports.mdx, Session
         Management: it ends the session it names; 2026-07-28 has no sessions: 405)."""
-        if self.era_now == "stateless":
-            return 405
-        self._delete_seen = True
-        session = headers.get("mcp-session-id")
-        if session is None or session != self.session_id:
-            return 404
-        self.steps.append("session deleted")
-        return 200
+        return self.http.delete(headers, now)
 
     def stream_closed(self, stream: str, now: float) -> None:
         """HTTP: the client closed ``stream`` before its end (2026-07-28: the cancellation)."""
@@ -421,61 +246,43 @@ class ClientMachine:
     def http_get(self, headers: Mapping[str, str], now: float) -> str | None:
         """A GET (an SSE stream). Returns the stream it carries -- the dropped stream when
         it resumes it, else ``"main"`` -- or ``None`` to refuse it (405)."""
-        if self.era_now == "stateless":
-            return None
-        last = headers.get("last-event-id")
-        if self._dropped is not None and last is not None:
-            stream, expected, dropped_at = self._dropped
-            if last != expected:
-                self.finding("client-sse-resume", f"resumed with Last-Event-ID {last!r}, the "
-                             f"last event sent was {expected!r}")
-            waited = now - dropped_at
-            # ``dropped_at`` is when the drop was decided, before the connection closed, so
-            # the wait measured here is never shorter than the client's: no false positive.
-            if waited * 1000 < RETRY_MS:
-                self.finding("client-sse-retry", f"resumed {waited * 1000:.0f} ms after the "
-                             f"drop, before the retry of {RETRY_MS} ms")
-            self._dropped = None
-            self._resumed = True
-            self.steps.append("stream resumed")
-            for out in self._release:
-                out.stream = stream
-                self.outbox.append(out)
-            self._release = []
-            self._expire_next = True
-            return stream
-        return "main"
-
-    # -- legacy HTTP+SSE ----------------------------------------------------------------------
+        return self.http.get(headers, now)
 
     def sse_endpoint(self, now: float) -> str | None:
         """Legacy HTTP+SSE: a GET on the SSE URL. Returns the URI for the ``endpoint`` event
         that opens the stream (then the ``"main"`` stream follows), or ``None`` to refuse a
         second stream (409: the kit serves one connection)."""
-        if self.endpoint is not None:
-            return None
-        self.endpoint = "/messages?session_id=kit-legacy-1"
-        self.steps.append("endpoint sent")
-        return self.endpoint
+        return self.http.sse_endpoint(now)
 
     def sse_post(self, target: str, message: Any, now: float) -> int | None:
         """Legacy HTTP+SSE: a POST to ``target`` (path and query). Returns the status to
         answer instead of taking the message (405: the back-compatibility probe, before
         the stream is open), else ``None`` (the message is then given to :meth:`receive`
         and answered 202)."""
-        if self.endpoint is None:
-            return 405
-        if target != self.endpoint:
-            self.finding("client-sse-endpoint", f"a message was POSTed to {target!r}, not to "
-                         f"the endpoint {self.endpoint!r} the server gave", received=message)
-        return None
+        return self.http.sse_post(target, message, now)
+
+    @property
+    def endpoint(self) -> str | None:
+        """Legacy HTTP+SSE: the endpoint URI given in the ``endpoint`` event (None until
+        the client opened the stream)."""
+        return self.http.endpoint
+
+    def expire_session(self) -> None:
+        """HTTP: forget the session; its next request gets 404 (transports.mdx, Session
+        Management: the client MUST then initialize again without a session id)."""
+        self.http.expire()
+
+    @property
+    def wants_expiry(self) -> bool:
+        """HTTP: the resumption check is over, the session is to expire now."""
+        return self.http.wants_expiry
 
     # -- requests ----------------------------------------------------------------------------
 
     def _request(self, message: dict[str, Any], method: str, now: float,
                  headers: Mapping[str, str] | None) -> None:
         request_id = message["id"]
-        key = _key(request_id)
+        key = request_key(request_id)
         if request_id is None or isinstance(request_id, bool) or not isinstance(
                 request_id, (str, int)):
             self.finding("client-envelope", f"request id {request_id!r} is not a string or "
@@ -484,7 +291,7 @@ class ClientMachine:
             self._answer(key, None, error=(-32600, "Invalid Request"))
             return
         if (self.phase == "new" and self.revision is None and self.era != "stateless"
-                and (method == "server/discover" or _stateless_meta(message))
+                and (method == "server/discover" or stateless_meta(message))
                 and self._discover(message, key, now)):
             return
         if method == "initialize" and self.era_now == "stateless" and self.era == "stateless":
@@ -513,19 +320,19 @@ class ClientMachine:
             self._ready_at = now
         if not self._legal(message, method, key):
             return
-        if not self._probed and not self._probing and self._held is None:
-            self._held = (key, request_id, message)
-            self._start_probes(now)
+        if not self.probes.probed and not self.probes.probing and self.probes.held is None:
+            self.probes.held = (key, request_id, message)
+            self.probes.start(now)
             return
-        if (self._http_hostile_due and not self._probing and self._held is None
-                and not self._expire_next and self._expired is None):
+        if (self.probes.http_hostile_due and not self.probes.probing and self.probes.held is None
+                and not self.http.expire_next and self.http.expired is None):
             # HTTP: the hostile phase comes last, once resumption and 404 were seen (a
             # client that gives up on a garbage event still shows those).
-            self._http_hostile_due = False
-            self._held = (key, request_id, message)
-            self._probing = True
-            self._probes = [("hostile", {}, False)]
-            self._advance(now)
+            self.probes.http_hostile_due = False
+            self.probes.held = (key, request_id, message)
+            self.probes.probing = True
+            self.probes.queue = [("hostile", {}, False)]
+            self.probes.advance(now)
             return
         self._serve(key, request_id, method, message)
 
@@ -580,7 +387,7 @@ class ClientMachine:
     def _serve(self, key: str, request_id: Any, method: str, message: dict[str, Any]) -> None:
         if method == "tools/list":
             result: dict[str, Any] = {"tools": [
-                _STATELESS_TOOL if self.era_now == "stateless" else TOOL]}
+                STATELESS_TOOL if self.era_now == "stateless" else TOOL]}
         elif method == "tools/call":
             params = message.get("params") or {}
             if params.get("name") != TOOL["name"]:
@@ -610,7 +417,7 @@ class ClientMachine:
             return True
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
-        version = meta.get(_META_VERSION) if isinstance(meta, dict) else None
+        version = meta.get(META_VERSION) if isinstance(meta, dict) else None
         if version in STATELESS_REVISIONS:
             self.revision = version
             self.sessions += 1
@@ -663,11 +470,11 @@ class ClientMachine:
         revision = self.revision or STATELESS_REVISIONS[-1]
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
-        version = meta.get(_META_VERSION) if isinstance(meta, dict) else None
+        version = meta.get(META_VERSION) if isinstance(meta, dict) else None
         if (not isinstance(meta, dict) or not isinstance(version, str)
-                or not isinstance(meta.get(_META_CAPS), dict)):
+                or not isinstance(meta.get(META_CAPS), dict)):
             self.finding("client-meta-envelope", f"{method} without _meta "
-                         f"{_META_VERSION} and {_META_CAPS}", received=message)
+                         f"{META_VERSION} and {META_CAPS}", received=message)
             self._answer(key, request_id, error=(-32602, "Missing _meta"))
             return
         if self.revision is None:
@@ -680,7 +487,7 @@ class ClientMachine:
             self.finding("client-id-reused", f"request id {key} reused while outstanding",
                          received=message)
         self._in_flight[key] = method
-        self.client_caps = meta[_META_CAPS]
+        self.client_caps = meta[META_CAPS]
         if version not in STATELESS_REVISIONS:
             self._answer(key, request_id, error=(-32022, "Unsupported protocol version"))
             return
@@ -701,12 +508,12 @@ class ClientMachine:
             return
         if method == "tools/call" and self.stateless.mrtr_check(message, key, now):
             return
-        if not self._hostile_sent and self.stateless.mrtr is not None:
+        if not self.probes.hostile_sent and self.stateless.mrtr is not None:
             # Hostile output before the answer to the input_required retry (on HTTP, in
             # that request's SSE stream), so that a client that gives up on it has shown
             # its retry first: the client must live on.
-            self._hostile_sent = True
-            self._hostile(self._stream_for(key))
+            self.probes.hostile_sent = True
+            self.probes.hostile(self._stream_for(key))
             self.steps.append("hostile output sent")
         self._serve(key, request_id, method, message)
 
@@ -737,7 +544,7 @@ class ClientMachine:
         elif method == "notifications/cancelled":
             self._cancelled(message, params)
         elif method == "notifications/progress":
-            self._progress(message, params)
+            self.probes.progress(message, params)
         elif method == "notifications/roots/list_changed":
             roots = self.client_caps.get("roots")
             if not (isinstance(roots, dict) and roots.get("listChanged")):
@@ -747,7 +554,7 @@ class ClientMachine:
     def _cancelled(self, message: dict[str, Any], params: dict[str, Any]) -> None:
         if "requestId" not in params:
             return
-        key = _key(params["requestId"])
+        key = request_key(params["requestId"])
         if self.stateless.cancelled(key, message):
             return
         if key == self._initialize_key:
@@ -759,237 +566,19 @@ class ClientMachine:
         else:
             self._in_flight.pop(key, None)
 
-    def _progress(self, message: dict[str, Any], params: dict[str, Any]) -> None:
-        token = params.get("progressToken")
-        probe = self._tokens.get(_key(token))
-        # Active: the kit's request that carried the token is still unanswered
-        # (progress.mdx: only for tokens of active requests).
-        if probe is None or not any(p is probe for p in self._pending.values()):
-            self.finding("client-progress-unknown-token", f"progress for token {token!r}, "
-                         "which names no active request of the kit's", received=message)
-            return
-        value = params.get("progress")
-        if isinstance(value, (int, float)):
-            if probe.last_progress is not None and value <= probe.last_progress:
-                self.finding("client-progress-not-increasing", f"progress {value} after "
-                             f"{probe.last_progress}", received=message)
-            probe.last_progress = value
-
-    # -- responses ---------------------------------------------------------------------------
-
-    def _response(self, message: dict[str, Any], now: float) -> None:
-        key = _key(message["id"])
-        if message["id"] is None and "error" in message:
-            return  # the client answered our garbage line (JSON-RPC 2.0 s. 5)
-        if key in self._timed_out:
-            return  # a late answer: the timeout was the finding
-        if key in self._answered:
-            self.finding("client-duplicate-response", f"a second answer to {key}",
-                         received=message)
-            return
-        probe = self._pending.pop(key, None)
-        if probe is None:
-            self.finding("client-unknown-id", f"a response to {key}, which the kit never "
-                         "sent", received=message)
-            return
-        self._answered.add(key)
-        mode = " (url)" if probe.params.get("mode") == "url" else ""
-        self.steps.append(f"{'liveness ' if probe.liveness else ''}{probe.method}{mode} "
-                          "answered")
-        self._judge(probe, message)
-        self._advance(now)
-
-    def _judge(self, probe: _Probe, message: dict[str, Any]) -> None:
-        revision = self.revision or HANDSHAKE_REVISIONS[-1]
-        method = probe.method
-        sent = {"method": method, "params": probe.params}
-        if probe.liveness:
-            return
-        if method == "ping":
-            self._ping_answered = True
-            if "result" not in message or not isinstance(message["result"], dict) or any(
-                    k != "_meta" for k in message["result"]):
-                self.finding("client-ping", "ping was not answered with an empty result",
-                             sent=sent, received=message)
-            return
-        capability = {"roots/list": "roots", "sampling/createMessage": "sampling",
-                      "elicitation/create": "elicitation", "tasks/get": "tasks",
-                      "tasks/result": "tasks"}[method]
-        declared = capability in self.client_caps
-        if "error" in message:
-            return  # an error is always an acceptable answer
-        if "task" in probe.params or method.startswith("tasks/"):
-            self._judge_task(probe, message, revision)
-            return
-        if not declared:
-            self.finding("client-undeclared-answer", f"{method} answered with a result "
-                         f"although the client did not declare {capability}", sent=sent,
-                         received=message)
-            return
-        name = self.schemas.result_definition(revision, method)
-        if name is not None:
-            problems = self.schemas.errors(revision, name, message.get("result"))
-            if problems:
-                self.finding("client-result-schema", f"{method}: {'; '.join(problems)}",
-                             sent=sent, received=message)
-                return
-        result = message.get("result")
-        if probe.params.get("mode") == "url" and isinstance(result, dict):
-            if "content" in result:
-                self.finding("client-elicitation-url-result", "a URL-mode elicitation was "
-                             f"answered with content (action {result.get('action')!r})",
-                             sent=sent, received=message)
-            if result.get("action") == "accept":
-                # The out-of-band interaction "completed": the optional notification.
-                self._emit(self._probe_stream(), {
-                    "jsonrpc": "2.0", "method": "notifications/elicitation/complete",
-                    "params": {"elicitationId": URL_ELICITATION["elicitationId"]}})
-
-    def _judge_task(self, probe: _Probe, message: dict[str, Any], revision: str) -> None:
-        """2025-11-25 basic/utilities/tasks.mdx: a task-augmented request is answered with a
-        ``CreateTaskResult``; ``tasks/get`` with the task, ``tasks/result`` with the result
-        of the request the task runs."""
-        sent = {"method": probe.method, "params": probe.params}
-        result = message.get("result")
-        name = {"tasks/get": "GetTaskResult",
-                "tasks/result": "CreateMessageResult"}.get(probe.method, "CreateTaskResult")
-        problems = self.schemas.errors(revision, name, result)
-        if problems:
-            self.finding("client-task-result", f"{probe.method}: {'; '.join(problems)}",
-                         sent=sent, received=message)
-            return
-        assert isinstance(result, dict)
-        if name == "CreateTaskResult":
-            task_id = result["task"]["taskId"]
-            self._probes[0:0] = [("tasks/get", {"taskId": task_id}, False),
-                                 ("tasks/result", {"taskId": task_id}, False)]
-        elif name == "GetTaskResult" and result.get("taskId") != probe.params["taskId"]:
-            self.finding("client-task-result", f"tasks/get for {probe.params['taskId']!r} "
-                         f"answered with task {result.get('taskId')!r}", sent=sent,
-                         received=message)
-
-    # -- the kit's requests ------------------------------------------------------------------
-
-    def _start_probes(self, now: float) -> None:
-        self._probing = True
-        self._probes = [("ping", {}, False)]
-        self._probes.append(("roots/list", {"_meta": {"progressToken": "kit-progress"}},
-                             False))
-        revision = self.revision or ""
-        features = FEATURES.get(revision)
-        sampling: dict[str, Any] = {
-            "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
-            "maxTokens": 16}
-        if features is not None and features.core_tasks and self._client_has(
-                "tasks", "requests", "sampling", "createMessage"):
-            sampling["task"] = {"ttl": TASK_TTL_MS}
-        self._probes.append(("sampling/createMessage", sampling, False))
-        if lookup("elicitation/create", revision) is not None:  # 2025-06-18 on
-            self._probes.append(("elicitation/create", {
-                "mode": "form", "message": "A value, please",
-                "requestedSchema": {"type": "object", "properties": {
-                    "answer": {"type": "string", "default": "yes"}}}}
-                if features is not None and features.elicitation_modes else {
-                "message": "A value, please", "requestedSchema": {
-                    "type": "object", "properties": {"answer": {"type": "string"}}}}, False))
-        if self._url_elicitation():
-            self._probes.append(("elicitation/create", dict(URL_ELICITATION), False))
-        if self.transport == "http":
-            self._http_hostile_due = True
-        else:
-            self._probes.append(("hostile", {}, False))
-        self._advance(now)
-
-    def _client_has(self, *path: str) -> bool:
-        node: Any = self.client_caps
-        for part in path:
-            if not isinstance(node, dict) or not isinstance(node.get(part), dict):
-                return False
-            node = node[part]
-        return True
-
-    def _url_elicitation(self) -> bool:
-        """Whether the client gets a URL-mode elicitation: the revision has the modes and the
-        client declared ``elicitation.url`` (2025-11-25 client/elicitation.mdx, Capabilities:
-        a server MUST NOT send a mode the client did not declare)."""
-        features = FEATURES.get(self.revision or "")
-        elicitation = self.client_caps.get("elicitation")
-        return (features is not None and features.elicitation_modes
-                and isinstance(elicitation, dict) and "url" in elicitation)
-
-    def _send_probe(self, method: str, params: dict[str, Any], now: float,
-                    liveness: bool = False) -> None:
-        self._next += 1
-        request_id = f"kit-{self._next}"
-        probe = _Probe(method=method, params=params, sent_at=now, liveness=liveness)
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        if isinstance(meta, dict) and "progressToken" in meta:
-            probe.token = str(meta["progressToken"])
-            self._tokens[_key(meta["progressToken"])] = probe
-        self._pending[_key(request_id)] = probe
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params:
-            message["params"] = params
-        self._emit(self._probe_stream(), message)
-
-    def _probe_stream(self) -> str:
-        if self._held is not None:
-            return self._stream_for(self._held[0])
-        return "main"
-
-    def _hostile(self, stream: str) -> None:
-        self._emit(stream, raw=b"this line is not JSON {")
-        self._emit(stream, {"jsonrpc": "2.0", "id": "kit-never-sent", "result": {}})
-        self._emit(stream, {"jsonrpc": "2.0", "method": "notifications/message", "params": {
-            "level": "info", "logger": "kit", "data": "x" * HUGE_SIZE}})
-        for message in self.extra:
-            self._emit(stream, message)
-
-    def _advance(self, now: float) -> None:
-        """Send the next probe once the previous one is settled (answered or overdue)."""
-        if not self._probing or self._pending:
-            return
-        if not self._probes:
-            self._probing = False
-            self._probed = True
-            self._release_held(now)
-            return
-        method, params, _ = self._probes.pop(0)
-        if method == "hostile":
-            self._hostile(self._probe_stream())
-            self._hostile_sent = True
-            self.steps.append("hostile output sent")
-            if self._ping_answered:
-                # Liveness: judged only for a client that answered the first ping.
-                self._send_probe("ping", {}, now, liveness=True)
-            else:
-                self._advance(now)
-            return
-        self._send_probe(method, params, now)
+    # -- the held request --------------------------------------------------------------------
 
     def _release_held(self, now: float) -> None:
-        if self._held is None:
+        """The probes are over: answer the held request (on HTTP, in the handshake era,
+        its stream is dropped and the answer kept back for the resumption)."""
+        if self.probes.held is None:
             return
-        key, request_id, message = self._held
-        self._held = None
-        method = message["method"]
+        key, request_id, message = self.probes.held
+        self.probes.held = None
         before = len(self.outbox)
-        self._serve(key, request_id, method, message)
-        if self.transport == "http" and self.era_now == "handshake" and not self._drop_done:
-            self._drop_done = True
-            # Drop the stream after an event with an id and a retry field; the answer waits
-            # for the client to resume (2025-11-25 transports.mdx, Resumability).
-            answer = self.outbox[before:]
-            del self.outbox[before:]
-            for out in answer:
-                out.event_id = None
-            stream = self._stream_for(key)
-            prime = self._emit(stream, raw=b"", retry=RETRY_MS)
-            assert prime.event_id is not None
-            self.outbox.append(Out(stream=stream, drop=True))
-            self._dropped = (stream, prime.event_id, now)
-            self.steps.append("stream dropped")
-            self._release = answer
+        self._serve(key, request_id, message["method"], message)
+        if self.transport == "http" and self.era_now == "handshake":
+            self.http.hold_back(key, before, now)
 
     # -- time --------------------------------------------------------------------------------
 
@@ -1004,62 +593,26 @@ class ClientMachine:
             self._answered_at = None
             self.finding("client-initialized", "no notifications/initialized within "
                          f"{limit:g} s of the initialize result")
-        if (self.phase == "ready" and self._ready_at is not None and not self._probing
-                and not self._probed and self._held is None
+        if (self.phase == "ready" and self._ready_at is not None and not self.probes.probing
+                and not self.probes.probed and self.probes.held is None
                 and now - self._ready_at > IDLE_BEFORE_PROBES and self.transport != "http"):
-            self._start_probes(now)
-        for key, probe in list(self._pending.items()):
-            if now - probe.sent_at > limit:
-                del self._pending[key]
-                self._timed_out.add(key)
-                if probe.liveness:
-                    self.finding("client-robustness", "after hostile output (a line that "
-                                 "is not JSON, a response to no request, a 1 MiB "
-                                 f"notification) the client no longer answered ping within "
-                                 f"{limit:g} s")
-                else:
-                    self.finding("client-ping" if probe.method == "ping" else
-                                 "client-no-reply", f"{probe.method} unanswered after "
-                                 f"{limit:g} s", sent={"method": probe.method,
-                                                       "params": probe.params})
-                self._advance(now)
-        if self._dropped is not None and now - self._dropped[2] > limit:
-            self._dropped = None
-            self._release = []
-            self.finding("client-sse-resume", "the client did not resume the dropped SSE "
-                         f"stream with GET and Last-Event-ID within {limit:g} s")
+            self.probes.start(now)
+        self.probes.overdue(now, limit)
+        self.http.overdue(now, limit)
         if self.stateless.mrtr_at is not None and now - self.stateless.mrtr_at > limit:
             self.stateless.mrtr_at = None
             self.finding("client-input-retry", "no retry of the input_required tools/call "
                          f"within {limit:g} s")
 
-    def expire_session(self) -> None:
-        """HTTP: forget the session; its next request gets 404 (transports.mdx, Session
-        Management: the client MUST then initialize again without a session id)."""
-        self._expire_next = False  # once per run
-        if self.session_id is not None:
-            self._expired = self.session_id
-            self.session_id = None
-            self.phase = "new"
-            self._initialize_key = None
-            self._expired_at = self._now
-            self.steps.append("session expired")
-
-    @property
-    def wants_expiry(self) -> bool:
-        """HTTP: the resumption check is over, the session is to expire now."""
-        return self._expire_next and self._resumed and self._expired is None and (
-            self.session_id is not None)
-
     def deadline(self) -> float | None:
         """When :meth:`tick` next has something to judge."""
-        times = [p.sent_at + self.call_timeout for p in self._pending.values()]
+        times = [p.sent_at + self.call_timeout for p in self.probes.pending.values()]
         if self._answered_at is not None and self.phase == "initializing":
             times.append(self._answered_at + self.call_timeout)
-        if self._ready_at is not None and not self._probed and not self._probing:
+        if self._ready_at is not None and not self.probes.probed and not self.probes.probing:
             times.append(self._ready_at + IDLE_BEFORE_PROBES)
-        if self._dropped is not None:
-            times.append(self._dropped[2] + self.call_timeout)
+        if self.http.dropped is not None:
+            times.append(self.http.dropped[2] + self.call_timeout)
         if self.stateless.mrtr_at is not None:
             times.append(self.stateless.mrtr_at + self.call_timeout)
         return min(times) if times else None
@@ -1072,21 +625,21 @@ class ClientMachine:
         self.tick(now)
         if self.phase == "new" and self.revision is None:
             self.report.note("the client never initialized (nor sent a stateless request)")
-        if self._dropped is not None:
+        if self.http.dropped is not None:
             self.finding("client-sse-resume", "the client went away without resuming the "
                          "dropped SSE stream")
         if self.stateless.mrtr_at is not None:
             self.finding("client-input-retry", "the client went away without retrying the "
                          "input_required tools/call")
-        if self._expired is not None and self._expired_at is not None:
+        if self.http.expired is not None and self.http.expired_at is not None:
             self.finding("client-reinitialize", "after a 404 the client did not start a "
                          "new session with initialize")
         if (self.transport == "http" and exit_code == 0 and self.session_id is not None
-                and self.era_now == "handshake" and not self._delete_seen):
+                and self.era_now == "handshake" and not self.http.delete_seen):
             self.finding("client-session-end", f"the client exited (status 0) without "
                          f"ending its session {self.session_id!r} with DELETE")
         self.stateless.close()
-        live = [p for p in self._pending.values() if p.liveness]
+        live = [p for p in self.probes.pending.values() if p.liveness]
         # A client that ends with status 0 exited cleanly, whatever was still due; one that
         # was killed (None: the budget ran out) is judged by the timeouts alone.
         failed = exit_code not in (0, None)
@@ -1096,7 +649,7 @@ class ClientMachine:
         elif live:
             self.report.note("the client left before answering the ping that followed the "
                              "hostile output")
-        elif self._hostile_sent and self.era_now == "stateless" and failed:
+        elif self.probes.hostile_sent and self.era_now == "stateless" and failed:
             self.finding("client-robustness", f"the client exited with status {exit_code} "
                          "after hostile output")
         if exit_code not in (0, None):

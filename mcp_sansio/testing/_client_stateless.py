@@ -27,12 +27,12 @@ output and reports through its findings.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
 from .._versions import STATELESS_REVISIONS
-from ._schemas import Schemas
+from ._client_kit import KitView
 
 __all__ = ["TASKS_EXTENSION", "TASK_POLL_MS", "TASK_TTL_MS", "StatelessKit"]
 
@@ -47,29 +47,6 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 #: a valid ISO 8601 time, which is all a client may rely on).
 _TASK_TIME = "2026-07-28T00:00:00Z"
 _META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
-
-
-class _Kit(Protocol):
-    """What of the :class:`~._client_machine.ClientMachine` this half uses."""
-
-    steps: list[str]
-    client_caps: dict[str, Any]
-    sessions: int
-    transport: str
-    revision: str | None
-    schemas: Schemas
-    _in_flight: dict[str, str]
-    _now: float
-
-    def finding(self, rule: str, detail: str, *, requirement: str | None = None,
-                sent: Any = None, received: Any = None) -> None: ...
-
-    def _emit(self, stream: str, message: Any = None) -> object: ...
-
-    def _answer(self, key: str, request_id: Any, result: Any = None,
-                error: tuple[int, str] | None = None, data: Any = None) -> None: ...
-
-    def _stream_for(self, key: str | None) -> str: ...
 
 
 @attrs.define
@@ -90,7 +67,7 @@ class _Task:
 class StatelessKit:
     """MRTR, listen streams and the tasks extension for one :class:`ClientMachine`."""
 
-    def __init__(self, kit: _Kit) -> None:
+    def __init__(self, kit: KitView) -> None:
         self.kit = kit
         #: The input_required round: its request key, the keys asked and the state sent.
         self.mrtr: dict[str, Any] | None = None

@@ -5,7 +5,7 @@ specification repository (github.com/modelcontextprotocol/modelcontextprotocol, 
 licence): annotations dropped, references rewritten to ``#/$defs/``, identical
 definitions stored once. Validation keywords are kept exactly, so a message valid here is
 valid against the official file and the other way round. Regenerate after updating the
-schemas; ``tests/test_testing_kit.py`` fails while this module is out of date.
+schemas; ``tests/check/test_testing_kit.py`` fails while this module is out of date.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Deliberately broken servers: each breaks exactly one rule the testing kit checks.
 
-Every entry of :data:`BROKEN` is the good in-process server of ``tests/test_testing_kit.py``
+Every entry of :data:`BROKEN` is the good in-process server of ``tests/check/test_testing_kit.py``
 (a careful application on a :class:`~mcp_sansio.ServerConnection`) with its output
 rewritten by one function, in one revision: a "server class parametrized by the rule it
-breaks". ``tests/test_check_broken.py`` runs the kit's sweep against each and expects that
+breaks". ``tests/check/test_check_broken.py`` runs the kit's sweep against each and expects that
 finding and no other.
 
 Run as a program (``python -m tests.peers.broken_servers NAME``), an entry serves stdio:
@@ -21,8 +21,7 @@ from typing import Any
 import attrs
 
 from mcp_sansio import testing as kit
-
-from ..test_testing_kit import (
+from tests.check.test_testing_kit import (
     TAMPERINGS,
     Tampered,
     _after_initialize,

@@ -1,4 +1,4 @@
-"""Subprocess driver for tests/test_graceful_shutdown.py.
+"""Subprocess driver for tests/adapters/common/test_graceful_shutdown.py.
 
 ``serve RUNTIME``: serve the example server over HTTP with the runtime's ``run_http`` (the
 graceful stop), print the URL, exit with what ``run_http`` leaves (0).

@@ -1,5 +1,5 @@
 """The official Python SDK as an OAuth-protected MCP server *and* its authorization server,
-a peer for our client flow (tests/test_auth_interop.py).
+a peer for our client flow (tests/auth/test_auth_interop.py).
 
 One uvicorn app on 127.0.0.1: the SDK's authorization-server routes (RFC 8414 metadata,
 ``/authorize``, ``/token``, ``/register``) backed by an in-memory provider that approves every
@@ -9,7 +9,7 @@ middleware requiring the scope ``user``, with one tool ``whoami``.
 
 Usage: ``sdk_auth_server.py [RESOURCE_URL]``; prints ``http://127.0.0.1:PORT/mcp`` once it
 accepts connections. ``RESOURCE_URL`` (default: that URL) is the resource it protects, for a
-test that puts a proxy in front of it (tests/test_auth_client_adapters.py). Nothing here is
+test that puts a proxy in front of it (tests/auth/test_auth_client_adapters.py). Nothing here is
 part of mcp-sansio; the library never imports ``mcp``.
 """
 

@@ -1,6 +1,6 @@
 """The official Python SDK's authorization-server routes with its SEP-990 leg 2 enabled (the
 JWT bearer grant carrying an ID-JAG): a peer for our enterprise-managed client
-(tests/test_auth_machine_interop.py).
+(tests/auth/test_auth_machine_interop.py).
 
 Usage: ``sdk_idjag_issuer.py IDP_PUBLIC_JWK_JSON CLIENT_ID CLIENT_SECRET``. The provider is
 sdk_jwt_issuer.py's, with ``exchange_identity_assertion`` added: the ID-JAG must be signed by

@@ -1,5 +1,6 @@
 """A test authorization server that issues JWT access tokens, on the official Python SDK's
-authorization-server routes: a peer for our protected server (tests/test_auth_server_interop.py).
+authorization-server routes: a peer for our protected server
+(tests/auth/test_auth_server_interop.py).
 
 One uvicorn app on 127.0.0.1: the SDK's routes (RFC 8414 metadata, ``/authorize``,
 ``/token``, ``/register``) over an in-memory provider whose user approves at once, issuing

@@ -1,6 +1,6 @@
 """A small server built on the official Python SDK (``mcp``), run over stdio.
 
-It is a test peer for ``mcp_sansio.testing`` (tests/test_testing_kit.py): tools, prompts
+It is a test peer for ``mcp_sansio.testing`` (tests/check/test_testing_kit.py): tools, prompts
 and resources to list and call, a slow tool to cancel, a tool that reports progress, a
 resource whose read fails inside the handler. Nothing here is part of mcp-sansio.
 """

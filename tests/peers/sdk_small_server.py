@@ -1,6 +1,6 @@
 """A small stdio server on the official Python SDK (``mcp``): ``echo``, a ``sleep`` that
 reports progress, one prompt. The peer of the checker's "never a traceback" tests
-(tests/test_check_sdk.py); nothing here is part of mcp-sansio."""
+(tests/check/test_check_proof.py); nothing here is part of mcp-sansio."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A stdio server built on the official Python SDK (``mcp``): the peer for our client's
-interop tests (tests/test_interop.py). Tools to list and call (one reports progress and can be
-cancelled, one asks the client for input), a resource, a template, a prompt. Nothing here is
-part of mcp-sansio; the library never imports ``mcp``."""
+interop tests (tests/adapters/common/test_interop.py). Tools to list and call (one reports progress
+and can be cancelled, one asks the client for input), a resource, a template, a prompt. Nothing here
+is part of mcp-sansio; the library never imports ``mcp``."""
 
 from __future__ import annotations
 

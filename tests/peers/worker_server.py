@@ -1,5 +1,5 @@
 """One of several server processes that share a request-state key, for the tests that send
-each request to the next process in turn (tests/test_http_processes.py).
+each request to the next process in turn (tests/adapters/common/test_http_processes.py).
 
 Usage: ``python worker_server.py RUNTIME [--sessionless]``, with the key in hex in the
 ``MCP_SANSIO_TEST_STATE_KEY`` environment variable. Serves, on a free loopback port, the
