@@ -17,71 +17,52 @@ This module only wires them. Which role reaches which code follows from those ta
 a server receives ``initialize``; only a client enters ``PROBING``), so the two subclasses add
 public API and configuration, never overrides of the engine.
 
-The rest of its theory of operation: docs/architecture.rst, "Module notes".
+What is off the per-message hot path -- timeouts, progress and cancellation, notifications,
+batches, the handshake and the probe, the stateless era -- lives in modules of functions that
+take the connection (``_engine.Engine``) and keep no state. The rest of the theory of
+operation: docs/architecture.rst, "Inside the core" and "Module notes".
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, cast
 
-from . import _codec, _json
-from ._admission import Refusal, admit_stateless, batch_refusal
+from . import _codec, _inflight, _json, _lifecycle, _notifications, _stateless_era
+from ._admission import batch_refusal
+from ._batches import flush_batch, process_batch, sanitized_reply
 from ._capabilities import (
-    ALL_METHODS,
     METHODS,
     MRTR_METHODS,
     PROMPT_METHODS,
     SESSION_OPENERS,
     Kind,
-    MethodRule,
     declared,
     lookup,
-    missing_capability,
-    refusal_code,
     subject_of,
 )
+from ._checks import check_send, gate_incoming, incoming_rule, refusal
 from ._codec import InvalidMessage, MessageKind
 from ._compiled import mypyc_attr
+from ._engine import DEFAULT as _DEFAULT
+from ._engine import Batch, OutgoingMessage
 from ._errors import NEED_DATA, ErrorCode, LocalProtocolError, NeedData
 from ._events import (
-    CancelRequested,
     CloseReason,
-    ConnectionClosed,
     ErrorResponse,
     Event,
-    Initialized,
-    LateResponse,
     MessageRejected,
-    Notification,
-    Progress,
-    Request,
-    RequestAborted,
-    RequestCancelled,
-    RequestFailed,
     RequestId,
-    RequestTimedOut,
-    Response,
-    UnexpectedResponse,
     trusted_request,
     trusted_response,
 )
 from ._framing.ndjson import DEFAULT_MAX_LINE, OVERSIZED, LineSplitter
-from ._handshake import (
-    answer_initialize,
-    discover_result,
-    implementation,
-    initialize_params,
-    judge_probe_answer,
-    read_initialize_result,
-)
 from ._json import EncodeError
 from ._keyring import KeyRing
 from ._listen import ListenStreams
 from ._mrtr import InputRetries, check_input_requests
 from ._pending import RECENT_IDS_LIMIT, Incoming, Outgoing, RecentIds
-from ._sessionless import MODE as SESSIONLESS_MODE
 from ._sessionless import REFUSED_REQUESTS as SESSIONLESS_REFUSED
 from ._sessionless import request_refusal, withdraw
 from ._state import (
@@ -90,26 +71,10 @@ from ._state import (
     Role,
     State,
     Verdict,
-    classify_notification,
     classify_request,
     transition,
 )
-from ._stateless import (
-    DEFAULT_SKEW,
-    LISTEN_NOTIFICATIONS,
-    LOG_LEVELS,
-    LOG_RANK,
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
-    META_PROTOCOL_VERSION,
-    META_SERVER_INFO,
-    META_SUBSCRIPTION_ID,
-    InvalidRequestState,
-    has_stateless_meta,
-    open_state,
-    seal_state,
-)
+from ._stateless import DEFAULT_SKEW, LOG_LEVELS, META_SERVER_INFO, has_stateless_meta, seal_state
 from ._timers import TimerKind, TimerTable
 from ._versions import FEATURES, KNOWN_REVISIONS, Era, newest
 
@@ -139,8 +104,6 @@ DEFAULT_MAX_INCOMING_REQUESTS = 10_000
 #: that case tolerable without misjudging a slow but modern server on a local pipe.
 DEFAULT_PROBE_TIMEOUT = 5.0
 
-_DEFAULT = object()  # "use the connection's default" for per-request options
-
 #: The requests that change which URIs ``notifications/resources/updated`` may name (the rows
 #: gated by ``resources.subscribe``): only their subject is kept on a request's record, so
 #: that the common request pays one set lookup and no params read.
@@ -155,26 +118,6 @@ class _Eof:
 
 
 _EOF = _Eof()
-
-#: (message, related request id, encoded bytes): one queued outgoing message.
-OutgoingMessage = tuple[Any, RequestId | None, bytes]
-
-
-class _Batch:
-    """Replies to one incoming 2025-03-26 batch, sent together as one array when the last
-    request in it has been answered (JSON-RPC 2.0 section 6)."""
-
-    __slots__ = ("open", "replies", "waiting")
-
-    def __init__(self) -> None:
-        self.replies: list[dict[str, Any]] = []
-        self.waiting = 0  # requests delivered to the application and not yet answered
-        self.open = True  # still being processed
-
-
-def _number(value: object) -> bool:
-    return (type(value) is int or type(value) is float) and math.isfinite(value)
-
 
 #: What a constructor derives from its ``versions``: (handshake-era revisions, stateless-era
 #: revisions, newest of each or None).
@@ -271,18 +214,15 @@ class Connection:
         max_outgoing_requests: int | None = None,
         recent_ids_limit: int = RECENT_IDS_LIMIT,
     ) -> None:
-        # A dict we are given is kept, not copied: a server makes one connection per session
-        # from the same two dicts, and a copy each is a few hundred bytes per idle session.
-        # The connection never changes them (nor may the caller while the connection lives).
+        # A dict we are given is kept, not copied (a few hundred bytes per idle session).
         self.info: dict[str, Any] = (
             info if type(info) is dict else dict(info or {"name": "mcp-sansio", "version": "0"}))
         self.capabilities: dict[str, Any] = (
             capabilities if type(capabilities) is dict else dict(capabilities or {}))
         supported = tuple(versions) if versions is not None else KNOWN_REVISIONS
-        # Each era's revisions and the newest of each (the revision is read on every
-        # message), worked out once per distinct ``versions`` (see _VERSION_PLANS).
         self.versions: tuple[str, ...] = supported
-        # (One attribute per statement: a compiled build declares attributes from them.)
+        # Each era's revisions and the newest of each, worked out once per distinct
+        # ``versions``. (One attribute per statement: the compiled build declares them so.)
         plan = _version_plan(supported)
         self._handshake_versions = plan[0]
         self._stateless_versions = plan[1]
@@ -319,10 +259,7 @@ class Connection:
         # is written for another process or host to read is timed on it (docs/keys.rst).
         self._wall_now: float | None = None
         self._splitter = LineSplitter(max_message_size)
-        # Input items and events are lists read through a cursor, not deques: an empty list
-        # is 56 bytes where an empty deque is 760 (it allocates a 64-slot block at once), and
-        # an idle session holds both. The cursor keeps reads O(1) (a popleft on a list would
-        # make a feed of many small lines quadratic); each list is cleared when fully read.
+        # Lists read through a cursor, not deques (smaller when idle; see docs/architecture).
         self._inbox: list[Any] = []
         self._inbox_at = 0
         self._events: list[Event] = []
@@ -428,62 +365,16 @@ class Connection:
     def handle_timeout(self, now: float) -> None:
         """Fire every timer that expired at ``now``; does nothing when none has."""
         now = self._clock(now)
-        if not self._timers.due(now):
-            return  # called after every input: the common case is nothing to do
-        for key, kind in self._timers.pop_expired(now):
-            record = self._outgoing.get(key)  # type: ignore[call-overload]
-            if record is None:
-                continue
-            request_id: RequestId = key  # type: ignore[assignment]
-            if record.method in SESSION_OPENERS:
-                # lifecycle.mdx: the client MUST NOT cancel initialize; close instead.
-                self._close(CloseReason.INITIALIZE_TIMEOUT, "initialize was not answered in time")
-                return
-            if self._state is State.PROBING:
-                # versioning.mdx: a timeout of the probe means fall back to initialize. No
-                # cancel: before initialize a handshake-era server expects nothing else.
-                self._end_outgoing(request_id, record)
-                self._ended_outgoing.add(request_id, record.method)
-                self._probe_failed("the server/discover probe timed out")
-                continue
-            self._end_outgoing(request_id, record)
-            self._ended_outgoing.add(request_id, record.method)
-            reason = "hard time limit reached" if kind is TimerKind.HARD else "timed out"
-            self._queue_cancel(request_id, reason, record.related)
-            self._events.append(
-                RequestTimedOut(
-                    request_id=request_id,
-                    method=record.method,
-                    hard_limit=kind is TimerKind.HARD,
-                )
-            )
+        if self._timers.due(now):  # called after every input: the common case is nothing
+            _inflight.handle_timeout(self, now)
 
     def pause_timeout(self, request_id: RequestId, *, now: float | None = None) -> None:
         """Stop the clock of a request we sent (e.g. while it waits on a human)."""
-        now = self._clock(now)
-        record = self._require_outgoing(request_id)
-        if record.paused is not None:
-            return
-        idle = self._timers.get(request_id, TimerKind.IDLE)
-        hard = self._timers.get(request_id, TimerKind.HARD)
-        record.paused = (
-            None if idle is None else max(0.0, idle - now),
-            None if hard is None else max(0.0, hard - now),
-        )
-        self._timers.clear(request_id)
+        _inflight.pause(self, request_id, self._clock(now))
 
     def resume_timeout(self, request_id: RequestId, *, now: float | None = None) -> None:
         """Restart a paused request's clock with the time it had left."""
-        now = self._clock(now)
-        record = self._require_outgoing(request_id)
-        if record.paused is None:
-            return
-        idle, hard = record.paused
-        record.paused = None
-        if idle is not None:
-            self._timers.set(request_id, TimerKind.IDLE, now + idle)
-        if hard is not None:
-            self._timers.set(request_id, TimerKind.HARD, now + hard)
+        _inflight.resume(self, request_id, self._clock(now))
 
     # -- input -------------------------------------------------------------------------------
 
@@ -590,19 +481,7 @@ class Connection:
         """Send a symmetric event (:class:`Request`, :class:`Notification`,
         :class:`Response` or :class:`ErrorResponse`), e.g. one received from another
         connection. Returns the new id for a request (ids belong to the connection)."""
-        if isinstance(event, Request):
-            return self.send_request(event.method, event.params)
-        if isinstance(event, Notification):
-            self.send_notification(event.method, event.params)
-        elif isinstance(event, Response):
-            self.send_response(event.request_id, event.result)
-        elif isinstance(event, ErrorResponse):
-            if event.request_id is None:
-                raise LocalProtocolError("an error response to send needs a request id")
-            self.send_error(event.request_id, event.code, event.message, event.data)
-        else:
-            raise LocalProtocolError(f"{type(event).__name__} is not an event that can be sent")
-        return None
+        return _inflight.send_event(self, event)
 
     def send_request(
         self,
@@ -629,7 +508,8 @@ class Connection:
             raise request_refusal(method)
         now = self._clock(now)
         inp = classify_request(method, sending=True)
-        self._check_send(inp, method, Kind.REQUEST, params)
+        check_send(self.role, self._state, self.revision, inp, method, Kind.REQUEST, params,
+                   self.strict_capabilities, self.peer_capabilities, self.capabilities)
         if progress and method in SESSION_OPENERS:
             raise LocalProtocolError(f"{method} cannot carry a progress token")
         request_id = self._queue_request(
@@ -651,40 +531,26 @@ class Connection:
         related_request_id: RequestId | None,
     ) -> RequestId:
         """Build, encode and queue a request whose sending the caller has checked."""
-        if (
-            self.max_outgoing_requests is not None
-            and len(self._outgoing) >= self.max_outgoing_requests
-        ):
-            raise LocalProtocolError(
-                f"too many requests in flight (limit {self.max_outgoing_requests})"
-            )
+        limit = self.max_outgoing_requests
+        if limit is not None and len(self._outgoing) >= limit:
+            raise LocalProtocolError(f"too many requests in flight (limit {limit})")
         request_id: RequestId = self._next_id
         if self.request_id_prefix is not None:
             request_id = f"{self.request_id_prefix}{self._next_id}"
         body = dict(params) if params is not None else None
         token: str | int | None = None
         if progress:
-            body = dict(body or {})
-            meta = dict(body.get("_meta") or {})
-            token = meta.setdefault("progressToken", request_id)
-            if isinstance(token, bool) or not isinstance(token, str | int):
-                raise LocalProtocolError("_meta.progressToken must be a string or an integer")
-            if token in self._progress_tokens:
-                raise LocalProtocolError(f"progress token {token!r} is already in use")
-            body["_meta"] = meta
+            body, token = _inflight.progress_meta(self, body, request_id)
         if self._state in (State.STATELESS, State.PROBING) and self.role is Role.CLIENT:
-            body = self._with_stateless_meta(body)
+            body = _stateless_era.with_meta(self, body)
         message = _codec.request_message(request_id, method, body)
         data = self._encode(message)
         # Committed from here on: nothing below can fail.
         self._next_id += 1
         idle = self.request_timeout if timeout is _DEFAULT else timeout
         hard = self.max_request_time if max_total is _DEFAULT else max_total
-        resets = (
-            self.progress_resets_timeout
-            if progress_resets_timeout is None
-            else progress_resets_timeout
-        )
+        resets = (self.progress_resets_timeout if progress_resets_timeout is None
+                  else progress_resets_timeout)
         subject = subject_of(method, body) if method in _SUBSCRIPTION_METHODS else None
         record = Outgoing(method, idle, token, resets, subject, related_request_id)
         if self._state is State.STATELESS and method in MRTR_METHODS:
@@ -711,91 +577,7 @@ class Connection:
         ``notifications/message`` below the level the client set with ``logging/setLevel`` is
         dropped quietly (``server/utilities/logging.mdx``).
         """
-        inp = classify_notification(method, sending=True)
-        self._check_send(inp, method, Kind.NOTIFICATION, params)
-        body = dict(params) if params is not None else None
-        if self._state is State.STATELESS and self.role is Role.SERVER:
-            self._send_stateless_notification(method, body, related_request_id)
-            return
-        if method == "notifications/message" and not self._log_wanted(body):
-            return
-        if method == "notifications/resources/updated":
-            uri = (body or {}).get("uri")
-            if not _is_member(uri, self.subscriptions):
-                raise LocalProtocolError(
-                    f"the client has not subscribed to {uri!r}", code=ErrorCode.INVALID_PARAMS
-                )
-        message = _codec.notification_message(method, body)
-        self._outbox.append((message, related_request_id, self._encode(message)))
-        self._advance(inp)
-
-    def _send_stateless_notification(
-        self, method: str, body: dict[str, Any] | None, related: RequestId | None
-    ) -> None:
-        """2026-07-28 server notifications: log messages only about a request that asked for
-        a level; change notifications only on listen streams that acknowledged them."""
-        if method == "notifications/message":
-            # logging.mdx (2026-07-28): no logLevel in the request's _meta -> MUST NOT log.
-            record = self._incoming.get(related) if related is not None else None
-            level = (body or {}).get("level")
-            if (
-                record is None
-                or record.log_level is None
-                or _log_rank(level) < LOG_RANK[record.log_level]
-            ):
-                return
-        elif method in LISTEN_NOTIFICATIONS:
-            for sub_id, note in self._listens.fan_out(method, body):
-                self._outbox.append((note, sub_id, self._encode(note)))
-            return
-        elif method == "notifications/cancelled":
-            # On stdio the server cancels only to end a listen stream.
-            listen_id: Any = (body or {}).get("requestId")
-            if listen_id not in self._listens:
-                raise LocalProtocolError(
-                    "in 2026-07-28 a server sends notifications/cancelled only to end a "
-                    "listen stream"
-                )
-            self._listens.discard(listen_id)
-            self._incoming.pop(listen_id, None)
-            related = listen_id
-        message = _codec.notification_message(method, body)
-        self._outbox.append((message, related, self._encode(message)))
-
-    def _with_stateless_meta(self, body: dict[str, Any] | None) -> dict[str, Any]:
-        """Add the per-request ``_meta`` of 2026-07-28 (``RequestMetaObject``): the protocol
-        version (ours, always), our capabilities and info (unless the caller set them for
-        this request)."""
-        body = dict(body or {})
-        meta = dict(body.get("_meta") or {})
-        meta[META_PROTOCOL_VERSION] = (
-            self.protocol_version
-            if self._state is State.STATELESS and self.protocol_version
-            else cast("str", self._newest_stateless)
-        )
-        meta.setdefault(META_CLIENT_CAPABILITIES, self.capabilities)
-        meta.setdefault(META_CLIENT_INFO, self.info)
-        body["_meta"] = meta
-        return body
-
-    def _stateless_result(
-        self, request_id: RequestId, record: Incoming, result: dict[str, Any]
-    ) -> dict[str, Any]:
-        """Decorate a 2026-07-28 result: ``resultType``, ``serverInfo`` in ``_meta``
-        (SHOULD), the caching fields for cacheable methods, the listen stream's id."""
-        result_type = result.setdefault("resultType", "complete")
-        if result_type == "input_required":
-            raise LocalProtocolError("use send_input_required() to ask for input")
-        meta = dict(result.get("_meta") or {})
-        meta.setdefault(META_SERVER_INFO, self.info)
-        if record.method == "subscriptions/listen":
-            meta[META_SUBSCRIPTION_ID] = request_id
-        result["_meta"] = meta
-        rule = lookup(record.method, self.revision)
-        if rule is not None and rule.cacheable and result_type == "complete":
-            result.setdefault("ttlMs", self.cache_ttl_ms)
-            result.setdefault("cacheScope", self.cache_scope)
-        return result
+        _notifications.send_notification(self, method, params, related_request_id)
 
     def send_response(self, request_id: RequestId, result: Mapping[str, Any]) -> None:
         """Answer a request the peer sent us with a result.
@@ -813,30 +595,20 @@ class Connection:
             return
         body = dict(result)
         if self._state is State.STATELESS and self.role is Role.SERVER:
-            body = self._stateless_result(request_id, record, body)
+            body = _stateless_era.decorate_result(self, request_id, record, body)
         message = _codec.result_message(request_id, body)
         data = self._encode(message)
         del self._incoming[request_id]
         self._listens.pop(request_id, None)
-        self._record_subscription(record.method, record.subject)
+        if record.subject is not None:
+            _notifications.record_subscription(self, record.method, record.subject)
         self._queue_reply(record.batch, message, request_id, data, from_application=True)
 
     def send_error(
         self, request_id: RequestId, code: int, message: str, data: Any = None
     ) -> None:
         """Answer a request the peer sent us with an error."""
-        if isinstance(code, bool) or not isinstance(code, int):
-            raise LocalProtocolError("an error code must be an integer")
-        if not isinstance(message, str):
-            raise LocalProtocolError("an error message must be a string")
-        record = self._answerable(request_id)
-        if record is None:
-            return
-        wire = _codec.error_message(request_id, code, message, data)
-        encoded = self._encode(wire)
-        del self._incoming[request_id]
-        self._listens.pop(request_id, None)
-        self._queue_reply(record.batch, wire, request_id, encoded, from_application=True)
+        _inflight.send_error(self, request_id, code, message, data)
 
     def send_progress(
         self,
@@ -852,29 +624,7 @@ class Connection:
         :raises LocalProtocolError: no token was given, the request is finished, or
             ``progress`` does not increase.
         """
-        if self._state is State.CLOSED:
-            raise LocalProtocolError("the connection is closed")
-        record = self._incoming.get(request_id)
-        if record is None:
-            if request_id in self._cancelled_incoming:
-                return  # cancelled by the peer: nothing more goes out for it
-            raise LocalProtocolError(f"no request {request_id!r} is in progress")
-        if record.progress_token is None:
-            raise LocalProtocolError(f"request {request_id!r} did not ask for progress")
-        if not _number(progress) or (total is not None and not _number(total)):
-            raise LocalProtocolError("progress and total must be finite numbers")
-        if record.last_progress is not None and progress <= record.last_progress:
-            raise LocalProtocolError(
-                f"progress must increase (last {record.last_progress}, now {progress})"
-            )
-        params: dict[str, Any] = {"progressToken": record.progress_token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None and FEATURES[self.revision].progress_message:
-            params["message"] = message
-        wire = _codec.notification_message("notifications/progress", params)
-        self._outbox.append((wire, request_id, self._encode(wire)))
-        record.last_progress = progress
+        _inflight.send_progress(self, request_id, progress, total, message)
 
     def cancel(
         self, request_id: RequestId, reason: str | None = None, *, now: float | None = None
@@ -883,68 +633,15 @@ class Connection:
         :class:`RequestCancelled` event. A reply that still arrives becomes a
         :class:`LateResponse`. ``initialize`` cannot be cancelled (lifecycle.mdx)."""
         self._clock(now)
-        if self._state is State.CLOSED:
-            raise LocalProtocolError("the connection is closed")
-        record = self._require_outgoing(request_id)
-        if record.method in SESSION_OPENERS:
-            raise LocalProtocolError(f"{record.method} cannot be cancelled (lifecycle.mdx)")
-        self._end_outgoing(request_id, record)
-        self._ended_outgoing.add(request_id, record.method)
-        self._queue_cancel(request_id, reason, record.related)
-        self._events.append(
-            RequestCancelled(request_id=request_id, method=record.method, reason=reason)
-        )
+        _inflight.cancel(self, request_id, reason)
 
     def close(self, *, now: float | None = None) -> None:
         """Close the connection locally: pending requests are aborted with events."""
         self._clock(now)
         if self._state is not State.CLOSED:
-            self._close(CloseReason.LOCAL, "closed by the application")
+            _lifecycle.close(self, CloseReason.LOCAL, "closed by the application")
 
     # -- send-side checks ----------------------------------------------------------------------
-
-    def _check_send(
-        self, inp: Input, method: str, kind: Kind, params: Mapping[str, Any] | None
-    ) -> None:
-        if params is not None and type(params) is not dict and not isinstance(params, Mapping):
-            raise LocalProtocolError("params must be a mapping (JSON object)")
-        if self._state is State.CLOSED:
-            raise LocalProtocolError("the connection is closed")
-        revision = self.revision
-        rule = lookup(method, revision)
-        if rule is None:
-            if method in ALL_METHODS:
-                raise LocalProtocolError(
-                    f"{method} does not exist in revision {revision}",
-                    code=ErrorCode.METHOD_NOT_FOUND,
-                )
-            # A method no revision defines: an extension, the application's business.
-        elif rule.kind is not kind or not rule.sender.allows(self.role):
-            raise LocalProtocolError(
-                f"a {self.role.value} does not send {method} as a {kind.value}",
-                code=ErrorCode.METHOD_NOT_FOUND,
-            )
-        verdict, _ = transition(self.role, self._state, inp)
-        if verdict is not Verdict.ALLOW:
-            raise LocalProtocolError(_refusal(inp, self._state))
-        if rule is not None and self._state is State.OPERATING:
-            if rule.gated_by_receiver:
-                if self.strict_capabilities:
-                    missing = missing_capability(rule, revision, params, self.peer_capabilities)
-                    if missing is not None:
-                        raise LocalProtocolError(
-                            f"{method} needs the peer's {missing!r} capability, "
-                            "which it did not declare",
-                            code=ErrorCode.METHOD_NOT_FOUND,
-                        )
-            else:
-                missing = missing_capability(rule, revision, params, self.capabilities)
-                if missing is not None:
-                    raise LocalProtocolError(
-                        f"{method} needs our own {missing!r} capability, which we did not "
-                        "declare",
-                        code=ErrorCode.METHOD_NOT_FOUND,
-                    )
 
     def _advance(self, inp: Input) -> None:
         self._state = transition(self.role, self._state, inp)[1]
@@ -968,70 +665,28 @@ class Connection:
             )
         return record
 
-    def _require_outgoing(self, request_id: RequestId) -> Outgoing:
-        record = self._outgoing.get(request_id)
-        if record is None:
-            raise LocalProtocolError(f"no request {request_id!r} of ours is in flight")
-        return record
-
-    def _log_wanted(self, params: Mapping[str, Any] | None) -> bool:
-        if self.log_level is None:
-            return True
-        return _log_rank((params or {}).get("level")) >= LOG_RANK[self.log_level]
-
-    def _record_subscription(self, method: str, uri: str | None) -> None:
-        """A successful resources/(un)subscribe -- answered by us (server) or to us (client) --
-        changes which URIs notifications/resources/updated may name."""
-        if uri is None:
-            return
-        if method == "resources/subscribe":
-            self.subscriptions = self.subscriptions | {uri}
-        elif method == "resources/unsubscribe":
-            self.subscriptions = self.subscriptions - {uri}
-
     # -- queueing ----------------------------------------------------------------------------
 
     def _queue_reply(
-        self, batch: _Batch | None, message: dict[str, Any], request_id: RequestId | None,
+        self, batch: Batch | None, message: dict[str, Any], request_id: RequestId | None,
         data: bytes | None = None, *, from_application: bool = False,
     ) -> None:
         """Queue a reply, or hold it for its batch's reply array. ``from_application`` marks
         the answer to a request that was delivered as an event (the batch waits for those)."""
         if batch is not None:
             batch.replies.append(message)
-            self._flush_batch(batch, answered=from_application)
+            flush_batch(self, batch, answered=from_application)
             return
         if data is None:
             try:
                 data = _codec.encode(message)
             except EncodeError:
-                message = _sanitized_reply(message)
+                message = sanitized_reply(message)
                 data = _codec.encode(message)
         self._outbox.append((message, request_id, data))
 
-    def _flush_batch(self, batch: _Batch, *, answered: bool) -> None:
-        if answered:
-            batch.waiting -= 1
-        if not batch.open and batch.waiting == 0 and batch.replies:
-            replies, batch.replies = batch.replies, []
-            try:
-                data = _codec.encode(replies)
-            except EncodeError:  # see _sanitized_reply
-                replies = [_sanitized_reply(r) if _unencodable(r) else r for r in replies]
-                data = _codec.encode(replies)
-            self._outbox.append((replies, None, data))
-
-    def _queue_cancel(
-        self, request_id: RequestId, reason: str | None, related: RequestId | None
-    ) -> None:
-        params: dict[str, Any] = {"requestId": request_id}
-        if reason is not None:
-            params["reason"] = reason
-        message = _codec.notification_message("notifications/cancelled", params)
-        self._outbox.append((message, related, _codec.encode(message)))
-
     def _reply_error(
-        self, batch: _Batch | None, request_id: RequestId | None, code: int, reason: str,
+        self, batch: Batch | None, request_id: RequestId | None, code: int, reason: str,
         method: str | None = None, data: Any = None,
     ) -> None:
         """Answer a request the core refused on its own, and report it."""
@@ -1059,17 +714,8 @@ class Connection:
         self._inbox_at = 0
 
     def _process(self, item: Any) -> None:
-        if self._state is State.CLOSED:
-            self._drop_input()
-            return
-        if item is _EOF:
-            self._close(CloseReason.EOF, "the peer closed the connection")
-            return
-        if item is OVERSIZED:
-            self._reply_error(
-                None, None, ErrorCode.INVALID_REQUEST,
-                f"Invalid Request: message larger than {self.max_message_size} bytes",
-            )
+        if self._state is State.CLOSED or item is _EOF or item is OVERSIZED:
+            _lifecycle.edge_of_input(self, item is _EOF)
             return
         if type(item) is tuple:
             value = item[0]
@@ -1080,38 +726,12 @@ class Connection:
                 self._reply_error(None, None, exc.code, exc.message)
                 return
         if type(value) is list:
-            self._process_batch(value)
+            # The batch rule (_admission.py): only 2025-03-26 allows one (changelog.mdx).
+            process_batch(self, value, batch_refusal(self.protocol_version, self.revision))
         else:
             self._handle(value, None)
 
-    def _process_batch(self, items: list[Any]) -> None:
-        # JSON-RPC 2.0 section 6; MCP allows batches only in 2025-03-26 (changelog.mdx), and
-        # never with initialize in them.
-        refusal = batch_refusal(self.protocol_version, self.revision)
-        if refusal is not None:
-            self._reply_error(None, None, refusal.code, refusal.message)
-            return
-        if not items:
-            self._reply_error(None, None, ErrorCode.INVALID_REQUEST,
-                              "Invalid Request: empty batch")
-            return
-        batch = _Batch()
-        for item in items:
-            method = item.get("method") if type(item) is dict else None
-            if _is_member(method, SESSION_OPENERS) and "id" in item:
-                self._reply_error(
-                    batch, item.get("id") if _codec._is_id(item.get("id")) else None,
-                    ErrorCode.INVALID_REQUEST,
-                    f"Invalid Request: {method} must not be part of a batch", method,
-                )
-                continue
-            if self._state is State.CLOSED:
-                break
-            self._handle(item, batch)
-        batch.open = False
-        self._flush_batch(batch, answered=False)
-
-    def _handle(self, obj: Any, batch: _Batch | None) -> None:
+    def _handle(self, obj: Any, batch: Batch | None) -> None:
         try:
             kind, msg_id, method, payload = _codec.parse(obj)
         except InvalidMessage as exc:
@@ -1123,26 +743,19 @@ class Connection:
         if kind is MessageKind.REQUEST:
             self._on_request(msg_id, method, payload, batch)  # type: ignore[arg-type]
         elif kind is MessageKind.NOTIFICATION:
-            self._on_notification(method, payload)  # type: ignore[arg-type]
+            _notifications.on_notification(self, method, payload)  # type: ignore[arg-type]
         else:
             self._on_response(kind, msg_id, payload)
 
     def _on_request(
         self, request_id: RequestId, method: str, params: dict[str, Any] | None,
-        batch: _Batch | None,
+        batch: Batch | None,
     ) -> None:
-        if len(self._incoming) >= self.max_incoming_requests and method not in PROMPT_METHODS:
-            self._reply_error(
-                batch, request_id, ErrorCode.TOO_MANY_REQUESTS,
-                f"Too many requests in flight (limit {self.max_incoming_requests})", method,
-            )
-            return
-        if request_id in self._incoming:
-            self._reply_error(
-                batch, request_id, ErrorCode.INVALID_REQUEST,
-                f"Invalid Request: id {request_id!r} is already in use by a request in flight",
-                method,
-            )
+        incoming = self._incoming
+        if request_id in incoming or (
+            len(incoming) >= self.max_incoming_requests and method not in PROMPT_METHODS
+        ):
+            _inflight.refuse_request(self, request_id, method, batch)
             return
         opens_session = method in SESSION_OPENERS
         if (
@@ -1151,44 +764,35 @@ class Connection:
             and not opens_session
             and (not self._handshake_versions or has_stateless_meta(params))
         ):
-            self._on_stateless_request(request_id, method, params, batch)
+            _stateless_era.on_request(self, request_id, method, params, batch)
             return
         if opens_session and not self._handshake_versions:
-            # versioning.mdx: a stateless-only server SHOULD name its versions when it
-            # rejects initialize (in the handshake era's own error shape, which old clients
-            # understand: lifecycle.mdx, "Error Handling").
-            requested = (params or {}).get("protocolVersion")
-            self._reply_error(
-                batch, request_id, ErrorCode.INVALID_PARAMS, "Unsupported protocol version",
-                method, data={"supported": list(self.versions), "requested": requested},
-            )
+            _lifecycle.refuse_initialize(self, request_id, method, params, batch)
             return
         revision = self._handshake_revision
-        rule = self._incoming_rule(request_id, method, revision, batch)
+        rule = incoming_rule(self, request_id, method, revision, self._peer_role, batch)
         if rule is None:
             return
         inp = classify_request(method, sending=False)
         verdict, next_state = transition(self.role, self._state, inp)
         if verdict is not Verdict.ALLOW:
             self._reply_error(batch, request_id, NOT_INITIALIZED_CODE,
-                              _refusal(inp, self._state), method)
+                              refusal(inp, self._state), method)
             return
-        if not self._gate_incoming(request_id, rule, revision, params, batch):
+        if not gate_incoming(self, request_id, rule, revision, params, self.capabilities, batch):
             return
         if method == "ping":
             # ping.mdx: the receiver MUST respond promptly with an empty result.
             self._queue_reply(batch, _codec.result_message(request_id, {}), request_id)
             return
         if opens_session:
-            self._on_initialize(request_id, params or {}, next_state, batch)
+            _lifecycle.on_initialize(self, request_id, params or {}, next_state, batch)
             return
         if self.sessionless and method in SESSIONLESS_REFUSED:
-            self._reply_error(batch, request_id, ErrorCode.INVALID_REQUEST,
-                              f"Invalid Request: {method} is not available in "
-                              f"{SESSIONLESS_MODE}: {SESSIONLESS_REFUSED[method]}", method)
+            _inflight.refuse_request(self, request_id, method, batch)
             return
         if method == "logging/setLevel":
-            self._on_set_level(request_id, params or {}, batch)
+            _notifications.on_set_level(self, request_id, params or {}, batch)
             return
         meta = (params or {}).get("_meta")
         token = meta.get("progressToken") if type(meta) is dict else None
@@ -1200,372 +804,32 @@ class Connection:
             batch.waiting += 1
         self._events.append(trusted_request(request_id, method, params))
 
-    def _incoming_rule(
-        self, request_id: RequestId, method: str, revision: str, batch: _Batch | None
-    ) -> MethodRule | None:
-        """The method-table row for a received request, or None after answering -32601: the
-        method does not exist in ``revision``, or the peer's role does not send it."""
-        rule = lookup(method, revision)
-        if rule is None or rule.kind is not Kind.REQUEST or not rule.sender.allows(
-            self._peer_role
-        ):
-            self._reply_error(batch, request_id, ErrorCode.METHOD_NOT_FOUND,
-                              f"Method not found: {method}", method)
-            return None
-        return rule
-
-    def _gate_incoming(
-        self, request_id: RequestId, rule: MethodRule, revision: str,
-        params: dict[str, Any] | None, batch: _Batch | None,
-    ) -> bool:
-        """Whether our declared capabilities let us serve a received request; if not, it has
-        been answered (-32601 for the capability, -32602 for a params-dependent one)."""
-        missing = missing_capability(rule, revision, params, self.capabilities)
-        if missing is None:
-            return True
-        self._reply_error(batch, request_id, refusal_code(rule, missing),
-                          _gate_message(rule, rule.method, missing), rule.method)
-        return False
-
-    def _on_stateless_request(
-        self, request_id: RequestId, method: str, params: dict[str, Any] | None,
-        batch: _Batch | None,
-    ) -> None:
-        """A request served with 2026-07-28 semantics: checked on its own, never by what
-        earlier requests said (``basic/versioning.mdx``)."""
-        verdict, next_state = transition(self.role, self._state, Input.RECV_STATELESS)
-        if verdict is not Verdict.ALLOW:
-            self._reply_error(
-                batch, request_id, NOT_INITIALIZED_CODE,
-                "this connection negotiated a handshake revision with initialize; "
-                "stateless requests are not accepted on it", method,
-            )
-            return
-        admitted = admit_stateless(params, self._stateless_versions)  # _admission.py
-        if isinstance(admitted, Refusal):
-            self._reply_error(batch, request_id, admitted.code, admitted.message, method,
-                              data=admitted.data)
-            return
-        version, capabilities, meta = admitted
-        rule = self._incoming_rule(request_id, method, version, batch)
-        if rule is None or not self._gate_incoming(request_id, rule, version, params, batch):
-            return
-        level = meta.get(META_LOG_LEVEL)
-        if level is not None and (not isinstance(level, str) or level not in LOG_RANK):
-            # logging.mdx (2026-07-28): an unknown level SHOULD be -32602.
-            self._reply_error(batch, request_id, ErrorCode.INVALID_PARAMS,
-                              f"Invalid params: unknown log level {level!r}", method)
-            return
-        if method == "subscriptions/listen" and type(
-            (params or {}).get("notifications")
-        ) is not dict:
-            # SubscriptionsListenRequestParams: ``notifications`` (the filter) is required.
-            # Refused before anything is acknowledged.
-            self._reply_error(batch, request_id, ErrorCode.INVALID_PARAMS,
-                              "Invalid params: subscriptions/listen needs a notifications "
-                              "filter object", method)
-            return
-        name = subject_of(method, params)
-        if (
-            rule.mrtr
-            and self.request_state_key is not None
-            and params is not None
-            and "requestState" in params
-        ):
-            try:
-                state = self._open_request_state(params["requestState"], method, name)
-            except InvalidRequestState as exc:
-                self._reply_error(batch, request_id, exc.code, exc.message, method)
-                return
-            params = {**params, "requestState": state}
-        # Nothing is recorded from the request itself: the next one is judged afresh.
-        self._state = next_state
-        if method == "server/discover":
-            self._queue_reply(batch, _codec.result_message(request_id, self._discover_result()),
-                              request_id)
-            return
-        token = meta.get("progressToken")
-        if token is not None and type(token) is not str and type(token) is not int:
-            token = None  # a string or an integer (decoded JSON: bool and float refused)
-        record = Incoming(method, token, None, batch)
-        record.client_capabilities = capabilities
-        record.log_level = level
-        record.name = name
-        self._incoming[request_id] = record
-        if batch is not None:  # pragma: no cover - batches exist only in 2025-03-26
-            batch.waiting += 1
-        if method == "subscriptions/listen":
-            # The acknowledgement is the stream's first message (spec-digest h).
-            note = self._listens.open(request_id, params or {}, self.capabilities)
-            self._outbox.append((note, request_id, _codec.encode(note)))
-        self._events.append(trusted_request(request_id, method, params))
-
-    def _open_request_state(self, sealed: object, method: str, name: str | None) -> str:
-        """The state a retry brings back, opened on the clock it was sealed on."""
-        key = cast("bytes | KeyRing", self.request_state_key)
-        if self._wall_now is None:
-            return open_state(key, sealed, method=method, name=name, now=self._now,
-                              principal=self.request_state_principal, clock="monotonic")
-        return open_state(key, sealed, method=method, name=name, now=self._wall_now,
-                          principal=self.request_state_principal, clock="wall",
-                          skew=self.request_state_skew)
-
-    def _discover_result(self) -> dict[str, Any]:
-        """The server's DiscoverResult, built from configuration (see :mod:`._handshake`)."""
-        return discover_result(self.versions, self.capabilities, self.info,
-                               self.server_instructions, self.cache_ttl_ms, self.cache_scope)
-
-    def _on_set_level(
-        self, request_id: RequestId, params: dict[str, Any], batch: _Batch | None
-    ) -> None:
-        # server/utilities/logging.mdx: an invalid level is -32602.
-        level = params.get("level")
-        if not isinstance(level, str) or level not in LOG_RANK:
-            self._reply_error(batch, request_id, ErrorCode.INVALID_PARAMS,
-                              f"Invalid params: unknown log level {level!r}",
-                              "logging/setLevel")
-            return
-        self.log_level = level
-        self._queue_reply(batch, _codec.result_message(request_id, {}), request_id)
-
-    def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
-        revision = self.revision
-        rule = lookup(method, revision)
-        if rule is None:
-            if method in ALL_METHODS:
-                self._report(ErrorCode.METHOD_NOT_FOUND,
-                             f"{method} does not exist in revision {revision}", None, method)
-            else:  # unknown to every revision (e.g. notifications/closed): the app's call
-                self._deliver_unknown_notification(method, params)
-            return
-        if rule.kind is not Kind.NOTIFICATION or not rule.sender.allows(self._peer_role):
-            self._report(ErrorCode.METHOD_NOT_FOUND,
-                         f"a {self._peer_role.value} does not send {method}", None, method)
-            return
-        inp = classify_notification(method, sending=False)
-        verdict, next_state = transition(self.role, self._state, inp)
-        if verdict is not Verdict.ALLOW:
-            self._report(NOT_INITIALIZED_CODE, _refusal(inp, self._state), None, method)
-            return
-        if self._state is State.OPERATING:
-            gate = self.capabilities if rule.gated_by_receiver else self.peer_capabilities
-            missing = missing_capability(rule, revision, params, gate)
-            if missing is not None:
-                self._report(ErrorCode.METHOD_NOT_FOUND,
-                             f"{method} needs the {missing!r} capability, which the peer did "
-                             "not declare", None, method)
-                return
-        if method == "notifications/initialized":
-            self._state = next_state
-            self._events.append(
-                Initialized(
-                    protocol_version=self.revision,
-                    peer_capabilities=self.peer_capabilities,
-                    peer_info=self.peer_info,
-                )
-            )
-        elif method == "notifications/cancelled":
-            self._on_cancelled(params or {})
-        elif method == "notifications/progress":
-            self._on_progress(params or {})
-        elif self._state is State.STATELESS and self._listens.concerns(method):
-            self._on_listen_notification(method, params or {})
-        elif method == "notifications/resources/updated" and not _is_member(
-            (params or {}).get("uri"), self.subscriptions
-        ):
-            self._report(ErrorCode.INVALID_PARAMS,
-                         "resources/updated for a URI we did not subscribe to", None, method)
-        else:
-            self._events.append(Notification(method=method, params=params))
-
-    def _on_listen_notification(self, method: str, params: dict[str, Any]) -> None:
-        """Client side of a listen stream (judged by :class:`~._listen.ListenStreams`)."""
-        outcome = self._listens.receive(method, params)
-        if type(outcome) is tuple:
-            reason, sub_id = outcome
-            self._report(ErrorCode.INVALID_PARAMS, reason, sub_id, method)
-        else:
-            self._events.append(cast("Event", outcome))
-
-    def _deliver_unknown_notification(self, method: str, params: dict[str, Any] | None) -> None:
-        verdict, _ = transition(self.role, self._state, Input.RECV_NOTIFICATION)
-        if verdict is Verdict.ALLOW:
-            self._events.append(Notification(method=method, params=params))
-        else:
-            self._report(NOT_INITIALIZED_CODE,
-                         _refusal(Input.RECV_NOTIFICATION, self._state), None, method)
-
-    def _on_cancelled(self, params: dict[str, Any]) -> None:
-        # cancellation.mdx: unknown, finished or uncancellable ids SHOULD be ignored.
-        request_id = params.get("requestId")
-        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
-            return
-        reason = params.get("reason")
-        listen = self._outgoing.get(request_id) if self.role is Role.CLIENT else None
-        if listen is not None and listen.method == "subscriptions/listen":
-            # CancelledNotification (2026-07-28): on stdio the server ends a listen stream
-            # this way, and only a listen stream.
-            self._end_outgoing(request_id, listen)
-            self._events.append(RequestCancelled(
-                request_id=request_id, method=listen.method,
-                reason=reason if isinstance(reason, str) else None,
-            ))
-            return
-        record = self._incoming.pop(request_id, None)
-        if record is None:
-            return
-        self._listens.pop(request_id, None)
-        self._cancelled_incoming.add(request_id, record.method)
-        if record.batch is not None:
-            self._flush_batch(record.batch, answered=True)
-        self._events.append(
-            CancelRequested(
-                request_id=request_id,
-                method=record.method,
-                reason=reason if isinstance(reason, str) else None,
-            )
-        )
-
-    def _on_progress(self, params: dict[str, Any]) -> None:
-        token = params.get("progressToken")
-        progress = params.get("progress")
-        request_id = (
-            self._progress_tokens.get(token)
-            if not isinstance(token, bool) and isinstance(token, str | int)
-            else None
-        )
-        record = self._outgoing.get(request_id) if request_id is not None else None
-        if record is None or request_id is None:
-            self._report(ErrorCode.INVALID_PARAMS,
-                         f"progress for unknown token {token!r}", None, "notifications/progress")
-            return
-        total = params.get("total")
-        message = params.get("message")
-        if (
-            isinstance(progress, bool)
-            or not isinstance(progress, int | float)
-            or not _number(progress)
-            or (total is not None and not _number(total))
-        ):
-            self._report(ErrorCode.INVALID_PARAMS, "progress and total must be numbers",
-                         request_id, "notifications/progress")
-            return
-        if record.last_progress is not None and progress <= record.last_progress:
-            # progress.mdx: "The progress value MUST increase with each notification".
-            self._report(ErrorCode.INVALID_PARAMS,
-                         f"progress did not increase ({record.last_progress} -> {progress})",
-                         request_id, "notifications/progress")
-            return
-        record.last_progress = progress
-        if record.progress_resets and record.timeout is not None and record.paused is None:
-            self._timers.set(request_id, TimerKind.IDLE, self._now + record.timeout)
-        self._events.append(
-            Progress(
-                request_id=request_id,
-                token=token,  # type: ignore[arg-type]
-                progress=progress,
-                total=total,
-                message=message if isinstance(message, str) else None,
-            )
-        )
-
     def _on_response(self, kind: MessageKind, request_id: RequestId | None, payload: Any) -> None:
         is_result = kind is MessageKind.RESULT
         record = self._outgoing.get(request_id) if request_id is not None else None
         if record is None or request_id is None:
-            method = self._ended_outgoing.pop(request_id) if request_id is not None else None
-            if method is not None and request_id is not None:
-                self._events.append(
-                    LateResponse(
-                        request_id=request_id, method=method,
-                        result=payload if is_result else None,
-                        error=None if is_result else payload,
-                    )
-                )
-            else:
-                self._events.append(
-                    UnexpectedResponse(
-                        request_id=request_id,
-                        result=payload if is_result else None,
-                        error=None if is_result else payload,
-                    )
-                )
+            _inflight.unmatched_response(self, request_id, is_result, payload)
             return
-        if self._state is State.PROBING:
-            # The only request in flight while probing is the probe; its answer is judged
-            # into PROBE_STATELESS or PROBE_FALLBACK (_on_probe_response).
-            self._end_outgoing(request_id, record)
-            self._on_probe_response(is_result, payload)
+        if self._state is State.PROBING or record.method in SESSION_OPENERS:
+            _lifecycle.on_opening_response(self, request_id, record, is_result, payload)
             return
-        opener = record.method in SESSION_OPENERS
-        if opener:
-            inp = Input.RECV_INITIALIZE_RESULT if is_result else Input.RECV_INITIALIZE_ERROR
-        else:
-            inp = Input.RECV_RESPONSE
-        verdict, _ = transition(self.role, self._state, inp)
+        verdict, _ = transition(self.role, self._state, Input.RECV_RESPONSE)
         if verdict is not Verdict.ALLOW:  # pragma: no cover - responses are allowed when open
-            self._report(ErrorCode.INVALID_REQUEST, _refusal(inp, self._state), request_id)
+            self._report(ErrorCode.INVALID_REQUEST,
+                         refusal(Input.RECV_RESPONSE, self._state), request_id)
             return
         self._end_outgoing(request_id, record)
-        if opener:
-            self._on_initialize_response(is_result, payload)
-            return
         if is_result and self._state is State.STATELESS:
-            self._on_stateless_result(request_id, record, payload)
+            _stateless_era.on_result(self, request_id, record, payload)
             return
         if is_result:
-            self._record_subscription(record.method, record.subject)
-            self._events.append(
-                trusted_response(request_id, payload, record.method)
-            )
+            if record.subject is not None:
+                _notifications.record_subscription(self, record.method, record.subject)
+            self._events.append(trusted_response(request_id, payload, record.method))
         else:
-            self._events.append(
-                ErrorResponse(
-                    request_id=request_id,
-                    code=payload["code"],
-                    message=payload["message"],
-                    data=payload.get("data"),
-                    method=record.method,
-                )
-            )
-
-    def _on_stateless_result(
-        self, request_id: RequestId, record: Outgoing, payload: dict[str, Any]
-    ) -> None:
-        # Result.resultType (2026-07-28 schema): missing means "complete" (older servers).
-        result_type = payload.get("resultType", "complete")
-        if result_type == "complete":
-            if record.method == "server/discover":
-                self._record_discovery(payload)
-            self._events.append(
-                trusted_response(request_id, payload, record.method)
-            )
-            return
-        if result_type == "input_required" and record.method in MRTR_METHODS:
-            event = self._retries.receive(request_id, record.method, record.params, payload)
-            if event is not None:
-                self._events.append(event)
-                return
-            reason = "malformed input_required result (inputRequests and/or requestState)"
-        elif result_type == "input_required":
-            reason = f"{record.method} may not answer input_required (mrtr.mdx)"
-        else:
-            reason = f"unknown resultType {result_type!r}"
-        self._events.append(RequestFailed(request_id=request_id, method=record.method,
-                                          reason=reason, result=payload))
-
-    def _record_discovery(self, result: dict[str, Any]) -> None:
-        """Keep what a DiscoverResult says about the server (``server/discover.mdx``)."""
-        capabilities = result.get("capabilities")
-        if type(capabilities) is dict:
-            self.peer_capabilities = capabilities
-        meta = result.get("_meta")
-        info = meta.get(META_SERVER_INFO) if type(meta) is dict else None
-        if implementation(info):
-            self.peer_info = cast("dict[str, Any]", info)
-        instructions = result.get("instructions")
-        self.instructions = instructions if isinstance(instructions, str) else None
-        self.discovery = result
+            self._events.append(ErrorResponse(
+                request_id=request_id, code=payload["code"], message=payload["message"],
+                data=payload.get("data"), method=record.method))
 
     def _end_outgoing(self, request_id: RequestId, record: Outgoing) -> None:
         self._listens.pop(request_id, None)
@@ -1574,158 +838,10 @@ class Connection:
         if record.progress_token is not None:
             self._progress_tokens.pop(record.progress_token, None)
 
-    def _close(self, reason: CloseReason, detail: str) -> None:
-        """Close for good: abort every pending request (one event each), then report."""
-        self._state = State.CLOSED
-        self.close_reason = reason
-        for request_id, record in list(self._outgoing.items()):
-            self._end_outgoing(request_id, record)
-            if record.method not in SESSION_OPENERS:  # initialize ends with ConnectionClosed
-                self._events.append(
-                    RequestAborted(request_id=request_id, method=record.method, reason=reason)
-                )
-        self._incoming.clear()
-        self._drop_input()
-        self._events.append(ConnectionClosed(reason=reason, detail=detail))
-
-    # -- the handshake and the era probe ---------------------------------------------------
-    # Which role reaches each of these is decided by the tables, not by overriding: only a
-    # server receives initialize and server/discover (method table), only a client gets their
-    # answers, only a client enters PROBING (lifecycle table). The decisions themselves are
-    # pure functions in _handshake.py.
-
-    def _on_initialize(
-        self, request_id: RequestId, params: dict[str, Any], next_state: State,
-        batch: _Batch | None,
-    ) -> None:
-        answer = answer_initialize(params, self._handshake_versions, self.capabilities,
-                                   self.info, self.server_instructions)
-        if answer is None:
-            self._reply_error(
-                batch, request_id, ErrorCode.INVALID_PARAMS,
-                "Invalid params: initialize needs protocolVersion, capabilities and clientInfo "
-                "(with name and version)",
-                "initialize",
-            )
-            return
-        self.protocol_version = answer.version
-        self.peer_capabilities = answer.peer_capabilities
-        self.peer_info = answer.peer_info
-        self._state = next_state
-        self._queue_reply(batch, _codec.result_message(request_id, answer.result), request_id)
-
-    def _send_initialize(self, now: float | None, timeout: Any) -> RequestId:
-        if not self._handshake_versions:
-            raise LocalProtocolError("this client supports no handshake-era revision")
-        params = initialize_params(self._handshake_versions, self.capabilities, self.info)
-        return self.send_request("initialize", params, now=now, timeout=timeout, max_total=None)
-
-    def _on_initialize_response(self, is_result: bool, payload: dict[str, Any]) -> None:
-        refusal = read_initialize_result(is_result, payload, self._handshake_versions)
-        if refusal is not None:
-            self._close(*refusal)
-            return
-        version: str = payload["protocolVersion"]
-        self.protocol_version = version
-        self.peer_capabilities = payload["capabilities"]
-        self.peer_info = payload["serverInfo"]
-        self.instructions = instructions = payload.get("instructions")
-        self._advance(Input.RECV_INITIALIZE_RESULT)
-        # lifecycle.mdx: "the client MUST send an initialized notification".
-        message = _codec.notification_message("notifications/initialized", None)
-        self._outbox.append((message, None, _codec.encode(message)))
-        self._events.append(
-            Initialized(
-                protocol_version=version,
-                peer_capabilities=self.peer_capabilities,
-                peer_info=self.peer_info,
-                instructions=instructions,
-            )
-        )
-
-    def _on_probe_response(self, is_result: bool, payload: dict[str, Any]) -> None:
-        verdict = judge_probe_answer(is_result, payload, self._stateless_versions)
-        if verdict.version is None:
-            self._probe_failed(verdict.detail)
-            return
-        self._state = transition(self.role, self._state, Input.PROBE_STATELESS)[1]
-        self.protocol_version = verdict.version
-        if is_result:
-            self._record_discovery(payload)
-        self._events.append(Initialized(
-            protocol_version=verdict.version,
-            peer_capabilities=self.peer_capabilities,
-            peer_info=self.peer_info,
-            instructions=self.instructions,
-        ))
-
-    def _probe_failed(self, detail: str) -> None:
-        """Fall back to initialize (versioning.mdx), or close if we cannot."""
-        if not self._handshake_versions or self._no_fallback:
-            self._close(CloseReason.VERSION_REJECTED,
-                        f"{detail}; this client supports no handshake-era revision")
-            return
-        self._state = transition(self.role, self._state, Input.PROBE_FALLBACK)[1]
-        self._send_initialize(None, _DEFAULT)
-
-
-def _refusal(inp: Input, state: State) -> str:
-    """The human-readable reason for a lifecycle refusal."""
-    if state is State.CLOSED:
-        return "the connection is closed"
-    if inp in (Input.SEND_INITIALIZE, Input.RECV_INITIALIZE):
-        return "initialize may only be sent once, as the first request"
-    if inp in (Input.SEND_INITIALIZED, Input.RECV_INITIALIZED):
-        return "notifications/initialized is sent once, by the client, after the result"
-    if state is State.IDLE:
-        return "not initialized: initialize must come first (lifecycle.mdx)"
-    return "the handshake is not complete yet (lifecycle.mdx)"
-
-
-def _unencodable(message: dict[str, Any]) -> bool:
-    try:
-        _codec.encode(message)
-    except EncodeError:
-        return True
-    return False
-
-
-def _sanitized_reply(message: dict[str, Any]) -> dict[str, Any]:
-    """An automatic reply that JSON cannot carry because it echoes what the peer handed in
-    already decoded (``receive_message``), e.g. a lone surrogate in an id or a method name:
-    the id becomes null (as for an unreadable id) and the text loses what cannot be written."""
-    error = message.get("error") or {
-        "code": ErrorCode.INVALID_REQUEST, "message": "Invalid Request: unencodable id"}
-    text = str(error.get("message", "")).encode("utf-8", "replace").decode("utf-8")
-    request_id = message.get("id")
-    try:
-        _codec.encode(request_id)
-    except EncodeError:
-        request_id = None
-    return _codec.error_message(request_id, error["code"], text)
-
 
 #: The one empty subscription set every connection starts with (CPython makes a new empty
 #: frozenset per call).
 _NO_URIS: frozenset[str] = frozenset()
-
-
-def _is_member(value: object, container: Container[Any]) -> bool:
-    """``value in container`` for a value read off the wire (which may be unhashable)."""
-    return (type(value) is str or type(value) is int) and value in container
-
-
-def _log_rank(level: object) -> int:
-    """A log level's rank; an unknown level ranks above every known one (sent, never lost)."""
-    return LOG_RANK.get(level, len(LOG_LEVELS)) if isinstance(level, str) else len(LOG_LEVELS)
-
-
-def _gate_message(rule: MethodRule, method: str, missing: str) -> str:
-    if missing == rule.capability:
-        return f"Method not found: {method} needs the {missing!r} capability, which was not " \
-            "declared"
-    return f"Invalid params: {method} as sent needs the {missing!r} capability, which was " \
-        "not declared"
 
 
 def _leaf_paths(tree: Mapping[str, Any], prefix: str = "") -> list[str]:
@@ -1780,7 +896,7 @@ class ClientConnection(Connection):
         self._no_fallback = era is Era.STATELESS
         verdict, next_state = transition(self.role, self._state, Input.START_PROBE)
         if verdict is not Verdict.ALLOW:
-            raise LocalProtocolError(_refusal(Input.START_PROBE, self._state))
+            raise LocalProtocolError(refusal(Input.START_PROBE, self._state))
         self._state = next_state
         return self._queue_request("server/discover", {}, now, self.probe_timeout, None,
                                    False, None, None)
@@ -1830,7 +946,7 @@ class ClientConnection(Connection):
         never cancelled. Its outcome is an :class:`Initialized` event or a
         :class:`ConnectionClosed` one -- never a ``Response``.
         """
-        return self._send_initialize(now, timeout)
+        return _lifecycle.send_initialize(self, now, timeout)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -1978,7 +1094,7 @@ class ServerConnection(Connection):
             return
         verdict, state = transition(self.role, self._state, Input.ASSUME_INITIALIZED)
         if verdict is not Verdict.ALLOW:  # pragma: no cover - IDLE was checked above
-            raise LocalProtocolError(_refusal(Input.ASSUME_INITIALIZED, self._state))
+            raise LocalProtocolError(refusal(Input.ASSUME_INITIALIZED, self._state))
         self.protocol_version = protocol_version
         self._state = state
 
