@@ -224,16 +224,16 @@ def main() -> int:
     args = parser.parse_args()
     args_top = args.top
     args.procs = 1
-    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    if not os.path.exists(spy):
-        parser.error("py-spy is not installed (pip install py-spy)")
     row = {r.name: r for r in load.ROWS}[args.row]
     os.sched_setaffinity(0, load.cores()[1])
-    if args.calls:
+    if args.calls:  # cProfile in the server: no sampler needed
         print(f"# Python calls per request of {row.name} ({args.tree or 'installed'}), "
               f"{args.clients} clients, {args.seconds:g} s per era, under cProfile")
         count_calls(row, args)
         return 0
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not os.path.exists(spy):
+        parser.error("py-spy is not installed (pip install py-spy)")
     command, env = row.command(), None
     if args.tree:
         command = [command[0], "-P", *command[1:]]
