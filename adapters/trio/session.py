@@ -15,6 +15,7 @@ module imports from here -- so nothing imports back into the public module.
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 from collections.abc import AsyncIterator
 
@@ -55,16 +56,24 @@ class TrioChild:
     async def watch(self) -> None:
         """(A task.) Wait for the process to exit and record its status."""
         client = self.client
-        returncode = await self.process.wait()
-        self.returncode = client.returncode = returncode
-        client.transport_detail = f"the server process exited with status {returncode}"
-        self.exited.set()
+        self._exited(await self.process.wait())
         if client.closed is None:
             client.feed(b"")
 
-    async def _wait_exit(self, timeout: float) -> bool:
-        with trio.move_on_after(timeout):
-            await self.exited.wait()
+    def _exited(self, returncode: int) -> None:
+        if self.exited.is_set():
+            return
+        client = self.client
+        self.returncode = client.returncode = returncode
+        client.transport_detail = f"the server process exited with status {returncode}"
+        self.exited.set()
+
+    async def _wait_exit(self, timeout: float | None) -> bool:
+        # On the process itself, not on :meth:`watch`'s news: a Ctrl-C that trio raised in
+        # another of the client's tasks cancels the watcher with the rest, and the stop
+        # must still end.
+        with trio.move_on_after(math.inf if timeout is None else timeout):
+            self._exited(await self.process.wait())
         return self.exited.is_set()
 
     async def aclose(self, shutdown_timeout: float) -> None:
@@ -79,7 +88,7 @@ class TrioChild:
             signal_group(process.pid, signal.SIGTERM)
             if not await self._wait_exit(shutdown_timeout):
                 signal_group(process.pid, signal.SIGKILL)
-                await self.exited.wait()
+                await self._wait_exit(None)
         kill_leftovers(process.pid)
         self.runtime.stop_tasks()
 
