@@ -23,10 +23,11 @@ __all__ = ["COMPILED_MODULES", "compiled_modules", "mypyc_attr"]
 
 #: The modules of the compiled build (paths relative to the source root, as the build takes
 #: them): the codec, the connection and its sub-states, the pending table, the capability and
-#: lifecycle tables, the JSON seam and the framing. ``_events`` stays Python (its field lists
-#: are set per subclass by ``__init_subclass__`` and attrs' field view comes from a
-#: descriptor: Python machinery, left as it is) and so does everything a request does not
-#: reach.
+#: lifecycle tables, the JSON seam and the framing; in the HTTP layer, the server's request
+#: path (both wires, the exchange seam, the hub, the server and its parts). ``_events`` stays
+#: Python (its field lists are set per subclass by ``__init_subclass__`` and attrs' field view
+#: comes from a descriptor: Python machinery, left as it is), so does ``http._shared`` (attrs
+#: fields with defaults) and everything a request does not reach.
 COMPILED_MODULES: tuple[str, ...] = (
     "mcp_sansio/_admission.py",
     "mcp_sansio/_batches.py",
@@ -51,6 +52,22 @@ COMPILED_MODULES: tuple[str, ...] = (
     "mcp_sansio/_timers.py",
     "mcp_sansio/_versions.py",
     "mcp_sansio/_framing/ndjson.py",
+    "mcp_sansio/http/_checks.py",
+    "mcp_sansio/http/_exchange.py",
+    "mcp_sansio/http/_exchange_wire.py",
+    "mcp_sansio/http/_gate.py",
+    "mcp_sansio/http/_head_rules.py",
+    "mcp_sansio/http/_headers.py",
+    "mcp_sansio/http/_hub.py",
+    "mcp_sansio/http/_oneshot.py",
+    "mcp_sansio/http/_park.py",
+    "mcp_sansio/http/_parking.py",
+    "mcp_sansio/http/_server.py",
+    "mcp_sansio/http/_sessions.py",
+    "mcp_sansio/http/_stranded.py",
+    "mcp_sansio/http/_streams.py",
+    "mcp_sansio/http/_wire.py",
+    "mcp_sansio/http/_wire_httptools.py",
 )
 
 if TYPE_CHECKING:

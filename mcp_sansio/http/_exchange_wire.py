@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
+from .._compiled import mypyc_attr
 from ._exchange import (
     CloseConnection,
     ExchangeInput,
@@ -37,6 +38,7 @@ _ENDED = ResponseEnded()
 _CLOSE = CloseConnection()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the ASGI adapter's wire derives from it
 class ExchangeWire:
     """The server's side of one connection fed with exchange events (module docstring).
 

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _codec
+from .._compiled import mypyc_attr
 from .._connection import ServerConnection
 from .._events import RequestId
 from .._versions import FEATURES, Era
@@ -96,6 +97,9 @@ class _Stream:
         self.relayed: int | None = None
 
 
+# A Python class in the compiled build too: the app layer keys its state by session in a
+# WeakKeyDictionary, and a native class takes no weak reference.
+@mypyc_attr(native_class=False)
 class Session:
     """One MCP session: a :class:`~mcp_sansio.ServerConnection` and its streams.
 

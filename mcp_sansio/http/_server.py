@@ -467,7 +467,7 @@ class HTTPServer:
                 break
             channel._request = request
             self._handle(channel, request)
-            if channel._parked is None:
+            if _unparked(channel):  # a call: _handle may have parked it since the test above
                 channel._answers.clear()
         self._writable[channel] = None
 
@@ -619,3 +619,9 @@ class HTTPServer:
             return
         self.table._post_to_session(channel, session, value, items)
 
+
+def _unparked(channel: ServerChannel) -> bool:
+    """No exchange of ``channel`` is parked. A call, not an inline test, so that the type
+    checker (and the compiler after it) does not carry an earlier test's answer across a call
+    that may have parked one."""
+    return channel._parked is None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import h11
@@ -249,7 +249,9 @@ def target_allowed(method: str, form: str | None) -> bool:
 
 
 def _header_list(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    return [(k.encode("ascii"), v.encode("latin-1")) for k, v in headers]
+    # Any pair of two strings will do (a list too): iterated untyped for the compiled build.
+    pairs: Iterable[Any] = headers
+    return [(k.encode("ascii"), v.encode("latin-1")) for k, v in pairs]
 
 
 #: How many distinct header sets :class:`_HeadCache` keeps before it starts over: far more
@@ -460,11 +462,14 @@ class ServerWire:
                     http_version=event.http_version.decode("ascii", "replace"),
                 )
             elif isinstance(event, h11.Data):
-                self._body_size += len(event.data)
+                # h11 hands a chunked body's data over as a bytearray where it says bytes:
+                # read untyped (the compiled build checks declared types) and made bytes.
+                data = bytes(cast(Any, event).data)
+                self._body_size += len(data)
                 if self._body_size > self.max_body_size:
                     self._fail(413, f"the body is larger than {self.max_body_size} bytes")
                     return None
-                return RequestData(event.data)
+                return RequestData(data)
             elif isinstance(event, h11.EndOfMessage):
                 self._mark = self._fed - len(conn.trailing_data[0])
                 self._head = None
@@ -802,7 +807,7 @@ class ClientWire:
                 return ResponseStarted(status=event.status_code, headers=tuple(pairs),
                                        content_length=length)
             if isinstance(event, h11.Data):
-                return ResponseData(bytes(event.data))
+                return ResponseData(bytes(cast(Any, event).data))  # see next_event
             if isinstance(event, h11.EndOfMessage):
                 self.busy = False
                 if conn.our_state is h11.DONE and conn.their_state is h11.DONE:

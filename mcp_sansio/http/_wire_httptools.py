@@ -22,11 +22,13 @@ The rest of its theory of operation: docs/architecture.rst, "Module notes".
 from __future__ import annotations
 
 import contextlib
+import importlib
 import re
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from .._compiled import mypyc_attr
 from ._exchange import (
     CloseConnection,
     ExchangeInput,
@@ -55,14 +57,15 @@ from ._wire import (
 __all__ = ["CHECKS", "DIFFERENCES", "HttptoolsWire", "MissingParser", "load_httptools"]
 
 
+@mypyc_attr(native_class=False)  # the compiler builds no native subclass of ImportError
 class MissingParser(ImportError):
     """``wire="httptools"`` was asked for and httptools is not installed."""
 
 
 def load_httptools() -> Any:
     """The httptools module, or :class:`MissingParser` with what to install."""
-    try:
-        import httptools
+    try:  # imported by name: a compiled import is made once and would not look again
+        httptools = importlib.import_module("httptools")
     except ImportError as exc:
         raise MissingParser(
             "wire='httptools' needs the httptools package: pip install 'mcp-sansio[fast]' "
@@ -261,7 +264,8 @@ class HttptoolsWire:
         the body in one piece) and returned whole, without passing its events one by one
         through the gatherer. None otherwise -- the events read so far stay queued, in
         order, for the general path."""
-        if self.busy or self.closed or self._remaining is not None or not self._buf:
+        between = self._remaining is None  # a local: _feed_head sets _remaining
+        if self.busy or self.closed or not between or not self._buf:
             return None
         if not self._feed_head():
             return None

@@ -24,6 +24,7 @@ from mcp_sansio.http import (
     DEFAULT_SESSION_IDLE_TIMEOUT,
     ServerChannel,
     SessionEnd,
+    _sessions,
 )
 from mcp_sansio.http._sessions import SessionTable
 from tests.http_stories import (
@@ -133,12 +134,13 @@ def test_no_session_id_is_logged(runtime: str, monkeypatch: pytest.MonkeyPatch,
         # a session named by a client that does not own it, and one handled with a bug
         assert conn.request("POST", {"jsonrpc": "2.0", "id": 9, "method": "ping"},
                             {**names, "mcp-session-id": session_id + "x"})[0] == 404
-        monkeypatch.setattr(SessionTable, "_delete", boom)
-        other = SyncConn(port)
-        other.send("DELETE", None, names)
-        assert other.head()[0] == 500
-        other.close()
-        monkeypatch.setattr(SessionTable, "_delete", original)
+        if str(_sessions.__file__).endswith(".py"):  # a compiled class takes no patched method
+            monkeypatch.setattr(SessionTable, "_delete", boom)
+            other = SyncConn(port)
+            other.send("DELETE", None, names)
+            assert other.head()[0] == 500
+            other.close()
+            monkeypatch.setattr(SessionTable, "_delete", original)
         assert conn.request("DELETE", None, names)[0] == 200
         conn.close()
     assert any(r.exc_info for r in caplog.records)  # the failures were logged

@@ -3,7 +3,8 @@
 Under ``.ci/compiled.py`` (``MCP_SANSIO_EXPECT_COMPILED=1``) every module of
 ``COMPILED_MODULES`` must come from a compiled extension, not its ``.py``; a partly compiled
 tree fails in either build. The rest holds in both builds: the list names real modules and
-is the one ``setup.py`` compiles, and a Python class can still subclass a connection.
+is the one ``setup.py`` compiles, it holds the HTTP server's request path, and a Python
+class can still subclass a connection.
 """
 
 from __future__ import annotations
@@ -38,6 +39,27 @@ def test_the_list_names_the_modules_setup_py_compiles() -> None:
     source = (ROOT / "setup.py").read_text(encoding="utf-8")
     assert "mcp_sansio\" / \"_compiled.py\"" in source  # setup.py reads this very list
     assert "mcp_sansio/_events.py" not in _compiled.COMPILED_MODULES  # attrs validators
+
+
+#: The HTTP server's request path: both wires, the head rules, the exchange seam, the hub, the
+#: server and the parts a request goes through (docs/compiled.rst).
+HTTP_REQUEST_PATH = ("_checks", "_exchange", "_exchange_wire", "_gate", "_head_rules",
+                     "_headers", "_hub", "_oneshot", "_park", "_parking", "_server", "_sessions",
+                     "_stranded", "_streams", "_wire", "_wire_httptools")
+
+
+def test_the_http_request_path_is_listed_and_what_must_stay_python_does() -> None:
+    listed = set(_compiled.COMPILED_MODULES)
+    assert {f"mcp_sansio/http/{name}.py" for name in HTTP_REQUEST_PATH} <= listed
+    # attrs fields with defaults (docs/compiled.rst): the shared server's effects stay Python
+    assert "mcp_sansio/http/_shared.py" not in listed
+    # the SSE parser takes any bytes-like chunk (callers feed bytearrays): it stays Python
+    assert "mcp_sansio/http/_sse.py" not in listed
+    from mcp_sansio.http._hub import Session
+    from mcp_sansio.http._wire_httptools import MissingParser
+
+    assert Session.__weakrefoffset__ != 0  # the app keys its state by session, weakly
+    assert issubclass(MissingParser, ImportError)
 
 
 def test_a_python_subclass_of_a_connection_works_in_both_builds() -> None:
