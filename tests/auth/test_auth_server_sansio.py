@@ -79,7 +79,7 @@ def test_a_legacy_session_is_bound_to_its_principal() -> None:
     h = harness(legacy_sse_path="/sse")
     stream = h.conn().send("GET", target="/sse", headers=bearer("ada"))
     assert stream.status == 200
-    endpoint = stream.events[0].data
+    endpoint = stream.events[0].data.decode()  # the target is a str
     assert h.conn().send(body=init_body("2024-11-05"), target=endpoint,
                          headers=bearer("bob")).status == 404
     assert h.conn().send(body=init_body("2024-11-05"), target=endpoint,
