@@ -31,6 +31,7 @@ __all__ = [
     "ENVELOPE_ONLY",
     "Admitted",
     "Refusal",
+    "admit_after_envelope",
     "admit_stateless",
     "batch_refusal",
     "unsupported_version",
@@ -134,5 +135,28 @@ def admit_stateless(
     return version, capabilities, meta
 
 
-def _rows(only: tuple[str, ...]) -> list[_Row]:
-    return [row for row in ADMISSION if row[0] in only]
+def admit_after_envelope(admitted: Admitted, supported: tuple[str, ...]) -> Admitted | Refusal:
+    """The rest of :data:`ADMISSION` for a request whose :data:`ENVELOPE_ONLY` rows a
+    transport checked already (``admitted``: what :func:`admit_stateless` returned then): the
+    rows are not run twice on one request."""
+    version, capabilities, _meta = admitted
+    for _name, check in _AFTER_ENVELOPE:
+        refusal = check(version, capabilities, supported)
+        if refusal is not None:
+            return refusal
+    return admitted
+
+
+#: The rows selected by each ``only`` a caller passed (callers pass constants: a handful).
+_SELECTED: dict[tuple[str, ...], tuple[_Row, ...]] = {}
+
+
+def _rows(only: tuple[str, ...]) -> tuple[_Row, ...]:
+    rows = _SELECTED.get(only)
+    if rows is None:
+        rows = _SELECTED[only] = tuple(row for row in ADMISSION if row[0] in only)
+    return rows
+
+
+#: The rows :func:`admit_after_envelope` runs, in their order.
+_AFTER_ENVELOPE: tuple[_Row, ...] = tuple(row for row in ADMISSION if row[0] not in ENVELOPE_ONLY)

@@ -558,10 +558,17 @@ class Server:
 
 
 def _ledger_capabilities() -> Callable[..., Any]:
-    """The task ledger's own ``capabilities`` (its module is loaded once tasks are enabled)."""
-    from .tasks import TaskLedger
+    """The task ledger's own ``capabilities`` (its module is loaded once tasks are enabled;
+    looked up once: a connection is built for every stateless-era request)."""
+    found = _LEDGER_CAPABILITIES
+    if not found:
+        from .tasks import TaskLedger
 
-    return TaskLedger.capabilities
+        found.append(TaskLedger.capabilities)
+    return found[0]
+
+
+_LEDGER_CAPABILITIES: list[Callable[..., Any]] = []
 
 
 def _revision(ctx: Context) -> str | None:

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from .._admission import ENVELOPE_ONLY, Refusal, admit_stateless, batch_refusal
+from .._admission import ENVELOPE_ONLY, Admitted, Refusal, admit_stateless, batch_refusal
 from .._capabilities import SESSION_OPENERS, lookup
-from .._codec import MessageKind
+from .._codec import MessageKind, Parsed
 from .._connection import ServerConnection
 from .._errors import ErrorCode
 from .._events import RequestId
@@ -127,10 +127,13 @@ class OneShot:
             self.hub._error(channel, 400, ErrorCode.HEADER_MISMATCH, f"Header mismatch: {mismatch}",
                         request_id)
             return
-        self._serve_stateless(channel, value, request_id, method)
+        # The connection is handed the message parsed and its envelope admitted: it does
+        # neither again (_connection.py ``_receive_parsed``).
+        self._serve_stateless(channel, value, request_id, method, items[0], admitted)
 
     def _serve_stateless(
         self, channel: ServerChannel, value: Any, request_id: RequestId, method: str,
+        parsed: Parsed | None = None, envelope: Admitted | None = None,
     ) -> None:
         session = Session(self.hub, None, self.hub.connection_factory(), Era.STATELESS)
         session.auth = channel.auth
@@ -139,7 +142,11 @@ class OneShot:
         if kind is _Kind.LISTEN:
             self.hub._listening[session] = None
         self._bind_request_state(session.connection, channel)
-        session.connection.receive_message(value, now=self.hub._now, wall_now=channel._wall)
+        if parsed is None:
+            session.connection.receive_message(value, now=self.hub._now, wall_now=channel._wall)
+        else:
+            session.connection._receive_parsed(value, parsed, envelope, now=self.hub._now,
+                                               wall_now=channel._wall)
         self.hub._mark_ready(session)
 
     @staticmethod

@@ -571,15 +571,16 @@ class HTTPServer:
         value, items = parsed
         if config.tool_scopes is not None and self.gate._tool_scope_refused(channel, items):
             return
-        requests = [item for item in items if item[0] is MessageKind.REQUEST]
-        single = type(value) is dict
-        first = items[0]
         version = fields.get("mcp-protocol-version")
         if version is not None and version in self._stateless_versions:
             # The header names a stateless revision: the request is judged in that era, even
             # an initialize (which 2026-07-28 does not have) or one missing its _meta.
             self.oneshot._post_stateless(channel, request, value, items, version)
             return
+        single = type(value) is dict
+        first = items[0]
+        requests = (first[0] is MessageKind.REQUEST if single
+                    else any(item[0] is MessageKind.REQUEST for item in items))
         # The method table's in_session column: the request that opens a session
         # (initialize) is never in a batch and opens a session here (lifecycle.mdx).
         if single and first[0] is MessageKind.REQUEST and first[2] in SESSION_OPENERS:
@@ -604,7 +605,7 @@ class HTTPServer:
                         first[1] if first[0] is MessageKind.REQUEST else None)
             return
         if (self._stateless_versions and single and first[0] is MessageKind.REQUEST
-                and has_stateless_meta(first[3]) and fields.get("mcp-session-id") is None):
+                and fields.get("mcp-session-id") is None and has_stateless_meta(first[3])):
             # Per-request _meta selects the stateless era, which does not carry this
             # handshake-era revision: -32022 (2026-07-28 basic/versioning.mdx, "Protocol
             # Version Negotiation" and "Backward Compatibility ...": a dual-era server).

@@ -162,7 +162,10 @@ class SessionTable:
             self.hub._respond(channel, 202)
         if self.config.shared:
             self.relay._hold(session, channel)
-        if items:  # (all of it may have been forwarded to other workers)
+        if type(value) is dict and items:
+            # One message, parsed already: the connection does not parse it again.
+            conn._receive_parsed(value, items[0], now=self.hub._now)
+        elif items:  # (all of it may have been forwarded to other workers)
             conn.receive_message(value, now=self.hub._now)
         self.hub._mark_ready(session)
         self.hub._touch(session)
