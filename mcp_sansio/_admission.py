@@ -128,7 +128,8 @@ def admit_stateless(
         meta = {}
     version: Any = meta.get(META_PROTOCOL_VERSION)
     capabilities: Any = meta.get(META_CLIENT_CAPABILITIES)
-    for _name, check in ADMISSION if only is None else _rows(only):
+    rows = ADMISSION if only is None else (_SELECTED.get(only) or _rows(only))
+    for _name, check in rows:
         refusal = check(version, capabilities, supported)
         if refusal is not None:
             return refusal

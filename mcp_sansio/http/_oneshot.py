@@ -170,7 +170,8 @@ class OneShot:
         if body_version is not None and body_version != version:
             return (f"MCP-Protocol-Version header {version!r} does not match the body's "
                     f"{body_version!r}")
-        header_method = headers.get("mcp-method")
+        fields = headers.decoded()  # (lower-case names: one dict access each)
+        header_method = fields.get("mcp-method")
         if header_method is None:
             return "the Mcp-Method header is required"
         if header_method != method:
@@ -180,7 +181,7 @@ class OneShot:
         field = rule.subject if rule is not None else None
         if field is not None:
             body_name = (params or {}).get(field)
-            raw = headers.get("mcp-name")
+            raw = fields.get("mcp-name")
             if raw is None:
                 if isinstance(body_name, str):
                     return "the Mcp-Name header is required"

@@ -555,12 +555,16 @@ class HTTPServer:
         config = self.hub.config
         headers = request.headers
         fields = headers.decoded()  # (lower-case names: one dict access each)
-        if media_type(fields.get("content-type")) != "application/json":
+        content_type = fields.get("content-type")
+        if content_type != "application/json" and media_type(content_type) != "application/json":
             self.hub._error(channel, 415, ErrorCode.INVALID_REQUEST,
                         "Unsupported Media Type: the body must be application/json")
             return
         accept = fields.get("accept")
-        if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
+        known = _POST_ACCEPTS.get(accept)  # (a client sends one Accept value every time)
+        if known is None:
+            known = _accepts_post(accept)
+        if not known:
             self.hub._error(channel, 406, ErrorCode.INVALID_REQUEST,
                         "Not Acceptable: Accept must list application/json and "
                         "text/event-stream")
@@ -620,3 +624,17 @@ class HTTPServer:
             return
         self.table._post_to_session(channel, session, value, items)
 
+
+#: :func:`_accepts_post` by ``Accept`` value: a client sends the same value on every request
+#: and a server sees a handful; bounded like ``accepts``'s own memo.
+_POST_ACCEPTS: dict[str | None, bool] = {}
+
+
+def _accepts_post(accept: str | None) -> bool:
+    """Whether ``Accept`` lists both media types a POST may be answered with (transports.mdx:
+    the client MUST list application/json and text/event-stream), remembered."""
+    known = accepts(accept, "application/json") and accepts(accept, "text/event-stream")
+    if len(_POST_ACCEPTS) >= 128:
+        _POST_ACCEPTS.clear()
+    _POST_ACCEPTS[accept] = known
+    return known

@@ -144,7 +144,10 @@ class SessionTable:
         conn = session.connection
         if self.config.shared and session.id is not None:
             value, items = self.relay._forward_answers(session, value, items)
-        ids = [item[1] for item in items if item[0] is MessageKind.REQUEST]
+        if type(value) is dict:  # (one message: no list comprehension)
+            ids = [items[0][1]] if items and items[0][0] is MessageKind.REQUEST else []
+        else:
+            ids = [item[1] for item in items if item[0] is MessageKind.REQUEST]
         if type(value) is list:
             refusal = batch_refusal(conn.protocol_version, conn.revision)
             if refusal is not None:
