@@ -208,8 +208,12 @@ def decorate_result(
     result_type = result.setdefault("resultType", "complete")
     if result_type == "input_required":
         raise LocalProtocolError("use send_input_required() to ask for input")
-    meta = dict(result.get("_meta") or {})
-    meta.setdefault(META_SERVER_INFO, conn.info)
+    found = result.get("_meta")
+    if found:  # a copy: the handler's dict is not changed
+        meta = dict(found)
+        meta.setdefault(META_SERVER_INFO, conn.info)
+    else:  # (most results)
+        meta = {META_SERVER_INFO: conn.info}
     if record.method == "subscriptions/listen":
         meta[META_SUBSCRIPTION_ID] = request_id
     result["_meta"] = meta

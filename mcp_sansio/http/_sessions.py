@@ -82,7 +82,7 @@ class SessionTable:
         """The session a request names, or None after answering 400 (no id) or 404.
         ``request_id``: a lone request's, which the error carries (JSON-RPC 2.0 s. 5: null
         only when the id could not be read)."""
-        session_id = headers.get("mcp-session-id")
+        session_id = headers.decoded().get("mcp-session-id")
         if session_id is None:
             self.hub._error(channel, 400, ErrorCode.INVALID_REQUEST,
                         "Bad Request: the Mcp-Session-Id header is required", request_id)
