@@ -997,9 +997,9 @@ class ServerConnection(Connection):
         **kwargs: Any,
     ) -> None:
         self._configure(**kwargs)
-        if (type(cache_ttl_ms) is not int and (
-            isinstance(cache_ttl_ms, bool) or not isinstance(cache_ttl_ms, int)
-        )) or cache_ttl_ms < 0:
+        if isinstance(cache_ttl_ms, bool) or not isinstance(cache_ttl_ms, int) or (
+            cache_ttl_ms < 0
+        ):
             raise ValueError("cache_ttl_ms must be an integer >= 0")
         if cache_scope not in ("public", "private"):
             raise ValueError("cache_scope must be 'public' or 'private'")

@@ -96,19 +96,6 @@ def meta(**extra: Any) -> dict[str, Any]:
             META_CLIENT_INFO: CLIENT_INFO, **extra}
 
 
-@pytest.mark.parametrize("ttl", [True, -1, 1.5, "5"])
-def test_cache_ttl_ms_must_be_an_integer_of_zero_or_more(ttl: Any) -> None:
-    with pytest.raises(ValueError, match="cache_ttl_ms"):
-        server(cache_ttl_ms=ttl)
-
-
-def test_cache_ttl_ms_takes_an_int_subclass() -> None:
-    class Millis(int):
-        pass
-
-    assert server(cache_ttl_ms=Millis(5)).cache_ttl_ms == 5
-
-
 # -- the era matrix ---------------------------------------------------------------------------
 
 
