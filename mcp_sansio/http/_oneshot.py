@@ -193,9 +193,12 @@ class OneShot:
                     return f"Mcp-Name header {name!r} does not match the body's {body_name!r}"
         if method == "tools/call" and self.config.tool_param_headers is not None:
             tool = (params or {}).get("name")
-            annotated = self.config.tool_param_headers(tool) if isinstance(tool, str) else None
+            annotated = (self.config.tool_param_headers(tool)
+                         if type(tool) is str or isinstance(tool, str) else None)
+            if not annotated:  # (most tools: no parameter is mirrored)
+                return None
             arguments = (params or {}).get("arguments")
-            for header, path in (annotated or {}).items():
+            for header, path in annotated.items():
                 raw = headers.get(f"mcp-param-{header}")
                 value = param_value(arguments, path)
                 if value is None:
