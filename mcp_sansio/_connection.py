@@ -736,16 +736,14 @@ class Connection:
 
     def _handle(self, obj: Any, batch: Batch | None, parsed: Parsed | None = None,
                 envelope: Admitted | None = None) -> None:
-        if parsed is None:
-            try:
-                parsed = _codec.parse(obj)
-            except InvalidMessage as exc:
-                if exc.reply:
-                    self._reply_error(batch, exc.request_id, exc.code, exc.message, exc.method)
-                else:
-                    self._report(exc.code, exc.message, exc.request_id, exc.method)
-                return
-        kind, msg_id, method, payload = parsed
+        try:
+            kind, msg_id, method, payload = _codec.parse(obj) if parsed is None else parsed
+        except InvalidMessage as exc:
+            if exc.reply:
+                self._reply_error(batch, exc.request_id, exc.code, exc.message, exc.method)
+            else:
+                self._report(exc.code, exc.message, exc.request_id, exc.method)
+            return
         if kind is MessageKind.REQUEST:
             self._on_request(msg_id, method, payload, batch, envelope)  # type: ignore[arg-type]
         elif kind is MessageKind.NOTIFICATION:
@@ -768,8 +766,7 @@ class Connection:
             self.role is Role.SERVER
             and self._stateless_versions
             and not opens_session
-            and (envelope is not None or not self._handshake_versions
-                 or has_stateless_meta(params))
+            and (envelope is not None or not self._handshake_versions or has_stateless_meta(params))
         ):
             _stateless_era.on_request(self, request_id, method, params, batch, envelope)
             return
