@@ -8,7 +8,9 @@ Before the method table is consulted, the request must pass the *admission* rows
 order; the first that fails gives the JSON-RPC error the server answers with. Both the
 connection (stdio, or any message handed to it) and the HTTP server (which answers before a
 connection exists, and maps the code to an HTTP status) call :func:`admit_stateless`, so each
-rule and its wording exist once.
+rule and its wording exist once; the HTTP server checks the envelope row before its header
+rules and hands the result on, and the connection then runs the rest
+(:func:`admit_after_envelope`), so no row runs twice on one request.
 
 Batches are a separate, per-revision rule (:func:`batch_refusal`, from the ``batching``
 column of the feature table): only 2025-03-26 has them.
