@@ -82,6 +82,21 @@ __all__ = [
 ]
 
 
+#: :func:`_accepts_post` by ``Accept`` value: a client sends the same value on every request
+#: and a server sees a handful; bounded like ``accepts``'s own memo.
+_POST_ACCEPTS: dict[str | None, bool] = {}
+
+
+def _accepts_post(accept: str | None) -> bool:
+    """Whether ``Accept`` lists both media types a POST may be answered with (transports.mdx:
+    the client MUST list application/json and text/event-stream), remembered."""
+    known = accepts(accept, "application/json") and accepts(accept, "text/event-stream")
+    if len(_POST_ACCEPTS) >= 128:
+        _POST_ACCEPTS.clear()
+    _POST_ACCEPTS[accept] = known
+    return known
+
+
 class HTTPServer:
     """A Streamable HTTP MCP server (both eras), optionally with the legacy HTTP+SSE
     endpoints, as a state machine with no I/O. See :doc:`/http` for the call order.
@@ -623,18 +638,3 @@ class HTTPServer:
         if session is None:
             return
         self.table._post_to_session(channel, session, value, items)
-
-
-#: :func:`_accepts_post` by ``Accept`` value: a client sends the same value on every request
-#: and a server sees a handful; bounded like ``accepts``'s own memo.
-_POST_ACCEPTS: dict[str | None, bool] = {}
-
-
-def _accepts_post(accept: str | None) -> bool:
-    """Whether ``Accept`` lists both media types a POST may be answered with (transports.mdx:
-    the client MUST list application/json and text/event-stream), remembered."""
-    known = accepts(accept, "application/json") and accepts(accept, "text/event-stream")
-    if len(_POST_ACCEPTS) >= 128:
-        _POST_ACCEPTS.clear()
-    _POST_ACCEPTS[accept] = known
-    return known
