@@ -638,3 +638,4 @@ class HTTPServer:
         if session is None:
             return
         self.table._post_to_session(channel, session, value, items)
+
