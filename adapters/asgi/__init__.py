@@ -398,8 +398,6 @@ async def _read_body(service: Routing, channel: Any, receive: Receive,
     (413: True, the rest is not read); None when the client left first. :class:`Unframed`
     when the engine could not frame the body."""
     head: tuple[RequestStarted, ...] = (started,)
-    framed = "transfer-encoding" in started.headers or (
-        started.headers.get("content-length") or "0").strip() != "0"
     while True:
         try:
             message = await receive()
@@ -424,7 +422,9 @@ async def _read_body(service: Routing, channel: Any, receive: Receive,
                 await service.feed(channel, *head)
             if not channel.closed:
                 await service.feed(channel, _GONE)
-            if framed:
+            headers = started.headers
+            if "transfer-encoding" in headers or (
+                    headers.get("content-length") or "0").strip() != "0":
                 # Before the body's end: the client left, or the engine could not frame
                 # the body (granian says so this way); the 400 goes nowhere in the first.
                 raise Unframed("the body ended before its framing did")
