@@ -104,9 +104,11 @@ class Streams:
         return stream
 
     def _flush_dirty(self) -> None:
-        while self._dirty:
-            session = next(iter(self._dirty))
-            del self._dirty[session]
+        dirty = self._dirty
+        while dirty:
+            for session in dirty:  # the oldest (a loop costs no iter()/next() calls)
+                del dirty[session]
+                break  # before the loop would notice the dict changed
             self._route(session)
 
     def _route(self, session: Session) -> None:
@@ -114,7 +116,7 @@ class Streams:
             stream = self._stream_for(session, message, related)
             if stream is not None:
                 self._deliver(stream, message, data)
-        if self.config.response_mode is ResponseMode.SSE:
+        if self.config.response_mode is ResponseMode.SSE and session._streams:
             for stream in list(session._streams.values()):
                 if (stream.processed and not stream.started and not stream.finished
                         and stream.channel is not None and stream.kind is _Kind.POST):
@@ -140,7 +142,8 @@ class Streams:
                     return found
             return None
         if "method" not in message:  # a response: only ever on its request's stream
-            return _lookup(routes, message.get("id"))
+            key = message.get("id")
+            return routes.get(key) if type(key) is str or type(key) is int else None
         found = _lookup(routes, related) if related is not None else None
         return found if found is not None else session._standalone
 
@@ -321,11 +324,13 @@ class Streams:
         session._streams.pop(stream.id, None)
         if stream.kind is _Kind.LISTEN:
             self.hub._listening.pop(session, None)
-        for request_id in stream.pending:
-            if session._routes.get(request_id) is stream:
-                del session._routes[request_id]
-        stream.pending.clear()
-        self._close_response(stream)
+        if stream.pending:
+            for request_id in stream.pending:
+                if session._routes.get(request_id) is stream:
+                    del session._routes[request_id]
+            stream.pending.clear()
+        if stream.channel is not None:
+            self._close_response(stream)
         self.hub._touch(session)
 
     def _detach(self, stream: _Stream) -> None:
