@@ -78,14 +78,33 @@ class HTTPServiceBase(Generic[LogicT]):
     http: HTTPServer
     #: ``(host, port)`` the server listens on.
     address: tuple[str, int]
-    _sessions: weakref.WeakKeyDictionary[Session, LogicT]
+    _stateless: weakref.WeakKeyDictionary[Session, LogicT]
     _pumping = False  # a drain is under way
 
     def __init__(self, server: Server, http: HTTPServer) -> None:
         self.server = server
         self.http = http
-        #: Each HTTP session's logic, made on its first event (:meth:`_dispatch`).
-        self._sessions = weakref.WeakKeyDictionary()
+        # Each HTTP session's logic is made on its first event (:meth:`_dispatch`) and kept
+        # on the session (``Session.attached``: a table of weak references cost ~200 bytes
+        # an idle session). Sessions with no id (stateless-era requests, sessionless mode)
+        # are in no table of the HTTP server: they are also listed here, for _logics().
+        self._stateless = weakref.WeakKeyDictionary()
+
+    def _logics(self) -> list[LogicT]:
+        """The logic of every live session: the HTTP server's sessions, and the requests
+        served with no session id."""
+        live: list[LogicT] = [session.attached for session in self.http.sessions.values()
+                              if session.attached is not None]
+        live.extend(self._stateless.values())
+        return live
+
+    def _detach_logics(self) -> list[LogicT]:
+        """The service closes: every live session's logic, each forgotten by its session."""
+        logics = self._logics()
+        for session in self.http.sessions.values():
+            session.attached = None
+        self._stateless.clear()
+        return logics
 
     @property
     def port(self) -> int:
@@ -164,13 +183,17 @@ class HTTPServiceBase(Generic[LogicT]):
 
     def _dispatch(self, session: Session, event: Event) -> None:
         """Hand one event of the HTTP server to its session's logic."""
-        logic = self._sessions.get(session)
+        logic: LogicT | None = session.attached
         if logic is None:
             logic = self._new_logic(session)
-            self._sessions[session] = logic
+            session.attached = logic
+            if session.id is None:
+                self._stateless[session] = logic
         logic._dispatch(event)
         if isinstance(event, ConnectionClosed):
-            self._sessions.pop(session, None)
+            session.attached = None
+            if session.id is None:
+                self._stateless.pop(session, None)
             self._ended(logic)
 
 

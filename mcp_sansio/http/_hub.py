@@ -133,6 +133,7 @@ class Session:
         "_streams",
         "_timer_at",
         "_unprocessed",
+        "attached",
         "auth",
         "connection",
         "ended",
@@ -159,6 +160,9 @@ class Session:
         #: Who the latest request of the session spoke for, when the server has ``auth``
         #: (every request of a session is the same principal's; the scopes may grow).
         self.auth: AccessInfo | None = None
+        #: Whatever the code driving the server keeps with this session (an adapter's
+        #: session logic); the HTTP server never reads it.
+        self.attached: Any = None
         self._prefix = (
             hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
             if session_id is not None else ""
