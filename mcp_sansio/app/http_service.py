@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from mcp_sansio import NEED_DATA, ConnectionClosed, Event, KeyRing, ServerConnection
 from mcp_sansio._capabilities import SERVER_WIDE_NOTIFICATIONS
@@ -90,11 +90,26 @@ class HTTPServiceBase(Generic[LogicT]):
         # are in no table of the HTTP server: they are also listed here, for _logics().
         self._stateless = weakref.WeakKeyDictionary()
 
+    def _logic_of(self, session: Session) -> LogicT | None:
+        """The logic this service made for ``session`` (None: none yet). A logic another
+        service made (an application served again on another loop, whose HTTP server
+        outlived the old service) is not this one's."""
+        logic = session.attached
+        if logic is None:
+            return None
+        link = logic.link
+        if not isinstance(link, HTTPLink) or link.service_base is not self:
+            return None
+        return cast("LogicT", logic)
+
     def _logics(self) -> list[LogicT]:
         """The logic of every live session: the HTTP server's sessions, and the requests
         served with no session id."""
-        live: list[LogicT] = [session.attached for session in self.http.sessions.values()
-                              if session.attached is not None]
+        live: list[LogicT] = []
+        for session in self.http.sessions.values():
+            logic = self._logic_of(session)
+            if logic is not None:
+                live.append(logic)
         live.extend(self._stateless.values())
         return live
 
@@ -102,7 +117,8 @@ class HTTPServiceBase(Generic[LogicT]):
         """The service closes: every live session's logic, each forgotten by its session."""
         logics = self._logics()
         for session in self.http.sessions.values():
-            session.attached = None
+            if self._logic_of(session) is not None:
+                session.attached = None
         self._stateless.clear()
         return logics
 
@@ -183,7 +199,7 @@ class HTTPServiceBase(Generic[LogicT]):
 
     def _dispatch(self, session: Session, event: Event) -> None:
         """Hand one event of the HTTP server to its session's logic."""
-        logic: LogicT | None = session.attached
+        logic = self._logic_of(session)
         if logic is None:
             logic = self._new_logic(session)
             session.attached = logic
