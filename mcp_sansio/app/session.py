@@ -384,6 +384,9 @@ class Session:
     # -- events ------------------------------------------------------------------------------
 
     def _dispatch(self, event: Event) -> None:
+        if type(event) is Request:  # (the common event: one exact-type test)
+            self._spawn_incoming(event)
+            return
         request_id = getattr(event, "request_id", None)
         if isinstance(event, Progress):
             call = self._calls.get(event.request_id)

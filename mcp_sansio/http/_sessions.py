@@ -82,7 +82,7 @@ class SessionTable:
         """The session a request names, or None after answering 400 (no id) or 404.
         ``request_id``: a lone request's, which the error carries (JSON-RPC 2.0 s. 5: null
         only when the id could not be read)."""
-        session_id = headers.get("mcp-session-id")
+        session_id = headers.decoded().get("mcp-session-id")
         if session_id is None:
             self.hub._error(channel, 400, ErrorCode.INVALID_REQUEST,
                         "Bad Request: the Mcp-Session-Id header is required", request_id)
@@ -144,7 +144,10 @@ class SessionTable:
         conn = session.connection
         if self.config.shared and session.id is not None:
             value, items = self.relay._forward_answers(session, value, items)
-        ids = [item[1] for item in items if item[0] is MessageKind.REQUEST]
+        if type(value) is dict:  # (one message: no list comprehension)
+            ids = [items[0][1]] if items and items[0][0] is MessageKind.REQUEST else []
+        else:
+            ids = [item[1] for item in items if item[0] is MessageKind.REQUEST]
         if type(value) is list:
             refusal = batch_refusal(conn.protocol_version, conn.revision)
             if refusal is not None:
@@ -162,7 +165,10 @@ class SessionTable:
             self.hub._respond(channel, 202)
         if self.config.shared:
             self.relay._hold(session, channel)
-        if items:  # (all of it may have been forwarded to other workers)
+        if type(value) is dict and items:
+            # One message, parsed already: the connection does not parse it again.
+            conn._receive_parsed(value, items[0], now=self.hub._now)
+        elif items:  # (all of it may have been forwarded to other workers)
             conn.receive_message(value, now=self.hub._now)
         self.hub._mark_ready(session)
         self.hub._touch(session)
