@@ -258,7 +258,9 @@ class Connection:
         # The latest wall-clock reading given (``wall_now=``, seconds since the epoch): what
         # is written for another process or host to read is timed on it (docs/keys.rst).
         self._wall_now: float | None = None
-        self._splitter = LineSplitter(max_message_size)
+        # Made on the first receive_data: a connection fed whole messages (HTTP) never
+        # splits lines, and a splitter with its buffer is ~120 bytes per idle session.
+        self._splitter: LineSplitter | None = None
         # Lists read through a cursor, not deques (smaller when idle; see docs/architecture).
         self._inbox: list[Any] = []
         self._inbox_at = 0
@@ -390,7 +392,11 @@ class Connection:
             return
         if self._state is State.CLOSED:
             return
-        self._inbox.extend(self._splitter.feed(data))
+        splitter = self._splitter
+        if splitter is None:
+            splitter = LineSplitter(self.max_message_size)
+            self._splitter = splitter
+        self._inbox.extend(splitter.feed(data))
 
     def receive_message(self, message: Any, *, now: float | None = None,
                         wall_now: float | None = None) -> None:
@@ -411,7 +417,7 @@ class Connection:
         self._clock(now)
         if self._state is State.CLOSED:
             return
-        tail = self._splitter.eof()
+        tail = self._splitter.eof() if self._splitter is not None else None
         if tail is not None:
             self._inbox.append(tail)
         self._inbox.append(_EOF)

@@ -265,7 +265,7 @@ def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int
             except Exception:
                 log.exception("the ASGI application's service failed")
             finally:
-                self._sessions.clear()
+                self._detach_logics()
                 self._closed.set()
                 ready.set()
 

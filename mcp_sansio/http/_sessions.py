@@ -236,7 +236,7 @@ class SessionTable:
             if (self.config.shared and not session.legacy and not session._quiet
                     and reason in (SessionEnd.DELETED, SessionEnd.CLOSED)):
                 # Ended for everyone; one that idled out here may live on elsewhere.
-                channels, session._holding = session._holding, []
+                channels, session._holding = session._holding, ()
                 self.relay._effects.append(DropSession(session.id, tuple(channels)))
         for stream in [*session._streams.values(), session._standalone]:
             if stream is None:
@@ -270,7 +270,7 @@ class SessionTable:
         if type(event) is CancelRequested:
             stream = session._routes.pop(event.request_id, None)
             if stream is not None:
-                stream.pending.discard(event.request_id)
+                stream.pending.pop(event.request_id, None)
                 if not stream.pending and stream.kind is not _Kind.STANDALONE:
                     self.streams._finish(stream)
         elif type(event) is ConnectionClosed:
@@ -280,7 +280,7 @@ class SessionTable:
 
     def _discard_session(self, session: Session) -> None:
         """initialize failed: the session never existed for the client."""
-        channels, session._holding = session._holding, []
+        channels, session._holding = session._holding, ()
         for channel in channels:
             self.relay._release(channel)
         if session.id is not None and self.hub._sessions.get(session.id) is session:

@@ -91,7 +91,7 @@ class Streams:
         kind: _Kind = _Kind.POST,
     ) -> _Stream:
         stream = session._new_stream(kind)
-        stream.pending.update(ids)
+        stream.pending.update(dict.fromkeys(ids))
         for request_id in stream.pending:
             session._routes[request_id] = stream
         stream.channel = channel
@@ -154,9 +154,11 @@ class Streams:
             answered = _response_ids(message)
             if answered:
                 for request_id in answered:
-                    stream.pending.discard(request_id)
+                    stream.pending.pop(request_id, None)
                     if session._routes.get(request_id) is stream:
                         del session._routes[request_id]
+                if not session._routes:  # gives back its table (an idle session keeps none)
+                    session._routes.clear()
                 final = not stream.pending
         if stream.finished:
             return
@@ -322,12 +324,16 @@ class Streams:
         stream.finished = True
         session = stream.session
         session._streams.pop(stream.id, None)
+        if not session._streams:  # gives back its table (an idle session keeps none)
+            session._streams.clear()
         if stream.kind is _Kind.LISTEN:
             self.hub._listening.pop(session, None)
         if stream.pending:
             for request_id in stream.pending:
                 if session._routes.get(request_id) is stream:
                     del session._routes[request_id]
+            if not session._routes:
+                session._routes.clear()
             stream.pending.clear()
         if stream.channel is not None:
             self._close_response(stream)
