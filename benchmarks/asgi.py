@@ -9,10 +9,15 @@ stateless; 2025-11-25 on an initialized session):
   ``next_event`` (no runtime at all): the floor the adapter adds to;
 * ``asgi-bare``: the same server behind :func:`mcp_sansio.adapters.asgi.http_app` (the same
   synchronous answer, given by the ``on_event`` handler), called by a minimal ASGI driver on
-  asyncio: the seam plus the adapter's own cost (the exchange queue, the receive/send
-  hand-offs, the per-request task group, header conversion);
+  asyncio: the seam plus the adapter's own cost (the head checks, the exchange queue, the
+  receive/send hand-offs, header conversion, the service's pump);
 * ``asgi-app``: :func:`mcp_sansio.adapters.asgi.app` over the example server (the echo tool
-  run as a handler task, as under uvicorn or granian).
+  run as a handler task, as under uvicorn or granian);
+* with ``--uvicorn``, two more: ``uvicorn-floor``, uvicorn's own httptools protocol (as
+  ``load.py``'s ``ours-uvicorn-defaults`` and ``sdk`` rows run it) over a fake transport,
+  calling an ASGI app that reads the body and sends a canned answer -- the engine's own cost
+  per request, no MCP; ``uvicorn-app``: the same protocol calling ``asgi-app``'s app (the
+  request as ``load.py`` sends it): what the ASGI path costs under that engine, sockets aside.
 
 The driver plays what an engine does per request: a scope, one ``http.request`` message
 with the whole body, then ``receive`` waiting until the application returns; ``send``
@@ -21,7 +26,9 @@ keeps the messages. Each row is a batch of ``--count`` requests after a warm-up,
 per request (process CPU time: the machine is shared, so compare rows, not absolutes).
 
 Run: ``python benchmarks/asgi.py`` (``--quick`` for a smoke run; ``--profile ROW`` prints
-the top of a cProfile of one row, e.g. ``--profile asgi-app/2026-07-28``).
+the top of a cProfile of one row, e.g. ``--profile asgi-app/2026-07-28``; ``--calls``
+prints each row's Python and built-in calls per request under cProfile instead of times --
+deterministic, so comparable across runs on a busy machine).
 """
 
 from __future__ import annotations
@@ -30,8 +37,10 @@ import argparse
 import asyncio
 import cProfile
 import json
+import os
 import pstats
 import statistics
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -188,13 +197,137 @@ async def asgi_row(era: str, kind: str) -> Step:
     return step
 
 
-async def build_rows() -> dict[str, Step]:
+# -- under uvicorn's protocol, in process ------------------------------------------------------
+
+CANNED = json.dumps({"jsonrpc": "2.0", "id": 1,
+                     "result": RESULT}, separators=(",", ":")).encode()
+
+
+async def canned_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The engine's floor: the body read, a canned JSON answer sent."""
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    await send({"type": "http.response.start", "status": 200, "headers": [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(CANNED)).encode())]})
+    await send({"type": "http.response.body", "body": CANNED})
+
+
+async def uvicorn_row(era: str, kind: str) -> Step:
+    """uvicorn's ``HttpToolsProtocol`` on one keep-alive connection with a transport that
+    keeps what is written; one step writes the request's bytes and runs the loop until the
+    answer is complete."""
+    # (This script's directory holds an http.py: not the standard library's, which uvicorn
+    # imports.)
+    here = os.path.realpath(os.path.dirname(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != here]
+    from uvicorn.config import Config
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    from uvicorn.server import ServerState
+
+    app: Any = canned_app if kind == "floor" else asgi.app(
+        _example_server.build(asyncio.sleep), request_state_key=KEY)
+    config = Config(app, http="httptools", lifespan="off", access_log=False,
+                    log_level="warning")
+    config.load()
+    transport = _Transport()
+    protocol = HttpToolsProtocol(config, ServerState(), app_state={})
+    protocol.connection_made(transport)
+
+    async def exchange(headers: list[tuple[str, str]], body: bytes) -> bytes:
+        transport.written.clear()
+        head = "".join(f"{k}: {v}\r\n" for k, v in
+                       [*headers, ("content-length", str(len(body)))])
+        protocol.data_received(f"POST /mcp HTTP/1.1\r\n{head}\r\n".encode() + body)
+        while True:  # until the answer's head and its Content-Length body are written
+            await asyncio.sleep(0)
+            data = bytes(transport.written)
+            end = data.find(b"\r\n\r\n")
+            if end < 0:
+                continue
+            length = next(int(line.split(b":", 1)[1]) for line in data[:end].split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            if len(data) >= end + 4 + length:
+                return data
+
+    headers = call_headers(era)
+    if era != "2026-07-28" and kind != "floor":
+        answer = await exchange(headers, INIT)
+        sid = next(line.split(b":", 1)[1].strip().decode()
+                   for line in answer.split(b"\r\n") if line.lower().startswith(b"mcp-session-id:"))
+        headers = [*headers, ("mcp-session-id", sid)]
+        await exchange(headers, INITIALIZED)
+    body = call_body(era)
+    answer = await exchange(headers, body)
+    assert answer.startswith(b"HTTP/1.1 200") and b'"text":"hi"' in answer, answer[:300]
+
+    async def step() -> None:
+        await exchange(headers, body)
+
+    return step
+
+
+class _Transport(asyncio.Transport):
+    """What uvicorn's protocol writes to, kept in memory."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self._closing = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += data
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"sockname": ("127.0.0.1", 8000),
+                "peername": ("127.0.0.1", 5000)}.get(name, default)
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        self._closing = True
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+async def build_rows(with_uvicorn: bool = False) -> dict[str, Step]:
     rows: dict[str, Step] = {}
     for era in ERAS:
         rows[f"seam/{era}"] = seam_row(era)
         rows[f"asgi-bare/{era}"] = await asgi_row(era, "bare")
         rows[f"asgi-app/{era}"] = await asgi_row(era, "app")
+        if with_uvicorn:
+            rows[f"uvicorn-floor/{era}"] = await uvicorn_row(era, "floor")
+            rows[f"uvicorn-app/{era}"] = await uvicorn_row(era, "app")
     return rows
+
+
+async def count_calls(steps: dict[str, Step], count: int) -> None:
+    """``--calls``: each row's calls per request under cProfile (Python functions, and
+    built-ins: C functions and methods), after a warm-up."""
+    print(f"{'row':24s} {'calls':>7s} {'python':>7s} {'built-in':>9s}")
+    for name, step in steps.items():
+        for _ in range(min(count, 100)):
+            await step()
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(count):
+            await step()
+        profile.disable()
+        stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+        python = sum(v[1] for k, v in stats.items() if k[0] != "~") / count
+        builtin = sum(v[1] for k, v in stats.items() if k[0] == "~") / count
+        print(f"{name:24s} {python + builtin:7.0f} {python:7.0f} {builtin:9.0f}")
 
 
 async def time_batch(step: Step, count: int) -> float:
@@ -209,7 +342,10 @@ async def time_batch(step: Step, count: int) -> float:
 async def run(args: argparse.Namespace) -> None:
     reps = args.reps or (2 if args.quick else 7)
     count = args.count or (30 if args.quick else 2000)
-    steps = await build_rows()
+    steps = await build_rows(args.uvicorn)
+    if args.calls:
+        await count_calls(steps, args.count or (30 if args.quick else 500))
+        return
     if args.profile:
         profile = cProfile.Profile()
         profile.enable()
@@ -244,6 +380,10 @@ def main() -> None:
     parser.add_argument("--profile", metavar="ROW", help="cProfile one row instead")
     parser.add_argument("--top", type=int, default=30, help="functions shown by --profile")
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
+    parser.add_argument("--calls", action="store_true",
+                        help="calls per request under cProfile instead of times")
+    parser.add_argument("--uvicorn", action="store_true",
+                        help="also the rows under uvicorn's httptools protocol")
     args = parser.parse_args()
     asyncio.run(run(args))
 

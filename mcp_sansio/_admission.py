@@ -8,7 +8,9 @@ Before the method table is consulted, the request must pass the *admission* rows
 order; the first that fails gives the JSON-RPC error the server answers with. Both the
 connection (stdio, or any message handed to it) and the HTTP server (which answers before a
 connection exists, and maps the code to an HTTP status) call :func:`admit_stateless`, so each
-rule and its wording exist once.
+rule and its wording exist once; the HTTP server checks the envelope row before its header
+rules and hands the result on, and the connection then runs the rest
+(:func:`admit_after_envelope`), so no row runs twice on one request.
 
 Batches are a separate, per-revision rule (:func:`batch_refusal`, from the ``batching``
 column of the feature table): only 2025-03-26 has them.
@@ -31,6 +33,7 @@ __all__ = [
     "ENVELOPE_ONLY",
     "Admitted",
     "Refusal",
+    "admit_after_envelope",
     "admit_stateless",
     "batch_refusal",
     "unsupported_version",
@@ -127,12 +130,36 @@ def admit_stateless(
         meta = {}
     version: Any = meta.get(META_PROTOCOL_VERSION)
     capabilities: Any = meta.get(META_CLIENT_CAPABILITIES)
-    for _name, check in ADMISSION if only is None else _rows(only):
+    rows = ADMISSION if only is None else (_SELECTED.get(only) or _rows(only))
+    for _name, check in rows:
         refusal = check(version, capabilities, supported)
         if refusal is not None:
             return refusal
     return version, capabilities, meta
 
 
-def _rows(only: tuple[str, ...]) -> list[_Row]:
-    return [row for row in ADMISSION if row[0] in only]
+def admit_after_envelope(admitted: Admitted, supported: tuple[str, ...]) -> Admitted | Refusal:
+    """The rest of :data:`ADMISSION` for a request whose :data:`ENVELOPE_ONLY` rows a
+    transport checked already (``admitted``: what :func:`admit_stateless` returned then): the
+    rows are not run twice on one request."""
+    version, capabilities, _meta = admitted
+    for _name, check in _AFTER_ENVELOPE:
+        refusal = check(version, capabilities, supported)
+        if refusal is not None:
+            return refusal
+    return admitted
+
+
+#: The rows selected by each ``only`` a caller passed (callers pass constants: a handful).
+_SELECTED: dict[tuple[str, ...], tuple[_Row, ...]] = {}
+
+
+def _rows(only: tuple[str, ...]) -> tuple[_Row, ...]:
+    rows = _SELECTED.get(only)
+    if rows is None:
+        rows = _SELECTED[only] = tuple(row for row in ADMISSION if row[0] in only)
+    return rows
+
+
+#: The rows :func:`admit_after_envelope` runs, in their order.
+_AFTER_ENVELOPE: tuple[_Row, ...] = tuple(row for row in ADMISSION if row[0] not in ENVELOPE_ONLY)

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, cast
 
 from . import _codec, _inflight, _json, _lifecycle, _notifications, _stateless_era
-from ._admission import batch_refusal
+from ._admission import Admitted, batch_refusal
 from ._batches import flush_batch, process_batch, sanitized_reply
 from ._capabilities import (
     METHODS,
@@ -43,7 +43,7 @@ from ._capabilities import (
     subject_of,
 )
 from ._checks import check_send, gate_incoming, incoming_rule, refusal
-from ._codec import InvalidMessage, MessageKind
+from ._codec import InvalidMessage, MessageKind, Parsed
 from ._compiled import mypyc_attr
 from ._engine import DEFAULT as _DEFAULT
 from ._engine import Batch, OutgoingMessage
@@ -258,7 +258,9 @@ class Connection:
         # The latest wall-clock reading given (``wall_now=``, seconds since the epoch): what
         # is written for another process or host to read is timed on it (docs/keys.rst).
         self._wall_now: float | None = None
-        self._splitter = LineSplitter(max_message_size)
+        # Made on the first receive_data: a connection fed whole messages (HTTP) never
+        # splits lines, and a splitter with its buffer is ~120 bytes per idle session.
+        self._splitter: LineSplitter | None = None
         # Lists read through a cursor, not deques (smaller when idle; see docs/architecture).
         self._inbox: list[Any] = []
         self._inbox_at = 0
@@ -390,7 +392,11 @@ class Connection:
             return
         if self._state is State.CLOSED:
             return
-        self._inbox.extend(self._splitter.feed(data))
+        splitter = self._splitter
+        if splitter is None:
+            splitter = LineSplitter(self.max_message_size)
+            self._splitter = splitter
+        self._inbox.extend(splitter.feed(data))
 
     def receive_message(self, message: Any, *, now: float | None = None,
                         wall_now: float | None = None) -> None:
@@ -411,7 +417,7 @@ class Connection:
         self._clock(now)
         if self._state is State.CLOSED:
             return
-        tail = self._splitter.eof()
+        tail = self._splitter.eof() if self._splitter is not None else None
         if tail is not None:
             self._inbox.append(tail)
         self._inbox.append(_EOF)
@@ -718,6 +724,9 @@ class Connection:
             _lifecycle.edge_of_input(self, item is _EOF)
             return
         if type(item) is tuple:
+            if len(item) == 3:  # parsed by the transport (_receive_parsed)
+                self._handle(item[0], None, item[1], item[2])
+                return
             value = item[0]
         else:
             try:
@@ -731,9 +740,10 @@ class Connection:
         else:
             self._handle(value, None)
 
-    def _handle(self, obj: Any, batch: Batch | None) -> None:
+    def _handle(self, obj: Any, batch: Batch | None, parsed: Parsed | None = None,
+                envelope: Admitted | None = None) -> None:
         try:
-            kind, msg_id, method, payload = _codec.parse(obj)
+            kind, msg_id, method, payload = _codec.parse(obj) if parsed is None else parsed
         except InvalidMessage as exc:
             if exc.reply:
                 self._reply_error(batch, exc.request_id, exc.code, exc.message, exc.method)
@@ -741,7 +751,7 @@ class Connection:
                 self._report(exc.code, exc.message, exc.request_id, exc.method)
             return
         if kind is MessageKind.REQUEST:
-            self._on_request(msg_id, method, payload, batch)  # type: ignore[arg-type]
+            self._on_request(msg_id, method, payload, batch, envelope)  # type: ignore[arg-type]
         elif kind is MessageKind.NOTIFICATION:
             _notifications.on_notification(self, method, payload)  # type: ignore[arg-type]
         else:
@@ -749,7 +759,7 @@ class Connection:
 
     def _on_request(
         self, request_id: RequestId, method: str, params: dict[str, Any] | None,
-        batch: Batch | None,
+        batch: Batch | None, envelope: Admitted | None = None,
     ) -> None:
         incoming = self._incoming
         if request_id in incoming or (
@@ -762,9 +772,9 @@ class Connection:
             self.role is Role.SERVER
             and self._stateless_versions
             and not opens_session
-            and (not self._handshake_versions or has_stateless_meta(params))
+            and (envelope is not None or not self._handshake_versions or has_stateless_meta(params))
         ):
-            _stateless_era.on_request(self, request_id, method, params, batch)
+            _stateless_era.on_request(self, request_id, method, params, batch, envelope)
             return
         if opens_session and not self._handshake_versions:
             _lifecycle.refuse_initialize(self, request_id, method, params, batch)
@@ -1002,6 +1012,17 @@ class ServerConnection(Connection):
         self.request_state_key = request_state_key
         self.request_state_ttl = request_state_ttl
         self.request_state_skew = request_state_skew
+
+    def _receive_parsed(self, message: dict[str, Any], parsed: Parsed,
+                        envelope: Admitted | None = None, *, now: float | None = None,
+                        wall_now: float | None = None) -> None:
+        """:meth:`receive_message` of one message (not a batch) that the HTTP server parsed
+        already: ``parsed`` is ``_codec.parse(message)``, ``envelope`` (a stateless-era
+        request) its admission of the envelope rows (``_admission.py``); neither is done
+        again."""
+        self._clock(now, wall_now)
+        if self._state is not State.CLOSED:
+            self._inbox.append((message, parsed, envelope))
 
     def _seal_request_state(self, state: str, record: Incoming, wall_now: float | None) -> str:
         """Seal ``state`` for the retry of ``record`` (see :mod:`mcp_sansio._stateless`)."""

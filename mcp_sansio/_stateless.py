@@ -86,7 +86,9 @@ def has_stateless_meta(params: Mapping[str, Any] | None) -> bool:
     if not params:
         return False
     meta = params.get("_meta")
-    return isinstance(meta, Mapping) and (
+    if meta is None:  # (most requests: no abc instance check then)
+        return False
+    return (type(meta) is dict or isinstance(meta, Mapping)) and (
         META_PROTOCOL_VERSION in meta
         or META_CLIENT_CAPABILITIES in meta
         or META_CLIENT_INFO in meta

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from . import _codec
-from ._admission import Refusal, admit_stateless
+from ._admission import Admitted, Refusal, admit_after_envelope, admit_stateless
 from ._capabilities import MRTR_METHODS, MethodRule, lookup, subject_of
 from ._checks import gate_incoming, incoming_rule
 from ._engine import Batch, Engine
@@ -60,9 +60,11 @@ def log_rank(level: object) -> int:
 
 def on_request(
     conn: Engine, request_id: RequestId, method: str, params: dict[str, Any] | None,
-    batch: Batch | None,
+    batch: Batch | None, envelope: Admitted | None = None,
 ) -> None:
-    """Server: a request served with 2026-07-28 semantics: checked on its own."""
+    """Server: a request served with 2026-07-28 semantics: checked on its own. ``envelope``:
+    what the transport's admission of the same request found (the HTTP server admits the
+    envelope before it compares the mirrored headers), so only the rows after it run here."""
     verdict, next_state = transition(conn.role, conn._state, Input.RECV_STATELESS)
     if verdict is not Verdict.ALLOW:
         conn._reply_error(
@@ -71,7 +73,9 @@ def on_request(
             "stateless requests are not accepted on it", method,
         )
         return
-    admitted = admit_stateless(params, conn._stateless_versions)  # _admission.py
+    admitted = (  # _admission.py
+        admit_stateless(params, conn._stateless_versions) if envelope is None
+        else admit_after_envelope(envelope, conn._stateless_versions))
     if isinstance(admitted, Refusal):
         conn._reply_error(batch, request_id, admitted.code, admitted.message, method,
                           data=admitted.data)
@@ -204,8 +208,12 @@ def decorate_result(
     result_type = result.setdefault("resultType", "complete")
     if result_type == "input_required":
         raise LocalProtocolError("use send_input_required() to ask for input")
-    meta = dict(result.get("_meta") or {})
-    meta.setdefault(META_SERVER_INFO, conn.info)
+    found = result.get("_meta")
+    if found:  # a copy: the handler's dict is not changed
+        meta = dict(found)
+        meta.setdefault(META_SERVER_INFO, conn.info)
+    else:  # (most results)
+        meta = {META_SERVER_INFO: conn.info}
     if record.method == "subscriptions/listen":
         meta[META_SUBSCRIPTION_ID] = request_id
     result["_meta"] = meta

@@ -36,34 +36,47 @@ class TimerTable:
     __slots__ = ("_current", "_heap", "_seq")
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, Hashable, TimerKind]] = []
-        self._current: dict[tuple[Hashable, TimerKind], float] = {}
+        # Made by the first ``set``: most connections (every idle session's) never hold a
+        # deadline, and an empty heap and table are 120 bytes.
+        self._heap: list[tuple[float, int, Hashable, TimerKind]] | None = None
+        self._current: dict[tuple[Hashable, TimerKind], float] | None = None
         self._seq = 0
 
     def __len__(self) -> int:
-        return len(self._current)
+        return 0 if self._current is None else len(self._current)
 
     def set(self, key: Hashable, kind: TimerKind, when: float) -> None:
         """Set (or move) the deadline ``(key, kind)`` to ``when``."""
-        self._current[key, kind] = when
+        current, heap = self._current, self._heap
+        if current is None or heap is None:
+            current = {}
+            heap = []
+            self._current = current
+            self._heap = heap
+        current[key, kind] = when
         self._seq += 1
-        heapq.heappush(self._heap, (when, self._seq, key, kind))
-        if len(self._heap) > 64 and len(self._heap) > 2 * len(self._current):
-            self._compact()
+        heapq.heappush(heap, (when, self._seq, key, kind))
+        if len(heap) > 64 and len(heap) > 2 * len(current):
+            self._compact(heap, current)
 
     def clear(self, key: Hashable, kind: TimerKind | None = None) -> None:
         """Remove one deadline of ``key`` (or both when ``kind`` is None)."""
+        current = self._current
+        if current is None:
+            return
         if kind is None:
-            self._current.pop((key, TimerKind.IDLE), None)
-            self._current.pop((key, TimerKind.HARD), None)
+            current.pop((key, TimerKind.IDLE), None)
+            current.pop((key, TimerKind.HARD), None)
         else:
-            self._current.pop((key, kind), None)
+            current.pop((key, kind), None)
 
     def get(self, key: Hashable, kind: TimerKind) -> float | None:
-        return self._current.get((key, kind))
+        return None if self._current is None else self._current.get((key, kind))
 
     def _prune(self) -> None:
         heap, current = self._heap, self._current
+        if heap is None or current is None:
+            return
         while heap:
             when, _, key, kind = heap[0]
             if current.get((key, kind)) == when:
@@ -73,18 +86,23 @@ class TimerTable:
     def next_deadline(self) -> float | None:
         """The earliest live deadline, or None."""
         self._prune()
-        return self._heap[0][0] if self._heap else None
+        heap = self._heap
+        return heap[0][0] if heap else None
 
     def due(self, now: float) -> bool:
         """Whether a deadline (live or stale) is at or before ``now``: a cheap test before
         :meth:`pop_expired` (a stale entry only costs that call finding nothing)."""
         heap = self._heap
-        return bool(heap) and heap[0][0] <= now
+        if not heap:
+            return False
+        return heap[0][0] <= now
 
     def pop_expired(self, now: float) -> list[tuple[Hashable, TimerKind]]:
         """Remove and return every live deadline at or before ``now``, earliest first."""
         due: list[tuple[Hashable, TimerKind]] = []
         heap, current = self._heap, self._current
+        if heap is None or current is None:
+            return due
         while heap and heap[0][0] <= now:
             when, _, key, kind = heapq.heappop(heap)
             if current.get((key, kind)) == when:
@@ -92,8 +110,8 @@ class TimerTable:
                 due.append((key, kind))
         return due
 
-    def _compact(self) -> None:
-        self._heap = [
-            entry for entry in self._heap if self._current.get((entry[2], entry[3])) == entry[0]
-        ]
-        heapq.heapify(self._heap)
+    def _compact(self, heap: list[tuple[float, int, Hashable, TimerKind]],
+                 current: dict[tuple[Hashable, TimerKind], float]) -> None:
+        kept = [entry for entry in heap if current.get((entry[2], entry[3])) == entry[0]]
+        heapq.heapify(kept)
+        self._heap = kept

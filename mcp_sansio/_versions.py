@@ -178,7 +178,8 @@ def negotiate_server_version(requested: object, supported: tuple[str, ...]) -> s
     An unknown or malformed request is not an error for the server: it offers its own.
     """
     if isinstance(requested, str) and requested in supported:
-        return requested
+        # Ours, not the request's copy: a session keeps the one string every session shares.
+        return supported[supported.index(requested)]
     return newest(supported)
 
 

@@ -76,6 +76,8 @@ DEFAULT_MAX_WRITE_BUFFER = 16 * 1024 * 1024
 _CONNECTION_FIELDS = frozenset({b"connection", b"keep-alive", b"transfer-encoding"})
 #: Characters left as they are when a decoded path is encoded again (RFC 3986 section 3.3).
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
+_ENDED = RequestEnded()
+_GONE = PeerClosed()
 
 
 class ASGIApp:
@@ -120,6 +122,9 @@ class ASGIApp:
         self._token: object = None  # the loop (or trio run) the service belongs to
         self._starting: anyio.Event | None = None
         self._library = ""  # the service's async library
+        # The running loop, with an asyncio service (asyncio.get_running_loop): a request on
+        # the service's loop needs no sniffio lookup (_http); None without one.
+        self._running_loop: Callable[[], object] = _no_loop
 
     # -- what a deployment needs -------------------------------------------------------------
 
@@ -140,6 +145,7 @@ class ASGIApp:
         """Cancel the handlers still running and forget the service (the ``lifespan``
         shutdown does this)."""
         service, self._service, self._token = self._service, None, None
+        self._running_loop = _no_loop
         if service is not None:
             await service.aclose()
         off_loop, self._off_loop = self._off_loop, None
@@ -211,6 +217,7 @@ class ASGIApp:
             if self.stores is not None:
                 await self._share(service, token)
             self._service, self._token, self._library = service, token, library
+            self._running_loop = _asyncio_running_loop() if library == "asyncio" else _no_loop
             return service
         finally:
             self._starting = None
@@ -263,12 +270,20 @@ class ASGIApp:
         if refused is not None:
             await answer(refused, scope, receive, send)
             return
-        service = await self._ensure()
+        service = self._service
+        try:
+            fresh = (service is None or self._starting is not None
+                     or self._running_loop() is not self._token)
+        except RuntimeError:  # no asyncio loop here (an application reused on trio)
+            fresh = True
+        if fresh or service is None:
+            service = await self._ensure()
         channel = service.new_channel()
         exchange = Exchange(channel)
         service._exchanges[channel] = exchange
         version = scope.get("http_version", "1.1")
         http2 = version not in ("1.0", "1.1")
+        answered = False  # the whole answer went to the ASGI server
         try:
             # The body is read here, without a task: a POST is handled once its body has
             # ended (or refused, 413, before), so nothing is answered while it streams. The
@@ -297,24 +312,27 @@ class ASGIApp:
                 # more is queued, so it cannot be dropped now) -- a task group per request
                 # was most of this adapter's own cost (benchmarks/asgi.py).
                 if not exchange.gone:
-                    await _respond(service, exchange, send, http2, whole=whole, linger=linger)
+                    answered = await _respond(service, exchange, send, http2, whole=whole,
+                                              linger=linger)
                 return
             with exchange.scope:
                 async with anyio.create_task_group() as group:
                     group.start_soon(_watch, service, channel, receive)
-                    await _respond(service, exchange, send, http2, whole=whole)
+                    answered = await _respond(service, exchange, send, http2, whole=whole)
                     group.cancel_scope.cancel()
         finally:
             service._exchanges.pop(channel, None)
-            if not channel.closed:
+            if not channel.closed and not (answered and exchange.idle()):
                 # The request is over for this application (answered, or given up on): its
-                # channel is released, and a stream still on it detached. (The asyncio
-                # service's feed never suspends, so only trio's needs the shield.)
+                # channel is released, and a stream still on it detached. (An answered
+                # request whose channel holds nothing -- no stream, no request in progress --
+                # is simply forgotten: a PeerClosed would change nothing but cost a pump.
+                # The asyncio service's feed never suspends, so only trio's needs the shield.)
                 if self._library == "asyncio":
-                    await service.feed(channel, PeerClosed())
+                    await service.feed(channel, _GONE)
                 else:
                     with anyio.CancelScope(shield=True):
-                        await service.feed(channel, PeerClosed())
+                        await service.feed(channel, _GONE)
 
     def _target(self, scope: Scope) -> str:
         """The request-target for the HTTP server: the path below the mount point (or the
@@ -354,6 +372,16 @@ class _LateKeys:
         return self.source.keys() if self.source is not None else ()
 
 
+def _no_loop() -> object:
+    return None
+
+
+def _asyncio_running_loop() -> Callable[[], object]:
+    import asyncio  # lazy: that runtime only: the others never load asyncio
+
+    return asyncio.get_running_loop
+
+
 def _loop_token(library: str) -> object:
     if library == "asyncio":
         import asyncio  # lazy: that runtime only: the others never load asyncio
@@ -370,8 +398,6 @@ async def _read_body(service: Routing, channel: Any, receive: Receive,
     (413: True, the rest is not read); None when the client left first. :class:`Unframed`
     when the engine could not frame the body."""
     head: tuple[RequestStarted, ...] = (started,)
-    framed = "transfer-encoding" in started.headers or (
-        started.headers.get("content-length") or "0").strip() != "0"
     while True:
         try:
             message = await receive()
@@ -386,7 +412,7 @@ async def _read_body(service: Routing, channel: Any, receive: Receive,
                 events += (RequestData(bytes(body)),)
             more = message.get("more_body", False)
             if not more:
-                events += (RequestEnded(),)
+                events += (_ENDED,)
             if events and not channel.closed:
                 await service.feed(channel, *events)
             if not more or channel.closed:
@@ -395,8 +421,10 @@ async def _read_body(service: Routing, channel: Any, receive: Receive,
             if head:
                 await service.feed(channel, *head)
             if not channel.closed:
-                await service.feed(channel, PeerClosed())
-            if framed:
+                await service.feed(channel, _GONE)
+            headers = started.headers
+            if "transfer-encoding" in headers or (
+                    headers.get("content-length") or "0").strip() != "0":
                 # Before the body's end: the client left, or the engine could not frame
                 # the body (granian says so this way); the 400 goes nowhere in the first.
                 raise Unframed("the body ended before its framing did")
@@ -410,7 +438,7 @@ async def _watch(service: Routing, channel: Any, receive: Receive) -> None:
         message = await receive()
         if message.get("type") == "http.disconnect":
             if not channel.closed:
-                await service.feed(channel, PeerClosed())
+                await service.feed(channel, _GONE)
             return
 
 
@@ -421,8 +449,9 @@ def _complete(exchange: Exchange) -> bool:
 
 
 async def _respond(service: Routing, exchange: Exchange, send: Send, http2: bool, *,
-                   whole: bool = False, linger: Receive | None = None) -> None:
-    """Send the request's answer as it comes; return once it is complete or cut short.
+                   whole: bool = False, linger: Receive | None = None) -> bool:
+    """Send the request's answer as it comes; return once it is complete (True) or cut
+    short (False).
     ``whole``: a streamed answer is gathered and sent with its length (HTTP/1.0, which has
     no chunked coding: RFC 9112 section 6.1); ``linger``: the request's ``receive``, whose
     unread body is drained before the answer ends (asgi/guard.py)."""
@@ -432,20 +461,24 @@ async def _respond(service: Routing, exchange: Exchange, send: Send, http2: bool
     while True:
         if not out:
             if exchange.gone:
-                return
+                return False
             await exchange.wait()
             continue
         event = out.popleft()
         message: Message
         last = False
         if isinstance(event, ResponseStarted):
-            headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
-                       for k, v in event.headers]
-            if http2:
-                headers = [(k, v) for k, v in headers if k not in _CONNECTION_FIELDS]
-            if event.content_length is not None and not any(
-                    k == b"content-length" for k, _ in headers):
-                headers.append((b"content-length", str(event.content_length).encode()))
+            headers = []
+            length = event.content_length
+            for k, v in event.headers:
+                name = k.lower().encode("latin-1")
+                if name == b"content-length":
+                    length = None  # given already
+                elif http2 and name in _CONNECTION_FIELDS:
+                    continue
+                headers.append((name, v.encode("latin-1")))
+            if length is not None:
+                headers.append((b"content-length", str(length).encode()))
             message = {"type": "http.response.start", "status": event.status,
                        "headers": headers}
         elif isinstance(event, ResponseData):
@@ -459,7 +492,7 @@ async def _respond(service: Routing, exchange: Exchange, send: Send, http2: bool
             message = {"type": "http.response.body", "body": b"", "more_body": False}
         else:
             assert isinstance(event, CloseConnection)
-            return  # cut short (or already complete): the ASGI server closes the connection
+            return False  # cut short (or already complete): the ASGI server closes the connection
         try:
             if last and linger is not None:
                 await send({**message, "more_body": True})
@@ -469,10 +502,10 @@ async def _respond(service: Routing, exchange: Exchange, send: Send, http2: bool
         except Exception as exc:  # the client is gone (ASGI servers raise their own kinds)
             log.debug("an ASGI send failed: %r", exc)
             if not exchange.channel.closed:
-                await service.feed(exchange.channel, PeerClosed())
-            return
+                await service.feed(exchange.channel, _GONE)
+            return False
         if last:
-            return
+            return True
 
 
 async def _gather(exchange: Exchange) -> None:

@@ -83,6 +83,13 @@ class Exchange:
                 self._scope.cancel()
         return self._scope
 
+    def idle(self) -> bool:
+        """Nothing holds the channel: no stream on it (a session's, a resumable one's), no
+        request handed out and unanswered -- the client leaving would change nothing."""
+        wire = self.channel.wire
+        return (self.channel.stream is None and isinstance(wire, ExchangeWire)
+                and not wire.busy)
+
     def drop(self) -> None:
         """Give up on the answer: nothing more is queued or sent."""
         self.gone = True
@@ -93,7 +100,9 @@ class Exchange:
         if not events:
             return
         self.out.extend(events)
-        self.queued += sum(len(e.data) for e in events if isinstance(e, ResponseData))
+        for event in events:
+            if isinstance(event, ResponseData):
+                self.queued += len(event.data)
         if self.wake is not None:
             self.wake.set()
 
@@ -177,6 +186,20 @@ class Routing:
         raise NotImplementedError
 
 
+def _take(channel: ServerChannel, events: tuple[ExchangeInput, ...], now: float,
+          wall: float) -> None:
+    """Give ``events`` to ``channel`` (none once it closed): all but the last
+    to its wire alone (a request's head and body pieces only gather there), the last
+    through the channel, which then serves what the wire holds -- one pass of the server
+    over the channel per feed rather than one per event."""
+    if not events or channel.closed:
+        return
+    wire: ExchangeWire = channel.wire  # type: ignore[assignment]  # (new_channel's)
+    for event in events[:-1]:
+        wire.receive_event(event)  # (one that closes the wire -- 413 -- leaves the rest unread)
+    channel.receive_event(events[-1], now=now, wall_time=wall)
+
+
 def _asyncio_service(server: Server | None, http: HTTPServer, max_write_buffer: int,
                      on_event: EventHandler | None) -> Routing:
     import asyncio  # lazy: that runtime only: the others never load asyncio
@@ -189,11 +212,7 @@ def _asyncio_service(server: Server | None, http: HTTPServer, max_write_buffer: 
 
         async def feed(self, channel: ServerChannel, *events: ExchangeInput) -> None:
             try:
-                now, wall = self._loop.time(), time.time()
-                for event in events:
-                    if channel.closed:
-                        break
-                    channel.receive_event(event, now=now, wall_time=wall)
+                _take(channel, events, self._loop.time(), time.time())
                 self._pump()
             except Exception:  # a bug: this request alone ends (common/http_server.py)
                 self._contain(channel)
@@ -223,11 +242,7 @@ def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int
 
         async def feed(self, channel: ServerChannel, *events: ExchangeInput) -> None:
             try:
-                now, wall = trio.current_time(), time.time()
-                for event in events:
-                    if channel.closed:
-                        break
-                    channel.receive_event(event, now=now, wall_time=wall)
+                _take(channel, events, trio.current_time(), time.time())
                 await self._pump_after_read()
             except Exception:  # a bug: this request alone ends (common/http_server.py)
                 self._contain(channel)
@@ -250,7 +265,7 @@ def _trio_service(server: Server | None, http: HTTPServer, max_write_buffer: int
             except Exception:
                 log.exception("the ASGI application's service failed")
             finally:
-                self._sessions.clear()
+                self._detach_logics()
                 self._closed.set()
                 ready.set()
 

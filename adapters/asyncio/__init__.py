@@ -130,7 +130,7 @@ async def _serve(session: ServerSession, in_fd: int, out_fd: int) -> None:
     loop = asyncio.get_running_loop()
     runtime = session.runtime = AsyncioRuntime(session)
     finished = asyncio.Event()
-    session._on_closed.append(finished.set)
+    session._on_closed += (finished.set,)
     reader: asyncio.BaseTransport | None = None
     writer: asyncio.WriteTransport | None = None
     write_pipe = _WritePipe()

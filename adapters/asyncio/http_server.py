@@ -271,8 +271,7 @@ class HTTPService(serving.ServiceState, HTTPServiceBase[ServerSession]):
                 sock.transport.abort()
         self._sockets.clear()
         self._timer.set(None)
-        logics = list(self._sessions.values())
-        self._sessions.clear()
+        logics = self._detach_logics()
         for logic in logics:
             runtime = logic.runtime
             assert isinstance(runtime, _HTTPRuntime)

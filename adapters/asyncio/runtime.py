@@ -104,11 +104,14 @@ class AsyncioRuntime(LoopRuntime):
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
         self.loop = asyncio.get_running_loop()
-        self._timer = LoopTimer(self.loop, self._fire)
+        # The timer and the set of background jobs are made on first use: an idle HTTP
+        # session's runtime never needs them (its server's timer serves every session).
+        self._timer: LoopTimer | None = None
         #: A request's job once it has a task (keyed by request id).
         self.tasks: dict[RequestId, asyncio.Task[None]] = {}
-        #: Jobs of no request (async callbacks): strong references until they end.
-        self.background: set[asyncio.Task[None]] = set()
+        #: Jobs of no request (async callbacks): strong references until they end (None
+        #: before the first; an empty set is 216 bytes).
+        self.background: set[asyncio.Task[None]] | None = None
         #: Where ``write`` goes: a write transport, or a blocking fd (a regular file).
         self.out: asyncio.WriteTransport | None = None
         self.out_fd: int | None = None
@@ -127,10 +130,15 @@ class AsyncioRuntime(LoopRuntime):
         # So a request that only adds a later deadline costs no timer operation at all.
         if deadline is None and self.session.closed is None:
             return  # nothing due: a timer still set fires once, finds nothing, and stops
-        at = self._timer.at
+        timer = self._timer
+        if timer is None:
+            if deadline is None:
+                return
+            timer = self._timer = LoopTimer(self.loop, self._fire)
+        at = timer.at
         if deadline is not None and at is not None and at <= deadline:
             return
-        self._timer.set(deadline)
+        timer.set(deadline)
 
     def _fire(self) -> None:
         self.session.on_timer()
@@ -167,6 +175,8 @@ class AsyncioRuntime(LoopRuntime):
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run a job of no request in a task of its own."""
         task = self.loop.create_task(coro)
+        if self.background is None:
+            self.background = set()
         self.background.add(task)
         task.add_done_callback(self.background.discard)
 
@@ -229,7 +239,7 @@ class AsyncioRuntime(LoopRuntime):
         for coro in eager.values():
             coro.close()
         eager.clear()
-        tasks = [*self.tasks.values(), *self.background]
+        tasks = [*self.tasks.values(), *(self.background or ())]
         self.tasks.clear()
         for task in tasks:
             task.cancel()

@@ -39,7 +39,7 @@ _POLL = 0.02
 
 def in_flight(service: Any) -> int:
     """Requests the service's sessions are handling (received, not yet answered)."""
-    return sum(len(logic.conn._incoming) for logic in list(service._sessions.values()))
+    return sum(len(logic.conn._incoming) for logic in service._logics())
 
 
 def only_interrupts(group: BaseExceptionGroup[Any]) -> bool:

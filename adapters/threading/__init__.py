@@ -44,7 +44,6 @@ from ..common.stdio import (
     served_ends,
 )
 from ..keys import request_state_keys
-from ..stdio import spawn_server
 from .runtime import ThreadChild
 from .session import CancelToken as CancelToken
 from .session import SyncClient, SyncServerSession, ThreadContext
@@ -69,6 +68,8 @@ ServerSession = SyncServerSession
       "``cancel`` token (:class:`CancelToken`).")
 @contextlib.contextmanager
 def connect_stdio(call: StdioClientCall) -> Iterator[Client]:
+    from ..stdio import spawn_server  # here: a server's cold start does without subprocess
+
     client = Client._create(**call.client)
     process = spawn_server(call.command, call.args, env=call.env, inherit_env=call.inherit_env,
                            cwd=call.cwd)

@@ -664,8 +664,7 @@ class HTTPService(serving.ServiceState, HTTPServiceBase[SyncServerSession]):
             self._timer.notify_all()
             self._room.notify_all()
             sockets = list(self._sockets.values())
-            logics = list(self._sessions.values())
-            self._sessions.clear()
+            logics = self._detach_logics()
         with contextlib.suppress(OSError):
             self._wake_w.send(b"!")
         with self._reap_lock:

@@ -17,11 +17,9 @@ import contextvars
 import inspect
 import os
 import selectors
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from mcp_sansio import Era, Request, RequestId
@@ -29,10 +27,11 @@ from mcp_sansio.app.context import Context, Job
 from mcp_sansio.app.errors import Call
 
 from ..common.stdio import LineLogger, write_all
-from ..stdio import stop_server
 
 if TYPE_CHECKING:
     import asyncio
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
 
     from mcp_sansio.app.session import Session
 else:  # imported when an async def handler first runs: a cold start does without it
@@ -159,6 +158,7 @@ class ThreadRuntime:
     """One session's thread primitives (see the module docstring)."""
 
     __slots__ = (
+        "_pool",
         "_step_loop",
         "_wake_r",
         "_wake_w",
@@ -166,9 +166,9 @@ class ThreadRuntime:
         "deadline",
         "eager",
         "lock",
+        "max_workers",
         "on_eof",
         "out_fd",
-        "pool",
         "reader",
         "session",
         "stderr",
@@ -182,8 +182,8 @@ class ThreadRuntime:
         self.lock = lock if lock is not None else threading.RLock()
         # ``pool``: a shared one (an HTTP session uses its service's: a pool of its own for
         # every stateless-era request cost ~3 us to build and was never used).
-        self.pool = pool if pool is not None else ThreadPoolExecutor(
-            max_workers=max_workers, thread_name_prefix="mcp-sansio-handler")
+        self._pool = pool
+        self.max_workers = max_workers
         #: How to stop a handler running in the pool, by request id.
         self.cancellers: dict[RequestId, Callable[[], None]] = {}
         #: Where ``write`` goes (None: nowhere, e.g. the peer has gone).
@@ -336,6 +336,21 @@ class ThreadRuntime:
         """An ``async`` callback: run to its end on a loop of its own, in a worker."""
         self.pool.submit(asyncio.run, awaitable)
 
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        """The handler threads, made when first needed (a stdio server whose handlers are
+        all stepped on the reader never makes one, nor imports ``concurrent.futures``)."""
+        pool = self._pool
+        if pool is None:
+            with self.lock:
+                pool = self._pool
+                if pool is None:
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    pool = self._pool = ThreadPoolExecutor(
+                        max_workers=self.max_workers, thread_name_prefix="mcp-sansio-handler")
+        return pool
+
     def stop_workers(self) -> None:
         """The session ended: cancel its handlers, stop the pool, close the step loop."""
         with self.lock:
@@ -343,7 +358,8 @@ class ThreadRuntime:
             self.cancellers.clear()
         for cancel in cancellers:
             cancel()
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
         with self.lock:
             loop, self._step_loop = self._step_loop, None
         if loop is not None:
@@ -450,6 +466,8 @@ class ThreadChild:
 
     def on_eof(self) -> None:
         """(The reader.) The server closed its stdout: record why, for the errors."""
+        import subprocess  # (a client's: a server's cold start does without it)
+
         process = self.process
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(0.05)  # usually gone by now: say so in the errors
@@ -462,6 +480,8 @@ class ThreadChild:
 
     def stop(self, shutdown_timeout: float) -> None:
         """Stop the server (the spec's sequence, blocking up to ~2x ``shutdown_timeout``)."""
+        from ..stdio import stop_server
+
         self.returncode = self.client.returncode = stop_server(self.process,
                                                                shutdown_timeout)
 

@@ -25,11 +25,9 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from mcp_sansio import (
@@ -55,6 +53,8 @@ from .runtime import DEFAULT_MAX_WORKERS, CancelToken, ThreadChild, ThreadRuntim
 
 if TYPE_CHECKING:
     import asyncio
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
 
     from mcp_sansio.app.tasks import TaskRuntime
 else:  # imported when a handler first needs a loop: a cold start does without it

@@ -108,7 +108,7 @@ async def _serve(session: ServerSession, in_fd: int, out_fd: int) -> None:
     runtime = session.runtime = TrioRuntime(session)
     # A close not caused by the input (keepalive's missed pings) ends serving too; the
     # runner still waiting on the input is cancelled with the nursery below.
-    session._on_closed.append(runtime.done.set)
+    session._on_closed += (runtime.done.set,)
     reader = trio.lowlevel.FdStream(os.dup(in_fd)) if pollable(in_fd) else None
     writer: trio.abc.SendStream = (trio.lowlevel.FdStream(os.dup(out_fd)) if pollable(out_fd)
                                    else _BlockingWriter(out_fd))

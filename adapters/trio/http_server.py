@@ -432,7 +432,7 @@ class HTTPService(serving.ServiceState, HTTPServiceBase[ServerSession]):
                 self._listeners = listeners
                 task_status.started()
         finally:
-            self._sessions.clear()
+            self._detach_logics()
             self._closed.set()  # first: the cleanup below may be cancelled from outside
             with trio.CancelScope(shield=True):
                 for listener in listeners:

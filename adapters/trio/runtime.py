@@ -185,23 +185,47 @@ class TrioRuntime(LoopRuntime):
         # Handlers wait in _queue for a runner task (_runner); _queued indexes the
         # cancellable ones. _idle: runners parked for want of work; _coming: runners woken
         # or spawned that have not run yet; _taking: a runner is taking jobs right now.
-        self._queue: deque[_Job] = deque()
+        # The queue, the output (_open_output) and the events are made on first use: an HTTP
+        # session's runtime never queues a handler here nor writes (its service does both),
+        # and an empty deque, two events and a parking lot are ~1.7 KiB an idle HTTP
+        # session would hold.
+        self._queue: deque[_Job] | None = None
         self._queued: dict[RequestId, _Job] = {}
         self._idle: list[trio.lowlevel.Task] = []
         self._coming = 0
         self._taking = False
         # The server's stdin when runners take turns reading it (_serve_fd), and whether
-        # one is reading now; _done is set once it has read the end of the input.
+        # one is reading now; done is set once it has read the end of the input.
         self._lead_fd: int | None = None
         self._leading = False
-        self._lead_context = contextvars.Context()  # what the reader feeds in (_serve_fd)
-        self.done = trio.Event()
-        self._outbuf = bytearray()
-        self._out_lot = trio.lowlevel.ParkingLot()
+        self._lead_context: contextvars.Context | None = None  # what the reader feeds in
+        self._done: trio.Event | None = None
+        self._outbuf: bytearray | None = None
+        self._out_lot: trio.lowlevel.ParkingLot | None = None
         self._out_broken = False
         self.out_fd: int | None = None  # non-blocking, for direct writes
         self._sending = False
-        self._flushed = trio.Event()
+        self._flushed: trio.Event | None = None
+
+    @property
+    def done(self) -> trio.Event:
+        """Set once serving has ended (the input's end, or the session closed)."""
+        if self._done is None:
+            self._done = trio.Event()
+        return self._done
+
+    def _open_output(self) -> tuple[bytearray, trio.lowlevel.ParkingLot]:
+        """The output's buffer and the writer's parking lot, made on first use."""
+        if self._outbuf is None or self._out_lot is None:
+            self._outbuf = bytearray()
+            self._out_lot = trio.lowlevel.ParkingLot()
+        return self._outbuf, self._out_lot
+
+    def _flushed_event(self) -> trio.Event:
+        """Set while the writer has nothing left to send."""
+        if self._flushed is None:
+            self._flushed = trio.Event()
+        return self._flushed
 
     def now(self) -> float:
         return trio.current_time()
@@ -235,10 +259,11 @@ class TrioRuntime(LoopRuntime):
             if written == len(data):
                 return
             data = data[written:]
-        self._outbuf += data
-        if self._flushed.is_set():
+        outbuf, lot = self._open_output()
+        outbuf += data
+        if self._flushed is None or self._flushed.is_set():
             self._flushed = trio.Event()
-        self._out_lot.unpark_all()
+        lot.unpark_all()
 
     def new_event(self) -> trio.Event:
         return trio.Event()
@@ -278,6 +303,8 @@ class TrioRuntime(LoopRuntime):
         # after the other in one step. Per request, a task per handler (or a reused one
         # rescheduled per handler) cost ~10 us of server CPU more at 100 in flight.
         job = _Job(key, contextvars.copy_context(), coro)
+        if self._queue is None:
+            self._queue = deque()
         self._queue.append(job)
         if key is not None:
             self._queued[key] = job
@@ -304,6 +331,8 @@ class TrioRuntime(LoopRuntime):
         spawned into one would."""
         self._coming -= 1
         self._taking = True
+        if self._queue is None:
+            self._queue = deque()
         queue, queued, scopes = self._queue, self._queued, self.scopes
         try:
             while True:
@@ -328,6 +357,7 @@ class TrioRuntime(LoopRuntime):
                                 # In the serving task's context, whichever runner reads:
                                 # the handlers queued copy it (a runner spawned from a
                                 # handler's step holds a copy of that handler's).
+                                assert self._lead_context is not None
                                 self._lead_context.run(self.session.feed, data)
                                 if self._lead_fd is None or self.session.closed is not None:
                                     self.done.set()
@@ -478,22 +508,23 @@ class TrioRuntime(LoopRuntime):
 
     async def writer(self, stream: trio.abc.SendStream) -> None:
         """Send what the core queued, in order, one ``send_all`` per batch."""
+        outbuf, lot = self._open_output()
         try:
             while True:
-                while not self._outbuf:
-                    self._flushed.set()
-                    await self._out_lot.park()
-                data = bytes(self._outbuf)
-                self._outbuf.clear()
+                while not outbuf:
+                    self._flushed_event().set()
+                    await lot.park()
+                data = bytes(outbuf)
+                outbuf.clear()
                 self._sending = True
                 await stream.send_all(data)
                 self._sending = False
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._out_broken = True
-            self._outbuf.clear()
-            self._flushed.set()
+            outbuf.clear()
+            self._flushed_event().set()
 
     async def flush(self, timeout: float) -> None:
         with trio.move_on_after(timeout):
-            while not self._out_broken and not self._flushed.is_set():
-                await self._flushed.wait()
+            while not self._out_broken and not self._flushed_event().is_set():
+                await self._flushed_event().wait()

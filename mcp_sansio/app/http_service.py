@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from mcp_sansio import NEED_DATA, ConnectionClosed, Event, KeyRing, ServerConnection
 from mcp_sansio._capabilities import SERVER_WIDE_NOTIFICATIONS
@@ -78,14 +78,49 @@ class HTTPServiceBase(Generic[LogicT]):
     http: HTTPServer
     #: ``(host, port)`` the server listens on.
     address: tuple[str, int]
-    _sessions: weakref.WeakKeyDictionary[Session, LogicT]
+    _stateless: weakref.WeakKeyDictionary[Session, LogicT]
     _pumping = False  # a drain is under way
 
     def __init__(self, server: Server, http: HTTPServer) -> None:
         self.server = server
         self.http = http
-        #: Each HTTP session's logic, made on its first event (:meth:`_dispatch`).
-        self._sessions = weakref.WeakKeyDictionary()
+        # Each HTTP session's logic is made on its first event (:meth:`_dispatch`) and kept
+        # on the session (``Session.attached``: a table of weak references cost ~200 bytes
+        # an idle session). Sessions with no id (stateless-era requests, sessionless mode)
+        # are in no table of the HTTP server: they are also listed here, for _logics().
+        self._stateless = weakref.WeakKeyDictionary()
+
+    def _logic_of(self, session: Session) -> LogicT | None:
+        """The logic this service made for ``session`` (None: none yet). A logic another
+        service made (an application served again on another loop, whose HTTP server
+        outlived the old service) is not this one's."""
+        logic = session.attached
+        if logic is None:
+            return None
+        link = logic.link
+        if not isinstance(link, HTTPLink) or link.service_base is not self:
+            return None
+        return cast("LogicT", logic)
+
+    def _logics(self) -> list[LogicT]:
+        """The logic of every live session: the HTTP server's sessions, and the requests
+        served with no session id."""
+        live: list[LogicT] = []
+        for session in self.http.sessions.values():
+            logic = self._logic_of(session)
+            if logic is not None:
+                live.append(logic)
+        live.extend(self._stateless.values())
+        return live
+
+    def _detach_logics(self) -> list[LogicT]:
+        """The service closes: every live session's logic, each forgotten by its session."""
+        logics = self._logics()
+        for session in self.http.sessions.values():
+            if self._logic_of(session) is not None:
+                session.attached = None
+        self._stateless.clear()
+        return logics
 
     @property
     def port(self) -> int:
@@ -164,13 +199,17 @@ class HTTPServiceBase(Generic[LogicT]):
 
     def _dispatch(self, session: Session, event: Event) -> None:
         """Hand one event of the HTTP server to its session's logic."""
-        logic = self._sessions.get(session)
+        logic = self._logic_of(session)
         if logic is None:
             logic = self._new_logic(session)
-            self._sessions[session] = logic
+            session.attached = logic
+            if session.id is None:
+                self._stateless[session] = logic
         logic._dispatch(event)
         if isinstance(event, ConnectionClosed):
-            self._sessions.pop(session, None)
+            session.attached = None
+            if session.id is None:
+                self._stateless.pop(session, None)
             self._ended(logic)
 
 

@@ -131,7 +131,7 @@ def _is_integer(value: Any) -> bool:
 #: JSON Schema's primitive type names (2020-12 validation, section 6.1.1) and the test each
 #: makes of a decoded JSON value. A Python bool is an int, but true is not a JSON number.
 _TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: isinstance(v, str),
+    "string": lambda v: type(v) is str or isinstance(v, str),
     "integer": _is_integer,
     "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
@@ -495,8 +495,10 @@ class Server:
         raise McpError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def _route_tool(self, params: Mapping[str, Any], ctx: Context) -> Job:
+        # (type() first, here and below: decoded JSON holds exact types, and the isinstance
+        # call is then skipped on every call)
         name = params.get("name")
-        entry = self.tools.get(name) if isinstance(name, str) else None
+        entry = self.tools.get(name) if type(name) is str or isinstance(name, str) else None
         if entry is None:
             raise McpError(ErrorCode.INVALID_PARAMS, f"Unknown tool: {name!r}")
         arguments = params.get("arguments")
@@ -504,7 +506,7 @@ class Server:
             arguments = {}
         structured = "outputSchema" in entry.definition
         try:
-            if not isinstance(arguments, dict):
+            if type(arguments) is not dict and not isinstance(arguments, dict):
                 raise TypeError("arguments must be an object")
             args, kwargs = _bind(entry.fn, arguments, ctx)
             wrong = _wrong_type(entry.arg_types, arguments) if entry.arg_types else None
@@ -558,10 +560,17 @@ class Server:
 
 
 def _ledger_capabilities() -> Callable[..., Any]:
-    """The task ledger's own ``capabilities`` (its module is loaded once tasks are enabled)."""
-    from .tasks import TaskLedger
+    """The task ledger's own ``capabilities`` (its module is loaded once tasks are enabled;
+    looked up once: a connection is built for every stateless-era request)."""
+    found = _LEDGER_CAPABILITIES
+    if not found:
+        from .tasks import TaskLedger
 
-    return TaskLedger.capabilities
+        found.append(TaskLedger.capabilities)
+    return found[0]
+
+
+_LEDGER_CAPABILITIES: list[Callable[..., Any]] = []
 
 
 def _revision(ctx: Context) -> str | None:
@@ -576,7 +585,8 @@ def _revision(ctx: Context) -> str | None:
 
 
 def _tool_result(value: Any, structured: bool) -> dict[str, Any]:
-    if isinstance(value, dict) and ("content" in value or "structuredContent" in value):
+    if (type(value) is dict or isinstance(value, dict)) and (
+            "content" in value or "structuredContent" in value):
         return value
     if structured:
         return {"content": [_text(json.dumps(value))], "structuredContent": value}

@@ -241,7 +241,9 @@ class Session:
         self.closed: ConnectionClosed | None = None
         #: Set by the adapter when the transport says why it ended (e.g. an exit status).
         self.transport_detail: str | None = None
-        self._on_closed: list[Callable[[], None]] = []
+        #: Called once the session has closed (a tuple, replaced on change: the empty one is
+        #: shared by every session, an empty list is not).
+        self._on_closed: tuple[Callable[[], None], ...] = ()
         #: Held around every use of the connection (a real lock only on threads).
         self.lock: AbstractContextManager[Any] = NO_LOCK
 
@@ -382,6 +384,9 @@ class Session:
     # -- events ------------------------------------------------------------------------------
 
     def _dispatch(self, event: Event) -> None:
+        if type(event) is Request:  # (the common event: one exact-type test)
+            self._spawn_incoming(event)
+            return
         request_id = getattr(event, "request_id", None)
         if isinstance(event, Progress):
             call = self._calls.get(event.request_id)

@@ -549,10 +549,11 @@ class TaskLedger:
 
     @staticmethod
     def _support(server: ToolRouter, name: Any) -> str | None:
-        entry = server.tools.get(name) if isinstance(name, str) else None
+        entry = server.tools.get(name) if type(name) is str or isinstance(name, str) else None
         if entry is None:
             return None
-        support = entry.definition.get("execution", {}).get("taskSupport")
+        execution = entry.definition.get("execution")
+        support = execution.get("taskSupport") if execution else None
         return support if support in ("optional", "required") else None
 
     def _route_stateless(self, server: ToolRouter, request: Request, ctx: Context) -> Job | None:

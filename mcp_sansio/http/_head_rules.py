@@ -87,37 +87,44 @@ def judge_head(method: str, target: str, http_version: str,
     themselves and carry no ``Transfer-Encoding``)."""
     if len(target) > max_target_length:
         return _row("request-target too long")
-    if head_size(method, target, http_version, fields) > max_header_size:
-        return _row("header section too large")
     http1 = http_version.startswith("1")
-    http10 = is_http10(http_version)
-    codings: list[bytes] = []
-    for name, value in fields:
-        if name.lower() == b"transfer-encoding":
-            codings.extend(c.strip().lower() for c in value.split(b","))
-    # In the order our wires apply them: the raw scan, then h11's own checks field by field
-    # (the first field that breaks one decides), then ours.
-    if http1 and codings and codings[-1] != b"chunked":
-        return _row("chunked is not the final transfer coding")
+    # One pass over the fields: the size, the last transfer coding, and the first field
+    # that breaks a field-by-field rule; judged after it in the order our wires apply them:
+    # the size, the raw scan's final coding, then h11's own checks field by field (the
+    # first field that breaks one decides), then ours.
+    size = len(method) + len(target) + len(http_version) + 5 + 2 + 2  # (as head_size)
+    final_coding: bytes | None = None
+    broken: str | None = None
     length: bytes | None = None
     coded = False
     hosts = 0
     for name, value in fields:
+        size += len(name) + len(value) + 4
         key = name.lower()
         if key == b"content-length":
-            digits = value.strip()
-            if (not digits.isdigit() or len(digits) > _MAX_LENGTH_DIGITS
-                    or length not in (None, digits)):
-                return _row("invalid Content-Length")
-            length = digits
-        elif key == b"transfer-encoding" and http1:
-            if coded or value.strip().lower() != b"chunked":
-                return _row("a transfer coding other than chunked")
-            coded = True
+            if broken is None:
+                digits = value.strip()
+                if (not digits.isdigit() or len(digits) > _MAX_LENGTH_DIGITS
+                        or length not in (None, digits)):
+                    broken = "invalid Content-Length"
+                length = digits
+        elif key == b"transfer-encoding":
+            final_coding = value.rsplit(b",", 1)[-1].strip().lower()
+            if http1 and broken is None:
+                if coded or value.strip().lower() != b"chunked":
+                    broken = "a transfer coding other than chunked"
+                coded = True
         elif key == b"host" and value.strip():
             # (Empty counts as missing: an engine that finds no Host may hand over an
             # empty one, and an MCP endpoint has an authority for its Host to name.)
             hosts += 1
+    if size > max_header_size:
+        return _row("header section too large")
+    if http1 and final_coding is not None and final_coding != b"chunked":
+        return _row("chunked is not the final transfer coding")
+    if broken is not None:
+        return _row(broken)
+    http10 = is_http10(http_version)
     if http1 and hosts > 1:
         return _row("more than one Host field")
     if http1 and hosts == 0 and not http10:

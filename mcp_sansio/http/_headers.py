@@ -68,13 +68,21 @@ class Headers:
         return cls([(k.lower(), v) for k, v in items])
 
     def _decoded(self) -> dict[str, str]:
+        raw = self.raw
+        found = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw}
+        if len(found) != len(raw):
+            found = self._joined()
+        self._map = found
+        return found
+
+    def _joined(self) -> dict[str, str]:
+        """The slow path of :meth:`_decoded`, for a list that repeats a name."""
         found: dict[str, str] = {}
         for k, v in self.raw:
             name = k.decode("latin-1")
             value = v.decode("latin-1")
             previous = found.get(name)
             found[name] = value if previous is None else f"{previous}, {value}"
-        self._map = found
         return found
 
     def decoded(self) -> dict[str, str]:

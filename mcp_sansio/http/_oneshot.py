@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from .._admission import ENVELOPE_ONLY, Refusal, admit_stateless, batch_refusal
+from .._admission import ENVELOPE_ONLY, Admitted, Refusal, admit_stateless, batch_refusal
 from .._capabilities import SESSION_OPENERS, lookup
-from .._codec import MessageKind
+from .._codec import MessageKind, Parsed
 from .._connection import ServerConnection
 from .._errors import ErrorCode
 from .._events import RequestId
@@ -127,10 +127,13 @@ class OneShot:
             self.hub._error(channel, 400, ErrorCode.HEADER_MISMATCH, f"Header mismatch: {mismatch}",
                         request_id)
             return
-        self._serve_stateless(channel, value, request_id, method)
+        # The connection is handed the message parsed and its envelope admitted: it does
+        # neither again (_connection.py ``_receive_parsed``).
+        self._serve_stateless(channel, value, request_id, method, items[0], admitted)
 
     def _serve_stateless(
         self, channel: ServerChannel, value: Any, request_id: RequestId, method: str,
+        parsed: Parsed | None = None, envelope: Admitted | None = None,
     ) -> None:
         session = Session(self.hub, None, self.hub.connection_factory(), Era.STATELESS)
         session.auth = channel.auth
@@ -139,7 +142,11 @@ class OneShot:
         if kind is _Kind.LISTEN:
             self.hub._listening[session] = None
         self._bind_request_state(session.connection, channel)
-        session.connection.receive_message(value, now=self.hub._now, wall_now=channel._wall)
+        if parsed is None:
+            session.connection.receive_message(value, now=self.hub._now, wall_now=channel._wall)
+        else:
+            session.connection._receive_parsed(value, parsed, envelope, now=self.hub._now,
+                                               wall_now=channel._wall)
         self.hub._mark_ready(session)
 
     @staticmethod
@@ -163,7 +170,8 @@ class OneShot:
         if body_version is not None and body_version != version:
             return (f"MCP-Protocol-Version header {version!r} does not match the body's "
                     f"{body_version!r}")
-        header_method = headers.get("mcp-method")
+        fields = headers.decoded()  # (lower-case names: one dict access each)
+        header_method = fields.get("mcp-method")
         if header_method is None:
             return "the Mcp-Method header is required"
         if header_method != method:
@@ -173,7 +181,7 @@ class OneShot:
         field = rule.subject if rule is not None else None
         if field is not None:
             body_name = (params or {}).get(field)
-            raw = headers.get("mcp-name")
+            raw = fields.get("mcp-name")
             if raw is None:
                 if isinstance(body_name, str):
                     return "the Mcp-Name header is required"
@@ -185,9 +193,12 @@ class OneShot:
                     return f"Mcp-Name header {name!r} does not match the body's {body_name!r}"
         if method == "tools/call" and self.config.tool_param_headers is not None:
             tool = (params or {}).get("name")
-            annotated = self.config.tool_param_headers(tool) if isinstance(tool, str) else None
+            annotated = (self.config.tool_param_headers(tool)
+                         if type(tool) is str or isinstance(tool, str) else None)
+            if not annotated:  # (most tools: no parameter is mirrored)
+                return None
             arguments = (params or {}).get("arguments")
-            for header, path in (annotated or {}).items():
+            for header, path in annotated.items():
                 raw = headers.get(f"mcp-param-{header}")
                 value = param_value(arguments, path)
                 if value is None:

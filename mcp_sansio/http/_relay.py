@@ -142,7 +142,7 @@ class SharedRelay:
         channel._held = False
         session = self.hub._sessions.get(session_id)
         if session is not None and session.ended is None:
-            holding, session._holding = session._holding, []
+            holding, session._holding = session._holding, ()
             for other in holding:
                 self._release(other)
             session._quiet = True  # not in the table: nothing to drop there
@@ -376,13 +376,13 @@ class SharedRelay:
         what this one did -- the session itself after initialize, the initialized state,
         the log level."""
         channel._held = True
-        session._holding.append(channel)
+        session._holding += (channel,)
 
     def _save(self, session: Session) -> None:
         """Queue the session's record when it changed, or when a quarter of the idle timeout
         passed since the last save: the table's deadline (the idle timeout after a save)
         then falls between 3/4 and all of the timeout after the session's last activity."""
-        channels, session._holding = session._holding, []
+        channels, session._holding = session._holding, ()
         record = None
         if session.id is not None and session.ended is None:
             try:
@@ -401,8 +401,8 @@ class SharedRelay:
         if not changed:  # a refresh of the deadline: nobody needs to wait for it
             for channel in channels:
                 self._release(channel)
-            channels = []
-        self._effects.append(SaveSession(session.id, record, tuple(channels),
+            channels = ()
+        self._effects.append(SaveSession(session.id, record, channels,
                                          refresh=not changed))
 
     def _resume_relay(self, channel: ServerChannel, session: Session, last_event_id: str,

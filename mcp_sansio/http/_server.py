@@ -82,6 +82,21 @@ __all__ = [
 ]
 
 
+#: :func:`_accepts_post` by ``Accept`` value: a client sends the same value on every request
+#: and a server sees a handful; bounded like ``accepts``'s own memo.
+_POST_ACCEPTS: dict[str | None, bool] = {}
+
+
+def _accepts_post(accept: str | None) -> bool:
+    """Whether ``Accept`` lists both media types a POST may be answered with (transports.mdx:
+    the client MUST list application/json and text/event-stream), remembered."""
+    known = accepts(accept, "application/json") and accepts(accept, "text/event-stream")
+    if len(_POST_ACCEPTS) >= 128:
+        _POST_ACCEPTS.clear()
+    _POST_ACCEPTS[accept] = known
+    return known
+
+
 class HTTPServer:
     """A Streamable HTTP MCP server (both eras), optionally with the legacy HTTP+SSE
     endpoints, as a state machine with no I/O. See :doc:`/http` for the call order.
@@ -555,12 +570,16 @@ class HTTPServer:
         config = self.hub.config
         headers = request.headers
         fields = headers.decoded()  # (lower-case names: one dict access each)
-        if media_type(fields.get("content-type")) != "application/json":
+        content_type = fields.get("content-type")
+        if content_type != "application/json" and media_type(content_type) != "application/json":
             self.hub._error(channel, 415, ErrorCode.INVALID_REQUEST,
                         "Unsupported Media Type: the body must be application/json")
             return
         accept = fields.get("accept")
-        if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
+        known = _POST_ACCEPTS.get(accept)  # (a client sends one Accept value every time)
+        if known is None:
+            known = _accepts_post(accept)
+        if not known:
             self.hub._error(channel, 406, ErrorCode.INVALID_REQUEST,
                         "Not Acceptable: Accept must list application/json and "
                         "text/event-stream")
@@ -571,15 +590,16 @@ class HTTPServer:
         value, items = parsed
         if config.tool_scopes is not None and self.gate._tool_scope_refused(channel, items):
             return
-        requests = [item for item in items if item[0] is MessageKind.REQUEST]
-        single = type(value) is dict
-        first = items[0]
         version = fields.get("mcp-protocol-version")
         if version is not None and version in self._stateless_versions:
             # The header names a stateless revision: the request is judged in that era, even
             # an initialize (which 2026-07-28 does not have) or one missing its _meta.
             self.oneshot._post_stateless(channel, request, value, items, version)
             return
+        single = type(value) is dict
+        first = items[0]
+        requests = (first[0] is MessageKind.REQUEST if single
+                    else any(item[0] is MessageKind.REQUEST for item in items))
         # The method table's in_session column: the request that opens a session
         # (initialize) is never in a batch and opens a session here (lifecycle.mdx).
         if single and first[0] is MessageKind.REQUEST and first[2] in SESSION_OPENERS:
@@ -604,7 +624,7 @@ class HTTPServer:
                         first[1] if first[0] is MessageKind.REQUEST else None)
             return
         if (self._stateless_versions and single and first[0] is MessageKind.REQUEST
-                and has_stateless_meta(first[3]) and fields.get("mcp-session-id") is None):
+                and fields.get("mcp-session-id") is None and has_stateless_meta(first[3])):
             # Per-request _meta selects the stateless era, which does not carry this
             # handshake-era revision: -32022 (2026-07-28 basic/versioning.mdx, "Protocol
             # Version Negotiation" and "Backward Compatibility ...": a dual-era server).

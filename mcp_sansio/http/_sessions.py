@@ -82,7 +82,7 @@ class SessionTable:
         """The session a request names, or None after answering 400 (no id) or 404.
         ``request_id``: a lone request's, which the error carries (JSON-RPC 2.0 s. 5: null
         only when the id could not be read)."""
-        session_id = headers.get("mcp-session-id")
+        session_id = headers.decoded().get("mcp-session-id")
         if session_id is None:
             self.hub._error(channel, 400, ErrorCode.INVALID_REQUEST,
                         "Bad Request: the Mcp-Session-Id header is required", request_id)
@@ -144,7 +144,10 @@ class SessionTable:
         conn = session.connection
         if self.config.shared and session.id is not None:
             value, items = self.relay._forward_answers(session, value, items)
-        ids = [item[1] for item in items if item[0] is MessageKind.REQUEST]
+        if type(value) is dict:  # (one message: no list comprehension)
+            ids = [items[0][1]] if items and items[0][0] is MessageKind.REQUEST else []
+        else:
+            ids = [item[1] for item in items if item[0] is MessageKind.REQUEST]
         if type(value) is list:
             refusal = batch_refusal(conn.protocol_version, conn.revision)
             if refusal is not None:
@@ -162,7 +165,10 @@ class SessionTable:
             self.hub._respond(channel, 202)
         if self.config.shared:
             self.relay._hold(session, channel)
-        if items:  # (all of it may have been forwarded to other workers)
+        if type(value) is dict and items:
+            # One message, parsed already: the connection does not parse it again.
+            conn._receive_parsed(value, items[0], now=self.hub._now)
+        elif items:  # (all of it may have been forwarded to other workers)
             conn.receive_message(value, now=self.hub._now)
         self.hub._mark_ready(session)
         self.hub._touch(session)
@@ -230,7 +236,7 @@ class SessionTable:
             if (self.config.shared and not session.legacy and not session._quiet
                     and reason in (SessionEnd.DELETED, SessionEnd.CLOSED)):
                 # Ended for everyone; one that idled out here may live on elsewhere.
-                channels, session._holding = session._holding, []
+                channels, session._holding = session._holding, ()
                 self.relay._effects.append(DropSession(session.id, tuple(channels)))
         for stream in [*session._streams.values(), session._standalone]:
             if stream is None:
@@ -264,7 +270,7 @@ class SessionTable:
         if type(event) is CancelRequested:
             stream = session._routes.pop(event.request_id, None)
             if stream is not None:
-                stream.pending.discard(event.request_id)
+                stream.pending.pop(event.request_id, None)
                 if not stream.pending and stream.kind is not _Kind.STANDALONE:
                     self.streams._finish(stream)
         elif type(event) is ConnectionClosed:
@@ -274,7 +280,7 @@ class SessionTable:
 
     def _discard_session(self, session: Session) -> None:
         """initialize failed: the session never existed for the client."""
-        channels, session._holding = session._holding, []
+        channels, session._holding = session._holding, ()
         for channel in channels:
             self.relay._release(channel)
         if session.id is not None and self.hub._sessions.get(session.id) is session:

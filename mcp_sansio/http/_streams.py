@@ -91,7 +91,7 @@ class Streams:
         kind: _Kind = _Kind.POST,
     ) -> _Stream:
         stream = session._new_stream(kind)
-        stream.pending.update(ids)
+        stream.pending.update(dict.fromkeys(ids))
         for request_id in stream.pending:
             session._routes[request_id] = stream
         stream.channel = channel
@@ -104,9 +104,11 @@ class Streams:
         return stream
 
     def _flush_dirty(self) -> None:
-        while self._dirty:
-            session = next(iter(self._dirty))
-            del self._dirty[session]
+        dirty = self._dirty
+        while dirty:
+            for session in dirty:  # the oldest (a loop costs no iter()/next() calls)
+                del dirty[session]
+                break  # before the loop would notice the dict changed
             self._route(session)
 
     def _route(self, session: Session) -> None:
@@ -114,7 +116,7 @@ class Streams:
             stream = self._stream_for(session, message, related)
             if stream is not None:
                 self._deliver(stream, message, data)
-        if self.config.response_mode is ResponseMode.SSE:
+        if self.config.response_mode is ResponseMode.SSE and session._streams:
             for stream in list(session._streams.values()):
                 if (stream.processed and not stream.started and not stream.finished
                         and stream.channel is not None and stream.kind is _Kind.POST):
@@ -140,7 +142,8 @@ class Streams:
                     return found
             return None
         if "method" not in message:  # a response: only ever on its request's stream
-            return _lookup(routes, message.get("id"))
+            key = message.get("id")
+            return routes.get(key) if type(key) is str or type(key) is int else None
         found = _lookup(routes, related) if related is not None else None
         return found if found is not None else session._standalone
 
@@ -151,9 +154,11 @@ class Streams:
             answered = _response_ids(message)
             if answered:
                 for request_id in answered:
-                    stream.pending.discard(request_id)
+                    stream.pending.pop(request_id, None)
                     if session._routes.get(request_id) is stream:
                         del session._routes[request_id]
+                if not session._routes:  # gives back its table (an idle session keeps none)
+                    session._routes.clear()
                 final = not stream.pending
         if stream.finished:
             return
@@ -319,13 +324,19 @@ class Streams:
         stream.finished = True
         session = stream.session
         session._streams.pop(stream.id, None)
+        if not session._streams:  # gives back its table (an idle session keeps none)
+            session._streams.clear()
         if stream.kind is _Kind.LISTEN:
             self.hub._listening.pop(session, None)
-        for request_id in stream.pending:
-            if session._routes.get(request_id) is stream:
-                del session._routes[request_id]
-        stream.pending.clear()
-        self._close_response(stream)
+        if stream.pending:
+            for request_id in stream.pending:
+                if session._routes.get(request_id) is stream:
+                    del session._routes[request_id]
+            if not session._routes:
+                session._routes.clear()
+            stream.pending.clear()
+        if stream.channel is not None:
+            self._close_response(stream)
         self.hub._touch(session)
 
     def _detach(self, stream: _Stream) -> None:

@@ -22,7 +22,8 @@ def test_load_benchmark_tiny(tmp_path: Path) -> None:
     rows = ["raw", "h11", "ours-asyncio", "ours-threading", "ours-asyncio-httptools"]
     if importlib.util.find_spec("trio") is not None:
         rows.append("ours-trio")
-    rows += ["sdk", "sdk-mcpserver"]  # mcp and uvicorn are test dependencies
+    # mcp, uvicorn, httptools, anyio and sniffio are test dependencies
+    rows += ["ours-uvicorn-defaults", "sdk", "sdk-mcpserver"]
     out_file = tmp_path / "load.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "load.py"), "--seconds", "0.3",
@@ -39,9 +40,12 @@ def test_load_benchmark_tiny(tmp_path: Path) -> None:
     for row in rows[2:]:
         assert re.search(rf"^{re.escape(row)}\s+{NUMBER}$", out, re.MULTILINE), (
             f"no memory figure for {row} in:\n{out}")
-    assert re.search(rf"^aim handshake: best ours \S+ {NUMBER} req/s; x ours-asyncio "
-                     rf"{NUMBER} by cpu {NUMBER} \(aim >= 2\); x sdk {NUMBER} by cpu {NUMBER}",
-                     out, re.MULTILINE), out
+    for era in ERAS:  # the aims, stated: against the SDK, and on the same engine
+        assert re.search(rf"^aim {era}: best ours \S+ {NUMBER} req/s; least cpu \S+ {NUMBER} "
+                         rf"us/req \(aim <= 40\); x sdk {NUMBER} by cpu {NUMBER} "
+                         rf"\(aim >= 10\)", out, re.MULTILINE), out
+        assert re.search(rf"^aim {era} same engine: ours-uvicorn-defaults x sdk {NUMBER} by "
+                         rf"cpu {NUMBER} \(aim >= 5\)$", out, re.MULTILINE), out
     for era in ERAS:  # the wires side by side
         assert re.search(rf"^wire {era} ours-asyncio: httptools/h11 req/s {NUMBER}x, cpu "
                          rf"us/req {NUMBER} -> {NUMBER}$", out, re.MULTILINE), out

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from mcp_sansio import ServerConnection
 from mcp_sansio._admission import (
     ADMISSION,
+    ENVELOPE_ONLY,
     Refusal,
+    admit_after_envelope,
     admit_stateless,
     batch_refusal,
     unsupported_version,
@@ -170,6 +172,25 @@ def test_admission_never_raises_and_admits_only_a_whole_envelope(params: dict[st
         assert version == SL and type(capabilities) is dict
     else:
         assert outcome.code in (-32602, -32022)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(
+    st.sampled_from(["_meta", "name"]),
+    st.one_of(json_values, st.fixed_dictionaries({}, optional={
+        META_PROTOCOL_VERSION: st.sampled_from([SL, "2025-11-25", "2099-01-01", 3]),
+        META_CLIENT_CAPABILITIES: json_values,
+    })),
+))
+def test_the_envelope_then_the_rest_is_the_whole_admission(params: dict[str, Any]) -> None:
+    # The HTTP server admits the envelope, compares the mirrored headers, and hands what it
+    # admitted to the connection, which runs only the rows after it: the same outcome.
+    whole = admit_stateless(params, (SL,))
+    envelope = admit_stateless(params, (SL,), only=ENVELOPE_ONLY)
+    if isinstance(envelope, Refusal):
+        assert whole == envelope
+    else:
+        assert admit_after_envelope(envelope, (SL,)) == whole
 
 
 # -- both callers answer alike -------------------------------------------------------------

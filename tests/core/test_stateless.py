@@ -127,6 +127,24 @@ def test_stateless_client_and_server() -> None:
     schemas.validate(SL, "ListToolsResult", response.result)
 
 
+def test_a_result_meta_of_the_handler_is_kept_and_not_changed() -> None:
+    pair = stateless_pair()
+    handler_meta = {"x": 1, META_SERVER_INFO: {"name": "other", "version": "2"}}
+    for meta_given in (handler_meta, None):
+        rid = pair.client.send_request("tools/list", now=0)
+        pair.pump()
+        pair.take("server")
+        result: dict[str, Any] = {"tools": []}
+        if meta_given is not None:
+            result["_meta"] = meta_given
+        pair.server.send_response(rid, result)
+        pair.pump()
+        [response] = pair.take("client")
+        expected = {META_SERVER_INFO: SERVER_INFO} if meta_given is None else handler_meta
+        assert response.result["_meta"] == expected
+    assert handler_meta == {"x": 1, META_SERVER_INFO: {"name": "other", "version": "2"}}
+
+
 def test_dual_client_falls_back_to_a_handshake_only_server() -> None:
     pair = ConnectionPair(client(), server(versions=HANDSHAKE_REVISIONS))
     pair.connect()

@@ -267,6 +267,18 @@ def test_accept_and_content_type_are_checked() -> None:
     assert get.status == 406
 
 
+def test_each_accept_value_keeps_its_own_answer_when_sent_again() -> None:
+    # The POST's Accept answer is remembered per value: interleaved repeats of a refused
+    # and an accepted value each get their own answer every time.
+    h = Harness()
+    sid = h.initialize()
+    for accept, status in [("text/html", 406), (ACCEPT_BOTH, 200)] * 2 + [("*/*;q=0", 406)] * 2:
+        headers = [("host", HOST), ("content-type", "application/json"), ("accept", accept),
+                   *h.session_headers(sid)]
+        assert h.conn().send(body=tools_call(), headers=headers,
+                             defaults=False).status == status, accept
+
+
 def test_protocol_version_header() -> None:
     h = Harness()
     sid = h.initialize()

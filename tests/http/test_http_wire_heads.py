@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import h11
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcp_sansio.http._headers import Headers
 from mcp_sansio.http._wire import (
@@ -121,3 +123,18 @@ def test_header_pairs_given_as_lists_still_work() -> None:
         assert server.next_request() is not None
         server.respond(200, [["x-b", "2"]], b"")  # type: ignore[list-item]
         assert b"x-b: 2\r\n" in server.data_to_send()
+
+
+_NAMES = st.sampled_from([b"host", b"accept", b"x-a", b"x-b", b"mcp-method"])
+
+
+@given(st.lists(st.tuples(_NAMES, st.binary(max_size=4)), max_size=8))
+def test_decoded_headers_join_repeats_in_order_whatever_the_list(
+        raw: list[tuple[bytes, bytes]]) -> None:
+    # The reference: every name once, its values in arrival order joined with ", ".
+    expected: dict[str, list[str]] = {}
+    for name, value in raw:
+        expected.setdefault(name.decode("latin-1"), []).append(value.decode("latin-1"))
+    decoded = Headers(raw).decoded()
+    assert decoded == {name: ", ".join(values) for name, values in expected.items()}
+    assert list(decoded) == list(expected)

@@ -2,8 +2,10 @@
 
 The speed aim is spawn -> first answer <= 100 ms (issue 6); every module imported on the way
 is paid by every server start. These tests pin the lazy imports: the threading adapter does
-without asyncio until an ``async def`` handler runs, and nothing on the way imports hashlib
-(OpenSSL) unless a ``requestState`` is sealed or a task is created.
+without asyncio until an ``async def`` handler runs, and without ``subprocess`` and
+``concurrent.futures`` (its handler pool is made when a plain ``def`` handler first runs);
+nothing on the way imports hashlib (OpenSSL) unless a ``requestState`` is sealed or a task
+is created.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def test_threading_server_starts_without_asyncio_or_hashlib() -> None:
     assert "mcp_sansio.adapters.threading" in modules
     assert "asyncio" not in modules
     assert "hashlib" not in modules and "secrets" not in modules
+    # A server spawns nothing and, until a plain def handler runs, needs no handler pool.
+    assert "subprocess" not in modules and "concurrent.futures" not in modules
 
 
 def test_core_import_leaves_hashlib_out() -> None:

@@ -243,7 +243,7 @@ async def thousand_sessions(service: Any, ahead: float) -> tuple[int, int, int]:
         service._pump()
         await asyncio.sleep(0)
         assert not service.http.sessions
-        assert not service._sessions
+        assert not service._logics()
         return live, idle, traced()
     finally:
         if child.returncode is None:
