@@ -3,10 +3,11 @@
 Theory of operation: the sans-IO HTTP server is one object for every connection, used under
 one lock (:attr:`HTTPService.lock`, also the lock of every MCP session it serves). Around
 it: an **accept thread** (``selectors`` on the listening socket and a wake-up socket) makes
-a :class:`~mcp_sansio.http.ServerChannel` per connection and starts its **reader thread**,
-which blocks in ``recv``, feeds the channel under the lock and runs the pump (drain
-:meth:`~mcp_sansio.http.HTTPServer.next_event` into each HTTP session's logic, then write
-:meth:`~mcp_sansio.http.HTTPServer.data_to_send`); a **timer thread** waits until
+a :class:`~mcp_sansio.http.ServerChannel` per connection and hands its non-blocking socket
+to the **poller thread**, which waits on every connection at once (``selectors``) and, for
+each that is readable in turn, reads it, feeds the channel under the lock and runs the pump
+(drain :meth:`~mcp_sansio.http.HTTPServer.next_event` into each HTTP session's logic, then
+write :meth:`~mcp_sansio.http.HTTPServer.data_to_send`); a **timer thread** waits until
 :meth:`~mcp_sansio.http.HTTPServer.next_deadline`; a **reaper thread** ends lingering
 closes (``common/http_options.py``). Handlers run in one pool shared by every session; an
 ``async def`` handler is first stepped once during the dispatch
@@ -69,9 +70,8 @@ DEFAULT_MAX_WRITE_BUFFER = serving.DEFAULT_MAX_WRITE_BUFFER
 
 log = logging.getLogger("mcp_sansio.adapters.http")
 
-#: TCP connections served at once: 1,024. Each has a reader thread (a few tens of KiB of
-#: memory, stacks being reserved lazily); beyond the cap clients wait in the listen backlog
-#: until one closes.
+#: TCP connections served at once: 1,024 (one poller thread reads them all); beyond the cap
+#: clients wait in the listen backlog until one closes.
 DEFAULT_MAX_CONNECTIONS = 1024
 #: Handler threads shared by every session: 64. Requests beyond it wait in the pool's
 #: queue (one per connection at most: HTTP/1.1 carries one request at a time); listen
@@ -213,14 +213,14 @@ class _Writer:
     in a bounded queue, written by a flusher thread that exists only while the peer is
     behind. ``sock`` may be set later (a client socket still connecting: its output waits).
 
-    Only the socket's reader closes the descriptor, after every other use has ended (no
-    thread can then use a number the system has given to a new socket)."""
+    Only the socket's reader (a server's: the poller) closes the descriptor, after every
+    other use has ended (no thread can then use a number the system has given to a new
+    socket)."""
 
     def __init__(self, sock: socket.socket | None, max_write_buffer: int) -> None:
         self.sock = sock
         self.max_write_buffer = max_write_buffer
         self._lock = threading.Lock()
-        self._drained = threading.Condition(self._lock)
         self._queue: deque[bytes] = deque()
         self._queued = 0
         self._closing = False  # close once the queue is written
@@ -291,7 +291,7 @@ class _Writer:
 
     def _shutdown(self) -> None:
         """(Lock held.) Shut the socket down: a FIN after what the kernel holds, and the
-        reader's ``recv`` returns."""
+        reader's ``recv`` returns (a server's poller reads the end)."""
         if not self._dead:
             self._dead = True
             self._queue.clear()
@@ -299,7 +299,11 @@ class _Writer:
             if self.sock is not None:
                 with contextlib.suppress(OSError):
                     self.sock.shutdown(socket.SHUT_RDWR)
-        self._drained.notify_all()
+        self._drained_now()
+
+    def _drained_now(self) -> None:
+        """(Lock held.) The queue fell to the high water, or the connection is over (a
+        server's socket is then read again: :meth:`_Socket._drained_now`)."""
 
     def _flush(self) -> None:
         """The flusher: write the queue as the peer reads it, then end."""
@@ -330,14 +334,7 @@ class _Writer:
                     self._queue.appendleft(data[sent:])
                 self._queued -= sent
                 if self._queued <= http_options.HIGH_WATER:
-                    self._drained.notify_all()
-
-    def _wait_drained(self) -> None:
-        """Backpressure (the reader, before it reads): a peer that does not read what we
-        write is not read from until it has caught up."""
-        with self._lock:
-            while self._queued > http_options.HIGH_WATER and not self._dead:
-                self._drained.wait()
+                    self._drained_now()
 
     def _release(self) -> None:
         """(The reader, last.) Shut down, wait for the flusher, close the descriptor."""
@@ -352,89 +349,106 @@ class _Writer:
 
 
 class _Socket(_Writer):
-    """One accepted TCP connection: its socket, its channel and its reader thread."""
+    """One accepted TCP connection: its (non-blocking) socket and its channel, read by the
+    service's poller thread (:meth:`HTTPService._poll`)."""
 
     def __init__(self, service: HTTPService, sock: socket.socket, channel: ServerChannel
                  ) -> None:
         super().__init__(sock, service.max_write_buffer)
         self.service = service
         self.channel = channel
-        self.reader = threading.Thread(target=self._read, name="mcp-sansio-http-reader",
-                                       daemon=True)
         #: The answer is out and the write side shut: the lingering close is under way
-        #: (adapters/common/http_options.py): the reader discards what comes until the client
+        #: (adapters/common/http_options.py): the poller discards what comes until the client
         #: closes, ``linger_bytes`` were read, or the service's reaper ends it.
         self.lingering = False
+        self.discarded = 0  # bytes read after the channel was over (the lingering close)
+        self.paused = False  # not polled: its peer is behind (queue above the high water)
 
     def _finish(self) -> None:
         """(Lock held.) The lingering close: half-close (the client sees the end of the
-        answer) and leave the read side to the reader; the service's reaper shuts the
+        answer) and leave the read side to the poller; the service's reaper shuts the
         socket down ``linger_time`` seconds from now if the client has not closed by then."""
         if self._dead:
             return
         self._dead = True
         self._queue.clear()
         self._queued = 0
-        self._drained.notify_all()
+        self._drained_now()
         assert self.sock is not None
         try:
             self.sock.shutdown(socket.SHUT_WR)
-        except OSError:  # broken: the reader finds out
+        except OSError:  # broken: the poller finds out
             return
         self.lingering = True
         self.service._reap_at(self, time.monotonic() + self.service.linger_time)
+
+    def _drained_now(self) -> None:
+        """(Lock held.) The queue fell to the high water, or the connection is over: a
+        paused socket is polled again."""
+        if self.paused:
+            self.paused = False
+            self.service._resume(self)
+
+    def pause_if_behind(self) -> bool:
+        """(The poller.) Backpressure: a peer that does not read what we write is not read
+        from until its queue falls to the high water (True: paused, to be unregistered)."""
+        with self._lock:
+            if self._queued > http_options.HIGH_WATER and not self._dead:
+                self.paused = True
+            return self.paused
 
     def abort(self) -> None:
         with self._lock:
             if self.lingering and not self._released:
                 assert self.sock is not None
                 with contextlib.suppress(OSError):
-                    self.sock.shutdown(socket.SHUT_RDWR)  # the reader's recv returns
+                    self.sock.shutdown(socket.SHUT_RDWR)  # the poller reads the end
             self._shutdown()
 
-    def _read(self) -> None:
+    def read_once(self) -> bool:
+        """(The poller, its socket readable.) Read what is there and feed it to the channel
+        under the service's lock; True: the connection is over (the poller then ends it)."""
         service, channel, sock = self.service, self.channel, self.sock
         assert sock is not None
-        discarded = 0  # bytes read after the channel was over (the lingering close)
+        lost = False
         try:
-            while True:
-                self._wait_drained()
-                lost = False
+            data = sock.recv(_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            data, lost = b"", True
+        with service.lock:
+            if not channel.closed:
                 try:
-                    data = sock.recv(_CHUNK)
-                except OSError:
-                    data, lost = b"", True
-                with service.lock:
-                    if not channel.closed:
-                        try:
-                            if lost:
-                                channel.connection_lost(now=time.monotonic())
-                            else:
-                                channel.receive_data(data, now=time.monotonic(),
-                                                     wall_time=time.time())
-                            service._pump()
-                        except Exception:  # a bug: this connection alone ends
-                            service._contain(channel)  # (common/http_server.py) with a 500,
-                            service._safe_pump()  # written; the reader then lingers
+                    if lost:
+                        channel.connection_lost(now=time.monotonic())
                     else:
-                        discarded += len(data)
-                if not data or discarded > service.linger_bytes:
-                    return
-        except Exception:  # pragma: no cover - a bug in the reader itself: drop the socket
-            log.exception("the reader of an HTTP connection failed")
-        finally:
+                        channel.receive_data(data, now=time.monotonic(),
+                                             wall_time=time.time())
+                    service._pump()
+                except Exception:  # a bug: this connection alone ends
+                    service._contain(channel)  # (common/http_server.py) with a 500,
+                    service._safe_pump()  # written; the poller then lingers
+            else:
+                self.discarded += len(data)
+        return not data or self.discarded > service.linger_bytes
+
+    def end(self) -> None:
+        """(The poller, the socket unregistered.) The connection is over: release it."""
+        service, channel = self.service, self.channel
+        try:
             self.abort()
             with service.lock:
                 service._sockets.pop(channel, None)
                 if not channel.closed:
                     try:
                         channel.connection_lost(now=time.monotonic())
-                    except Exception:  # logged: the reader must still release its socket
+                    except Exception:  # logged: the socket must still be released
                         service._work_failed()
                     service._safe_pump()
                 service._room.notify()
+        finally:
             self._release()
-            service._readers.discard(self.reader)
 
 
 class HTTPService(serving.ServiceState, HTTPServiceBase[SyncServerSession]):
@@ -458,7 +472,16 @@ class HTTPService(serving.ServiceState, HTTPServiceBase[SyncServerSession]):
         self._pool = ThreadPoolExecutor(max_workers=max_workers,
                                         thread_name_prefix="mcp-sansio-handler")
         self._sockets: dict[ServerChannel, _Socket] = {}
-        self._readers: set[threading.Thread] = set()
+        # The poller: one selector over every connection's socket, woken through a socket
+        # pair to register what ``_polled`` holds (new or resumed connections).
+        self._selector = selectors.DefaultSelector()
+        self._poll_r, self._poll_w = socket.socketpair()
+        self._poll_r.setblocking(False)
+        self._poll_w.setblocking(False)
+        self._polled: deque[_Socket] = deque()
+        self._polling = True
+        self._poller = threading.Thread(target=self._poll, name="mcp-sansio-http-poller",
+                                        daemon=True)
         self._steppers: list[asyncio.AbstractEventLoop] = []
         self._pumping = False
         self._timer = threading.Condition(self.lock)
@@ -493,7 +516,7 @@ class HTTPService(serving.ServiceState, HTTPServiceBase[SyncServerSession]):
     _kick = _pump
 
     def _safe_pump(self) -> None:
-        """(Lock held.) The pump where no single connection's reader is there to contain
+        """(Lock held.) The pump where no single connection's read is there to contain
         what it raises: logged, and the server goes on."""
         try:
             self._pump()
@@ -547,6 +570,7 @@ class HTTPService(serving.ServiceState, HTTPServiceBase[SyncServerSession]):
             self.address = (sockname[0], sockname[1])
         listener.setblocking(False)
         self._listener = listener
+        self._poller.start()
         for target, name in ((self._accept, "mcp-sansio-http-accept"),
                              (self._run_timer, "mcp-sansio-http-timer"),
                              (self._run_reaper, "mcp-sansio-http-reaper")):
@@ -578,7 +602,7 @@ class HTTPService(serving.ServiceState, HTTPServiceBase[SyncServerSession]):
                     log.warning("accept failed: %s", exc)
                     time.sleep(0.1)
                     continue
-                sock.setblocking(True)
+                sock.setblocking(False)
                 with contextlib.suppress(OSError):
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 with self.lock:
@@ -588,8 +612,52 @@ class HTTPService(serving.ServiceState, HTTPServiceBase[SyncServerSession]):
                     channel = self.http.new_channel(now=time.monotonic())
                     conn = _Socket(self, sock, channel)
                     self._sockets[channel] = conn
-                    self._readers.add(conn.reader)
-                conn.reader.start()
+                self._resume(conn)
+        finally:
+            selector.close()
+
+    def _resume(self, conn: _Socket) -> None:
+        """(Any thread.) Have the poller poll ``conn``: a new connection, or one that was
+        paused (its peer caught up, or the connection is over)."""
+        self._polled.append(conn)
+        with contextlib.suppress(OSError):  # (full: the poller is awake already)
+            self._poll_w.send(b"!")
+
+    def _poll(self) -> None:
+        """The poller thread: waits on every connection's socket at once and reads each
+        that is ready, in turn, feeding its channel under the lock. One thread for all, not
+        one per connection: every read would otherwise wake a thread that then waits for
+        the lock and the interpreter, in whatever order the system picks (benchmarks/
+        README.md, the threads' tail)."""
+        selector, polled = self._selector, self._polled
+        selector.register(self._poll_r, selectors.EVENT_READ, None)
+        try:
+            while True:
+                for key, _ in selector.select():
+                    conn: _Socket | None = key.data
+                    if conn is None:
+                        with contextlib.suppress(OSError):
+                            self._poll_r.recv(4096)
+                        continue
+                    try:
+                        over = conn.read_once()
+                        if not over and not conn.pause_if_behind():
+                            continue
+                    except Exception:  # pragma: no cover - a bug in the poller: drop it
+                        log.exception("reading an HTTP connection failed")
+                        over = True
+                    selector.unregister(key.fileobj)
+                    if over:
+                        conn.end()
+                while polled:
+                    conn = polled.popleft()
+                    if conn.sock is not None and not conn._released:
+                        with contextlib.suppress(KeyError, ValueError):
+                            selector.register(conn.sock, selectors.EVENT_READ, conn)
+                if not self._polling and not self._sockets:
+                    return
+        except Exception:  # pragma: no cover - a bug in the poller itself
+            log.exception("the poller of the HTTP connections failed")
         finally:
             selector.close()
 
@@ -611,14 +679,14 @@ class HTTPService(serving.ServiceState, HTTPServiceBase[SyncServerSession]):
                 self._timer.wait(None if deadline is None else deadline - now)
 
     def _reap_at(self, sock: _Socket, when: float) -> None:
-        """A socket lingers: shut it down at ``when`` unless its reader is done by then."""
+        """A socket lingers: shut it down at ``when`` unless it is over by then."""
         with self._reap_lock:
             heapq.heappush(self._reap, (when, next(self._reap_seq), sock))
             self._reap_wake.notify()
 
     def _run_reaper(self) -> None:
         """The reaper thread: ends lingering closes that reach ``linger_time`` (a client
-        that neither closes nor stops sending), waking their readers."""
+        that neither closes nor stops sending): the poller then reads their end."""
         heap = self._reap
         while True:
             with self._reap_lock:
@@ -674,8 +742,11 @@ class HTTPService(serving.ServiceState, HTTPServiceBase[SyncServerSession]):
             thread.join()
         for conn in sockets:
             conn.abort()
-        for thread in list(self._readers):
-            thread.join()
+        self._polling = False  # the poller ends each connection, then itself
+        with contextlib.suppress(OSError):
+            self._poll_w.send(b"!")
+        if self._poller.ident is not None:
+            self._poller.join()
         with self.lock:
             for logic in logics:
                 runtime = logic.runtime
@@ -691,7 +762,7 @@ class HTTPService(serving.ServiceState, HTTPServiceBase[SyncServerSession]):
         waiter.join(self.shutdown_timeout)
         if waiter.is_alive():
             log.warning("HTTP service closed with handlers still running")
-        for sock in (self._listener, self._wake_r, self._wake_w):
+        for sock in (self._listener, self._wake_r, self._wake_w, self._poll_r, self._poll_w):
             if sock is not None:
                 sock.close()
         self._stopped.set()
