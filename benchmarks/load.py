@@ -987,7 +987,7 @@ def main() -> int:
 
 
 def aims(report: dict[str, Any]) -> None:
-    """The speed aims (benchmarks/README.md) against this run's numbers: stated, never asserted.
+    """The speed aims (docs/performance.rst) against this run's numbers: stated, never asserted.
 
     Each ratio is given twice: by requests/s, and by server CPU per request, which a core
     shared with other work (a busy machine) skews less."""
