@@ -37,10 +37,8 @@ import argparse
 import asyncio
 import cProfile
 import json
-import os
 import pstats
 import statistics
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -219,10 +217,6 @@ async def uvicorn_row(era: str, kind: str) -> Step:
     """uvicorn's ``HttpToolsProtocol`` on one keep-alive connection with a transport that
     keeps what is written; one step writes the request's bytes and runs the loop until the
     answer is complete."""
-    # (This script's directory holds an http.py: not the standard library's, which uvicorn
-    # imports.)
-    here = os.path.realpath(os.path.dirname(__file__))
-    sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != here]
     from uvicorn.config import Config
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     from uvicorn.server import ServerState

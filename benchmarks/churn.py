@@ -22,19 +22,12 @@ speed. ``tests/http/test_churn.py`` is the short in-memory version (``tracemallo
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
-import os
 import subprocess
 import sys
 import threading
 import time
-
-# This script's directory (first on sys.path) holds http.py: keep it from shadowing the
-# standard library's http package.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-
-import http.client  # noqa: E402  (after the path fix above)
 
 ACCEPT = "application/json, text/event-stream"
 VERSION = "2025-11-25"

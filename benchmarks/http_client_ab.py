@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-End-to-end HTTP benchmarks (``benchmarks/http.py``) add a server process, sockets and an
+End-to-end HTTP benchmarks (``benchmarks/http_layer.py``) add a server process, sockets and an
 event loop to the client's cost, and on a shared machine their noise hides a change of a few
 per cent in the client. This one times the client alone: an :class:`HTTPClient` settled in an
 era against an in-memory :class:`HTTPServer`, then, for each call, the request built and

@@ -62,11 +62,6 @@ from mcp_sansio import (
     _json,
 )
 
-# Python puts this script's directory first on sys.path, and it holds http.py and types.py
-# (the other benchmarks): without this, "http" would be benchmarks/http.py for the SDK's
-# imports (http.client).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 TOOL_PARAMS = {"name": "echo", "arguments": {"text": "hello"}}
 TOOL_RESULT = {"content": [{"type": "text", "text": "hello"}]}
 #: The two wire messages of one round trip, as the core writes them.

@@ -60,11 +60,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# Python puts this script's directory first on sys.path, and it holds http.py and types.py
-# (the other benchmarks): without this, "http" would be benchmarks/http.py for the SDK's
-# imports (http.client).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "tests" / "peers"
 RUNTIMES = ("asyncio", "trio", "threading")

@@ -41,11 +41,6 @@ import sys
 import time
 from typing import Any
 
-# This script's directory (first on sys.path) holds http.py and types.py: keep them from
-# shadowing the standard library.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-
 IN_FLIGHT = 100
 RUNTIMES = ("asyncio", "trio", "threading")
 

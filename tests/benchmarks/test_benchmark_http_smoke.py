@@ -1,4 +1,4 @@
-"""Smoke test for ``benchmarks/http.py``: it runs with ``--quick`` and prints every row it
+"""Smoke test for ``benchmarks/http_layer.py``: it runs with ``--quick`` and prints every row it
 promises (the raw and h11 floors, our client and server on each runtime that has an HTTP
 client, in both eras, and the official SDK in both eras), with numbers. No timing is asserted
 (the machine is shared and noisy)."""
@@ -24,7 +24,7 @@ SHAPES = ("sequential", "10 in flight")
 def test_http_benchmark_quick(tmp_path: Path) -> None:
     out_file = tmp_path / "http.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "http.py"), "--quick", "--reps", "1",
+        [sys.executable, str(ROOT / "benchmarks" / "http_layer.py"), "--quick", "--reps", "1",
          "--json", str(out_file)],
         capture_output=True, text=True, timeout=600, cwd=ROOT, check=False)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"

@@ -1,4 +1,4 @@
-"""Smoke test for ``benchmarks/types.py``: it runs with ``--quick`` and prints its table.
+"""Smoke test for ``benchmarks/typed_models.py``: it runs with ``--quick`` and prints its table.
 
 No timing is asserted (the machine is shared and noisy); only that the script exits 0 and
 prints the rows it promises, with numbers in them, and writes its JSON report.
@@ -23,7 +23,7 @@ ROWS = ["floor/json", "dict", "typed", "typed+json", "structure_request",
 def test_types_benchmark_quick(tmp_path: Path) -> None:
     out_file = tmp_path / "types.json"
     proc = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "types.py"), "--quick", "--json", str(out_file)],
+        [sys.executable, str(BENCHMARKS / "typed_models.py"), "--quick", "--json", str(out_file)],
         capture_output=True, text=True, timeout=300, cwd=BENCHMARKS.parent, check=False,
     )
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"

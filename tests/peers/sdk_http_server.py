@@ -1,6 +1,6 @@
 """The official Python SDK's Streamable HTTP server as a peer for our HTTP client
-(tests/adapters/common/test_http_interop.py, benchmarks/http.py): the same tools, resources and
-prompt as tests/peers/sdk_stdio_server.py, served by uvicorn on 127.0.0.1.
+(tests/adapters/common/test_http_interop.py, benchmarks/http_layer.py): the same tools,
+resources and prompt as tests/peers/sdk_stdio_server.py, served by uvicorn on 127.0.0.1.
 
 Usage: ``sdk_http_server.py [--json] [--stateless] [--idle-timeout SECONDS] [--legacy-sse]
 [--cancel-probe]``.

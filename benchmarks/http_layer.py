@@ -35,17 +35,10 @@ same machine. Reported per contestant and shape: the median over repetitions of 
 per call, the minimum, and the median of the per-repetition ratios to the floor (paired).
 The machine is shared and noisy: compare ratios, not absolute numbers.
 
-Run: ``python benchmarks/http.py`` (``--quick`` for a smoke run, ``--json FILE`` to save).
+Run: ``python benchmarks/http_layer.py`` (``--quick`` for a smoke run, ``--json FILE`` to save).
 """
 
 from __future__ import annotations
-
-import sys
-
-# This file is named http.py: run as a script, its folder comes first on sys.path and would
-# hide the standard library's http package (which uvicorn, starlette and the SDK import).
-if sys.path and sys.path[0] == __import__("os").path.dirname(__file__):
-    del sys.path[0]
 
 import argparse
 import asyncio
@@ -60,6 +53,7 @@ import platform
 import socket
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path

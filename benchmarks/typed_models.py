@@ -24,7 +24,7 @@ Method (as in ``roundtrip.py``): every contestant is timed side by side in each 
 ratios as the median of per-repetition ratios (paired). The garbage collector stays on and
 runs before every batch.
 
-Run: ``python benchmarks/types.py`` (``--quick`` for a smoke run, ``--json FILE`` to save).
+Run: ``python benchmarks/typed_models.py`` (``--quick`` for a smoke run, ``--json FILE`` to save).
 """
 
 from __future__ import annotations
