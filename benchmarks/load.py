@@ -248,30 +248,14 @@ HTTPTOOLS_JSON_FLOOR = HTTPTOOLS_FLOOR.replace(
     "                        b'content-length: %d\\r\\n\\r\\n' % len(answer) + answer)\n")
 
 
-#: The official SDK's low-level ``Server`` (no decorators, no schema from type hints) with one
-#: tool, ``echo``, as its Streamable HTTP Starlette app under uvicorn (JSON responses), started
-#: the way tests/peers/sdk_http_server.py starts its high-level one.
-SDK_LOWLEVEL = r"""
-import asyncio, logging, socket, sys
+#: The end of every uvicorn row's script below: ``make_app()`` (defined by the script) served
+#: by uvicorn with its defaults on a port of its own, the URL printed once it listens.
+UVICORN_SERVE = r"""
+import asyncio, socket
 import uvicorn
-from mcp import types
-from mcp.server.lowlevel import Server
-
-logging.getLogger("mcp").setLevel(logging.WARNING)
-ECHO = types.Tool(name="echo", description="Return the text unchanged.", input_schema={
-    "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
-
-async def list_tools(ctx, params):
-    return types.ListToolsResult(tools=[ECHO])
-
-async def call_tool(ctx, params):
-    text = (params.arguments or {}).get("text", "")
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
 async def main():
-    server = Server("sdk-lowlevel", version="2.0", on_list_tools=list_tools,
-                    on_call_tool=call_tool)
-    app = server.streamable_http_app(json_response=True, host="127.0.0.1")
+    app = make_app()
     # IPPROTO_TCP so that asyncio sets TCP_NODELAY (see tests/peers/sdk_http_server.py).
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
@@ -289,11 +273,36 @@ async def main():
 asyncio.run(main())
 """
 
+
+#: The official SDK's low-level ``Server`` (no decorators, no schema from type hints) with one
+#: tool, ``echo``, as its Streamable HTTP Starlette app under uvicorn (JSON responses), started
+#: the way tests/peers/sdk_http_server.py starts its high-level one.
+SDK_LOWLEVEL = r"""
+import logging
+from mcp import types
+from mcp.server.lowlevel import Server
+
+logging.getLogger("mcp").setLevel(logging.WARNING)
+ECHO = types.Tool(name="echo", description="Return the text unchanged.", input_schema={
+    "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=[ECHO])
+
+async def call_tool(ctx, params):
+    text = (params.arguments or {}).get("text", "")
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+def make_app():
+    server = Server("sdk-lowlevel", version="2.0", on_list_tools=list_tools,
+                    on_call_tool=call_tool)
+    return server.streamable_http_app(json_response=True, host="127.0.0.1")
+""" + UVICORN_SERVE
+
 #: FastMCP (the framework many Python MCP servers are written in): the same echo tool under
 #: uvicorn, JSON responses like the other rows.
 FASTMCP = r"""
-import asyncio, logging, socket
-import uvicorn
+import logging
 from fastmcp import FastMCP
 
 logging.getLogger("fastmcp").setLevel(logging.WARNING)
@@ -305,23 +314,9 @@ def echo(text: str) -> str:
     "Return the text unchanged."
     return text
 
-async def main():
-    app = mcp.http_app(path="/mcp", json_response=True)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    userver = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on",
-                                            access_log=False))
-    task = asyncio.ensure_future(userver.serve(sockets=[sock]))
-    while not userver.started:
-        if task.done():
-            await task
-            return
-        await asyncio.sleep(0.01)
-    print("http://127.0.0.1:%d/mcp" % sock.getsockname()[1], flush=True)
-    await task
-
-asyncio.run(main())
-"""
+def make_app():
+    return mcp.http_app(path="/mcp", json_response=True)
+""" + UVICORN_SERVE
 
 #: Our ASGI app (the example server, as ``serve-example --engine uvicorn`` builds it) under
 #: uvicorn configured as the ``sdk`` and ``fastmcp`` rows configure it: uvicorn's defaults, so
@@ -329,26 +324,10 @@ asyncio.run(main())
 #: ``ours-uvicorn`` row runs h11 instead, the protocol the hardening table has serve-example
 #: choose; this one is the same-engine comparison with the SDK.
 OURS_UVICORN_DEFAULTS = r"""
-import asyncio, socket
-import uvicorn
 from mcp_sansio.adapters.tools._asgi_serve import example_app
 
-async def main():
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    userver = uvicorn.Server(uvicorn.Config(example_app(), log_level="warning",
-                                            lifespan="on", access_log=False))
-    task = asyncio.ensure_future(userver.serve(sockets=[sock]))
-    while not userver.started:
-        if task.done():
-            await task
-            return
-        await asyncio.sleep(0.01)
-    print("http://127.0.0.1:%d/mcp" % sock.getsockname()[1], flush=True)
-    await task
-
-asyncio.run(main())
-"""
+make_app = example_app
+""" + UVICORN_SERVE
 
 
 @dataclass(frozen=True)
